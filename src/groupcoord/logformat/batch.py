@@ -1,0 +1,438 @@
+"""Kafka record batch v2 (magic 2): build, parse, validate and rewrite in place.
+
+Mirrors ``org.apache.kafka.common.record.DefaultRecordBatch`` / ``DefaultRecord`` and the
+builder half of ``MemoryRecordsBuilder``. The layout (61-byte header, then records):
+
+    baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 |
+    crc uint32 | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 |
+    maxTimestamp int64 | producerId int64 | producerEpoch int16 | baseSequence int32 |
+    recordsCount int32 | records...
+
+Rules kept here:
+- The CRC is CRC-32C over attributes..end, so baseOffset, batchLength and
+  partitionLeaderEpoch can be rewritten without touching it (``set_base_offset``); changing
+  attributes or maxTimestamp (``set_max_timestamp``) recomputes it.
+- Readers work on memoryviews of stored bytes and never copy a batch to inspect it; only
+  ``decode_records`` materialises records (decompressing when needed).
+- Malformed input raises ``CorruptRecordError`` (a ``ValueError``), never ``struct.error``
+  or ``IndexError``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, TypeAlias
+
+import crc32c as _crc32c
+
+from groupcoord.logformat.compression import CompressionError, compress, decompress
+from groupcoord.logformat.varint import VarintError, read_varint, write_varint
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+Header: TypeAlias = tuple[str, bytes | None]
+
+MAGIC = 2
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes batchLength does not count
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+# Attribute bits (DefaultRecordBatch.*_MASK).
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+# Control record types (ControlRecordType): key = version int16, type int16.
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+# Byte offsets inside a batch.
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT16 = struct.Struct(">h")
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_VALUE = struct.Struct(">hi")
+_TAIL = struct.Struct(">hiqqqhii")  # attributes..recordsCount, the CRC-covered header part
+
+
+class CorruptRecordError(ValueError):
+    """A batch failed validation: bad magic, CRC, length or record framing."""
+
+
+class BatchHeader(NamedTuple):
+    """The fixed 61-byte header of a v2 batch (``DefaultRecordBatch`` accessors)."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_MASK)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies in a log (header included)."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+
+class Record(NamedTuple):
+    """One record of a v2 batch (``DefaultRecord``); offsets/timestamps are deltas."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[Header] = ()
+    attributes: int = 0
+
+
+class SimpleRecord(NamedTuple):
+    """Builder input with an absolute timestamp; offsets are assigned in order."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[Header] = ()
+    timestamp: int = NO_TIMESTAMP
+
+
+def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """Parse the 61-byte header at ``pos`` without checking the CRC."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptRecordError("record batch header truncated")
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def batch_size_at(buf: Buffer, pos: int) -> int | None:
+    """Total size of the batch at ``pos`` from its length prefix, or None if cut short."""
+    if len(buf) - pos < LOG_OVERHEAD:
+        return None
+    _, length = _PREFIX.unpack_from(buf, pos)
+    if length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(f"record batch length {length} below minimum")
+    return length + LOG_OVERHEAD
+
+
+def iter_batches(buf: Buffer, pos: int = 0) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """Yield ``(header, view)`` for each whole batch; a partial tail ends iteration."""
+    view = memoryview(buf)
+    end = len(view)
+    while True:
+        size = batch_size_at(view, pos)
+        if size is None or pos + size > end:
+            return
+        yield BatchHeader._make(_HEADER.unpack_from(view, pos)), view[pos : pos + size]
+        pos += size
+
+
+def compute_crc(batch: Buffer) -> int:
+    """CRC-32C of the CRC-covered part (attributes..end) of a whole batch."""
+    return _crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
+
+
+def validate(batch: Buffer, check_offsets: bool = False) -> BatchHeader:
+    """Check magic, length and CRC of one whole batch and return its header.
+
+    ``check_offsets`` adds the produce-time rule of Kafka's ``LogValidator``: the record
+    count must equal ``lastOffsetDelta + 1`` (only compaction may leave offset gaps).
+    """
+    view = memoryview(batch)
+    if len(view) < HEADER_SIZE:
+        raise CorruptRecordError("record batch shorter than its header")
+    header = BatchHeader._make(_HEADER.unpack_from(view, 0))
+    if header.magic != MAGIC:
+        raise CorruptRecordError(f"unsupported record batch magic {header.magic}")
+    if header.batch_length + LOG_OVERHEAD != len(view):
+        raise CorruptRecordError(
+            f"record batch length {header.batch_length} inconsistent with {len(view)} bytes"
+        )
+    if _crc32c.crc32c(view[ATTRIBUTES_OFFSET:]) != header.crc:
+        raise CorruptRecordError("record batch CRC mismatch")
+    if header.records_count < 0 or header.last_offset_delta < 0:
+        raise CorruptRecordError("negative record count or last offset delta")
+    if check_offsets and header.records_count != header.last_offset_delta + 1:
+        raise CorruptRecordError("inconsistent batch offset range")
+    return header
+
+
+def set_base_offset(buf: bytearray | memoryview, pos: int, offset: int) -> None:
+    """Rewrite the base offset of the batch at ``pos`` (not covered by the CRC)."""
+    _INT64.pack_into(buf, pos + BASE_OFFSET_OFFSET, offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    """Rewrite the partition leader epoch (not covered by the CRC)."""
+    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_max_timestamp(
+    buf: bytearray | memoryview, pos: int, timestamp_type: int, max_timestamp: int
+) -> None:
+    """Set the timestamp type bit and maxTimestamp and recompute the CRC in place.
+
+    As ``DefaultRecordBatch.setMaxTimestamp``: a LogAppendTime batch carries the append
+    time in maxTimestamp and readers use it for every record in the batch.
+    """
+    (attributes,) = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    if timestamp_type == LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    else:
+        attributes &= ~TIMESTAMP_TYPE_MASK
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    (length,) = _INT32.unpack_from(buf, pos + LENGTH_OFFSET)
+    end = pos + LOG_OVERHEAD + length
+    crc = _crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : end])
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, now_ms: int) -> None:
+    """Stamp the batch at ``pos`` with LogAppendTime ``now_ms``."""
+    set_max_timestamp(buf, pos, LOG_APPEND_TIME, now_ms)
+
+
+def _write_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        out.append(1)  # zigzag(-1): null
+    else:
+        write_varint(out, len(data))
+        out += data
+
+
+def _encode_record(out: bytearray, rec: Record) -> None:
+    body = bytearray()
+    body.append(rec.attributes & 0xFF)
+    write_varint(body, rec.timestamp_delta)
+    write_varint(body, rec.offset_delta)
+    _write_bytes(body, rec.key)
+    _write_bytes(body, rec.value)
+    write_varint(body, len(rec.headers))
+    for name, hvalue in rec.headers:
+        _write_bytes(body, name.encode())
+        _write_bytes(body, hvalue)
+    write_varint(out, len(body))
+    out += body
+
+
+def _normalise(
+    records: Sequence[Record | SimpleRecord | tuple], base_timestamp: int | None
+) -> tuple[list[Record], int, int]:
+    """Turn builder input into Records plus (base_timestamp, max_timestamp)."""
+    if records and not isinstance(records[0], Record):
+        simple = [SimpleRecord(*r) for r in records]
+        base = simple[0].timestamp if base_timestamp is None else base_timestamp
+        recs = [
+            Record(i, r.timestamp - base, r.key, r.value, tuple(r.headers))
+            for i, r in enumerate(simple)
+        ]
+    else:
+        recs = list(records)  # type: ignore[arg-type]
+        base = NO_TIMESTAMP if base_timestamp is None else base_timestamp
+    if not recs:
+        return recs, base, base
+    return recs, base, base + max(r.timestamp_delta for r in recs)
+
+
+def build_batch(
+    records: Sequence[Record | SimpleRecord | tuple],
+    *,
+    base_offset: int = 0,
+    base_timestamp: int | None = None,
+    compression: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    transactional: bool = False,
+    control: bool = False,
+    timestamp_type: int = CREATE_TIME,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    max_timestamp: int | None = None,
+    last_offset_delta: int | None = None,
+) -> bytes:
+    """Encode one v2 batch.
+
+    ``records`` is either ``Record`` objects (deltas given; pass ``base_timestamp``) or
+    ``(key, value, headers, timestamp)`` tuples, whose offsets become 0..n-1 and whose
+    first timestamp becomes the base timestamp, as ``MemoryRecordsBuilder`` does.
+    ``max_timestamp`` and ``last_offset_delta`` override the computed values, as the log
+    cleaner needs to keep a filtered batch's original offset range.
+    """
+    recs, base_ts, max_ts = _normalise(records, base_timestamp)
+    if max_timestamp is not None:
+        max_ts = max_timestamp
+    body = bytearray()
+    for rec in recs:
+        _encode_record(body, rec)
+    payload = compress(compression, body) if compression else body
+    attributes = compression & COMPRESSION_MASK
+    if timestamp_type == LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if control:
+        attributes |= CONTROL_MASK
+    last_delta = max((r.offset_delta for r in recs), default=0)
+    if last_offset_delta is not None:
+        last_delta = last_offset_delta
+    tail = _TAIL.pack(
+        attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch,
+        base_sequence, len(recs),
+    )
+    crc = _crc32c.crc32c(payload, _crc32c.crc32c(tail))
+    length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    head = _PREFIX.pack(base_offset, length) + _INT32.pack(partition_leader_epoch)
+    return b"".join((head, bytes((MAGIC,)), _UINT32.pack(crc), tail, payload))
+
+
+def _read_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
+    size, pos = read_varint(buf, pos)
+    if size < 0:
+        return None, pos
+    end = pos + size
+    if end > len(buf):
+        raise CorruptRecordError("record field runs past the end of the batch")
+    return bytes(buf[pos:end]), end
+
+
+def _decode_record(buf: memoryview, pos: int) -> tuple[Record, int]:
+    length, pos = read_varint(buf, pos)
+    end = pos + length
+    if length < 0 or end > len(buf):
+        raise CorruptRecordError("record length runs past the end of the batch")
+    attributes = buf[pos]
+    ts_delta, p = read_varint(buf, pos + 1)
+    off_delta, p = read_varint(buf, p)
+    key, p = _read_bytes(buf, p)
+    value, p = _read_bytes(buf, p)
+    count, p = read_varint(buf, p)
+    if count < 0:
+        raise CorruptRecordError("negative header count")
+    headers: list[Header] = []
+    for _ in range(count):
+        name, p = _read_bytes(buf, p)
+        if name is None:
+            raise CorruptRecordError("null header key")
+        hvalue, p = _read_bytes(buf, p)
+        headers.append((name.decode("utf-8", "replace"), hvalue))
+    if p != end:
+        raise CorruptRecordError("record length does not match its fields")
+    return Record(off_delta, ts_delta, key, value, headers, attributes), end
+
+
+def records_payload(batch: Buffer, header: BatchHeader | None = None) -> memoryview:
+    """The (decompressed) records section of a whole batch."""
+    view = memoryview(batch)
+    if header is None:
+        header = parse_header(view)
+    data = view[HEADER_SIZE : header.size]
+    if header.compression:
+        try:
+            return memoryview(decompress(header.compression, data))
+        except CompressionError as exc:
+            raise CorruptRecordError(f"cannot decompress batch: {exc}") from exc
+    return data
+
+
+def decode_records(batch: Buffer) -> list[Record]:
+    """Decode every record of a whole batch, decompressing as needed."""
+    header = parse_header(batch)
+    data = records_payload(batch, header)
+    out: list[Record] = []
+    pos = 0
+    try:
+        for _ in range(header.records_count):
+            rec, pos = _decode_record(data, pos)
+            out.append(rec)
+    except (VarintError, IndexError) as exc:
+        raise CorruptRecordError(f"malformed record: {exc}") from exc
+    if pos != len(data):
+        raise CorruptRecordError("records count does not match the records section")
+    return out
+
+
+def control_record_type(record: Record) -> int:
+    """The ControlRecordType (0 ABORT, 1 COMMIT) from a control record's key."""
+    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+        raise CorruptRecordError("control record key too short")
+    _version, kind = _CONTROL_KEY.unpack_from(record.key, 0)
+    return kind
+
+
+def build_end_txn_marker(
+    control_type: int,
+    producer_id: int,
+    producer_epoch: int,
+    timestamp: int,
+    coordinator_epoch: int = 0,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytes:
+    """A control batch holding one COMMIT/ABORT marker (``EndTransactionMarker``)."""
+    key = _CONTROL_KEY.pack(0, control_type)
+    value = _END_TXN_VALUE.pack(0, coordinator_epoch)
+    return build_batch(
+        [Record(0, 0, key, value)], base_offset=base_offset, base_timestamp=timestamp,
+        producer_id=producer_id, producer_epoch=producer_epoch, transactional=True,
+        control=True, partition_leader_epoch=partition_leader_epoch,
+    )

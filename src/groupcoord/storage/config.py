@@ -1,0 +1,100 @@
+"""Per-log settings, results and errors shared by the storage modules.
+
+Mirrors ``org.apache.kafka.storage.internals.log.LogConfig`` (topic-level ``segment.bytes``,
+``segment.ms``, ``retention.ms``, ``retention.bytes``, ``index.interval.bytes``,
+``segment.index.bytes``, ``message.timestamp.type``, ``cleanup.policy``,
+``delete.retention.ms``, ``max.message.bytes``) with Kafka's defaults, plus
+``LogAppendInfo`` and the outcome of recovery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from groupcoord.logformat.batch import CREATE_TIME, BatchHeader
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Topic-level log settings; -1 means unlimited for the retention limits."""
+
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * DAY_MS
+    retention_ms: int = 7 * DAY_MS
+    retention_bytes: int = -1
+    index_interval_bytes: int = 4096
+    segment_index_bytes: int = 10 * 1024 * 1024
+    message_timestamp_type: int = CREATE_TIME
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = DAY_MS
+    max_message_bytes: int = 1048588
+
+    def with_overrides(self, overrides: dict[str, Any] | None) -> LogConfig:
+        """A copy with Kafka-named (``segment.bytes``) or snake_case overrides applied."""
+        if not overrides:
+            return self
+        known = {f.name for f in fields(self)}
+        changes: dict[str, Any] = {}
+        for name, value in overrides.items():
+            key = name.replace(".", "_")
+            if key not in known:
+                raise ValueError(f"unknown log config {name!r}")
+            if key == "message_timestamp_type" and isinstance(value, str):
+                value = 1 if value == "LogAppendTime" else 0
+            changes[key] = value
+        return replace(self, **changes)
+
+
+@dataclass
+class AppendInfo:
+    """Outcome of an append (``LogAppendInfo``); log_append_time_ms is -1 for CreateTime."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    max_timestamp: int
+    log_start_offset: int = 0
+    headers: list[BatchHeader] = field(default_factory=list)
+
+
+@dataclass
+class RecoveryReport:
+    """What opening a partition log found and repaired."""
+
+    path: str
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    segments: int = 0
+    segments_recovered: int = 0
+    indexes_rebuilt: int = 0
+    bytes_truncated: int = 0
+    batches_dropped: int = 0
+    segments_deleted: int = 0
+
+    @property
+    def last_offset(self) -> int:
+        """Offset of the last record kept (-1 style: log_end_offset - 1)."""
+        return self.log_end_offset - 1
+
+    @property
+    def clean(self) -> bool:
+        return self.bytes_truncated == 0 and self.segments_deleted == 0
+
+
+class StorageError(Exception):
+    """Base of the storage errors the server maps to Kafka error codes."""
+
+
+class OffsetOutOfRangeError(StorageError):
+    """Fetch offset outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
+
+
+class InvalidRecordError(StorageError):
+    """A produced batch is malformed (CORRUPT_MESSAGE / INVALID_RECORD)."""
+
+
+class RecordBatchTooLargeError(StorageError):
+    """A produced batch exceeds max.message.bytes (MESSAGE_TOO_LARGE)."""

@@ -1,0 +1,392 @@
+"""A partition's log: ordered segments, offset assignment, reads, roll and retention.
+
+Mirrors ``kafka.log.UnifiedLog`` / ``LocalLog`` (single replica, no tiered storage).
+
+Rules kept here:
+- Produce bytes are stored as the client sent them: each batch is validated (magic, length,
+  CRC, offset range) and only the fields outside the records are rewritten in a copy
+  (base offset, partition leader epoch, and for LogAppendTime the max timestamp and CRC).
+- An append is a single write to the active segment; the segment rolls before the write if
+  it would exceed ``segment_bytes``, is older than ``segment_ms``, its index is full, or the
+  new offsets no longer fit an int32 relative to its base.
+- Reads return whole batches from one segment, starting with the batch containing the
+  requested offset, found through the in-memory index (``LocalLog.read``).
+- Retention removes whole segments, oldest first, never the active one, and moves
+  ``log_start_offset`` forward (``UnifiedLog.deleteOldSegments``).
+- Recovery on open lives in ``storage.recovery``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from bisect import bisect_right
+from collections.abc import Iterator
+
+from groupcoord.logformat.batch import (
+    LOG_APPEND_TIME,
+    BatchHeader,
+    CorruptRecordError,
+    batch_size_at,
+    decode_records,
+    parse_header,
+    set_base_offset,
+    set_max_timestamp,
+    set_partition_leader_epoch,
+    validate,
+)
+from groupcoord.storage.config import (
+    AppendInfo,
+    InvalidRecordError,
+    LogConfig,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecoveryReport,
+)
+from groupcoord.storage.metadata import read_partition_metadata, write_partition_metadata
+from groupcoord.storage.segment import LogSegment, iter_file_batches
+
+_INT32_MAX = 0x7FFFFFFF
+_EMPTY = memoryview(b"")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PartitionLog:
+    """The segments of one ``<topic>-<partition>`` directory."""
+
+    def __init__(self, path: str, config: LogConfig, segments: list[LogSegment],
+                 log_start_offset: int) -> None:
+        self.path = path
+        self.config = config
+        self.segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.log_start_offset = log_start_offset
+        self.recovery_report = RecoveryReport(path)
+        self.recovery_point = self.log_end_offset
+        self.topic_id: bytes | None = None
+        self.closed = False
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str, config: LogConfig | None = None, *,
+             log_start_offset: int = 0, recovery_point: int | None = None,
+             now_ms: int | None = None, topic_id: bytes | None = None) -> PartitionLog:
+        """Open or create the log at ``path``, recovering it; see ``recovery_report``.
+
+        Only segments holding offsets at or past ``recovery_point`` (default: the last
+        segment) are CRC-checked. A given ``topic_id`` is written to ``partition.metadata``.
+        """
+        from groupcoord.storage.recovery import load_segments
+
+        cfg = config or LogConfig()
+        os.makedirs(path, exist_ok=True)
+        stored_id = read_partition_metadata(path)
+        if topic_id is not None and stored_id != topic_id:
+            write_partition_metadata(path, topic_id)
+            stored_id = topic_id
+        segments, report = load_segments(path, cfg, log_start_offset, recovery_point,
+                                         _now_ms() if now_ms is None else now_ms)
+        log = cls(path, cfg, segments, max(log_start_offset, segments[0].base_offset))
+        log.active.open_for_append()
+        log.topic_id = stored_id
+        report.log_start_offset = log.log_start_offset
+        report.log_end_offset = log.log_end_offset
+        log.recovery_report = report
+        return log
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def active(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, data: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
+               now_ms: int | None = None, leader_epoch: int | None = None,
+               allow_control: bool = False) -> AppendInfo:
+        """Validate and append one or more whole batches.
+
+        With ``assign_offsets`` (produce) base offsets are rewritten from the log end; without
+        it (internal writers, the cleaner) batches must already start at or after it.
+        """
+        buf = bytearray(data)
+        headers = self._validate_all(buf, allow_control)
+        now = _now_ms() if now_ms is None else now_ms
+        log_append = self.config.message_timestamp_type == LOG_APPEND_TIME
+        next_offset = self.log_end_offset
+        pos = 0
+        for i, header in enumerate(headers):
+            if assign_offsets:
+                set_base_offset(buf, pos, next_offset)
+            elif header.base_offset < next_offset:
+                raise InvalidRecordError(
+                    f"batch offset {header.base_offset} below log end offset {next_offset}")
+            if leader_epoch is not None:
+                set_partition_leader_epoch(buf, pos, leader_epoch)
+            if log_append:
+                set_max_timestamp(buf, pos, LOG_APPEND_TIME, now)
+            headers[i] = header = parse_header(buf, pos)
+            next_offset = header.last_offset + 1
+            pos += header.size
+        first, last = headers[0], headers[-1]
+        self._maybe_roll(len(buf), first.base_offset, last.last_offset, now)
+        self.active.append(buf, headers)
+        max_ts = max(h.max_timestamp for h in headers)
+        return AppendInfo(first.base_offset, last.last_offset, now if log_append else -1,
+                          max_ts, self.log_start_offset, headers)
+
+    def _validate_all(self, buf: bytearray, allow_control: bool) -> list[BatchHeader]:
+        headers: list[BatchHeader] = []
+        pos = 0
+        try:
+            while pos < len(buf):
+                size = batch_size_at(buf, pos)
+                if size is None or pos + size > len(buf):
+                    raise InvalidRecordError("partial record batch in append")
+                if size > self.config.max_message_bytes:
+                    raise RecordBatchTooLargeError(f"batch of {size} bytes exceeds limit")
+                header = validate(memoryview(buf)[pos : pos + size], check_offsets=True)
+                if header.is_control and not allow_control:
+                    raise InvalidRecordError("control batches may not be produced")
+                headers.append(header)
+                pos += size
+        except CorruptRecordError as exc:
+            raise InvalidRecordError(str(exc)) from exc
+        if not headers:
+            raise InvalidRecordError("append with no record batches")
+        return headers
+
+    def _maybe_roll(self, size: int, base_offset: int, last_offset: int, now: int) -> None:
+        seg = self.active
+        if seg.size == 0:
+            if seg.base_offset == base_offset:
+                return
+            # An empty active segment at the wrong base (e.g. after DeleteRecords past the
+            # end) is replaced rather than kept with offsets it cannot index.
+        elif not (
+            seg.size + size > self.config.segment_bytes
+            or now - seg.created_ms > self.config.segment_ms
+            or last_offset - seg.base_offset > _INT32_MAX
+            or len(seg.offset_index.offsets) * 8 >= self.config.segment_index_bytes
+        ):
+            return
+        self.roll(base_offset, now)
+
+    def roll(self, base_offset: int | None = None, now_ms: int | None = None) -> LogSegment:
+        """Close the active segment for appends and start a new one."""
+        base = self.log_end_offset if base_offset is None else base_offset
+        old = self.active
+        if old.size == 0:
+            old.delete()
+            self.segments.pop()
+            self._bases.pop()
+        else:
+            old.on_become_inactive()
+            old.flush()
+        seg = LogSegment(self.path, base, self.config.index_interval_bytes)
+        seg.next_offset = base
+        seg.created_ms = _now_ms() if now_ms is None else now_ms
+        seg.open_for_append()
+        self.segments.append(seg)
+        self._bases.append(base)
+        _fsync_dir(self.path)  # make the new segment's directory entry durable
+        return seg
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _segment_index(self, offset: int) -> int:
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+    def read(self, offset: int, max_bytes: int,
+             max_offset: int | None = None) -> memoryview:
+        """Whole batches starting with the one containing ``offset`` (``LocalLog.read``).
+
+        At most ``max_bytes`` unless the first batch alone is larger (then it comes whole);
+        batches with base offset >= ``max_offset`` (e.g. the high watermark) are left out.
+        """
+        found = self.read_range(offset, max_bytes, max_offset)
+        if found is None or not found[2]:
+            return _EMPTY
+        seg, position, length = found
+        return memoryview(os.pread(seg.fd, length, position))
+
+    def read_range(self, offset: int, max_bytes: int, max_offset: int | None = None
+                   ) -> tuple[LogSegment, int, int] | None:
+        """``(segment, position, length)`` that ``read`` would return, for ``sendfile``.
+
+        Valid until the next retention, truncation or compaction of this log; call it from
+        the thread that owns the log.
+        """
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self.log_start_offset}, {leo}]")
+        if offset == leo or (max_offset is not None and offset >= max_offset):
+            return None
+        for i in range(self._segment_index(offset), len(self.segments)):
+            seg = self.segments[i]
+            found = seg.find_batch(offset)
+            if found is not None:
+                return seg, found[0], seg.locate(found[0], max_bytes, max_offset)
+        return None
+
+    def iter_batch_headers(self, from_offset: int | None = None) -> Iterator[BatchHeader]:
+        """Headers of every batch from the one containing ``from_offset``; no decompression."""
+        start = self.log_start_offset if from_offset is None else from_offset
+        for i in range(self._segment_index(start), len(self.segments)):
+            seg = self.segments[i]
+            found = seg.find_batch(start)
+            if found is None:
+                continue
+            for _, view in iter_file_batches(seg.fd, found[0], seg.size):
+                yield parse_header(view)
+
+    def iter_batches(self, from_offset: int | None = None) -> Iterator[memoryview]:
+        """Whole stored batches from the one containing ``from_offset`` (for replay)."""
+        start = self.log_start_offset if from_offset is None else from_offset
+        for i in range(self._segment_index(start), len(self.segments)):
+            seg = self.segments[i]
+            found = seg.find_batch(start)
+            if found is not None:
+                for _, view in iter_file_batches(seg.fd, found[0], seg.size):
+                    yield view
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """First offset whose timestamp is >= ``timestamp`` (ListOffsets), as (offset, ts).
+
+        -1 (latest) and -2 (earliest) give the log end/start offset with timestamp -1;
+        -3 (max timestamp) gives the last offset of the batch holding the largest timestamp.
+        """
+        if timestamp == -1:
+            return self.log_end_offset, -1
+        if timestamp == -2:
+            return self.log_start_offset, -1
+        if timestamp == -3:
+            best = max(self.segments, key=lambda s: s.max_timestamp)
+            if best.max_timestamp < 0:
+                return None
+            return max(best.offset_of_max_timestamp, self.log_start_offset), best.max_timestamp
+        for seg in self.segments:
+            if seg.max_timestamp >= timestamp or seg is self.active:
+                found = self._search_segment(seg, timestamp)
+                if found is not None:
+                    return found
+        return None
+
+    def _search_segment(self, seg: LogSegment, timestamp: int) -> tuple[int, int] | None:
+        start_offset = max(seg.time_index.lookup(timestamp), self.log_start_offset)
+        found = seg.find_batch(start_offset)
+        if found is None:
+            return None
+        for _, view in iter_file_batches(seg.fd, found[0], seg.size):
+            header = parse_header(view)
+            if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
+                continue
+            for rec in decode_records(view):
+                offset = header.base_offset + rec.offset_delta
+                ts = (header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME
+                      else header.base_timestamp + rec.timestamp_delta)
+                if ts >= timestamp and offset >= start_offset:
+                    return offset, ts
+        return None
+
+    # -- retention and truncation ------------------------------------------------------
+
+    def delete_expired(self, now_ms: int | None = None) -> int:
+        """Delete whole inactive segments past retention.ms / retention.bytes, or wholly
+        below the log start offset; return how many were deleted."""
+        now = _now_ms() if now_ms is None else now_ms
+        cfg = self.config
+        excess = self.size - cfg.retention_bytes if cfg.retention_bytes >= 0 else 0
+        deleted = 0
+        while len(self.segments) > 1:
+            seg, nxt = self.segments[0], self.segments[1]
+            below_start = nxt.base_offset <= self.log_start_offset
+            too_old = cfg.retention_ms >= 0 and now - seg.largest_timestamp > cfg.retention_ms
+            too_big = excess - seg.size >= 0 and cfg.retention_bytes >= 0
+            if not (below_start or too_old or too_big):
+                break
+            excess -= seg.size
+            self._delete_first_segment()
+            deleted += 1
+        return deleted
+
+    def _delete_first_segment(self) -> None:
+        seg = self.segments.pop(0)
+        self._bases.pop(0)
+        seg.delete()
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset``; return the new start."""
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} beyond log end offset {self.log_end_offset}")
+        self.log_start_offset = max(self.log_start_offset, offset)
+        while len(self.segments) > 1 and self.segments[1].base_offset <= self.log_start_offset:
+            self._delete_first_segment()
+        if self.log_start_offset == self.log_end_offset and self.active.size:
+            self.roll(self.log_start_offset)
+            while len(self.segments) > 1:
+                self._delete_first_segment()
+        return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch at or after ``offset`` (which should be a batch boundary)."""
+        if offset >= self.log_end_offset:
+            return
+        while len(self.segments) > 1 and self.active.base_offset >= offset:
+            self.segments.pop().delete()
+            self._bases.pop()
+        seg = self.active
+        seg.offset_index.close()
+        seg.time_index.close()
+        if seg.base_offset >= offset:
+            seg.delete()
+            fresh = LogSegment(self.path, offset, self.config.index_interval_bytes)
+            fresh.next_offset = offset
+            self.segments[-1] = fresh
+            self._bases[-1] = offset
+            self.log_start_offset = offset
+        else:
+            seg.truncate_to(offset)
+        self.active.open_for_append()
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+
+    # -- durability ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every segment written since the last flush; advance the recovery point."""
+        for seg in self.segments:
+            seg.flush()
+        self.recovery_point = self.log_end_offset
+
+    def close(self) -> None:
+        """Flush and close every file; the log object is unusable afterwards."""
+        if self.closed:
+            return
+        self.flush()
+        for seg in self.segments:
+            seg.close()
+        self.closed = True

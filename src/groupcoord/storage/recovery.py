@@ -1,0 +1,114 @@
+"""Loading a partition directory on open: find segments, check them, repair the tail.
+
+Mirrors ``org.apache.kafka.storage.internals.log.LogLoader``.
+
+Rules kept here:
+- Leftovers of interrupted operations are resolved first: ``*.cleaned`` and ``*.deleted``
+  files are removed and ``*.swap`` files replace the segment they were written for, as the
+  log cleaner's crash recovery does.
+- Segments at or past the recovery point (by default: the last one) are re-read in full and
+  every batch's CRC is checked; the first bad or torn batch and everything after it is cut
+  off. If that happens in a segment that is not the last, all later segments are deleted,
+  because offsets after a hole cannot be trusted.
+- Segments before the recovery point keep their index files unless those are missing or
+  inconsistent, in which case they are rebuilt by a scan.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from groupcoord.storage.config import LogConfig, RecoveryReport
+from groupcoord.storage.segment import LogSegment
+
+_LEFTOVER_SUFFIXES = (".cleaned", ".deleted", ".tmp")
+
+logger = logging.getLogger(__name__)
+
+
+def _resolve_leftovers(path: str) -> None:
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if name.endswith(_LEFTOVER_SUFFIXES):
+            os.unlink(full)
+        elif name.endswith(".log.swap"):
+            # The cleaner finished writing this segment; its old indexes describe the
+            # replaced file, so drop them and let the load rebuild them.
+            target = full[: -len(".swap")]
+            os.replace(full, target)
+            for ext in (".index", ".timeindex"):
+                stale = target[: -len(".log")] + ext
+                if os.path.exists(stale):
+                    os.unlink(stale)
+
+
+def segment_bases(path: str) -> list[int]:
+    """Base offsets of the ``.log`` files in ``path``, ascending."""
+    bases = []
+    for name in os.listdir(path):
+        stem, dot, ext = name.partition(".")
+        if dot and ext == "log" and stem.isdigit():
+            bases.append(int(stem))
+    return sorted(bases)
+
+
+def load_segments(path: str, cfg: LogConfig, log_start_offset: int,
+                  recovery_point: int | None, now_ms: int) -> tuple[list[LogSegment],
+                                                                    RecoveryReport]:
+    """Open every segment of ``path``, recovering as described in the module docstring."""
+    _resolve_leftovers(path)
+    report = RecoveryReport(path)
+    bases = segment_bases(path)
+    if not bases:
+        seg = LogSegment(path, log_start_offset, cfg.index_interval_bytes)
+        seg.next_offset, seg.created_ms = log_start_offset, now_ms
+        seg.offset_index.rewrite()
+        seg.time_index.rewrite()
+        report.segments = 1
+        return [seg], report
+    segments = [LogSegment(path, b, cfg.index_interval_bytes) for b in bases]
+    for i, seg in enumerate(segments):
+        last = i == len(segments) - 1
+        upper = segments[i + 1].base_offset if not last else None
+        must_check = last or (recovery_point is not None and upper is not None
+                              and upper > recovery_point)
+        if must_check:
+            result = seg.recover(verify=True)
+            report.segments_recovered += 1
+            report.bytes_truncated += result.truncated_bytes
+            report.batches_dropped += result.batches_dropped
+            if result.truncated_bytes:
+                # Like Kafka's LogLoader: a repair is an operator-visible event.
+                logger.warning(
+                    "%s: truncated %d bytes (%d batches) of a torn or corrupt tail at "
+                    "position %d; next offset %d", seg.log_path, result.truncated_bytes,
+                    result.batches_dropped, result.valid_bytes, seg.next_offset)
+            if result.truncated_bytes and not last:
+                report.segments_deleted += _drop_after(segments, i, report)
+                logger.warning("%s: deleted %d later segments after corruption", path,
+                               report.segments_deleted)
+                break
+        elif not seg.load_indexes():
+            seg.recover(verify=True)
+            report.indexes_rebuilt += 1
+        else:
+            seg.next_offset = upper if upper is not None else seg.next_offset
+        if seg.first_batch_timestamp is not None and seg.first_batch_timestamp >= 0:
+            seg.created_ms = min(seg.created_ms, seg.first_batch_timestamp)
+    segments = [s for s in segments if s.fd >= 0]
+    for seg in segments[:-1]:
+        seg.offset_index.close()
+        seg.time_index.close()
+    report.segments = len(segments)
+    return segments, report
+
+
+def _drop_after(segments: list[LogSegment], index: int, report: RecoveryReport) -> int:
+    """Delete the segments after ``index`` (a corrupt one), counting what they held."""
+    dropped = 0
+    for seg in segments[index + 1 :]:
+        report.bytes_truncated += seg.size
+        dropped += 1
+        seg.delete()
+    return dropped

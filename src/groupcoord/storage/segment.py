@@ -1,0 +1,318 @@
+"""One log segment: a ``.log`` file of record batches plus its ``.index``/``.timeindex``.
+
+Mirrors ``org.apache.kafka.storage.internals.log.LogSegment``.
+
+Rules kept here:
+- The log file stays open for the segment's life; an append is one ``os.write`` of the
+  already-validated batch bytes, reads are ``os.pread`` so they share the page cache and
+  never move a file position another reader depends on.
+- Index entries are added as in ``LogSegment.append``: once more than
+  ``index_interval_bytes`` were written since the last entry, the next batch gets an
+  offset-index entry (its last offset -> its position) and a time-index entry (largest
+  timestamp so far -> its offset).
+- A batch is located by an in-memory index lookup and then a short forward scan of headers;
+  nothing scans a segment from its start on the read path.
+- ``recover`` re-validates every batch (CRC, magic, offsets ascending) and truncates at the
+  first bad one, rebuilding both indexes, like ``LogSegment.recover``.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from groupcoord.logformat.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    CorruptRecordError,
+    parse_header,
+    validate,
+)
+from groupcoord.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
+
+_PREFIX = struct.Struct(">qi")
+_SCAN_CHUNK = 1 << 20
+_HEADER_PEEK = 16 * 1024
+
+
+def segment_name(base_offset: int) -> str:
+    """Kafka's file name stem: the base offset as 20 zero-padded digits."""
+    return f"{base_offset:020d}"
+
+
+@dataclass
+class SegmentRecovery:
+    """What ``LogSegment.recover`` found: valid end, and what was cut off behind it."""
+
+    valid_bytes: int
+    truncated_bytes: int
+    batches_dropped: int
+
+
+def iter_file_batches(fd: int, start: int, end: int) -> Iterator[tuple[int, memoryview]]:
+    """Yield ``(position, batch view)`` for whole batches in ``fd[start:end]``.
+
+    Stops silently at a partial tail or an impossible length; the caller compares the end
+    of the last yielded batch with ``end`` to see what was left.
+    """
+    pos = start
+    while pos < end:
+        chunk = memoryview(os.pread(fd, min(_SCAN_CHUNK, end - pos), pos))
+        off = 0
+        while len(chunk) - off >= LOG_OVERHEAD:
+            _, length = _PREFIX.unpack_from(chunk, off)
+            if length < MIN_BATCH_LENGTH:
+                return
+            size = length + LOG_OVERHEAD
+            if off + size > len(chunk):
+                break
+            yield pos + off, chunk[off : off + size]
+            off += size
+        if off == 0:  # one batch larger than the chunk, or a torn tail
+            if len(chunk) < LOG_OVERHEAD or pos + size > end:
+                return
+            yield pos, memoryview(os.pread(fd, size, pos))
+            off = size
+        pos += off
+
+
+class LogSegment:
+    """A segment file with its indexes, open for reads and (if active) appends."""
+
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+        stem = os.path.join(directory, segment_name(base_offset))
+        self.base_offset = base_offset
+        self.log_path = stem + ".log"
+        self.index_interval_bytes = index_interval_bytes
+        self.offset_index = OffsetIndex(stem + ".index", base_offset)
+        self.time_index = TimeIndex(stem + ".timeindex", base_offset)
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self.bytes_since_last_index_entry = 0
+        self.first_batch_timestamp: int | None = None
+        self.created_ms = int(os.fstat(self.fd).st_mtime * 1000)
+        self.dirty = False
+
+    # -- loading -----------------------------------------------------------------------
+
+    def load_indexes(self) -> bool:
+        """Load index files; False if they are missing or unusable (rebuild needed)."""
+        try:
+            self.offset_index.load(self.size)
+            self.time_index.load()
+        except (OSError, IndexCorruptError):
+            return False
+        if self.time_index.timestamps:
+            self.max_timestamp = self.time_index.timestamps[-1]
+            self.offset_of_max_timestamp = self.base_offset + self.time_index.offsets[-1]
+        if self.size:
+            first = self.read_header(0)
+            if first is not None:
+                self.first_batch_timestamp = first.max_timestamp
+        return True
+
+    def recover(self, verify: bool = True) -> SegmentRecovery:
+        """Scan the whole file, rebuild indexes, truncate after the last good batch."""
+        self.offset_index.offsets, self.offset_index.positions = [], []
+        self.time_index.timestamps, self.time_index.offsets = [], []
+        self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
+        self.bytes_since_last_index_entry, self.first_batch_timestamp = 0, None
+        self.next_offset = self.base_offset
+        valid = 0
+        for pos, view in iter_file_batches(self.fd, 0, self.size):
+            try:
+                header = validate(view) if verify else parse_header(view)
+            except CorruptRecordError:
+                break
+            if header.base_offset < self.next_offset or header.last_offset_delta < 0:
+                break
+            self._track(header, pos)
+            valid = pos + header.size
+        dropped = self.size - valid
+        batches = self._count_frames(valid) if dropped else 0
+        if dropped:
+            os.ftruncate(self.fd, valid)
+            self.size = valid
+        self.offset_index.rewrite()
+        self.time_index.rewrite()
+        return SegmentRecovery(valid, dropped, batches)
+
+    def _count_frames(self, start: int) -> int:
+        """Best-effort count of batch frames (whole or torn) from ``start`` to the end."""
+        count, pos = 0, start
+        while pos < self.size:
+            count += 1
+            prefix = os.pread(self.fd, LOG_OVERHEAD, pos)
+            if len(prefix) < LOG_OVERHEAD:
+                break
+            _, length = _PREFIX.unpack(prefix)
+            if length < MIN_BATCH_LENGTH:
+                break
+            pos += length + LOG_OVERHEAD
+        return count
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _track(self, header: BatchHeader, position: int) -> None:
+        """Account one batch at ``position``: indexes, max timestamp, next offset."""
+        last = header.base_offset + header.last_offset_delta
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = header.max_timestamp
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = last
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(last, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += header.batch_length + LOG_OVERHEAD
+        self.next_offset = last + 1
+
+    def open_for_append(self) -> None:
+        self.offset_index.open_for_append()
+        self.time_index.open_for_append()
+
+    def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
+        """Write already-validated batches with one ``write`` and index them."""
+        position = self.size
+        written = os.write(self.fd, data)
+        if written != len(data):
+            raise OSError(f"short write to {self.log_path}: {written} of {len(data)}")
+        # Size before next_offset: a concurrent reader may then see bytes past the log end
+        # offset it read (harmless, fetches are bounded by max_offset) but never a log end
+        # offset whose batch is not readable yet.
+        self.size = position + len(data)
+        self.dirty = True
+        for header in headers:
+            self._track(header, position)
+            position += header.batch_length + LOG_OVERHEAD
+
+    def on_become_inactive(self) -> None:
+        """Record the final max timestamp in the time index, as Kafka does on roll."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.offset_index.close()
+        self.time_index.close()
+
+    def flush(self) -> None:
+        if self.dirty:
+            os.fsync(self.fd)
+            self.dirty = False
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read_header(self, position: int) -> BatchHeader | None:
+        data = os.pread(self.fd, HEADER_SIZE, position)
+        return parse_header(data) if len(data) == HEADER_SIZE else None
+
+    def find_batch(self, offset: int, start: int | None = None) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= ``offset``."""
+        pos = self.offset_index.lookup(offset) if start is None else start
+        while pos < self.size:
+            block = os.pread(self.fd, min(_HEADER_PEEK, self.size - pos), pos)
+            off = 0
+            while len(block) - off >= HEADER_SIZE:
+                header = parse_header(block, off)
+                if header.base_offset + header.last_offset_delta >= offset:
+                    return pos + off, header
+                off += header.batch_length + LOG_OVERHEAD
+            if off == 0:
+                header_at = self.read_header(pos)
+                if header_at is None:
+                    return None
+                if header_at.last_offset >= offset:
+                    return pos, header_at
+                off = header_at.size
+            pos += off
+        return None
+
+    def _end_position(self, max_offset: int | None) -> int:
+        """File position where batches with base offset >= ``max_offset`` begin."""
+        if max_offset is None or max_offset >= self.next_offset:
+            return self.size
+        found = self.find_batch(max_offset)
+        if found is None:
+            return self.size
+        position, header = found
+        return position if header.base_offset >= max_offset else position + header.size
+
+    def locate(self, position: int, max_bytes: int, max_offset: int | None) -> int:
+        """Length of the whole batches to return from ``position`` (see ``read``).
+
+        The cut point is found from the offset index plus a short header walk, so a large
+        read does not walk every batch header it returns.
+        """
+        end = self._end_position(max_offset)
+        if position >= end:
+            return 0
+        limit = min(end, position + max_bytes)
+        if limit == end:
+            return end - position
+        positions = self.offset_index.positions
+        i = bisect_right(positions, limit) - 1
+        walk = max(positions[i], position) if i >= 0 else position
+        window = os.pread(self.fd, limit - walk, walk)
+        off = 0
+        while len(window) - off >= LOG_OVERHEAD:
+            _, length = _PREFIX.unpack_from(window, off)
+            if off + length + LOG_OVERHEAD > len(window):
+                break
+            off += length + LOG_OVERHEAD
+        if walk + off > position:
+            return walk + off - position
+        header = self.read_header(position)  # Kafka returns a too-large first batch whole
+        return min(header.size, end - position) if header is not None else 0
+
+    def read(self, position: int, max_bytes: int, max_offset: int | None) -> memoryview:
+        """Whole batches from ``position``: at most ``max_bytes`` unless the first is larger.
+
+        Batches whose base offset is >= ``max_offset`` are not returned.
+        """
+        length = self.locate(position, max_bytes, max_offset)
+        return memoryview(os.pread(self.fd, length, position) if length else b"")
+
+    # -- truncation and lifecycle -----------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch whose last offset is >= ``offset``; return bytes removed."""
+        found = self.find_batch(offset)
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(offset)
+        self.recover(verify=False)
+        return removed
+
+    def close(self) -> None:
+        self.offset_index.close()
+        self.time_index.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    @property
+    def largest_timestamp(self) -> int:
+        """For time retention: the max timestamp, or file mtime if it holds none."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return self.created_ms
