@@ -1,0 +1,151 @@
+"""Request and response headers (Kafka ``RequestHeader.json`` / ``ResponseHeader.json``).
+
+Mirrors ``org.apache.kafka.common.requests.RequestHeader`` and ``ApiKeys.requestHeaderVersion``
+/ ``responseHeaderVersion``:
+
+- request header v0: api_key int16, api_version int16, correlation_id int32;
+  v1 adds client_id (nullable string); v2 adds a tagged-fields section. The client_id stays a
+  classic int16-length string even in v2 (``"flexibleVersions": "none"`` on that field) so a
+  broker of any age can read the header of any ApiVersions request.
+- response header v0: correlation_id int32; v1 adds a tagged-fields section.
+- a request uses header v2 when its version is flexible, else v1; its response uses v1 when
+  flexible, else v0, except ApiVersions responses, which always use v0 (a client that sent a
+  too-new ApiVersions request must still be able to read the reply).
+
+Hand-written rather than generated because it is on every request's path.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from groupcoord.wire.api_keys import FLEXIBLE_MIN, ApiKey
+from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.primitives import Buffer, skip_tagged_fields
+
+_HHI = struct.Struct(">hhi")
+_H = struct.Struct(">h")
+_I = struct.Struct(">i")
+
+
+class RequestHeader:
+    """A decoded request header; ``client_id`` is None in v0 or when sent as null."""
+
+    __slots__ = ("api_key", "api_version", "client_id", "correlation_id", "header_version")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int,
+                 client_id: str | None = None, header_version: int = 2) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.header_version = header_version
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RequestHeader):
+            return NotImplemented
+        return (self.api_key, self.api_version, self.correlation_id, self.client_id) == (
+            other.api_key, other.api_version, other.correlation_id, other.client_id)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"RequestHeader(api_key={self.api_key}, api_version={self.api_version}, "
+                f"correlation_id={self.correlation_id}, client_id={self.client_id!r}, "
+                f"header_version={self.header_version})")
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    first = FLEXIBLE_MIN.get(api_key)
+    return first is not None and api_version >= first
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    return 2 if is_flexible(api_key, api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if is_flexible(api_key, api_version) else 0
+
+
+def decode_request_header(buf: Buffer, pos: int = 0,
+                          header_version: int | None = None) -> tuple[RequestHeader, int]:
+    """Decode a request header; its version follows from the api key and version in it.
+
+    For an api key this broker does not know, the header is read as v1: the fields up to
+    client_id are the same in every version, and the caller must reject the request anyway.
+    """
+    try:
+        api_key, api_version, correlation_id = _HHI.unpack_from(buf, pos)
+    except struct.error as exc:
+        raise DecodeError("truncated request header") from exc
+    pos += 8
+    if header_version is None:
+        header_version = request_header_version(api_key, api_version)
+    client_id = None
+    if header_version >= 1:
+        client_id, pos = _read_client_id(buf, pos)
+        if header_version >= 2 and api_key in FLEXIBLE_MIN:
+            pos = skip_tagged_fields(buf, pos)
+    header = RequestHeader(api_key, api_version, correlation_id, client_id, header_version)
+    return header, pos
+
+
+def _read_client_id(buf: Buffer, pos: int) -> tuple[str | None, int]:
+    try:
+        (length,) = _H.unpack_from(buf, pos)
+    except struct.error as exc:
+        raise DecodeError("truncated request header") from exc
+    pos += 2
+    if length < 0:
+        if length != -1:
+            raise DecodeError(f"invalid client_id length {length}")
+        return None, pos
+    end = pos + length
+    if end > len(buf):
+        raise DecodeError("truncated client_id")
+    try:
+        return str(buf[pos:end], "utf-8"), end
+    except UnicodeDecodeError as exc:
+        raise DecodeError("client_id is not utf-8") from exc
+
+
+def encode_request_header(out: bytearray, header: RequestHeader, header_version: int) -> None:
+    """Append a request header (used by tests and client-side tooling)."""
+    out += _HHI.pack(header.api_key, header.api_version, header.correlation_id)
+    if header_version >= 1:
+        if header.client_id is None:
+            out += b"\xff\xff"
+        else:
+            raw = header.client_id.encode()
+            out += _H.pack(len(raw))
+            out += raw
+    if header_version >= 2:
+        out.append(0)
+
+
+def encode_response_header(out: bytearray, correlation_id: int, header_version: int) -> None:
+    """Append a response header: correlation id, plus an empty tagged-fields section in v1."""
+    out += _I.pack(correlation_id)
+    if header_version >= 1:
+        out.append(0)
+
+
+def response_header_bytes(correlation_id: int, header_version: int) -> bytes:
+    """The response header as bytes, for callers that assemble a list of chunks."""
+    head = _I.pack(correlation_id)
+    return head + b"\x00" if header_version >= 1 else head
+
+
+def decode_response_header(buf: Buffer, pos: int, header_version: int) -> tuple[int, int]:
+    """Decode a response header; returns ``(correlation_id, new_pos)``."""
+    try:
+        (correlation_id,) = _I.unpack_from(buf, pos)
+    except struct.error as exc:
+        raise DecodeError("truncated response header") from exc
+    pos += 4
+    if header_version >= 1:
+        pos = skip_tagged_fields(buf, pos)
+    return correlation_id, pos
