@@ -1,0 +1,64 @@
+"""Offset retention (`OffsetMetadataManager.cleanupExpiredOffsets`,
+`ClassicGroup.offsetExpirationCondition`, `OffsetExpirationConditionImpl`, KIP-211).
+
+An offset expires when its topic is not subscribed and either its explicit expire
+timestamp has passed (v1 values) or `now - base >= retention`, where base is the time the
+group became Empty (groups with a protocol), or the commit time (simple groups, and Stable
+consumer groups for unsubscribed topics). Rebalancing groups never expire offsets. An empty
+group whose offsets all expired is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from groupcoord.coordinator.classic.group import ClassicGroup
+from groupcoord.coordinator.classic.state import ClassicGroupState
+from groupcoord.coordinator.offsets.store import OffsetAndMetadata, OffsetStore
+from groupcoord.coordinator.records import offset_tombstone
+
+S = ClassicGroupState
+
+BaseTimestamp = Callable[[OffsetAndMetadata], int]
+
+
+def expiration_base(group: ClassicGroup) -> BaseTimestamp | None:
+    if group.protocol_type is None:
+        return lambda o: o.commit_timestamp_ms
+    if group.is_in(S.EMPTY):
+        ts = group.state_timestamp_ms
+        return (lambda o: ts) if ts >= 0 else (lambda o: o.commit_timestamp_ms)
+    if group.uses_consumer_protocol() and group.subscribed_topics is not None \
+            and group.is_in(S.STABLE):
+        return lambda o: o.commit_timestamp_ms
+    return None
+
+
+def is_expired(o: OffsetAndMetadata, base: BaseTimestamp, now_ms: int,
+               retention_ms: int) -> bool:
+    if o.expire_timestamp_ms >= 0:
+        return now_ms >= o.expire_timestamp_ms
+    return now_ms - base(o) >= retention_ms
+
+
+def cleanup_group(store: OffsetStore, group: ClassicGroup, now_ms: int, retention_ms: int,
+                  records: list[Any]) -> bool:
+    """Tombstones for the group's expired offsets; True when none is left."""
+    offsets = store.group(group.group_id)
+    if not offsets:
+        return True
+    base = expiration_base(group)
+    if base is None:
+        return False
+    all_expired = True
+    for topic in sorted(offsets):
+        if group.is_subscribed_to_topic(topic):
+            all_expired = False
+            continue
+        for partition, o in sorted(offsets[topic].items()):
+            if is_expired(o, base, now_ms, retention_ms):
+                records.append(offset_tombstone(group.group_id, topic, partition))
+            else:
+                all_expired = False
+    return all_expired

@@ -1,0 +1,85 @@
+"""What a coordinator operation returns, and what the runtime hands it.
+
+Mirrors Kafka's `CoordinatorResult` (coordinator-common): an operation reads state and
+returns the records to append, the response for the caller, replies released for earlier
+parked requests, timer operations and group events. The runtime appends the records,
+replays them through `shard.replay`, and only then releases the responses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class OpContext:
+    """Who sent the request: client id and host, and the runtime's opaque reply token."""
+
+    client_id: str
+    client_host: str
+    reply_token: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A response for an earlier parked request, identified by its reply token."""
+
+    token: int
+    response: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleTimer:
+    """Arm (or re-arm: same key replaces) a soft timer."""
+
+    key: tuple[Any, ...]
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    """Disarm a soft timer; cancelling a missing key is a no-op."""
+
+    key: tuple[Any, ...]
+
+
+TimerOp = ScheduleTimer | CancelTimer
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEvent:
+    """One "why" of a rebalance, written by the runtime to `__group_events`.
+
+    `kind` is one of the names in docs/group-events.md.
+    """
+
+    group_id: str
+    kind: str
+    member_id: str | None
+    reason: str | None
+    generation: int
+    timestamp_ms: int
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "group_id": self.group_id,
+            "kind": self.kind,
+            "member_id": self.member_id,
+            "reason": self.reason,
+            "generation": self.generation,
+            "timestamp_ms": self.timestamp_ms,
+            "detail": self.detail,
+        }
+
+
+@dataclass(slots=True)
+class Result:
+    """Records to append, the caller's response (None = parked), and side outputs."""
+
+    records: list[Any] = field(default_factory=list)
+    response: Any = None
+    deferred: list[Reply] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+    events: list[GroupEvent] = field(default_factory=list)
