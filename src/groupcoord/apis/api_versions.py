@@ -1,0 +1,67 @@
+"""ApiVersions (key 18, v0-v4): the versions this broker serves, from the registry.
+
+Mirrors `KafkaApis.handleApiVersionsRequest` / `ApiVersionsResponse`: a version newer than
+we serve is answered at v0 with UNSUPPORTED_VERSION and only the ApiVersions entry (KIP-511);
+v3+ requests with an invalid client software name or version get INVALID_REQUEST. As
+Kafka does for librdkafka (KAFKA-18659), Produce is advertised from version 0 even though
+versions below 3 are then refused.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+)
+
+API_KEY = ApiKey.API_VERSIONS
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+# ApiVersionsRequest.isValid: client software name/version pattern.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+PRODUCE_ADVERTISED_MIN = 0
+
+
+_CACHE: dict[int, tuple[dict[int, Any], ApiVersionsResponse]] = {}
+
+
+def api_version_entries(handlers: dict[int, Any]) -> list[ApiVersion]:
+    entries = []
+    for key in sorted(handlers):
+        spec = handlers[key]
+        low = PRODUCE_ADVERTISED_MIN if key == ApiKey.PRODUCE else spec.min_version
+        entries.append(ApiVersion(api_key=key, min_version=low, max_version=spec.max_version))
+    return entries
+
+
+def unsupported_version_response(handlers: dict[int, Any]) -> ApiVersionsResponse:
+    own = [e for e in api_version_entries(handlers) if e.api_key == ApiKey.API_VERSIONS]
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=own)
+
+
+async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
+                 version: int) -> ApiVersionsResponse:
+    if version >= 3 and not (
+        _SOFTWARE.fullmatch(request.client_software_name)
+        and _SOFTWARE.fullmatch(request.client_software_version)
+    ):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    return _ok_response(ctx.apis)
+
+
+def _ok_response(handlers: dict[int, Any]) -> ApiVersionsResponse:
+    """The table never changes while the broker runs: build the response once."""
+    cached = _CACHE.get(id(handlers))
+    if cached is None or cached[0] is not handlers:
+        cached = (handlers, ApiVersionsResponse(error_code=0,
+                                                api_keys=api_version_entries(handlers)))
+        _CACHE[id(handlers)] = cached
+    return cached[1]

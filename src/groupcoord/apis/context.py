@@ -1,0 +1,124 @@
+"""What a handler may use: the request context protocol.
+
+Handlers are `async def handle(ctx: RequestContext, header, request, version)`. They
+never import asyncio, sockets or clocks; everything with a side effect outside the
+handler's own response goes through this context, which the server implements
+(`groupcoord.server.request_context`). Tests implement it with fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Hashable, Iterable
+from typing import Any, Protocol
+
+
+class RequestHeader:
+    """Request header fields (Kafka's RequestHeaderData names)."""
+
+    __slots__ = ("client_id", "correlation_id", "request_api_key", "request_api_version")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int,
+                 client_id: str | None) -> None:
+        self.request_api_key = api_key
+        self.request_api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+
+    @property
+    def api_key(self) -> int:
+        return self.request_api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.request_api_version
+
+
+class RawResponse:
+    """A response body already encoded as buffers (fast paths: Fetch, Produce).
+
+    `parts` are written with `transport.writelines`, so stored log bytes go out as
+    memoryviews without being copied into Python objects.
+    """
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list[bytes | memoryview], size: int) -> None:
+        self.parts = parts
+        self.size = size
+
+
+class PartitionLogView(Protocol):
+    """The part of `storage.PartitionLog` handlers read."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    def read(self, offset: int, max_bytes: int) -> memoryview: ...
+    def offset_for_timestamp(self, timestamp: int) -> Any: ...
+
+
+class TopicInfo(Protocol):
+    name: str
+    topic_id: bytes
+    num_partitions: int
+    internal: bool
+    configs: dict[str, str]
+
+
+class TopicMetadata(Protocol):
+    """Topics of the broker (`server.topics.TopicStore`)."""
+
+    def get(self, name: str) -> TopicInfo | None: ...
+    def by_id(self, topic_id: bytes) -> TopicInfo | None: ...
+    def all(self) -> Iterable[TopicInfo]: ...
+    def create(self, name: str, num_partitions: int, configs: dict[str, str]) -> TopicInfo: ...
+    def delete(self, name: str) -> None: ...
+    def add_partitions(self, name: str, total: int) -> None: ...
+    def set_configs(self, name: str, changes: dict[str, str | None]) -> None: ...
+    def log(self, name: str, partition: int) -> PartitionLogView | None: ...
+    def delete_records(self, name: str, partition: int, offset: int) -> int: ...
+
+
+class GroupRuntime(Protocol):
+    """The coordinator runtime (`server.coordinator_runtime.CoordinatorRuntime`)."""
+
+    def partition_for(self, group_id: str) -> int: ...
+    async def call(self, group_id: str, op: Callable[[Any, Any, int], Any]) -> Any: ...
+    async def call_shard(self, shard: int, op: Callable[[Any, Any, int], Any]) -> Any: ...
+
+
+class RequestContext(Protocol):
+    """Per-request view of the broker."""
+
+    client_id: str | None
+    client_host: str
+    connection_id: str
+    correlation_id: int
+
+    @property
+    def config(self) -> Any: ...
+    @property
+    def apis(self) -> dict[int, Any]: ...
+    @property
+    def topics(self) -> TopicMetadata: ...
+    @property
+    def producers(self) -> Any: ...
+    @property
+    def fetch_sessions(self) -> Any: ...
+    @property
+    def groups(self) -> GroupRuntime: ...
+    @property
+    def broker_configs(self) -> dict[str, str]: ...
+    @property
+    def advertised_host(self) -> str: ...
+    @property
+    def advertised_port(self) -> int: ...
+
+    def now_ms(self) -> int: ...
+    def append(self, topic: str, partition: int, data: bytes | memoryview,
+               now_ms: int) -> Any: ...
+    def forget_partitions(self, topic: str, count: int) -> None: ...
+    def close_connection(self) -> None: ...
+    def producer_state(self, topic: str, partition: int) -> Any: ...
+    def wait_for_data(self, keys: Iterable[Hashable], timeout_ms: int) -> Awaitable[None]: ...

@@ -1,0 +1,43 @@
+"""DeleteGroups (API 42, v0-2): per shard, empty groups are deleted with tombstones for
+their offsets and metadata; others answer NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.apis.group_support import by_partition
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.delete_groups import DeletableGroupResult, DeleteGroupsResponse
+
+API_KEY = 42
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+def error_response(request: Any, version: int, code: int) -> DeleteGroupsResponse:
+    return DeleteGroupsResponse(results=[DeletableGroupResult(group_id=g, error_code=code)
+                                         for g in dict.fromkeys(request.groups_names)])
+
+
+def _delete_op(group_ids: list[str]) -> Any:
+    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return shard.delete_groups(group_ids, now_ms)
+    return run
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    names = list(request.groups_names)
+    results: dict[str, DeletableGroupResult] = {}
+    valid = [g for g in names if g]
+    for g in names:
+        if not g:
+            results[g] = DeletableGroupResult(group_id=g, error_code=ErrorCode.INVALID_GROUP_ID)
+    for partition, group_ids in by_partition(ctx, valid).items():
+        try:
+            for r in await ctx.groups.call_shard(partition, _delete_op(group_ids)):
+                results[r.group_id] = r
+        except ApiError as exc:
+            for g in group_ids:
+                results[g] = DeletableGroupResult(group_id=g, error_code=exc.code)
+    return DeleteGroupsResponse(results=[results[g] for g in dict.fromkeys(names)])

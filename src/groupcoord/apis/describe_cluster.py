@@ -1,0 +1,42 @@
+"""DescribeCluster (key 60, v0-v2): this broker, the cluster id and the controller.
+
+Mirrors `KafkaApis.handleDescribeCluster` / `AuthHelper.computeDescribeClusterResponse`:
+a broker listener answers endpoint type BROKER (1) only; asking it for controllers ->
+MISMATCHED_ENDPOINT_TYPE. The one broker is never fenced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.common import CLUSTER_OPERATIONS, UNKNOWN_OPERATIONS
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.describe_cluster import (
+    DescribeClusterBroker,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+
+API_KEY = ApiKey.DESCRIBE_CLUSTER
+MIN_VERSION = 0
+MAX_VERSION = 2
+ENDPOINT_BROKER = 1
+
+
+async def handle(ctx: RequestContext, header: Any, request: DescribeClusterRequest,
+                 version: int) -> DescribeClusterResponse:
+    if version >= 1 and request.endpoint_type != ENDPOINT_BROKER:
+        return DescribeClusterResponse(
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            error_message="The request was sent to an endpoint of type BROKER, but we wanted "
+                          "an endpoint of type CONTROLLER",
+            endpoint_type=request.endpoint_type, cluster_id=ctx.config.cluster_id)
+    ops = CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else UNKNOWN_OPERATIONS
+    broker = DescribeClusterBroker(broker_id=ctx.config.node_id, host=ctx.advertised_host,
+                                   port=ctx.advertised_port, rack=ctx.config.rack,
+                                   is_fenced=False)
+    return DescribeClusterResponse(
+        error_code=0, endpoint_type=ENDPOINT_BROKER, cluster_id=ctx.config.cluster_id,
+        controller_id=ctx.config.node_id, brokers=[broker], cluster_authorized_operations=ops)

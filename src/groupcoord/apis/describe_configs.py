@@ -1,0 +1,103 @@
+"""DescribeConfigs (key 32, v1-v4): topic and broker configs with sources and synonyms.
+
+Mirrors `ConfigHelper.describeConfigs`: TOPIC (2) lists every topic config with its value
+and source (topic override, dynamic broker, static broker, default); BROKER (4) accepts
+the empty name (cluster defaults) or this node's id, else INVALID_REQUEST. `include_synonyms`
+adds the precedence chain (v1+), `include_documentation` the documentation (v3+). GROUP
+(32) resources are delegated to `groupcoord.apis.group_configs.describe` when that module
+exists; other types -> INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from groupcoord.apis.common import topic_name_error
+from groupcoord.apis.context import RequestContext
+from groupcoord.apis.errors import ApiError
+from groupcoord.apis.topic_configs import (
+    BROKER_CONFIGS,
+    ResolvedConfig,
+    describe_topic,
+    resolve_broker_config,
+    static_broker_configs,
+)
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+
+API_KEY = ApiKey.DESCRIBE_CONFIGS
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+TOPIC, BROKER, GROUP = 2, 4, 32
+
+
+def _entry(c: ResolvedConfig, synonyms: bool) -> DescribeConfigsResourceResult:
+    return DescribeConfigsResourceResult(
+        name=c.name, value=c.value, read_only=c.read_only, config_source=c.source,
+        is_sensitive=c.sensitive, config_type=c.type,
+        synonyms=[DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in c.synonyms]
+        if synonyms else [])
+
+
+def _configs_for(ctx: RequestContext, resource: Any) -> list[ResolvedConfig]:
+    static = static_broker_configs(ctx.config)
+    if resource.resource_type == TOPIC:
+        problem = topic_name_error(resource.resource_name)
+        if problem:
+            raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        topic = ctx.topics.get(resource.resource_name)
+        if topic is None:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                           f"Topic {resource.resource_name} does not exist.")
+        return describe_topic(topic.configs, ctx.broker_configs, static)
+    name = resource.resource_name
+    if name not in ("", str(ctx.config.node_id)):
+        raise ApiError(ErrorCode.INVALID_REQUEST,
+                       f"Unexpected broker id, expected {ctx.config.node_id} or empty string, "
+                       f"but received {name}")
+    return [resolve_broker_config(d, ctx.broker_configs, static) for d in BROKER_CONFIGS.values()]
+
+
+def _describe(ctx: RequestContext, resource: Any, synonyms: bool) -> DescribeConfigsResult:
+    result = DescribeConfigsResult(error_code=0, resource_type=resource.resource_type,
+                                   resource_name=resource.resource_name, configs=[])
+    try:
+        if resource.resource_type not in (TOPIC, BROKER):
+            raise ApiError(ErrorCode.INVALID_REQUEST,
+                           f"Unsupported resource type {resource.resource_type}")
+        configs = _configs_for(ctx, resource)
+    except ApiError as exc:
+        result.error_code, result.error_message = exc.code, exc.message
+        return result
+    keys = resource.configuration_keys
+    result.configs = [_entry(c, synonyms) for c in configs if keys is None or c.name in keys]
+    return result
+
+
+def _group_hook() -> Any:
+    try:
+        return importlib.import_module("groupcoord.apis.group_configs")
+    except ModuleNotFoundError:
+        return None
+
+
+async def handle(ctx: RequestContext, header: Any, request: DescribeConfigsRequest,
+                 version: int) -> DescribeConfigsResponse:
+    results = []
+    for resource in request.resources:
+        hook = _group_hook() if resource.resource_type == GROUP else None
+        if hook is not None:
+            results.append(await hook.describe(ctx, resource, request.include_synonyms,
+                                               request.include_documentation))
+        else:
+            results.append(_describe(ctx, resource, request.include_synonyms))
+    return DescribeConfigsResponse(results=results)

@@ -1,0 +1,43 @@
+"""DescribeGroups (API 15, v0-6): classic groups, split per shard. Authorized operations
+are the no-authorizer answer when requested (v3+), else Kafka's "not requested" value;
+v6 answers GROUP_ID_NOT_FOUND for unknown groups (KIP-1043)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.common import GROUP_OPERATIONS, UNKNOWN_OPERATIONS
+from groupcoord.apis.errors import ApiError
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.describe_groups import DescribedGroup, DescribeGroupsResponse
+
+API_KEY = 15
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+
+def error_response(request: Any, version: int, code: int) -> DescribeGroupsResponse:
+    return DescribeGroupsResponse(groups=[DescribedGroup(group_id=g, error_code=code)
+                                          for g in request.groups])
+
+
+def _describe_op(group_id: str, version: int) -> Any:
+    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return shard.describe_group(group_id, version)
+    return run
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    include_ops = version >= 3 and request.include_authorized_operations
+    groups = []
+    for group_id in request.groups:
+        if group_id is None:
+            described = DescribedGroup(group_id="", error_code=ErrorCode.INVALID_GROUP_ID)
+        else:
+            try:
+                described = await ctx.groups.call(group_id, _describe_op(group_id, version))
+            except ApiError as exc:
+                described = DescribedGroup(group_id=group_id, error_code=exc.code)
+        described.authorized_operations = GROUP_OPERATIONS if include_ops else UNKNOWN_OPERATIONS
+        groups.append(described)
+    return DescribeGroupsResponse(groups=groups)

@@ -1,0 +1,157 @@
+"""Fetch (key 1, v4-v17): read stored batches, long-polling until min_bytes or max_wait.
+
+Mirrors `KafkaApis.handleFetchRequest` + `ReplicaManager.fetchMessages` / `readFromLog` +
+`DelayedFetch` for a single replica. Rules kept:
+- sessions (KIP-227, v7+) through `ctx.fetch_sessions` (`FetchManager.newContext`):
+  session errors answer with a top-level error and no partitions; incremental responses
+  carry only partitions that changed;
+- the high watermark is the log end offset (one replica); read_committed reads up to the
+  last stable offset, which equals it since no transaction is ever left open;
+- OFFSET_OUT_OF_RANGE outside [log_start_offset, high watermark];
+- limits: each partition reads at most its partition_max_bytes and what is left of the
+  response max_bytes, except that the first partition with data returns at least one whole
+  batch (`minOneMessage`);
+- the response wakes on any append to a fetched partition (`ctx.wait_for_data`) and
+  returns when the bytes read reach min_bytes, an error occurs, or max_wait_ms passes;
+- records are the stored bytes, handed to the transport without re-encoding
+  (`fetch_encode`, byte-identical to the generated encoder).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.apis.fetch_encode import encode_fetch_response
+from groupcoord.storage.config import OffsetOutOfRangeError
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.fetch import (
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
+
+API_KEY = ApiKey.FETCH
+MIN_VERSION = 4
+MAX_VERSION = 17
+
+READ_COMMITTED = 1
+_E_OUT_OF_RANGE = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+_E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
+EMPTY = b""
+
+
+class PartitionRead:
+    """What one partition read returned."""
+
+    __slots__ = ("cp", "data", "error", "hw", "log_start", "name", "topic_id")
+
+    def __init__(self, cp: Any, name: str | None, topic_id: bytes, error: int, hw: int,
+                 log_start: int, data: Any) -> None:
+        self.cp, self.name, self.topic_id = cp, name, topic_id
+        self.error, self.hw, self.log_start, self.data = error, hw, log_start, data
+
+
+def _resolve(ctx: RequestContext, key: Any, uses_ids: bool) -> Any:
+    return ctx.topics.by_id(key) if uses_ids else ctx.topics.get(key)
+
+
+def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
+                    uses_ids: bool) -> tuple[list[PartitionRead], int]:
+    """One pass over the partitions (`readFromLog`); returns the reads and total bytes."""
+    reads: list[PartitionRead] = []
+    limit = max_bytes
+    min_one = True
+    total = 0
+    for cp in partitions:
+        topic_key, index = cp.key
+        topic = _resolve(ctx, topic_key, uses_ids)
+        plog = None if topic is None else ctx.topics.log(topic.name, index)
+        if plog is None:
+            error = _E_UNKNOWN_ID if uses_ids and topic is None else _E_UNKNOWN_TP
+            reads.append(PartitionRead(cp, None if uses_ids else topic_key,
+                                       topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY))
+            continue
+        hw = plog.log_end_offset
+        start = plog.log_start_offset
+        data: Any = EMPTY
+        error = 0
+        want = min(cp.max_bytes, limit)
+        if cp.fetch_offset < hw and (min_one or want > 0):
+            try:
+                data = plog.read(cp.fetch_offset, want)
+            except OffsetOutOfRangeError:
+                error = _E_OUT_OF_RANGE
+            if not min_one and len(data) > want:
+                data = EMPTY
+        elif cp.fetch_offset > hw or cp.fetch_offset < start:
+            error = _E_OUT_OF_RANGE
+        size = len(data)
+        if size:
+            min_one = False
+            limit = max(0, limit - size)
+            total += size
+        reads.append(PartitionRead(cp, topic.name, topic.topic_id, error, hw, start, data))
+    return reads, total
+
+
+def _partition_data(read: PartitionRead, read_committed: bool) -> PartitionData:
+    return PartitionData(
+        partition_index=read.cp.key[1], error_code=read.error, high_watermark=read.hw,
+        last_stable_offset=read.hw, log_start_offset=read.log_start,
+        aborted_transactions=[] if read_committed else None,
+        preferred_read_replica=-1, records=read.data)
+
+
+def build_response(reads: list[PartitionRead], keep: list[int], session_id: int,
+                   read_committed: bool) -> FetchResponse:
+    topics: list[FetchableTopicResponse] = []
+    last_key: Any = None
+    for i in keep:
+        read = reads[i]
+        key = read.cp.key[0]
+        if key != last_key or not topics:
+            topics.append(FetchableTopicResponse(topic=read.name or "", topic_id=read.topic_id,
+                                                 partitions=[]))
+            last_key = key
+        topics[-1].partitions.append(_partition_data(read, read_committed))
+    return FetchResponse(error_code=0, session_id=session_id, responses=topics)
+
+
+def _requested(request: FetchRequest, uses_ids: bool) -> tuple[list[Any], list[Any]]:
+    requested = [
+        ((t.topic_id if uses_ids else t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
+        for t in request.topics for p in t.partitions
+    ]
+    forgotten = [
+        (t.topic_id if uses_ids else t.topic, p)
+        for t in request.forgotten_topics_data for p in t.partitions
+    ]
+    return requested, forgotten
+
+
+async def handle(ctx: RequestContext, header: Any, request: FetchRequest,
+                 version: int) -> Any:
+    uses_ids = version >= 13
+    now = ctx.now_ms()
+    requested, forgotten = _requested(request, uses_ids)
+    session_id, epoch = (request.session_id, request.session_epoch) if version >= 7 else (0, -1)
+    fctx = ctx.fetch_sessions.new_context(session_id, epoch, requested, forgotten, uses_ids, now)
+    if fctx.error:
+        return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
+    deadline = now + max(0, request.max_wait_ms)
+    while True:
+        reads, total = read_partitions(ctx, fctx.partitions, request.max_bytes, uses_ids)
+        if total >= request.min_bytes or now >= deadline or any(r.error for r in reads):
+            break
+        keys = [(r.name, r.cp.key[1]) for r in reads]
+        await ctx.wait_for_data(keys, deadline - now)
+        now = ctx.now_ms()
+    results = [(r.cp, r.hw, r.log_start, r.error, len(r.data)) for r in reads]
+    new_session, keep = fctx.finish(results, uses_ids, now)
+    response = build_response(reads, keep, new_session,
+                              request.isolation_level == READ_COMMITTED)
+    return encode_fetch_response(response, version)

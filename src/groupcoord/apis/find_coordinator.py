@@ -1,0 +1,63 @@
+"""FindCoordinator (key 10, v0-v6): this broker coordinates every group, transaction and
+share-partition key.
+
+Mirrors `KafkaApis.handleFindCoordinatorRequest` / `getCoordinator`: single key up to v3,
+batched `coordinator_keys` from v4 (KIP-699); key type 0 GROUP, 1 TRANSACTION, 2 SHARE
+(v6+, key `group:topicId:partition`, else INVALID_REQUEST); unknown key types ->
+INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.find_coordinator import (
+    Coordinator,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+
+API_KEY = ApiKey.FIND_COORDINATOR
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+
+
+def _share_key_valid(key: str) -> bool:
+    parts = key.split(":")
+    return (len(parts) == 3 and bool(parts[0]) and len(parts[1]) > 0
+            and parts[2].lstrip("-").isdigit() and int(parts[2]) >= 0)
+
+
+def key_error(key: str, key_type: int, version: int) -> int:
+    if key_type == SHARE:
+        if version < 6 or not _share_key_valid(key):
+            return ErrorCode.INVALID_REQUEST
+        return 0
+    if key_type not in (GROUP, TRANSACTION):
+        return ErrorCode.INVALID_REQUEST
+    return 0
+
+
+async def handle(ctx: RequestContext, header: Any, request: FindCoordinatorRequest,
+                 version: int) -> FindCoordinatorResponse:
+    node, host, port = ctx.config.node_id, ctx.advertised_host, ctx.advertised_port
+    if version < 4:
+        error = key_error(request.key, request.key_type, version)
+        if error:
+            return FindCoordinatorResponse(error_code=error, node_id=-1, host="", port=-1)
+        return FindCoordinatorResponse(error_code=0, node_id=node, host=host, port=port)
+    coordinators = []
+    for key in request.coordinator_keys:
+        error = key_error(key, request.key_type, version)
+        if error:
+            coordinators.append(Coordinator(key=key, node_id=-1, host="", port=-1,
+                                            error_code=error))
+        else:
+            coordinators.append(Coordinator(key=key, node_id=node, host=host, port=port,
+                                            error_code=0))
+    return FindCoordinatorResponse(coordinators=coordinators)

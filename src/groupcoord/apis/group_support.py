@@ -1,0 +1,53 @@
+"""Helpers shared by the group API handlers: calling a group's shard, splitting
+multi-group requests per shard, and resolving topics as Kafka's `KafkaApis` does before
+a request reaches the coordinator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from groupcoord.apis.errors import ApiError
+
+UUID_ZERO = bytes(16)
+
+
+def op(method: str, request: Any, version: int) -> Callable[[Any, Any, int], Any]:
+    """The runtime operation calling `shard.<method>(request, version, op_ctx, now)`."""
+    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return getattr(shard, method)(request, version, op_ctx, now_ms)
+    return run
+
+
+async def call_group(ctx: Any, group_id: str, method: str, request: Any, version: int) -> Any:
+    return await ctx.groups.call(group_id, op(method, request, version))
+
+
+async def call_or_error(ctx: Any, group_id: str, fn: Callable[[Any, Any, int], Any]
+                        ) -> tuple[Any, int]:
+    """(response, 0) or (None, error code) when the shard is unavailable."""
+    try:
+        return await ctx.groups.call(group_id, fn), 0
+    except ApiError as exc:
+        return None, exc.code
+
+
+def by_partition(ctx: Any, group_ids: list[str]) -> dict[int, list[str]]:
+    """Group ids per `__consumer_offsets` partition, keeping request order in each."""
+    shards: dict[int, list[str]] = {}
+    for gid in group_ids:
+        shards.setdefault(ctx.groups.partition_for(gid), []).append(gid)
+    return shards
+
+
+def topic_info(ctx: Any, name: str | None = None, topic_id: bytes | None = None) -> Any:
+    topics = ctx.topics
+    if topic_id is not None and bytes(topic_id) != UUID_ZERO:
+        return topics.by_id(bytes(topic_id))
+    if name is None:
+        return None
+    return topics.get(name)
+
+
+def partition_exists(info: Any, partition: int) -> bool:
+    return info is not None and 0 <= partition < info.num_partitions

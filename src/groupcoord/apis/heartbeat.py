@@ -1,0 +1,15 @@
+"""Heartbeat (API 12, v0-4): keeps a classic member's session alive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.group_support import call_group
+
+API_KEY = 12
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    return await call_group(ctx, request.group_id, "heartbeat", request, version)

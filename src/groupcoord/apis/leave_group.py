@@ -1,0 +1,15 @@
+"""LeaveGroup (API 13, v0-5): one member (v0-2) or a batch by member / instance id (v3+)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.group_support import call_group
+
+API_KEY = 13
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    return await call_group(ctx, request.group_id, "leave_group", request, version)

@@ -1,0 +1,33 @@
+"""ListGroups (API 16, v0-5): every shard's groups, with the v4 state and v5 type
+filters (`GroupMetadataManager.listGroups`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.wire.generated.list_groups import ListGroupsResponse
+
+API_KEY = 16
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+def _list_op(states: list[str], types: list[str]) -> Any:
+    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return shard.list_groups(states, types)
+    return run
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    states = list(request.states_filter) if version >= 4 else []
+    types = list(request.types_filter) if version >= 5 else []
+    groups = []
+    error = 0
+    for partition in range(ctx.groups.num_partitions):
+        try:
+            groups.extend(await ctx.groups.call_shard(partition, _list_op(states, types)))
+        except ApiError as exc:
+            # Kafka skips partitions it does not coordinate; any other failure is reported.
+            error = error or exc.code
+    return ListGroupsResponse(error_code=error, groups=groups)

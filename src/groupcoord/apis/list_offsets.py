@@ -1,0 +1,79 @@
+"""ListOffsets (key 2, v1-v10): offsets by timestamp, earliest, latest, max timestamp.
+
+Mirrors `KafkaApis.handleListOffsetRequest` + `UnifiedLog.fetchOffsetByTimestamp` for a
+single replica at leader epoch 0: -1 latest (the high watermark, which is also the last
+stable offset), -2 earliest, -3 the record with the largest timestamp (v7+), -4 earliest
+local (= earliest, no tiered storage), -5 latest tiered (none: -1); otherwise the first
+offset whose timestamp is at or after the one asked. A partition listed twice ->
+INVALID_REQUEST; a current leader epoch newer than 0 -> UNKNOWN_LEADER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+
+API_KEY = ApiKey.LIST_OFFSETS
+MIN_VERSION = 1
+MAX_VERSION = 10
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+LEADER_EPOCH = 0
+
+
+def _lookup(plog: Any, timestamp: int) -> tuple[int, int]:
+    """(offset, timestamp) for one partition; (-1, -1) when nothing matches."""
+    if timestamp == LATEST:
+        return plog.log_end_offset, -1
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return plog.log_start_offset, -1
+    if timestamp == LATEST_TIERED:
+        return -1, -1
+    found = plog.offset_for_timestamp(timestamp)
+    if found is None:
+        return -1, -1
+    return found[0], found[1]
+
+
+def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
+               version: int) -> ListOffsetsPartitionResponse:
+    resp = ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
+                                        timestamp=-1, offset=-1, leader_epoch=-1)
+    if duplicate:
+        resp.error_code = ErrorCode.INVALID_REQUEST
+        return resp
+    plog = ctx.topics.log(name, p.partition_index)
+    if plog is None:
+        resp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return resp
+    if p.current_leader_epoch > LEADER_EPOCH:
+        resp.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+        return resp
+    if p.timestamp == MAX_TIMESTAMP and version < 7:
+        resp.error_code = ErrorCode.UNSUPPORTED_VERSION
+        return resp
+    resp.offset, resp.timestamp = _lookup(plog, p.timestamp)
+    if resp.offset >= 0:
+        resp.leader_epoch = LEADER_EPOCH
+    return resp
+
+
+async def handle(ctx: RequestContext, header: Any, request: ListOffsetsRequest,
+                 version: int) -> ListOffsetsResponse:
+    seen = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    topics = []
+    for t in request.topics:
+        parts = [_partition(ctx, t.name, p, seen[(t.name, p.partition_index)] > 1, version)
+                 for p in t.partitions]
+        topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(topics=topics)

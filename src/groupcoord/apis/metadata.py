@@ -1,0 +1,94 @@
+"""Metadata (key 3, v0-v12): brokers, cluster id, controller, topics and partitions.
+
+Mirrors `KafkaApis.handleTopicMetadataRequest` + `MetadataCache.getTopicMetadata` for one
+node: this broker leads every partition at leader epoch 0 with itself as the only
+replica. Null topics (v1+; an empty list in v0) means all topics. Unknown topics are
+auto-created when the request (v4+) and the broker allow it; bad names get
+INVALID_TOPIC_EXCEPTION, unknown topic ids UNKNOWN_TOPIC_ID (v10+).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.common import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    UNKNOWN_OPERATIONS,
+    auto_create,
+    topic_name_error,
+)
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+API_KEY = ApiKey.METADATA
+MIN_VERSION = 0
+MAX_VERSION = 12
+UUID_ZERO = bytes(16)
+
+
+def topic_metadata(ctx: RequestContext, topic: Any, with_ops: bool) -> MetadataResponseTopic:
+    node = ctx.config.node_id
+    replicas = [node]
+    partitions = [
+        MetadataResponsePartition(error_code=0, partition_index=p, leader_id=node,
+                                  leader_epoch=0, replica_nodes=replicas, isr_nodes=replicas,
+                                  offline_replicas=[])
+        for p in range(topic.num_partitions)
+    ]
+    return MetadataResponseTopic(
+        error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
+        partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if with_ops else UNKNOWN_OPERATIONS)
+
+
+def _error_topic(code: int, name: str | None, topic_id: bytes = UUID_ZERO) -> MetadataResponseTopic:
+    return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id)
+
+
+def _lookup(ctx: RequestContext, req_topic: Any, allow_create: bool,
+            with_ops: bool) -> MetadataResponseTopic:
+    name = req_topic.name
+    if name is None:
+        topic = ctx.topics.by_id(req_topic.topic_id)
+        if topic is None:
+            return _error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, req_topic.topic_id)
+        return topic_metadata(ctx, topic, with_ops)
+    topic = ctx.topics.get(name)
+    if topic is None:
+        if topic_name_error(name):
+            return _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+        topic = auto_create(ctx, name) if allow_create else None
+        if topic is None:
+            return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+    return topic_metadata(ctx, topic, with_ops)
+
+
+async def handle(ctx: RequestContext, header: Any, request: MetadataRequest,
+                 version: int) -> MetadataResponse:
+    with_ops = version >= 8 and request.include_topic_authorized_operations
+    allow_create = version < 4 or request.allow_auto_topic_creation
+    wanted = request.topics
+    if wanted is None or (version == 0 and not wanted):
+        topics = [topic_metadata(ctx, t, with_ops) for t in ctx.topics.all()]
+    else:
+        topics = [_lookup(ctx, t, allow_create, with_ops) for t in wanted]
+    cluster_ops = UNKNOWN_OPERATIONS
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        cluster_ops = CLUSTER_OPERATIONS
+    return MetadataResponse(
+        brokers=[MetadataResponseBroker(node_id=ctx.config.node_id, host=ctx.advertised_host,
+                                        port=ctx.advertised_port, rack=ctx.config.rack)],
+        cluster_id=ctx.config.cluster_id,
+        controller_id=ctx.config.node_id,
+        topics=topics,
+        cluster_authorized_operations=cluster_ops,
+    )

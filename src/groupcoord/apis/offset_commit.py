@@ -1,0 +1,85 @@
+"""OffsetCommit (API 8, v2-10): topic checks as `KafkaApis.handleOffsetCommitRequest`
+(v10 unknown topic id -> UNKNOWN_TOPIC_ID; unknown topic or partition ->
+UNKNOWN_TOPIC_OR_PARTITION), then the valid partitions go to the group's shard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.group_support import call_group, partition_exists, topic_info
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+
+API_KEY = 8
+MIN_VERSION = 2
+MAX_VERSION = 10
+
+
+def error_response(request: Any, version: int, code: int) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=[
+        OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
+            OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions])
+        for t in request.topics])
+
+
+def _check_topic(ctx: Any, topic: Any, version: int) -> tuple[Any, int]:
+    """(topic info, error for the whole topic or 0)."""
+    if version >= 10:
+        info = topic_info(ctx, topic_id=topic.topic_id)
+        return info, (0 if info is not None else ErrorCode.UNKNOWN_TOPIC_ID)
+    info = topic_info(ctx, name=topic.name)
+    return info, (0 if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    errors: dict[tuple[int, int], int] = {}
+    valid_topics = []
+    for ti, topic in enumerate(request.topics):
+        info, error = _check_topic(ctx, topic, version)
+        valid = []
+        for p in topic.partitions:
+            if error:
+                errors[(ti, p.partition_index)] = error
+            elif not partition_exists(info, p.partition_index):
+                errors[(ti, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                valid.append(p)
+        if valid:
+            valid_topics.append(OffsetCommitRequestTopic(
+                name=info.name, topic_id=topic.topic_id, partitions=valid))
+    answered: dict[tuple[str, int], int] = {}
+    if valid_topics:
+        sub = OffsetCommitRequest(
+            group_id=request.group_id,
+            generation_id_or_member_epoch=request.generation_id_or_member_epoch,
+            member_id=request.member_id, group_instance_id=request.group_instance_id,
+            retention_time_ms=request.retention_time_ms, topics=valid_topics)
+        response = await call_group(ctx, request.group_id, "offset_commit", sub, version)
+        answered = {(t.name, p.partition_index): p.error_code
+                    for t in response.topics for p in t.partitions}
+    return _merge(ctx, request, version, errors, answered)
+
+
+def _merge(ctx: Any, request: Any, version: int, errors: dict[tuple[int, int], int],
+           answered: dict[tuple[str, int], int]) -> OffsetCommitResponse:
+    topics = []
+    for ti, topic in enumerate(request.topics):
+        name = topic.name
+        if version >= 10:
+            info = topic_info(ctx, topic_id=topic.topic_id)
+            name = info.name if info is not None else ""
+        parts = [OffsetCommitResponsePartition(
+            partition_index=p.partition_index,
+            error_code=int(errors.get((ti, p.partition_index),
+                                      answered.get((name, p.partition_index), 0))))
+            for p in topic.partitions]
+        topics.append(OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id,
+                                                partitions=parts))
+    return OffsetCommitResponse(topics=topics)

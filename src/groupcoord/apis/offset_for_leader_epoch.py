@@ -1,0 +1,49 @@
+"""OffsetForLeaderEpoch (key 23, v2-v4): end offset of a leader epoch.
+
+Mirrors `ReplicaManager.lastOffsetForLeaderEpoch` + `LeaderEpochFileCache.endOffsetFor`
+with a single leader epoch, 0, starting at offset 0 (every stored batch carries epoch 0):
+asking for epoch 0 gives the log end offset; any other epoch is undefined (-1, -1). A
+current leader epoch newer than 0 -> UNKNOWN_LEADER_EPOCH. Clients use this to validate
+their position after a leader change (KIP-320).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.offset_for_leader_epoch import (
+    EpochEndOffset,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderTopicResult,
+)
+
+API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
+MIN_VERSION = 2
+MAX_VERSION = 4
+LEADER_EPOCH = 0
+
+
+def _end_offset(ctx: RequestContext, topic: str, p: Any) -> EpochEndOffset:
+    result = EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
+    plog = ctx.topics.log(topic, p.partition)
+    if plog is None:
+        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif p.current_leader_epoch > LEADER_EPOCH:
+        result.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    elif p.leader_epoch == LEADER_EPOCH:
+        result.leader_epoch, result.end_offset = LEADER_EPOCH, plog.log_end_offset
+    return result
+
+
+async def handle(ctx: RequestContext, header: Any, request: OffsetForLeaderEpochRequest,
+                 version: int) -> OffsetForLeaderEpochResponse:
+    topics = [
+        OffsetForLeaderTopicResult(topic=t.topic,
+                                   partitions=[_end_offset(ctx, t.topic, p) for p in t.partitions])
+        for t in request.topics
+    ]
+    return OffsetForLeaderEpochResponse(topics=topics)

@@ -1,0 +1,146 @@
+"""Produce (key 0, v3-v11): append client record batches to partition logs.
+
+Mirrors `KafkaApis.handleProduceRequest` -> `ReplicaManager.appendRecords` ->
+`UnifiedLog.appendAsLeader` for a single replica: exactly one magic-2 batch per partition
+(else INVALID_RECORD, `ProduceRequest.validateRecords`); CRC and length errors ->
+CORRUPT_MESSAGE; too large -> MESSAGE_TOO_LARGE; zstd before v7 ->
+UNSUPPORTED_COMPRESSION_TYPE; internal topics -> INVALID_TOPIC_EXCEPTION;
+unknown partitions -> UNKNOWN_TOPIC_OR_PARTITION. Idempotent batches go through the
+producer state (`ProducerStateManager`): a retried batch is answered with its original
+offsets without appending, stale epochs get INVALID_PRODUCER_EPOCH and gaps
+OUT_OF_ORDER_SEQUENCE_NUMBER. With acks=0 no response is sent at all (a failed acks=0
+produce closes the connection instead, as Kafka does). The stored bytes
+are the client's bytes; storage rewrites the base offset (and LogAppendTime if the
+topic says so). acks=-1 equals acks=1 here: this node is the whole ISR.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.logformat.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, MAGIC_OFFSET, parse_header
+from groupcoord.storage.config import InvalidRecordError, RecordBatchTooLargeError
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.produce import (
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+
+API_KEY = ApiKey.PRODUCE
+MIN_VERSION = 3
+MAX_VERSION = 11
+
+_LENGTH = struct.Struct(">i")
+_E_NONE = 0
+_E_CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
+_E_INVALID_RECORD = int(ErrorCode.INVALID_RECORD)
+_E_TOO_LARGE = int(ErrorCode.MESSAGE_TOO_LARGE)
+_E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
+_E_INVALID_TOPIC = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
+_E_ACKS = int(ErrorCode.INVALID_REQUIRED_ACKS)
+_E_COMPRESSION = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+ZSTD = 4
+
+
+def _one_batch_error(records: Any) -> int:
+    """Kafka's ProduceRequest.validateRecords for v3+: one whole magic-2 batch."""
+    size = len(records) if records is not None else 0
+    if size < HEADER_SIZE:
+        return _E_CORRUPT if size else _E_INVALID_RECORD
+    (length,) = _LENGTH.unpack_from(records, 8)
+    if length + LOG_OVERHEAD != size:
+        return _E_INVALID_RECORD if length + LOG_OVERHEAD < size else _E_CORRUPT
+    if records[MAGIC_OFFSET] != MAGIC:
+        return _E_INVALID_RECORD
+    return _E_NONE
+
+
+def _duplicate_or_error(ctx: RequestContext, state: Any, header: Any, topic: str,
+                        resp: PartitionProduceResponse) -> bool:
+    """Kafka's producer-state checks; True when `resp` is final (an error or a duplicate)."""
+    error, duplicate = state.check(header.producer_id, header.producer_epoch,
+                                   header.base_sequence, header.last_sequence)
+    if error:
+        resp.error_code = error
+        return True
+    if duplicate is None:
+        return False
+    plog = ctx.topics.log(topic, resp.index)
+    resp.base_offset = duplicate.first_offset
+    resp.log_start_offset = plog.log_start_offset if plog is not None else -1
+    return True
+
+
+def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: Any,
+                      now_ms: int, version: int) -> PartitionProduceResponse:
+    """Validate and append one partition's batch; the partition's response."""
+    resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
+                                    log_append_time_ms=-1, log_start_offset=-1)
+    if topic is None or not 0 <= partition < topic.num_partitions:
+        resp.error_code = _E_UNKNOWN_TP
+        return resp
+    if topic.internal:
+        resp.error_code = _E_INVALID_TOPIC
+        return resp
+    error = _one_batch_error(records)
+    if error:
+        resp.error_code = error
+        return resp
+    header = parse_header(records, 0)
+    if header.compression == ZSTD and version < 7:
+        resp.error_code = _E_COMPRESSION
+        return resp
+    state = None
+    if header.producer_id >= 0 and header.base_sequence >= 0:
+        state = ctx.producer_state(topic.name, partition)
+        if _duplicate_or_error(ctx, state, header, topic.name, resp):
+            return resp
+    try:
+        info = ctx.append(topic.name, partition, records, now_ms)
+    except RecordBatchTooLargeError:
+        resp.error_code = _E_TOO_LARGE
+        return resp
+    except InvalidRecordError:
+        resp.error_code = _E_CORRUPT
+        return resp
+    if state is not None:
+        state.record(header.producer_id, header.producer_epoch, header.base_sequence,
+                     header.last_sequence, info.base_offset, info.last_offset, info.max_timestamp)
+    resp.base_offset = info.base_offset
+    resp.log_append_time_ms = info.log_append_time_ms
+    resp.log_start_offset = info.log_start_offset
+    return resp
+
+
+async def handle(ctx: RequestContext, header: Any, request: ProduceRequest,
+                 version: int) -> ProduceResponse | None:
+    now = ctx.now_ms()
+    acks = request.acks
+    topics = ctx.topics
+    responses = []
+    for td in request.topic_data:
+        topic = topics.get(td.name) if version < 13 else topics.by_id(td.topic_id)
+        parts = []
+        for pd in td.partition_data:
+            if acks not in (0, 1, -1):
+                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_ACKS))
+                continue
+            resp = produce_partition(ctx, topic, pd.index, pd.records, now, version)
+            if topic is None and version >= 13:
+                resp.error_code = _E_UNKNOWN_ID
+            parts.append(resp)
+        responses.append(TopicProduceResponse(name=td.name, topic_id=td.topic_id,
+                                              partition_responses=parts))
+    if acks == 0:
+        # Kafka closes the connection when an acks=0 produce failed, the only way the
+        # client can notice.
+        if any(p.error_code for t in responses for p in t.partition_responses):
+            ctx.close_connection()
+        return None
+    return ProduceResponse(responses=responses)

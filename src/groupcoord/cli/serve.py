@@ -1,0 +1,112 @@
+"""`groupcoord serve`: run the broker until SIGINT/SIGTERM.
+
+Prints exactly one line per listener, `groupcoord listening on HOST:PORT`, to stderr once
+it accepts connections (tests wait for it). Uses uvloop when importable. On a signal it
+stops accepting, closes connections, stops the coordinator shards and flushes and closes
+every log before exiting 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
+
+log = logging.getLogger("groupcoord")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="groupcoord serve", description="Run the broker.")
+    p.add_argument("--listen", action="append", default=None, metavar="HOST:PORT",
+                   help="address to listen on (repeatable; default 127.0.0.1:9092)")
+    p.add_argument("--advertised-listener", default=None, metavar="HOST:PORT",
+                   help="address given to clients in Metadata/FindCoordinator")
+    p.add_argument("--data-dir", default="./data", help="log directory (default ./data)")
+    p.add_argument("--node-id", type=int, default=0)
+    p.add_argument("--cluster-id", default=None,
+                   help="cluster id (default: stored in the data dir, else generated)")
+    p.add_argument("--fsync", choices=("always", "interval", "never"), default="interval")
+    p.add_argument("--fsync-interval-ms", type=int, default=1000)
+    p.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--default-partitions", type=int, default=1)
+    p.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
+    p.add_argument("--offsets-partitions", type=int, default=50)
+    p.add_argument("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE,
+                   help="largest request frame accepted (socket.request.max.bytes)")
+    p.add_argument("--log-level", default="info",
+                   choices=("debug", "info", "warning", "error"))
+    return p
+
+
+def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
+    from groupcoord.server.cluster_id import load_or_create_cluster_id
+
+    listeners = tuple(Listener.parse(text) for text in (ns.listen or ["127.0.0.1:9092"]))
+    advertised = Listener.parse(ns.advertised_listener) if ns.advertised_listener else None
+    return BrokerConfig(
+        listeners=listeners,
+        advertised_listener=advertised,
+        data_dir=ns.data_dir,
+        node_id=ns.node_id,
+        cluster_id=load_or_create_cluster_id(ns.data_dir, ns.cluster_id),
+        fsync=ns.fsync,
+        fsync_interval_ms=ns.fsync_interval_ms,
+        auto_create_topics=ns.auto_create_topics,
+        default_partitions=ns.default_partitions,
+        group_initial_rebalance_delay_ms=ns.group_initial_rebalance_delay_ms,
+        offsets_partitions=ns.offsets_partitions,
+        max_request_size=ns.max_request_size,
+    )
+
+
+async def serve(config: BrokerConfig) -> None:
+    from groupcoord.server.broker import Broker
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await broker.start()
+    for bound in broker.bound:
+        log.info("groupcoord listening on %s:%d", bound.host, bound.port)
+    try:
+        await stop.wait()
+    finally:
+        log.info("groupcoord shutting down")
+        await broker.stop()
+
+
+def _run(coro_factory: object) -> None:
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coro_factory)  # type: ignore[arg-type]
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(coro_factory)  # type: ignore[arg-type]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, ns.log_level.upper()),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = config_from_args(ns)
+    except ValueError as exc:
+        sys.stderr.write(f"groupcoord serve: {exc}\n")
+        return 2
+    try:
+        _run(serve(config))
+    except OSError as exc:
+        log.error("cannot start: %s", exc)
+        return 1
+    return 0

@@ -1,0 +1,182 @@
+"""The broker process: services, listeners, start-up loading and clean shutdown.
+
+Mirrors Kafka's `BrokerServer` startup/shutdown for one node: open the data dir (log
+recovery), load topic metadata, start the coordinator runtime (shards load lazily), then
+bind the listeners. Appends go through `append` so the fsync policy and fetch wake-ups
+are applied in one place (`ReplicaManager.appendRecords` for a single replica).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.server.config import BrokerConfig, Listener
+from groupcoord.server.connection import KafkaConnection
+from groupcoord.server.fetch_sessions import FetchSessionCache
+from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
+from groupcoord.server.waiters import FetchWaiters
+
+if TYPE_CHECKING:
+    from groupcoord.apis.registry import ApiSpec
+    from groupcoord.storage import AppendInfo
+
+log = logging.getLogger("groupcoord.server")
+
+LEADER_EPOCH = 0
+MAINTENANCE_INTERVAL_S = 30.0
+
+
+class Broker:
+    """All shared state of a running broker."""
+
+    def __init__(self, config: BrokerConfig, handlers: dict[int, ApiSpec] | None = None) -> None:
+        self.config = config
+        self._handlers = handlers
+        self.handlers: dict[int, ApiSpec] = {}
+        self.connections: set[KafkaConnection] = set()
+        self.broker_configs: dict[str, str] = {}
+        self.waiters = FetchWaiters()
+        self.fetch_sessions = FetchSessionCache(config.fetch_max_sessions)
+        self.advertised = config.advertised()
+        self.bound: list[Listener] = []
+        self._servers: list[asyncio.AbstractServer] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._dirty: set[Any] = set()
+        self._compacted: dict[tuple[str, int], tuple[int, int]] = {}
+        self.logs: Any = None
+        self.topics: Any = None
+        self.producers: ProducerStateManager
+        self.groups: Any = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+        from groupcoord.server.dispatch import Dispatcher
+        from groupcoord.server.topics import TopicStore
+        from groupcoord.storage import LogManager
+
+        cfg = self.config
+        self.logs = LogManager(cfg.data_dir)
+        self.logs.load_all()
+        self.topics = TopicStore(self.logs, cfg.data_dir)
+        self.broker_configs = self.topics.broker_configs
+        self.producers = ProducerStateManager(cfg.data_dir)
+        self.groups = CoordinatorRuntime(self)
+        if self._handlers is None:
+            from groupcoord.apis.registry import handlers
+
+            self._handlers = handlers()
+        self.handlers = self._handlers
+        dispatcher = Dispatcher(self, self.handlers)
+        loop = asyncio.get_running_loop()
+        for listener in cfg.listeners:
+            server = await loop.create_server(
+                lambda: KafkaConnection(dispatcher, cfg.max_request_size),
+                listener.host, listener.port, reuse_address=True, backlog=1024)
+            self._servers.append(server)
+            port = server.sockets[0].getsockname()[1]
+            self.bound.append(Listener(listener.host, port))
+        self.advertised = cfg.advertised(self.bound[0].port)
+        if cfg.fsync == "interval":
+            self._tasks.append(loop.create_task(self._flush_loop()))
+        self._tasks.append(loop.create_task(self._retention_loop()))
+        await self.groups.start()
+
+    async def stop(self) -> None:
+        """Stop accepting, drop connections, stop shards, flush and close every log."""
+        for server in self._servers:
+            server.close()
+        for conn in list(self.connections):
+            conn.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.groups is not None:
+            await self.groups.stop()
+        for server in self._servers:
+            await server.wait_closed()
+        if self.logs is not None:
+            self.logs.close()
+
+    async def _flush_loop(self) -> None:
+        interval = self.config.fsync_interval_ms / 1000.0
+        while True:
+            await asyncio.sleep(interval)
+            self.flush_dirty()
+
+    async def _retention_loop(self) -> None:
+        """Kafka's log retention and cleaner threads, as one periodic pass on the loop."""
+        passes = 0
+        while True:
+            await asyncio.sleep(MAINTENANCE_INTERVAL_S)
+            passes += 1
+            try:
+                self.compact_logs()
+                if passes % 10 == 0:
+                    self.logs.delete_expired()
+            except Exception:
+                log.exception("log maintenance pass failed")
+
+    def compact_logs(self) -> None:
+        """Compact logs with `cleanup.policy=compact` whose inactive segments changed."""
+        from groupcoord.storage.compaction import compact
+
+        for tp, plog in list(self.logs.logs.items()):
+            inactive = len(plog.segments) - 1
+            if "compact" not in plog.config.cleanup_policy or inactive < 1:
+                continue
+            marker = (inactive, plog.segments[-1].base_offset)
+            if self._compacted.get(tp) != marker:
+                compact(plog)
+                self._compacted[tp] = marker
+
+    def flush_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        for plog in dirty:
+            if not plog.closed:
+                plog.flush()
+
+    # -- the append path -------------------------------------------------------------------
+
+    def append(self, topic: str, partition: int, data: bytes | memoryview,
+               now_ms: int | None = None, **kwargs: Any) -> AppendInfo:
+        """Append batches to a partition, apply the fsync policy and wake fetchers.
+
+        Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`) and
+        `KeyError` for an unknown partition.
+        """
+        plog = self.topics.log(topic, partition)
+        if plog is None:
+            raise KeyError((topic, partition))
+        # Every stored batch carries leader epoch 0, the only epoch of this single replica,
+        # as Kafka stamps the leader's epoch (clients use it for KIP-320 validation).
+        kwargs.setdefault("leader_epoch", LEADER_EPOCH)
+        info = plog.append(data, now_ms=now_ms, **kwargs)
+        policy = self.config.fsync
+        if policy == "always":
+            plog.flush()
+        elif policy == "interval":
+            self._dirty.add(plog)
+        self.waiters.notify((topic, partition))
+        return info
+
+    def producer_state(self, topic: str, partition: int) -> PartitionProducerState:
+        """The partition's producer state, rebuilt from its batch headers on first use."""
+        state = self.producers.partition(topic, partition)
+        if state is not None:
+            return state
+        plog = self.topics.log(topic, partition)
+        headers = () if plog is None else (
+            (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+             h.base_offset, h.last_offset, h.max_timestamp)
+            for h in plog.iter_batch_headers() if h.producer_id >= 0)
+        return self.producers.load_partition(topic, partition, headers)
+
+    def forget_partitions(self, topic: str, count: int) -> None:
+        """Drop per-partition soft state of a deleted topic."""
+        for partition in range(count):
+            self.producers.drop_partition(topic, partition)
+            self.waiters.notify((topic, partition))

@@ -1,0 +1,334 @@
+"""The coordinator runtime: one asyncio task per `__consumer_offsets` shard.
+
+Mirrors Kafka's `CoordinatorRuntime` (coordinator-common) for a single node. Each shard
+task owns its `GroupCoordinatorShard`: it replays the shard's partition on first use,
+then runs queued operations one at a time. Per operation it appends `result.records` to
+`__consumer_offsets-<p>` as one uncompressed batch, replays them, and releases the
+response and deferred replies only after the append (with `--fsync always`, after one
+fsync covering every operation drained from the queue: a group commit). Timers are keyed
+soft state armed with `loop.call_at`; a fired timer is an ordinary queued operation. An
+append failure fail-stops the shard: pending callers get COORDINATOR_NOT_AVAILABLE and the
+shard reloads from its log. Group events go to `__group_events` (see `group_events`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.partitioning import partition_for
+from groupcoord.server import group_events
+from groupcoord.server.shard_log import encode_records_batch, replay_log
+
+if TYPE_CHECKING:
+    from groupcoord.server.broker import Broker
+
+log = logging.getLogger("groupcoord.coordinator")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+COORDINATOR_NOT_AVAILABLE = 15
+UNKNOWN_SERVER_ERROR = -1
+
+Operation = Callable[[Any, Any, int], Any]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ShardTask:
+    """One shard: its state object, queue, timers and parked replies."""
+
+    def __init__(self, runtime: CoordinatorRuntime, partition: int) -> None:
+        self.runtime = runtime
+        self.partition = partition
+        self.shard: Any = None
+        self.queue: asyncio.Queue[tuple[Operation, Any, asyncio.Future[Any] | None]] = (
+            asyncio.Queue())
+        self.timers: dict[tuple[Any, ...], tuple[int, asyncio.TimerHandle]] = {}
+        self.parked: dict[int, asyncio.Future[Any]] = {}
+        self._timer_seq = itertools.count(1)
+        self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._main())
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        rt = self.runtime
+        # Only an existing partition is replayed; the directory is created by the first
+        # append, so read-only calls (ListGroups over every shard) create nothing.
+        plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
+        self.shard = rt.shard_factory(self.partition)
+        count = replay_log(plog, self.shard)
+        if count:
+            log.info("loaded %d records into shard %d", count, self.partition)
+        self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
+        self._schedule_cleanup()
+
+    def _schedule_cleanup(self) -> None:
+        interval = self.runtime.cleanup_interval_ms
+        if interval > 0 and hasattr(self.shard, "cleanup_expired_offsets"):
+            self.schedule(("__cleanup__",), now_ms() + interval)
+
+    # -- the operation loop ----------------------------------------------------------------
+
+    async def _main(self) -> None:
+        while True:
+            try:
+                self._load()
+                await self._serve()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("shard %d failed; reloading from its log", self.partition)
+                self._fail_all()
+                await asyncio.sleep(0.1)
+
+    async def _serve(self) -> None:
+        queue = self.queue
+        while True:
+            item = await queue.get()
+            done: list[tuple[asyncio.Future[Any] | None, Any]] = []
+            try:
+                self._run_one(item, done)
+                while not queue.empty():
+                    item = queue.get_nowait()
+                    self._run_one(item, done)
+                if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
+                    self.runtime.flush_shard(self.partition)
+            except Exception:
+                # The append (or its fsync) failed: nothing drained so far is durable.
+                done.append((item[2], None))
+                for fut, _ in done:
+                    if fut is not None and not fut.done():
+                        fut.set_exception(ApiError(COORDINATOR_NOT_AVAILABLE))
+                raise
+            for fut, response in done:
+                if fut is not None and not fut.done():
+                    if isinstance(response, BaseException):
+                        fut.set_exception(response)
+                    else:
+                        fut.set_result(response)
+
+    def _run_one(self, item: tuple[Operation, Any, asyncio.Future[Any] | None],
+                 done: list[tuple[asyncio.Future[Any] | None, Any]]) -> None:
+        op, op_ctx, fut = item
+        if fut is not None and fut.done():
+            return
+        try:
+            result = self._call(op, op_ctx)
+        except ApiError as exc:
+            done.append((fut, exc))
+            return
+        except Exception:
+            log.exception("coordinator operation failed on shard %d", self.partition)
+            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
+            return
+        self._release(done, self._apply(result), fut, op_ctx)
+
+    def _call(self, op: Operation, op_ctx: Any = None) -> Any:
+        if op_ctx is None:
+            op_ctx = self.runtime.op_context("", "", 0)
+        return op(self.shard, op_ctx, now_ms())
+
+    def _apply(self, result: Any) -> Any:
+        """Append + replay the records, then apply timers and write events."""
+        if result is None:
+            return None
+        records = getattr(result, "records", None)
+        if records:
+            batch = encode_records_batch(records, now_ms())
+            # A failure here propagates to _main: fail-stop and reload.
+            self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch, now_ms())
+            self.runtime.written[self.partition] = True
+            for record in records:
+                self.shard.replay(record)
+        for timer in getattr(result, "timers", ()):
+            deadline = getattr(timer, "deadline_ms", None)
+            if deadline is None:
+                self.cancel(timer.key)
+            else:
+                self.schedule(timer.key, deadline)
+        events = getattr(result, "events", None)
+        if events:
+            group_events.write(self.runtime.broker, events)
+        return result
+
+    def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
+                 fut: asyncio.Future[Any] | None = None, op_ctx: Any = None) -> None:
+        if result is None:
+            done.append((fut, None))
+            return
+        response = getattr(result, "response", None)
+        if fut is not None:
+            if response is None and op_ctx is not None and op_ctx.reply_token:
+                self.parked[op_ctx.reply_token] = fut
+                fut.add_done_callback(self._parked_done(op_ctx.reply_token))
+            else:
+                done.append((fut, response))
+        for reply in getattr(result, "deferred", ()):
+            waiter = self.parked.pop(reply.token, None)
+            if waiter is not None:
+                done.append((waiter, reply.response))
+
+    def _parked_done(self, token: int) -> Callable[[asyncio.Future[Any]], None]:
+        def on_done(fut: asyncio.Future[Any]) -> None:
+            parked = fut.cancelled() and self.parked.pop(token, None) is not None
+            if parked and hasattr(self.shard, "on_client_disconnect"):
+                self.submit(lambda s, _c, _n: s.on_client_disconnect([token]), None, None)
+        return on_done
+
+    def _fail_all(self) -> None:
+        err = ApiError(COORDINATOR_NOT_AVAILABLE)
+        for parked in self.parked.values():
+            if not parked.done():
+                parked.set_exception(err)
+        self.parked.clear()
+        while not self.queue.empty():
+            _op, _ctx, fut = self.queue.get_nowait()
+            if fut is not None and not fut.done():
+                fut.set_exception(err)
+        for _seq, handle in self.timers.values():
+            handle.cancel()
+        self.timers.clear()
+
+    # -- submission and timers -------------------------------------------------------------
+
+    def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None) -> None:
+        self.queue.put_nowait((op, op_ctx, fut))
+
+    def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
+        self.cancel(key)
+        seq = next(self._timer_seq)
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline_ms - now_ms()) / 1000.0)
+        handle = loop.call_at(loop.time() + delay, self._fire, key, seq)
+        self.timers[key] = (seq, handle)
+
+    def cancel(self, key: tuple[Any, ...]) -> None:
+        entry = self.timers.pop(key, None)
+        if entry is not None:
+            entry[1].cancel()
+
+    def _fire(self, key: tuple[Any, ...], seq: int) -> None:
+        def op(shard: Any, _ctx: Any, now: int) -> Any:
+            entry = self.timers.get(key)
+            if entry is None or entry[0] != seq:
+                return None  # replaced or cancelled after it fired
+            del self.timers[key]
+            if key == ("__cleanup__",):
+                self._schedule_cleanup()
+                return shard.cleanup_expired_offsets(now)
+            return shard.on_timer(key, now)
+        self.submit(op, None, None)
+
+
+class CoordinatorRuntime:
+    """All shards; handlers reach it through `ctx.groups` (a `GroupCaller`)."""
+
+    def __init__(self, broker: Broker, shard_factory: Callable[[int], Any] | None = None) -> None:
+        self.broker = broker
+        cfg = broker.config
+        self.num_partitions = cfg.offsets_partitions
+        self.fsync_always = cfg.fsync == "always"
+        self.cleanup_interval_ms = 600_000
+        self.shard_factory = shard_factory or self._default_factory
+        self.shards: dict[int, ShardTask] = {}
+        self.written: dict[int, bool] = {}
+        self._tokens = itertools.count(1)
+        self._op_context: Any = None
+
+    def _default_factory(self, partition: int) -> Any:
+        from groupcoord.coordinator.config import GroupCoordinatorConfig
+        from groupcoord.coordinator.ids import RandomIds
+        from groupcoord.coordinator.shard import GroupCoordinatorShard
+
+        cfg = self.broker.config
+        config = GroupCoordinatorConfig(
+            group_initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
+            offsets_topic_num_partitions=cfg.offsets_partitions)
+        return GroupCoordinatorShard(partition, config, RandomIds(os.urandom))
+
+    def op_context(self, client_id: str, client_host: str, token: int) -> Any:
+        if self._op_context is None:
+            from groupcoord.coordinator.result import OpContext
+
+            self._op_context = OpContext
+        return self._op_context(client_id, client_host, token)
+
+    async def start(self) -> None:
+        """Register the internal topic; load the shards that already have a log."""
+        topics = self.broker.topics
+        topics.ensure_internal(OFFSETS_TOPIC, self.num_partitions, OFFSETS_TOPIC_CONFIGS)
+        for partition in range(self.num_partitions):
+            if self.broker.logs.get(OFFSETS_TOPIC, partition) is not None:
+                self.shard(partition)
+
+    async def stop(self) -> None:
+        tasks = [s.task for s in self.shards.values()]
+        for shard in self.shards.values():
+            shard._fail_all()
+            shard.task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.shards.clear()
+
+    def shard(self, partition: int) -> ShardTask:
+        """The shard task, created (and its partition loaded) on first use."""
+        task = self.shards.get(partition)
+        if task is None:
+            task = self.shards[partition] = ShardTask(self, partition)
+        return task
+
+    def flush_shard(self, partition: int) -> None:
+        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
+        if plog is not None:
+            plog.flush()
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    async def call_shard(self, partition: int, op: Operation, client_id: str = "",
+                         client_host: str = "") -> Any:
+        if not 0 <= partition < self.num_partitions:
+            raise ApiError(COORDINATOR_NOT_AVAILABLE)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        ctx = self.op_context(client_id or "", client_host, next(self._tokens))
+        self.shard(partition).submit(op, ctx, fut)
+        return await fut
+
+    async def call(self, group_id: str, op: Operation, client_id: str = "",
+                   client_host: str = "") -> Any:
+        return await self.call_shard(self.partition_for(group_id), op, client_id, client_host)
+
+    def bind(self, client_id: str | None, client_host: str) -> GroupCaller:
+        return GroupCaller(self, client_id or "", client_host)
+
+
+class GroupCaller:
+    """`ctx.groups`: the runtime with the caller's client id and host filled in."""
+
+    __slots__ = ("client_host", "client_id", "runtime")
+
+    def __init__(self, runtime: CoordinatorRuntime, client_id: str, client_host: str) -> None:
+        self.runtime = runtime
+        self.client_id = client_id
+        self.client_host = client_host
+
+    @property
+    def num_partitions(self) -> int:
+        return self.runtime.num_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return self.runtime.partition_for(group_id)
+
+    async def call(self, group_id: str, op: Operation) -> Any:
+        return await self.runtime.call(group_id, op, self.client_id, self.client_host)
+
+    async def call_shard(self, partition: int, op: Operation) -> Any:
+        return await self.runtime.call_shard(partition, op, self.client_id, self.client_host)

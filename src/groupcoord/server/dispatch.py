@@ -1,0 +1,141 @@
+"""Per-request dispatch: header -> version gate -> decode -> handler -> encoded response.
+
+Mirrors Kafka's `RequestChannel` / `KafkaApis.handle` / `RequestContext.parseRequest`: an
+unknown API key, an unsupported version (except ApiVersions, answered at v0 with
+UNSUPPORTED_VERSION) or an undecodable body closes the connection; an `ApiError` raised by
+a handler becomes the response's error code; an unexpected exception is logged once and
+answered with UNKNOWN_SERVER_ERROR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.apis.context import RawResponse, RequestHeader
+from groupcoord.apis.errors import ApiError
+from groupcoord.server.framing import (
+    API_VERSIONS_KEY,
+    FrameError,
+    peek_header,
+    read_client_id,
+    response_head,
+)
+
+if TYPE_CHECKING:
+    from groupcoord.apis.registry import ApiSpec
+    from groupcoord.server.broker import Broker
+    from groupcoord.server.connection import KafkaConnection, _Slot
+
+log = logging.getLogger("groupcoord.server")
+
+UNKNOWN_SERVER_ERROR = -1
+UNSUPPORTED_VERSION = 35
+
+
+class Dispatcher:
+    """Routes frames of every connection to the handler table."""
+
+    def __init__(self, broker: Broker, handlers: dict[int, ApiSpec]) -> None:
+        from groupcoord.server.request_context import BrokerRequestContext
+
+        self.broker = broker
+        self.handlers = handlers
+        self._ctx_cls = BrokerRequestContext
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._next_conn = 0
+
+    def connection_opened(self, conn: KafkaConnection) -> None:
+        self._next_conn += 1
+        conn.connection_id = f"{conn.peer}-{self._next_conn}"
+        self.broker.connections.add(conn)
+
+    def connection_closed(self, conn: KafkaConnection) -> None:
+        self.broker.connections.discard(conn)
+
+    def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:
+        """Handle the request frame at buf[start:end] (after its size prefix)."""
+        try:
+            api_key, version, correlation_id = peek_header(buf, start, end)
+        except FrameError as exc:
+            conn.protocol_error(str(exc))
+            return
+        spec = self.handlers.get(api_key)
+        if spec is None:
+            conn.protocol_error(f"unsupported api key {api_key}")
+            return
+        if not spec.min_version <= version <= spec.max_version:
+            if api_key == API_VERSIONS_KEY:
+                self._unsupported_api_versions(conn, correlation_id)
+            else:
+                conn.protocol_error(f"unsupported version {version} of api key {api_key}")
+            return
+        try:
+            client_id, pos = read_client_id(buf, start, end, spec.is_flexible(version))
+            request, stop = spec.request_cls.decode(buf, pos, version)
+        except Exception as exc:  # noqa: BLE001 - any decode failure is the client's fault
+            conn.protocol_error(f"cannot decode api key {api_key} v{version}: {exc}")
+            return
+        if stop > end:
+            conn.protocol_error(f"api key {api_key} v{version} request runs past its frame")
+            return
+        header = RequestHeader(api_key, version, correlation_id, client_id)
+        ctx = self._ctx_cls(self.broker, conn, header)
+        slot = conn.new_slot()
+        loop = self._loop or asyncio.get_running_loop()
+        self._loop = loop
+        slot.task = loop.create_task(self._run(conn, slot, spec, ctx, header, request))
+
+    async def _run(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, ctx: Any,
+                   header: RequestHeader, request: Any) -> None:
+        version = header.request_api_version
+        try:
+            response = await spec.handler(ctx, header, request, version)
+        except ApiError as exc:
+            response = self._error_response(conn, spec, request, version, exc.code)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("handler for api key %d v%d failed", spec.api_key, version)
+            response = self._error_response(conn, spec, request, version, UNKNOWN_SERVER_ERROR)
+        if response is None:
+            conn.complete(slot, None)
+            return
+        flexible_header = spec.api_key != API_VERSIONS_KEY and spec.is_flexible(version)
+        try:
+            parts = encode_response(response, version, header.correlation_id, flexible_header)
+        except Exception:
+            log.exception("cannot encode response of api key %d v%d", spec.api_key, version)
+            conn.complete(slot, None)
+            conn.close()
+            return
+        conn.complete(slot, parts)
+
+    def _error_response(self, conn: KafkaConnection, spec: ApiSpec, request: Any,
+                        version: int, code: int) -> Any:
+        """Kafka's getErrorResponse: the module's builder, else a top-level error code."""
+        if spec.error_response is not None:
+            return spec.error_response(request, version, code)
+        response = spec.response_cls()
+        if "error_code" not in getattr(type(response), "__slots__", ()):
+            conn.protocol_error(f"api key {spec.api_key} failed with error {code}")
+            return None
+        response.error_code = code
+        return response
+
+    def _unsupported_api_versions(self, conn: KafkaConnection, correlation_id: int) -> None:
+        from groupcoord.apis.api_versions import unsupported_version_response
+
+        response = unsupported_version_response(self.handlers)
+        parts = encode_response(response, 0, correlation_id, False)
+        conn.complete(conn.new_slot(), parts)
+
+
+def encode_response(response: Any, version: int, correlation_id: int,
+                    flexible_header: bool) -> list[Any]:
+    """Frame a response: size prefix + header, then the body buffers."""
+    if isinstance(response, RawResponse):
+        return [response_head(correlation_id, response.size, flexible_header), *response.parts]
+    body = response.encode(version)
+    return [response_head(correlation_id, len(body), flexible_header), body]

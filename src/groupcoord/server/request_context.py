@@ -1,0 +1,82 @@
+"""The server's implementation of `groupcoord.apis.context.RequestContext`.
+
+One small object per request: the header fields and the connection, with the broker's
+shared services reached through properties (cheaper than copying references per request).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from groupcoord.apis.context import RequestHeader
+    from groupcoord.server.broker import Broker
+    from groupcoord.server.connection import KafkaConnection
+
+
+class BrokerRequestContext:
+    __slots__ = ("broker", "client_host", "client_id", "conn", "connection_id", "correlation_id")
+
+    def __init__(self, broker: Broker, conn: KafkaConnection, header: RequestHeader) -> None:
+        self.broker = broker
+        self.conn = conn
+        self.client_id = header.client_id
+        self.client_host = conn.client_host
+        self.connection_id = conn.connection_id
+        self.correlation_id = header.correlation_id
+
+    @property
+    def config(self) -> Any:
+        return self.broker.config
+
+    @property
+    def apis(self) -> dict[int, Any]:
+        return self.broker.handlers
+
+    @property
+    def topics(self) -> Any:
+        return self.broker.topics
+
+    @property
+    def producers(self) -> Any:
+        return self.broker.producers
+
+    @property
+    def fetch_sessions(self) -> Any:
+        return self.broker.fetch_sessions
+
+    @property
+    def groups(self) -> Any:
+        return self.broker.groups.bind(self.client_id, self.client_host)
+
+    @property
+    def broker_configs(self) -> dict[str, str]:
+        return self.broker.broker_configs
+
+    @property
+    def advertised_host(self) -> str:
+        return self.broker.advertised.host
+
+    @property
+    def advertised_port(self) -> int:
+        return self.broker.advertised.port
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def append(self, topic: str, partition: int, data: bytes | memoryview, now_ms: int) -> Any:
+        return self.broker.append(topic, partition, data, now_ms)
+
+    def forget_partitions(self, topic: str, count: int) -> None:
+        self.broker.forget_partitions(topic, count)
+
+    def close_connection(self) -> None:
+        self.conn.close()
+
+    def producer_state(self, topic: str, partition: int) -> Any:
+        return self.broker.producer_state(topic, partition)
+
+    async def wait_for_data(self, keys: Iterable[Hashable], timeout_ms: int) -> None:
+        await self.broker.waiters.wait(keys, timeout_ms / 1000.0)

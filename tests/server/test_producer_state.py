@@ -1,0 +1,76 @@
+"""Idempotent producer state: sequence rules, duplicates, epochs, persistent id blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from groupcoord.server.producer_state import (
+    INVALID_PRODUCER_EPOCH,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    PartitionProducerState,
+    ProducerIdManager,
+    ProducerStateManager,
+)
+
+
+def _append(state: PartitionProducerState, pid: int, epoch: int, first: int, last: int,
+            offset: int) -> None:
+    state.record(pid, epoch, first, last, offset, offset + last - first, 0)
+
+
+def test_unknown_producer_accepts_any_sequence() -> None:
+    assert PartitionProducerState().check(1, 0, 17, 20) == (0, None)
+
+
+def test_in_sequence_and_gap() -> None:
+    s = PartitionProducerState()
+    _append(s, 1, 0, 0, 4, 100)
+    assert s.check(1, 0, 5, 9) == (0, None)
+    assert s.check(1, 0, 7, 9)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert s.check(1, 0, 3, 4)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_duplicate_returns_original_offsets() -> None:
+    s = PartitionProducerState()
+    for i in range(5):
+        _append(s, 1, 0, i * 10, i * 10 + 9, 1000 + i * 10)
+    error, dup = s.check(1, 0, 20, 29)
+    assert error == 0 and dup is not None and dup.first_offset == 1020
+    _append(s, 1, 0, 50, 59, 1050)
+    # Only five batches are retained: the first one is no longer recognised.
+    assert s.check(1, 0, 0, 9)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_epochs() -> None:
+    s = PartitionProducerState()
+    _append(s, 1, 3, 0, 0, 0)
+    assert s.check(1, 2, 1, 1)[0] == INVALID_PRODUCER_EPOCH
+    assert s.check(1, 4, 5, 5)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert s.check(1, 4, 0, 0) == (0, None)
+
+
+def test_sequence_wraps_at_int32_max() -> None:
+    s = PartitionProducerState()
+    _append(s, 1, 0, 2**31 - 10, 2**31 - 1, 0)
+    assert s.check(1, 0, 0, 4) == (0, None)
+
+
+def test_producer_ids_never_repeat_across_restarts(tmp_path: Path) -> None:
+    first = ProducerIdManager(str(tmp_path))
+    ids = [first.next_id() for _ in range(3)]
+    second = ProducerIdManager(str(tmp_path))
+    assert second.next_id() > max(ids)
+
+
+def test_rebuild_from_headers_observes_ids(tmp_path: Path) -> None:
+    m = ProducerStateManager(str(tmp_path))
+    state = m.load_partition("t", 0, [(5000, 0, 0, 9, 0, 9, 1), (-1, -1, -1, -1, 10, 10, 1)])
+    assert state.check(5000, 0, 0, 9)[1] is not None
+    assert m.ids.next_id() > 5000
+
+
+def test_transactional_ids_bump_epoch(tmp_path: Path) -> None:
+    m = ProducerStateManager(str(tmp_path))
+    pid, epoch = m.init_producer_id("tx")
+    assert m.init_producer_id("tx") == (pid, epoch + 1)
+    assert m.init_producer_id(None)[0] != pid
