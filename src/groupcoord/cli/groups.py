@@ -1,0 +1,278 @@
+"""`groupcoord groups`: list, describe, delete, offsets, reset-offsets, delete-offsets.
+
+Output follows Kafka's `kafka-consumer-groups.sh` (same columns, "-" for absent values) as a
+table by default, or JSON with `--json` for scripts. Talks to the broker over the wire only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from groupcoord.cli import group_ops as ops
+from groupcoord.cli.wire_client import KafkaError, WireClient
+from groupcoord.wire.errors import ErrorCode
+
+OFFSET_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                  "CONSUMER-ID", "HOST", "CLIENT-ID"]
+
+
+def main(argv: Sequence[str]) -> int:
+    args = _parser().parse_args(list(argv))
+    try:
+        with WireClient(args.bootstrap_server) as client:
+            return int(args.run(client, args) or 0)
+    except KafkaError as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        return 1
+    except OSError as exc:
+        sys.stderr.write(f"Error: cannot reach {args.bootstrap_server}: {exc}\n")
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="groupcoord groups", description=__doc__)
+    parser.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    # --json is accepted before or after the subcommand, as scripts write it either way.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, parents=[common])
+
+    p = add("list", "list groups")
+    p.add_argument("--state", action="append", default=[], help="filter (repeatable)")
+    p.add_argument("--type", action="append", default=[], help="classic|consumer|share")
+    p.set_defaults(run=cmd_list)
+    p = add("describe", "offsets and lag per partition (default), or members/state")
+    p.add_argument("group")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--members", action="store_true")
+    view.add_argument("--state", action="store_true")
+    p.set_defaults(run=cmd_describe)
+    p = add("offsets", "committed offsets, end offsets and lag")
+    p.add_argument("group")
+    p.set_defaults(run=cmd_offsets)
+    p = add("delete", "delete empty groups")
+    p.add_argument("groups", nargs="+")
+    p.set_defaults(run=cmd_delete)
+    p = add("delete-offsets", "delete a group's committed offsets for a topic")
+    p.add_argument("group")
+    p.add_argument("--topic", action="append", required=True, help="TOPIC or TOPIC:P,P")
+    p.set_defaults(run=cmd_delete_offsets)
+    _reset_parser(add)
+    return parser
+
+
+def _reset_parser(add: Any) -> None:
+    p = add("reset-offsets", "reset an inactive group's offsets")
+    p.add_argument("group")
+    scope = p.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", action="append", help="TOPIC or TOPIC:P,P")
+    scope.add_argument("--all-topics", action="store_true")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-offset", type=int)
+    to.add_argument("--shift-by", type=int)
+    to.add_argument("--to-datetime", help="ISO 8601, e.g. 2026-11-21T10:00:00+00:00")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true")
+    mode.add_argument("--dry-run", action="store_true")
+    p.set_defaults(run=cmd_reset)
+
+
+def cmd_list(client: WireClient, args: argparse.Namespace) -> int:
+    states = [_canonical_state(s) for s in args.state]
+    rows = ops.list_groups(client, states, [t.lower() for t in args.type])
+    if args.json:
+        return _emit_json(rows)
+    if not args.state and not args.type:
+        for row in rows:
+            print(row["group"])
+        return 0
+    columns = ["GROUP"] + (["TYPE"] if args.type else []) + (["STATE"] if args.state else [])
+    _print_table(columns, [[r[c.lower()] for c in columns] for r in rows])
+    return 0
+
+
+def _canonical_state(state: str) -> str:
+    names = {s.lower(): s for s in ("Empty", "PreparingRebalance", "CompletingRebalance",
+                                    "Stable", "Dead", "Assigning", "Reconciling")}
+    return names.get(state.lower(), state)
+
+
+def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
+    group = ops.describe_group(client, args.group)
+    if args.state:
+        row = {"group": group["group"], "coordinator": "0", "assignment_strategy":
+               group["assignment_strategy"], "state": group["state"],
+               "members": len(group["members"])}
+        if args.json:
+            return _emit_json(row)
+        _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+                     [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
+                       row["members"]]])
+        return 0
+    if args.members:
+        if args.json:
+            return _emit_json(group)
+        _print_table(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
+                      "#PARTITIONS"],
+                     [[group["group"], m["member_id"], m["instance_id"] or "-", m["host"],
+                       m["client_id"], len(m["assignment"])] for m in group["members"]])
+        return 0
+    return _print_offsets(client, args, group)
+
+
+def cmd_offsets(client: WireClient, args: argparse.Namespace) -> int:
+    return _print_offsets(client, args, _describe_or_empty(client, args.group))
+
+
+def _describe_or_empty(client: WireClient, group: str) -> dict[str, Any]:
+    try:
+        return ops.describe_group(client, group)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.GROUP_ID_NOT_FOUND:
+            raise
+        return {"group": group, "state": "Dead", "members": []}
+
+
+def _print_offsets(client: WireClient, args: argparse.Namespace, group: dict[str, Any]) -> int:
+    rows = offset_rows(client, group)
+    if args.json:
+        return _emit_json({"group": group["group"], "state": group["state"], "partitions": rows})
+    if group["state"] in ("Empty", "Dead") and not args.json:
+        print(f"\nConsumer group '{group['group']}' has no active members.\n")
+    keys = ["group", "topic", "partition", "current_offset", "log_end_offset", "lag",
+            "consumer_id", "host", "client_id"]
+    _print_table(OFFSET_COLUMNS, [[_dash(r[k]) for k in keys] for r in rows])
+    return 0
+
+
+def offset_rows(client: WireClient, group: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per partition that is assigned or has a committed offset, as Kafka's tool."""
+    committed = ops.committed_offsets(client, group["group"])
+    owner = {tp: m for m in group["members"] for tp in m["assignment"]}
+    partitions = sorted(set(committed) | set(owner))
+    ends = ops.list_offsets(client, partitions, ops.LATEST) if partitions else {}
+    rows = []
+    for tp in partitions:
+        current, end, member = committed.get(tp), ends.get(tp), owner.get(tp)
+        rows.append({
+            "group": group["group"], "topic": tp[0], "partition": tp[1],
+            "current_offset": current, "log_end_offset": end,
+            "lag": None if current is None or end is None else max(end - current, 0),
+            "consumer_id": member["member_id"] if member else None,
+            "host": member["host"] if member else None,
+            "client_id": member["client_id"] if member else None,
+        })
+    return rows
+
+
+def cmd_delete(client: WireClient, args: argparse.Namespace) -> int:
+    results = ops.delete_groups(client, args.groups)
+    failed = {g: c for g, c in results.items() if c != 0}
+    if args.json:
+        return _emit_json({g: ErrorCode(c).name for g, c in results.items()}, 1 if failed else 0)
+    ok = [g for g in args.groups if g not in failed]
+    if ok:
+        names = ", ".join(f"'{g}'" for g in ok)
+        print(f"Deletion of requested consumer groups ({names}) was successful.")
+    if failed:
+        print("Deletion of some consumer groups failed:")
+        for group, code in failed.items():
+            print(f"* Group '{group}' could not be deleted due to: {ErrorCode(code).name}")
+    return 1 if failed else 0
+
+
+def cmd_delete_offsets(client: WireClient, args: argparse.Namespace) -> int:
+    partitions = _resolve_partitions(client, args.topic)
+    results = ops.delete_offsets(client, args.group, partitions)
+    rows = [{"topic": t, "partition": p, "status": "Successful" if c == 0 else ErrorCode(c).name}
+            for (t, p), c in sorted(results.items())]
+    if args.json:
+        return _emit_json(rows)
+    _print_table(["TOPIC", "PARTITION", "STATUS"], [[r["topic"], r["partition"], r["status"]]
+                                                     for r in rows])
+    return 0 if all(c == 0 for c in results.values()) else 1
+
+
+def cmd_reset(client: WireClient, args: argparse.Namespace) -> int:
+    ops.ensure_inactive(client, args.group)
+    if args.all_topics:
+        partitions = sorted(ops.committed_offsets(client, args.group))
+    else:
+        partitions = _resolve_partitions(client, args.topic)
+    targets = _reset_targets(client, args, partitions)
+    if args.execute:
+        ops.commit_offsets(client, args.group, targets)
+    elif not args.dry_run:
+        sys.stderr.write("WARN: No action will be performed as the --execute option is missing. "
+                         "In a future major release, the default behavior of this command will "
+                         "be to prompt the user before executing the reset rather than doing a "
+                         "dry run. You should add the --dry-run option explicitly if you are "
+                         "scripting this command and want to keep the current default behavior "
+                         "without prompting.\n")
+    rows = [{"group": args.group, "topic": t, "partition": p, "new_offset": o}
+            for (t, p), o in sorted(targets.items())]
+    if args.json:
+        return _emit_json(rows)
+    _print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                 [[r["group"], r["topic"], r["partition"], r["new_offset"]] for r in rows])
+    return 0
+
+
+def _reset_targets(client: WireClient, args: argparse.Namespace,
+                   partitions: list[ops.TopicPartition]) -> dict[ops.TopicPartition, int]:
+    earliest = ops.list_offsets(client, partitions, ops.EARLIEST)
+    latest = ops.list_offsets(client, partitions, ops.LATEST)
+
+    def clamp(tp: ops.TopicPartition, offset: int) -> int:
+        return min(max(offset, earliest[tp]), latest[tp])
+
+    if args.to_earliest:
+        return dict(earliest)
+    if args.to_latest:
+        return dict(latest)
+    if args.to_offset is not None:
+        return {tp: clamp(tp, args.to_offset) for tp in partitions}
+    if args.shift_by is not None:
+        current = ops.committed_offsets(client, args.group)
+        return {tp: clamp(tp, current.get(tp, latest[tp]) + args.shift_by) for tp in partitions}
+    ts = int(datetime.fromisoformat(args.to_datetime).timestamp() * 1000)
+    by_time = ops.list_offsets(client, partitions, ts)
+    return {tp: (o if o >= 0 else latest[tp]) for tp, o in by_time.items()}
+
+
+def _resolve_partitions(client: WireClient, specs: list[str]) -> list[ops.TopicPartition]:
+    result: list[ops.TopicPartition] = []
+    for spec in specs:
+        topic, _, parts = spec.partition(":")
+        if parts:
+            result.extend((topic, int(p)) for p in parts.split(","))
+        else:
+            result.extend(ops.topic_partitions(client, [topic]))
+    return sorted(set(result))
+
+
+def _dash(value: Any) -> Any:
+    return "-" if value is None else value
+
+
+def _print_table(columns: list[str], rows: list[list[Any]]) -> None:
+    widths = [max([len(c)] + [len(str(r[i])) for r in rows]) for i, c in enumerate(columns)]
+    print(" ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for row in rows:
+        print(" ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _emit_json(data: Any, code: int = 0) -> int:
+    print(json.dumps(data, indent=2, sort_keys=True))
+    return code
