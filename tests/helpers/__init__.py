@@ -1,0 +1,1 @@
+"""Shared test helpers: the broker subprocess, the Java client harness, client adapters."""
