@@ -24,13 +24,25 @@ import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple, TypeAlias
 
-import crc32c as _crc32c
-
 from groupcoord.logformat.compression import CompressionError, compress, decompress
 from groupcoord.logformat.varint import VarintError, read_varint, write_varint
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 Header: TypeAlias = tuple[str, bytes | None]
+
+
+def _crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC32C; binds the C implementation on first use.
+
+    The `crc32c` package imports importlib.metadata at import time, which costs tens of
+    milliseconds of broker start-up; after the first call this name is the C function.
+    """
+    global _crc32c
+    from crc32c import crc32c as implementation
+
+    _crc32c = implementation
+    return implementation(data, value)
+
 
 MAGIC = 2
 HEADER_SIZE = 61
@@ -188,7 +200,7 @@ def iter_batches(buf: Buffer, pos: int = 0) -> Iterator[tuple[BatchHeader, memor
 
 def compute_crc(batch: Buffer) -> int:
     """CRC-32C of the CRC-covered part (attributes..end) of a whole batch."""
-    return _crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    return _crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
 
 
 def validate(batch: Buffer, check_offsets: bool = False) -> BatchHeader:
@@ -207,7 +219,7 @@ def validate(batch: Buffer, check_offsets: bool = False) -> BatchHeader:
         raise CorruptRecordError(
             f"record batch length {header.batch_length} inconsistent with {len(view)} bytes"
         )
-    if _crc32c.crc32c(view[ATTRIBUTES_OFFSET:]) != header.crc:
+    if _crc32c(view[ATTRIBUTES_OFFSET:]) != header.crc:
         raise CorruptRecordError("record batch CRC mismatch")
     if header.records_count < 0 or header.last_offset_delta < 0:
         raise CorruptRecordError("negative record count or last offset delta")
@@ -243,7 +255,7 @@ def set_max_timestamp(
     _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
     (length,) = _INT32.unpack_from(buf, pos + LENGTH_OFFSET)
     end = pos + LOG_OVERHEAD + length
-    crc = _crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : end])
+    crc = _crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : end])
     _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
 
 
@@ -339,7 +351,7 @@ def build_batch(
         attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch,
         base_sequence, len(recs),
     )
-    crc = _crc32c.crc32c(payload, _crc32c.crc32c(tail))
+    crc = _crc32c(payload, _crc32c(tail))
     length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
     head = _PREFIX.pack(base_offset, length) + _INT32.pack(partition_leader_epoch)
     return b"".join((head, bytes((MAGIC,)), _UINT32.pack(crc), tail, payload))
