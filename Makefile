@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	    || { echo "Python 3.11+ is required (set PYTHON=python3.11)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	@# Byte-compile once: brokers started by tests and benchmarks then skip compilation
 	@# even where PYTHONDONTWRITEBYTECODE is set, which keeps start-up well under 0.5 s.
 	$(PY) -m compileall -q src >/dev/null
@@ -49,7 +49,7 @@ test: venv java-check jars
 
 # Everything except the real-client interop tests.
 test-fast: venv
-	$(PYTEST) -m 'not interop'
+	$(PYTEST) -m 'not interop and not spark'
 
 interop: venv java-check jars
 	$(PYTEST) -m interop tests/interop

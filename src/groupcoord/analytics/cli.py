@@ -1,0 +1,139 @@
+"""``groupcoord analyze {run,dump,gen-fixture,bench}``: the command line of the pipeline.
+
+``main(argv)`` returns a process exit code; ``groupcoord.cli`` dispatches ``analyze`` to it
+and ``python -m groupcoord.analytics`` runs it directly (also under ``spark-submit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def _iso_ms(text: str) -> int:
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def _duration_ms(text: str) -> int:
+    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+    for suffix in ("ms", "s", "m", "h"):
+        if text.endswith(suffix):
+            return int(float(text[: -len(suffix)]) * units[suffix])
+    return int(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="groupcoord analyze",
+                                description="Consumer-group analytics over Kafka log dirs")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="ingest -> silver -> gold -> plots and report")
+    r.add_argument("--data-dir", required=True, help="a Kafka-layout log dir")
+    r.add_argument("--out", required=True)
+    r.add_argument("--master", help="Spark master; default: as configured, else local[*]")
+    r.add_argument("--since", type=_iso_ms, help="ISO time; commits before it are ignored")
+    r.add_argument("--until", type=_iso_ms, help="ISO time; commits after it are ignored")
+    r.add_argument("--groups", help="regular expression selecting group ids")
+    r.add_argument("--grid", type=_duration_ms, default=10_000, help="lag grid step (10s)")
+    r.add_argument("--eval-every", type=_duration_ms, default=60_000, help="Burrow eval (60s)")
+    r.add_argument("--intervals", type=int, default=10, help="Burrow window size")
+    r.add_argument("--min-distance", type=_duration_ms, default=0, help="Burrow min-distance")
+    r.add_argument("--allowed-lag", type=int, default=0)
+    r.add_argument("--split-bytes", default="128m")
+    r.add_argument("--shuffle-partitions", type=int)
+    r.add_argument("--no-plots", action="store_true")
+    d = sub.add_parser("dump", help="coordinator records as Kafka-formatter JSON lines")
+    d.add_argument("--data-dir", required=True)
+    d.add_argument("--types", help="comma-separated record types (default: all known)")
+    d.add_argument("--topic", default="__consumer_offsets",
+                   help="__consumer_offsets (default) or __share_group_state")
+    g = sub.add_parser("gen-fixture", help="write a synthetic log dir with injected anomalies")
+    g.add_argument("--out", required=True)
+    g.add_argument("--seconds", type=int, default=600)
+    g.add_argument("--partitions", type=int, default=4)
+    g.add_argument("--rate", type=int, default=10, help="records per partition per second")
+    g.add_argument("--healthy-groups", type=int, default=2)
+    b = sub.add_parser("bench", help="decode throughput (and Spark ingest with --spark)")
+    b.add_argument("--in", dest="data_dir", required=True)
+    b.add_argument("--out", help="write the results as JSON here")
+    b.add_argument("--spark", action="store_true", help="also time the Spark ingest")
+    b.add_argument("--master")
+    b.add_argument("--generate", type=int, metavar="COMMITS",
+                   help="first write a synthetic __consumer_offsets log of COMMITS records")
+    return p
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from groupcoord.analytics.burrow import BurrowConfig
+    from groupcoord.analytics.pipeline import RunConfig
+    from groupcoord.analytics.run import run
+    from groupcoord.analytics.session import build_session
+
+    t0 = time.monotonic()
+    print("[    0.0s] starting Spark", flush=True)
+    spark = build_session(a.master, shuffle_partitions=a.shuffle_partitions)
+    print(f"[{time.monotonic() - t0:7.1f}s] Spark {spark.version} on {spark.sparkContext.master}",
+          flush=True)
+    cfg = RunConfig(a.data_dir, a.out, a.since, a.until, a.groups, a.grid, a.eval_every,
+                    BurrowConfig(a.intervals, a.min_distance, a.allowed_lag), a.split_bytes,
+                    not a.no_plots)
+    summary = run(spark, cfg, lambda line: print(line, flush=True), t0)
+    print(json.dumps({"groups": {g: v["status"] for g, v in summary["groups"].items()},
+                      "rows": summary["rows"], "out": a.out}, indent=2))
+    return 0
+
+
+def _cmd_dump(a: argparse.Namespace) -> int:
+    from groupcoord.analytics.dump import write_dump
+
+    types = [int(t) for t in a.types.split(",")] if a.types else None
+    try:
+        write_dump(a.data_dir, sys.stdout, types, a.topic)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into head: stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _cmd_fixture(a: argparse.Namespace) -> int:
+    from groupcoord.analytics.fixture import FixtureSpec, generate
+
+    m = generate(a.out, FixtureSpec(a.seconds, a.partitions, a.rate,
+                                    healthy_groups=a.healthy_groups))
+    print(f"wrote {a.out}: {len(m['groups'])} groups, {m['commit_rows']} commits, "
+          f"{m['data_batches']} data batches; manifest {Path(a.out) / 'manifest.json'}")
+    return 0
+
+
+def _cmd_bench(a: argparse.Namespace) -> int:
+    from groupcoord.analytics.bench import bench, write_bench_log
+
+    if a.generate:
+        t = time.monotonic()
+        n = write_bench_log(a.data_dir, a.generate)
+        print(f"wrote {n} commits to {a.data_dir} in {time.monotonic() - t:.1f}s", flush=True)
+    result = bench(a.data_dir, spark=a.spark, master=a.master)
+    text = json.dumps(result, indent=2)
+    if a.out:
+        Path(a.out).write_text(text)
+    print(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    handlers = {"run": _cmd_run, "dump": _cmd_dump, "gen-fixture": _cmd_fixture,
+                "bench": _cmd_bench}
+    return handlers[a.cmd](a)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

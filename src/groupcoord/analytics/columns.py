@@ -1,0 +1,168 @@
+"""Columnar (Arrow) output of the decoding layer: the rows the Spark source yields.
+
+Three row kinds, one per ``kafkalog`` table:
+
+- ``offset_commits``: decoded OffsetCommit records (types 0/1) of one segment range, aborted
+  and still-open transactional commits dropped (analytics.md 3.5);
+- ``coord_records``: the lossless bronze layer, raw key/value bytes with batch context;
+- ``end_offsets``: one row per data batch from headers only (end offset over time).
+
+Timestamps stay int64 epoch milliseconds here; the Spark layer turns them into timestamps.
+Column types are exact on purpose: Spark rejects Arrow batches whose types differ from the
+declared schema (an int64 column declared ``int`` fails).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+
+from groupcoord.analytics.reader import decode_offset_commit, iter_raw_records
+from groupcoord.analytics.segments import TxnResolver, scan_headers
+
+CHUNK_ROWS = 65_536
+
+OFFSET_COMMITS = pa.schema([
+    ("coord_partition", pa.int32()), ("log_offset", pa.int64()), ("record_ts_ms", pa.int64()),
+    ("record_type", pa.int32()), ("group_id", pa.string()), ("topic", pa.string()),
+    ("partition", pa.int32()), ("committed_offset", pa.int64()), ("leader_epoch", pa.int32()),
+    ("metadata", pa.string()), ("commit_ts_ms", pa.int64()), ("expire_ts_ms", pa.int64()),
+    ("value_version", pa.int32()), ("tombstone", pa.bool_()),
+])
+
+COORD_RECORDS = pa.schema([
+    ("topic", pa.string()), ("coord_partition", pa.int32()), ("log_offset", pa.int64()),
+    ("batch_base_offset", pa.int64()), ("record_ts_ms", pa.int64()), ("producer_id", pa.int64()),
+    ("is_transactional", pa.bool_()), ("txn_outcome", pa.string()), ("record_type", pa.int32()),
+    ("key", pa.binary()), ("value", pa.binary()), ("value_version", pa.int32()),
+])
+
+END_OFFSETS = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("ts_ms", pa.int64()),
+    ("base_offset", pa.int64()), ("end_offset", pa.int64()), ("records", pa.int32()),
+    ("batch_bytes", pa.int32()), ("is_control", pa.bool_()),
+])
+
+SCHEMAS = {"offset_commits": OFFSET_COMMITS, "coord_records": COORD_RECORDS,
+           "end_offsets": END_OFFSETS}
+
+_DDL_TYPES = {pa.int32(): "INT", pa.int64(): "BIGINT", pa.string(): "STRING",
+              pa.binary(): "BINARY", pa.bool_(): "BOOLEAN"}
+
+
+def ddl(schema: pa.Schema) -> str:
+    """The Spark DDL string of a flat Arrow schema."""
+    return ", ".join(f"{f.name} {_DDL_TYPES[f.type]}" for f in schema)
+
+
+def _columns(schema: pa.Schema) -> list[list[object]]:
+    return [[] for _ in schema]
+
+
+def _batch(schema: pa.Schema, cols: list[list[object]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
+
+
+def numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def offset_commit_batches(
+    path: str | Path, start: int, end: int | None, coord_partition: int, txns: TxnResolver,
+    decoder: str = "auto",
+) -> Iterator[pa.RecordBatch]:
+    """Offset commits of ``[start, end)`` of one ``__consumer_offsets`` segment.
+
+    ``decoder``: ``numba`` (compiled, ``analytics.fastpath``), ``python`` (this module, the
+    reference) or ``auto`` (numba when installed).
+    """
+    if decoder == "numba" or (decoder == "auto" and numba_available()):
+        from groupcoord.analytics.fastpath import decode_range
+
+        whole = decode_range(path, start, end, coord_partition, txns)
+        for off in range(0, whole.num_rows, CHUNK_ROWS):
+            yield whole.slice(off, CHUNK_ROWS)
+        return
+    yield from _python_offset_commits(path, start, end, coord_partition, txns)
+
+
+def _python_offset_commits(
+    path: str | Path, start: int, end: int | None, coord_partition: int, txns: TxnResolver
+) -> Iterator[pa.RecordBatch]:
+    cols = _columns(OFFSET_COMMITS)
+    appenders = [c.append for c in cols]
+    for raw in iter_raw_records(path, start, end, txns):
+        if raw.key is None or raw.txn_outcome in ("aborted", "open"):
+            continue
+        row = decode_offset_commit(raw.key, raw.value)
+        if row is None:
+            continue
+        values = (coord_partition, raw.log_offset, raw.timestamp, *row[:4],
+                  row.committed_offset, row.leader_epoch, row.metadata, row.commit_ts,
+                  row.expire_ts, row.value_version, raw.value is None)
+        for app, v in zip(appenders, values, strict=True):
+            app(v)
+        if len(cols[0]) >= CHUNK_ROWS:
+            yield _batch(OFFSET_COMMITS, cols)
+            cols = _columns(OFFSET_COMMITS)
+            appenders = [c.append for c in cols]
+    if cols[0]:
+        yield _batch(OFFSET_COMMITS, cols)
+
+
+FRAMED_TOPICS = frozenset({"__consumer_offsets", "__share_group_state"})
+
+
+def _int16(data: bytes | None) -> int | None:
+    """The int16 type/version prefix of coordinator-framed keys and values."""
+    return int.from_bytes(data[:2], "big", signed=True) if data and len(data) >= 2 else None
+
+
+def coord_record_batches(
+    path: str | Path, start: int, end: int | None, topic: str, coord_partition: int,
+    txns: TxnResolver, exclude_types: frozenset[int] = frozenset(),
+) -> Iterator[pa.RecordBatch]:
+    """Bronze rows (raw key/value) of one segment range of an internal topic."""
+    cols = _columns(COORD_RECORDS)
+    framed = topic in FRAMED_TOPICS
+    # exclusions name __consumer_offsets types; share-state types reuse the numbers 0 and 1
+    excluded = exclude_types if topic == "__consumer_offsets" else frozenset()
+    for raw in iter_raw_records(path, start, end, txns):
+        rtype = _int16(raw.key) if framed else None
+        if rtype in excluded:
+            continue
+        version = _int16(raw.value) if framed else None
+        values = (topic, coord_partition, raw.log_offset, raw.batch_base_offset, raw.timestamp,
+                  raw.producer_id, raw.is_transactional, raw.txn_outcome, rtype, raw.key,
+                  raw.value, version)
+        for c, v in zip(cols, values, strict=True):
+            c.append(v)
+        if len(cols[0]) >= CHUNK_ROWS:
+            yield _batch(COORD_RECORDS, cols)
+            cols = _columns(COORD_RECORDS)
+    if cols[0]:
+        yield _batch(COORD_RECORDS, cols)
+
+
+def end_offset_batches(
+    path: str | Path, start: int, end: int | None, topic: str, partition: int
+) -> Iterator[pa.RecordBatch]:
+    """One row per batch of a data segment, from its header alone (never decompressed)."""
+    cols = _columns(END_OFFSETS)
+    for h in scan_headers(path, start, end):
+        values = (topic, partition, h.max_timestamp, h.base_offset, h.last_offset + 1,
+                  h.records_count, h.size, h.is_control)
+        for c, v in zip(cols, values, strict=True):
+            c.append(v)
+        if len(cols[0]) >= CHUNK_ROWS:
+            yield _batch(END_OFFSETS, cols)
+            cols = _columns(END_OFFSETS)
+    if cols[0]:
+        yield _batch(END_OFFSETS, cols)

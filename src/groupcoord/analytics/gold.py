@@ -1,0 +1,184 @@
+"""Spark gold tables over the silver commits and end offsets (analytics.md 5.3).
+
+``partition_lag`` and ``burrow_status`` cogroup all commits of a (topic, partition) with its
+end-offset samples and run ``analytics.lag`` in pandas; the rest are plain aggregations:
+``group_burrow_status`` (Burrow's group fold: STOP/STALL/REWIND count as ERR),
+``lag_rollup`` (1-minute buckets), ``commit_rate`` (per group and bucket, with empty commits)
+``rewinds`` (backwards commits and when, if ever, the pre-rewind offset was reached again),
+and the estimated start of classic rebalances that have no group event.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from groupcoord.analytics.burrow import BurrowConfig
+
+LAG_SCHEMA = ("group_id string, topic string, partition int, ts_ms bigint, kind string, "
+              "committed_offset bigint, end_offset bigint, lag_records bigint, "
+              "lag_seconds double")
+BURROW_SCHEMA = ("eval_ts_ms bigint, group_id string, topic string, partition int, "
+                 "status string, status_code int, current_lag bigint, complete double, "
+                 "window_start_offset bigint, window_end_offset bigint, lag_trend double")
+_COMMIT_COLS = ["group_id", "topic", "partition", "record_ts_ms", "log_offset",
+                "committed_offset", "tombstone"]
+_END_COLS = ["topic", "partition", "ts_ms", "end_offset"]
+
+
+def _write(df: Any, out: Path, name: str) -> Any:
+    path = str(out / "gold" / name)
+    df.write.mode("overwrite").parquet(path)
+    return df.sparkSession.read.parquet(path)
+
+
+def _cogrouped(commits: Any, ends: Any) -> Any:
+    c = commits.select(*_COMMIT_COLS).groupBy("topic", "partition")
+    e = ends.filter("not is_control").select(*_END_COLS).groupBy("topic", "partition")
+    return c.cogroup(e)
+
+
+def _owned(df: Any, owners: Any, ts_col: str) -> Any:
+    """``df`` plus ``owner_member_id``: the member owning the partition at ``ts_col``
+    (ownership intervals are small and broadcast)."""
+    from pyspark.sql import functions as F
+
+    o = F.broadcast(owners.withColumnRenamed("member_id", "owner_member_id")).alias("o")
+    d = df.alias("d")
+    cond = [F.col("d.group_id") == F.col("o.group_id"), F.col("d.topic") == F.col("o.topic"),
+            F.col("d.partition") == F.col("o.partition"),
+            F.col(f"d.{ts_col}") >= F.col("o.from_ts_ms"), F.col(f"d.{ts_col}") < F.col("o.to_ts_ms")]
+    return d.join(o, cond, "left").select("d.*", "o.owner_member_id")
+
+
+def partition_lag(commits: Any, ends: Any, out: Path, grid_ms: int, until_ms: int,
+                  owners: Any) -> Any:
+    from groupcoord.analytics import lag
+
+    def fn(c: Any, e: Any) -> Any:
+        return lag.partition_lag(c, e, grid_ms, until_ms)
+
+    df = _cogrouped(commits, ends).applyInPandas(fn, LAG_SCHEMA)
+    return _write(_owned(df, owners, "ts_ms"), out, "partition_lag")
+
+
+def burrow_status(commits: Any, ends: Any, out: Path, ticks: list[int], cfg: BurrowConfig) -> Any:
+    from groupcoord.analytics import lag
+
+    def fn(c: Any, e: Any) -> Any:
+        return lag.burrow_timeline(c, e, ticks, cfg)
+
+    df = _cogrouped(commits, ends).applyInPandas(fn, BURROW_SCHEMA)
+    return _write(df, out, "burrow_status")
+
+
+def group_burrow_status(burrow: Any, out: Path) -> Any:
+    from pyspark.sql import functions as F
+
+    folded = F.when(F.col("status_code").isin(4, 5, 6), F.lit(3)).otherwise(F.col("status_code"))
+    df = (burrow.withColumn("folded", folded)
+          .groupBy("eval_ts_ms", "group_id")
+          .agg(F.max("folded").alias("status_code"),
+               F.sum("current_lag").alias("total_lag"),
+               F.max("current_lag").alias("max_lag"),
+               F.max_by(F.struct("topic", "partition"), "current_lag").alias("max_lag_partition"),
+               F.avg(F.when(F.col("complete") >= 1.0, 1.0).otherwise(0.0)).alias("complete"),
+               F.sum("lag_trend").alias("lag_trend"),
+               F.count("*").alias("partitions"))
+          .withColumn("status", F.element_at(
+              F.array(*[F.lit(s) for s in ("NOTFOUND", "OK", "WARN", "ERR")]),
+              F.col("status_code") + 1)))
+    return _write(df, out, "group_burrow_status")
+
+
+def lag_rollup(plag: Any, out: Path, bucket_s: int = 60) -> Any:
+    from pyspark.sql import functions as F
+
+    bucket = (F.col("ts_ms") / 1000 / bucket_s).cast("long") * bucket_s * 1000
+    df = (plag.filter(F.col("kind") == "grid").withColumn("bucket_ms", bucket)
+          .groupBy("group_id", "topic", "bucket_ms", "partition")
+          .agg(F.max("lag_records").alias("lag"), F.max("lag_seconds").alias("lag_s"))
+          .groupBy("group_id", "topic", "bucket_ms")
+          .agg(F.sum("lag").alias("sum_lag"), F.max("lag").alias("max_lag"),
+               F.percentile_approx("lag", 0.95).alias("p95_lag"),
+               F.max("lag_s").alias("max_lag_seconds"), F.count("*").alias("partitions")))
+    return _write(df, out, "lag_rollup")
+
+
+def commit_rate(commits: Any, owners: Any, out: Path, bucket_s: int = 60) -> Any:
+    """Commits per group, owning member (as of the commit) and minute; ``owners`` holds
+    ownership intervals (group, topic, partition, member, from/to ms), broadcast."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("group_id", "topic", "partition").orderBy("record_ts_ms", "log_offset")
+    bucket = (F.col("record_ts_ms") / 1000 / bucket_s).cast("long") * bucket_s * 1000
+    c = (commits.filter(~F.col("tombstone"))
+         .withColumn("prev_offset", F.lag("committed_offset").over(w))
+         .withColumn("prev_ts", F.lag("record_ts_ms").over(w))
+         .withColumn("bucket_ms", bucket))
+    df = (_owned(c, owners, "record_ts_ms")
+          .withColumnRenamed("owner_member_id", "member_id")
+          .groupBy("group_id", "member_id", "topic", "bucket_ms")
+          .agg(F.count("*").alias("commits"),
+               F.countDistinct("partition").alias("partitions_committed"),
+               F.percentile_approx((F.col("record_ts_ms") - F.col("prev_ts")) / 1000.0, 0.5)
+               .alias("median_commit_interval_s"),
+               F.sum(F.when(F.col("committed_offset") == F.col("prev_offset"), 1)
+                     .otherwise(0)).alias("empty_commits")))
+    return _write(df, out, "commit_rate")
+
+
+def rewinds(commits: Any, out: Path) -> Any:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    key = ["group_id", "topic", "partition"]
+    w = Window.partitionBy(*key).orderBy("record_ts_ms", "log_offset")
+    live = commits.filter(~F.col("tombstone"))
+    cand = (live.withColumn("from_offset", F.lag("committed_offset").over(w))
+            .filter(F.col("committed_offset") < F.col("from_offset"))
+            .select(*key, F.col("record_ts_ms").alias("ts_ms"), "from_offset",
+                    F.col("committed_offset").alias("to_offset")))
+    later = live.select(*key, F.col("record_ts_ms").alias("later_ts"),
+                        F.col("committed_offset").alias("later_offset"))
+    cond = [cand[k] == later[k] for k in key] + [later["later_ts"] > cand["ts_ms"],
+                                                later["later_offset"] >= cand["from_offset"]]
+    df = (cand.join(later, cond, "left")
+          .groupBy(*[cand[k] for k in key], cand["ts_ms"], cand["from_offset"], cand["to_offset"])
+          .agg(F.min("later_ts").alias("recovered_ts_ms"))
+          .withColumn("rewound_by", F.col("from_offset") - F.col("to_offset"))
+          .withColumn("recovered", F.col("recovered_ts_ms").isNotNull()))
+    return _write(df, out, "rewinds")
+
+
+def estimate_classic_starts(commits: Any, rebalances: list[dict[str, Any]]) -> int:
+    """Fill the start of classic rebalances that have no event (analytics.md 5.3): the
+    group's last commit during the previous generation. Rows stay flagged ``estimated``;
+    returns how many got a start."""
+    from pyspark.sql import functions as F
+
+    prev_end: dict[str, int] = {}
+    wanted = []
+    for r in sorted(rebalances, key=lambda r: (r["group_id"], r["end_ts_ms"] or 0)):
+        if r["group_type"] == "classic" and r["estimated"] and r["from_epoch"] is not None \
+                and r["group_id"] in prev_end:
+            wanted.append((r["group_id"], prev_end[r["group_id"]], r["end_ts_ms"]))
+        if r["group_type"] == "classic" and r["end_ts_ms"] is not None:
+            prev_end[r["group_id"]] = r["end_ts_ms"]
+    if not wanted:
+        return 0
+    spark = commits.sparkSession
+    w = spark.createDataFrame(wanted, "g string, lo bigint, hi bigint")
+    c = commits.select("group_id", "record_ts_ms")
+    found = {(row["g"], row["hi"]): row["start"] for row in (
+        F.broadcast(w).join(c, (c.group_id == w.g) & (c.record_ts_ms > w.lo)
+                            & (c.record_ts_ms < w.hi))
+        .groupBy("g", "hi").agg(F.max("record_ts_ms").alias("start")).collect())}
+    n = 0
+    for r in rebalances:
+        start = found.get((r["group_id"], r["end_ts_ms"]))
+        if r["estimated"] and start is not None and r["start_ts_ms"] is None:
+            r["start_ts_ms"], r["duration_ms"] = start, r["end_ts_ms"] - start
+            n += 1
+    return n

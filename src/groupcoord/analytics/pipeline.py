@@ -1,0 +1,150 @@
+"""``groupcoord analyze run``: ingest -> silver -> gold -> outputs, on Spark.
+
+Large tables stay in Spark and are written as Parquet by Spark: ``silver/offset_commits``,
+``silver/end_offsets``, ``gold/partition_lag``, ``gold/burrow_status``,
+``gold/group_burrow_status``, ``gold/lag_rollup``, ``gold/commit_rate``, ``gold/rewinds``.
+Membership records and group events are a tiny share of the log; they are collected to the
+driver, decoded there (``membership``, ``rebalance``) and written with pyarrow, as are the
+small gold tables built from them. Plots read only aggregated tables.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groupcoord.analytics.burrow import BurrowConfig
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunConfig:
+    data_dir: str
+    out_dir: str
+    since_ms: int | None = None
+    until_ms: int | None = None
+    groups_regex: str | None = None
+    grid_ms: int = 10_000
+    eval_every_ms: int = 60_000
+    burrow: BurrowConfig = field(default_factory=BurrowConfig)
+    split_bytes: str = "128m"
+    plots: bool = True
+
+
+class Stages:
+    """Prints one line per stage with the elapsed time since ``started`` (a ``monotonic``
+    time; default now), so the lines continue the CLI's own clock."""
+
+    def __init__(self, progress: Progress, started: float | None = None) -> None:
+        self.progress = progress
+        self.t0 = time.monotonic() if started is None else started
+        self.timings: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def done(self, name: str, detail: str = "") -> None:
+        now = time.monotonic()
+        self.timings[name] = round(now - self._last, 3)
+        self._last = now
+        self.progress(f"[{now - self.t0:7.1f}s] {name}{': ' + detail if detail else ''}")
+
+
+def _read(spark: Any, cfg: RunConfig, table: str, **options: str) -> Any:
+    reader = spark.read.format("kafkalog").option("table", table)
+    reader = reader.option("split_bytes", cfg.split_bytes)
+    # keep every core busy: never fewer tasks than the default parallelism
+    reader = reader.option("min_tasks", str(spark.sparkContext.defaultParallelism))
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(cfg.data_dir)
+
+
+def _filter_commits(df: Any, cfg: RunConfig) -> Any:
+    from pyspark.sql import functions as F
+
+    if cfg.groups_regex:
+        df = df.filter(F.col("group_id").rlike(cfg.groups_regex))
+    if cfg.since_ms is not None:
+        df = df.filter(F.col("record_ts_ms") >= cfg.since_ms)
+    if cfg.until_ms is not None:
+        df = df.filter(F.col("record_ts_ms") <= cfg.until_ms)
+    return df
+
+
+def ingest(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
+    """Decode the log dir into silver Parquet; returns the re-read DataFrames and counts."""
+    from pyspark.sql import functions as F
+
+    out = Path(cfg.out_dir)
+    commits = _filter_commits(_read(spark, cfg, "offset_commits"), cfg)
+    commits = commits.withColumn("record_ts", F.timestamp_millis("record_ts_ms"))
+    commits.write.mode("overwrite").parquet(str(out / "silver" / "offset_commits"))
+    commits = spark.read.parquet(str(out / "silver" / "offset_commits"))
+    st.done("ingest offset commits")
+    ends = _read(spark, cfg, "end_offsets").withColumn("ts", F.timestamp_millis("ts_ms"))
+    ends.write.mode("overwrite").parquet(str(out / "silver" / "end_offsets"))
+    ends = spark.read.parquet(str(out / "silver" / "end_offsets"))
+    st.done("ingest end offsets (batch headers)")
+    # One pass over the internal topics: membership records (commit types excluded, they
+    # are in silver), group events and share state, all small; bronze keeps them raw.
+    bronze = _read(spark, cfg, "coord_records", exclude_types="0,1",
+                   topic="__consumer_offsets,__group_events,__share_group_state")
+    bronze.write.mode("overwrite").parquet(str(out / "bronze" / "coord_records"))
+    rows = [r.asDict() for r in spark.read.parquet(str(out / "bronze" / "coord_records"))
+            .orderBy("topic", "coord_partition", "log_offset").collect()]
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_topic.setdefault(r["topic"], []).append(r)
+    found = {t: len(v) for t, v in by_topic.items()}
+    st.done("ingest membership records, group events, share state", str(found))
+    return {"commits": commits, "ends": ends,
+            "group_rows": by_topic.get("__consumer_offsets", []),
+            "event_rows": by_topic.get("__group_events", []),
+            "share_rows": by_topic.get("__share_group_state", [])}
+
+
+def bounds(commits: Any, ends: Any, cfg: RunConfig) -> tuple[int, int]:
+    """The analysed time range: the data's span, cut by --since/--until."""
+    from pyspark.sql import functions as F
+
+    both = (commits.select(F.col("record_ts_ms").alias("t"))
+            .unionByName(ends.select(F.col("ts_ms").alias("t"))))
+    row = both.agg(F.min("t"), F.max("t")).first()
+    lo = row[0] if row and row[0] is not None else 0
+    hi = row[1] if row and row[1] is not None else 0
+    if cfg.since_ms is not None:
+        lo = max(lo, cfg.since_ms)
+    if cfg.until_ms is not None:
+        hi = min(hi, cfg.until_ms)
+    return lo, hi
+
+
+def eval_ticks(lo: int, hi: int, every_ms: int) -> list[int]:
+    """Burrow evaluation times: every ``every_ms`` on the clock, plus the end of the data."""
+    ticks = list(range((lo // every_ms + 1) * every_ms, hi, every_ms))
+    return ticks + [hi] if hi > lo else ticks
+
+
+def event_dicts(rows: list[dict[str, Any]], groups_regex: str | None) -> list[dict[str, Any]]:
+    """Parse ``__group_events`` values (JSON objects of GroupEvent fields)."""
+    import json
+
+    pattern = re.compile(groups_regex) if groups_regex else None
+    out = []
+    for r in rows:
+        if r.get("value") is None:
+            continue
+        try:
+            ev = json.loads(bytes(r["value"]))
+        except ValueError:
+            continue
+        if not isinstance(ev, dict) or "group_id" not in ev or "kind" not in ev:
+            continue
+        if pattern is None or pattern.search(ev["group_id"]):
+            ev.setdefault("timestamp_ms", r["record_ts_ms"])
+            out.append(ev)
+    return out

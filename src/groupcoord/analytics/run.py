@@ -1,0 +1,204 @@
+"""The whole ``analyze run``: session, ingest, gold tables, driver-side tables, outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from groupcoord.analytics import gold, membership, outputs, rebalance, share
+from groupcoord.analytics.pipeline import (
+    Progress,
+    RunConfig,
+    Stages,
+    bounds,
+    eval_ticks,
+    event_dicts,
+    ingest,
+)
+from groupcoord.analytics.segments import list_partitions
+
+
+def write_rows(rows: list[dict[str, Any]], out: Path, layer: str, name: str) -> int:
+    """Write a small driver-side table as a one-file Parquet dataset (Spark-readable)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = out / layer / name
+    path.mkdir(parents=True, exist_ok=True)
+    for old in path.glob("*.parquet"):
+        old.unlink()
+    if rows:
+        pq.write_table(pa.Table.from_pylist(rows), path / "part-00000.parquet")
+    return len(rows)
+
+
+def topic_names(data_dir: str) -> dict[str, str]:
+    """Topic id (Kafka's base64 string) -> topic name, from every ``partition.metadata``."""
+    out = {}
+    for p in list_partitions(data_dir):
+        tid = p.topic_id()
+        if tid:
+            out[tid] = p.topic
+    return out
+
+
+def _decode_membership(cfg: RunConfig, ing: dict[str, Any]) -> dict[str, Any]:
+    """Membership tables, events and ownership intervals (driver side, before the gold jobs
+    that need the owners)."""
+    import re
+
+    rows = ing["group_rows"]
+    if cfg.groups_regex:
+        pat = re.compile(cfg.groups_regex)
+        rows = [r for r in rows if _group_of(r) is None or pat.search(_group_of(r) or "")]
+    names = topic_names(cfg.data_dir)
+    t = membership.build(rows, names)
+    membership.normalise_epoch_rows(t)
+    return {"tables": t, "names": names, "events": event_dicts(ing["event_rows"],
+                                                               cfg.groups_regex),
+            "owners": rebalance.ownership_intervals(t)}
+
+
+def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
+                  sizes: dict[str, int], final: dict[tuple[str, str, int], dict[str, Any]]
+                  ) -> dict[str, Any]:
+    out = Path(cfg.out_dir)
+    t, events = mem["tables"], mem["events"]
+    rebs = rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
+    gold.estimate_classic_starts(ing["commits"], rebs)
+    balance = rebalance.assignment_balance(t, sizes)
+    owners = rebalance.latest_owners(t)
+    _add_member_lag(balance, owners, final)
+    stuck = _stuck(final, owners)
+    counts = {name: write_rows(getattr(t, name), out, "silver", name) for name in (
+        "classic_generations", "cg_epochs", "cg_members", "cg_target_assignment",
+        "cg_current_assignment")}
+    counts["group_events"] = write_rows(events and [
+        {**e, "detail": json.dumps(e.get("detail"))} for e in events], out, "silver",
+        "group_events")
+    counts["share_partition_state"], counts["share_lag"] = _share_tables(cfg, ing, mem["names"])
+    counts["ownership"] = write_rows(mem["owners"], out, "silver", "ownership")
+    counts["rebalances"] = write_rows(rebs, out, "gold", "rebalances")
+    counts["assignment_balance"] = write_rows(balance, out, "gold", "assignment_balance")
+    counts["stuck_consumers"] = write_rows(stuck, out, "gold", "stuck_consumers")
+    return {"counts": counts, "rebalances": rebs, "balance": balance, "stuck": stuck,
+            "skipped_unknown": t.skipped_unknown}
+
+
+def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]) -> tuple[int, int]:
+    import re
+
+    out = Path(cfg.out_dir)
+    state = share.share_state_rows(ing["share_rows"], names)
+    if cfg.groups_regex:
+        state = [r for r in state if re.search(cfg.groups_regex, r["group_id"])]
+    wanted = sorted({r["topic"] for r in state})
+    ends: dict[tuple[str, int], Any] = {}
+    if wanted:
+        frame = ing["ends"].filter(ing["ends"].topic.isin(wanted)).select(
+            "topic", "partition", "ts_ms", "end_offset").toPandas()
+        ends = {(t, int(p)): g for (t, p), g in frame.groupby(["topic", "partition"])}
+    lag = share.share_lag(state, ends)
+    return (write_rows(state, out, "silver", "share_partition_state"),
+            write_rows(lag, out, "gold", "share_lag"))
+
+
+def _group_of(row: dict[str, Any]) -> str | None:
+    from groupcoord.analytics.reader import decode_record
+
+    try:
+        rec = decode_record(row["key"], None)
+    except ValueError:
+        return None
+    if rec is None:
+        return None
+    return rec.key.get("group") or rec.key.get("GroupId")
+
+
+def _add_member_lag(balance: list[dict[str, Any]], owners: dict[tuple[str, str, int], Any],
+                    final: dict[tuple[str, str, int], dict[str, Any]]) -> None:
+    """Current lag per member for each group's newest generation/epoch."""
+    newest: dict[str, dict[str, Any]] = {}
+    for b in balance:
+        if b["group_id"] not in newest or b["ts_ms"] >= newest[b["group_id"]]["ts_ms"]:
+            newest[b["group_id"]] = b
+    for b in balance:
+        for m in b["per_member"]:
+            m["lag"] = None
+    for group, b in newest.items():
+        lag_by_member: dict[str, int] = {}
+        for (g, topic, p), owner in owners.items():
+            if g == group and (g, topic, p) in final:
+                lag_by_member[owner["member_id"]] = (lag_by_member.get(owner["member_id"], 0)
+                                                     + final[(g, topic, p)]["current_lag"])
+        for m in b["per_member"]:
+            m["lag"] = lag_by_member.get(m["member_id"], 0)
+
+
+def _stuck(final: dict[tuple[str, str, int], dict[str, Any]],
+           owners: dict[tuple[str, str, int], Any]) -> list[dict[str, Any]]:
+    out = []
+    for (g, topic, p), st in sorted(final.items()):
+        if st["status"] in ("OK", "NOTFOUND"):
+            continue
+        owner = owners.get((g, topic, p), {})
+        out.append({"group_id": g, "topic": topic, "partition": p, "status": st["status"],
+                    "member_id": owner.get("member_id"), "client_id": owner.get("client_id"),
+                    "client_host": owner.get("client_host"), "eval_ts_ms": st["eval_ts_ms"],
+                    "current_lag": st["current_lag"]})
+    return out
+
+
+def run(spark: Any, cfg: RunConfig, progress: Progress = print,
+        started: float | None = None) -> dict[str, Any]:
+    """Run every stage; returns the summary that is also written to ``summary.json``."""
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    st = Stages(progress, started)
+    ing = ingest(spark, cfg, st)
+    commits, ends = ing["commits"], ing["ends"]
+    lo, hi = bounds(commits, ends, cfg)
+    ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
+    mem = _decode_membership(cfg, ing)
+    owners = _owners_df(spark, mem["owners"])
+    plag = gold.partition_lag(commits, ends, out, cfg.grid_ms, hi, owners)
+    st.done("gold partition_lag")
+    burrow = gold.burrow_status(commits, ends, out, ticks, cfg.burrow)
+    groups = gold.group_burrow_status(burrow, out)
+    st.done("gold burrow_status", f"{len(ticks)} evaluation times")
+    final = {(r["group_id"], r["topic"], r["partition"]): r.asDict()
+             for r in burrow.filter(burrow.eval_ts_ms == hi).collect()}
+    small = _small_tables(cfg, ing, mem, _topic_sizes(ends), final)
+    st.done("membership, rebalances, assignment balance, share state")
+    rollup = gold.lag_rollup(plag, out)
+    rate = gold.commit_rate(commits, owners, out)
+    rew = gold.rewinds(commits, out)
+    st.done("gold lag_rollup, commit_rate, rewinds")
+    summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, groups, final, rew, small,
+                              st.timings)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
+    if cfg.plots:
+        outputs.plots_and_report(out, rollup, plag, rate, burrow, groups, small, summary)
+        st.done("plots and report.html")
+    summary["timings_s"] = st.timings
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
+    return summary
+
+
+OWNERS_SCHEMA = ("group_id string, topic string, partition int, member_id string, "
+                 "from_ts_ms bigint, to_ts_ms bigint")
+
+
+def _owners_df(spark: Any, intervals: list[dict[str, Any]]) -> Any:
+    rows = [(r["group_id"], r["topic"], r["partition"], r["member_id"], r["from_ts_ms"],
+             r["to_ts_ms"]) for r in intervals]
+    return spark.createDataFrame(rows, OWNERS_SCHEMA)
+
+
+def _topic_sizes(ends: Any) -> dict[str, int]:
+    from pyspark.sql import functions as F
+
+    rows = ends.groupBy("topic").agg(F.countDistinct("partition").alias("n")).collect()
+    return {r["topic"]: int(r["n"]) for r in rows}
+
