@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from assignor_helpers import Topics, check_complete, check_valid, group, member, sizes
+from assignor_helpers import (
+    Topics,
+    check_complete,
+    check_valid,
+    group,
+    member,
+    normalized,
+    sizes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -137,14 +145,38 @@ def test_uniform_heterogeneous_balances_every_topic(scenario):
 @SETTINGS
 @given(scenarios(homogeneous=False))
 def test_uniform_heterogeneous_moves_only_to_balance(scenario):
-    """A member loses a partition it may keep only to a member that ends up less loaded."""
+    """A member loses a partition it may keep only to a member that ends up at most one
+    partition more loaded.
+
+    "Only to a less loaded member" is too strong for Kafka's algorithm: a move is decided by
+    the loads at the time it is made, and a later topic's balancing can lighten the giver
+    further.  In ``test_uniform_heterogeneous_later_topic_lightens_giver`` m0 gives a
+    partition of t2 to m2 while m0 holds 3 and m2 1, then gives t1's only partition to m1,
+    ending with 1 against m2's 2; moving the t2 partition back would only swap the loads.
+    What holds is the per-topic rule the balancing loop converges to (see
+    ``test_uniform_heterogeneous_balances_every_topic``): the new owner holds the topic and
+    the loser subscribes to it, so the owner ends at most one above the loser.
+    """
     spec, topics = scenario
     result = ASSIGNORS["uniform"].assign(spec, topics)
     loads = sizes(result)
     owner = {tp: m for m, a in result.items() for tp in flat(a)}
     for m, mine in held(spec, topics).items():
         for tp in mine - flat(result[m]):
-            assert loads[owner[tp]] <= loads[m]
+            assert loads[owner[tp]] <= loads[m] + 1
+
+
+def test_uniform_heterogeneous_later_topic_lightens_giver():
+    """Kafka's result: balancing t2 (3 vs 1) moves t2-1 from m0 to m2, then balancing t1
+    (subscribers at 2, 0, 2) moves t1-0 from m0 to m1, leaving m0 one below m2."""
+    t1, t2, t3, t4 = TOPIC_IDS[:4]
+    spec = group(
+        member("m0", {t1, t2, t3, t4}, {t1: {0}, t2: {1}}),
+        member("m1", {t1}),
+        member("m2", {t1, t2}),
+    )
+    result = ASSIGNORS["uniform"].assign(spec, Topics({t1: 1, t2: 2, t3: 0, t4: 1}))
+    assert normalized(result) == {"m0": {t4: {0}}, "m1": {t1: {0}}, "m2": {t2: {0, 1}}}
 
 
 @SETTINGS
