@@ -8,7 +8,7 @@ JAR_WHEEL := shigawire-apache-flink-libraries==2.0.0.post1
 JAR_NAMES := kafka-clients.jar lz4-java.jar snappy-java.jar zstd-jni.jar slf4j-api.jar
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
-.PHONY: test test-fast interop demo venv jars java-check lint bench clean
+.PHONY: test test-fast interop demo venv jars java-check browser lint bench clean
 
 venv: $(VENV)/.installed
 
@@ -43,8 +43,14 @@ $(JARS)/.stamp: Makefile | venv
 	cd $(JARS) && ls $(JAR_NAMES) >/dev/null
 	echo '$(JAR_WHEEL)' > $@
 
+# Headless Chromium for the report rendering test; installed (as root, Debian packages) only
+# when missing, so an existing install is never touched.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
+
 # The whole suite: unit, property, server and real-client interop tests.
-test: venv java-check jars
+test: venv java-check jars browser
 	$(PYTEST)
 
 # Everything except the real-client interop tests.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,12 @@ def summary(spark: Any, cfg: RunConfig, span: tuple[int, int], commits: Any, end
 
 
 def _latest_balance(balance: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each group's newest assignment; a group that emptied at the end keeps its last
+    non-empty one, which is the assignment worth showing."""
     out: dict[str, dict[str, Any]] = {}
     for b in sorted(balance, key=lambda b: b["ts_ms"]):
+        if not b["members"] and out.get(b["group_id"], {}).get("members"):
+            continue
         out[b["group_id"]] = {k: b[k] for k in ("epoch_or_generation", "members", "partitions",
                                                 "min_per_member", "max_per_member", "imbalance",
                                                 "unassigned_partitions", "per_member")}
@@ -99,9 +104,22 @@ def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any, 
     return [p for p in made if p is not None]
 
 
+def _cell(col: str, value: Any) -> str:
+    """A table cell as a person reads it: times in UTC, lists one item per line, no None."""
+    if value is None:
+        return "-"
+    if col.endswith("_ts_ms") and isinstance(value, int):
+        ts = datetime.fromtimestamp(value / 1000, UTC)
+        return ts.strftime("%Y-%m-%d %H:%M:%S.") + f"{ts.microsecond // 1000:03d}"
+    if isinstance(value, list):
+        return "<br>".join(html.escape(str(v)) for v in value)
+    return html.escape(str(value))
+
+
 def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols)
+    head = "".join(f"<th>{html.escape(c.removesuffix('_ms') if c.endswith('_ts_ms') else c)}"
+                   "</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c, r.get(c))}</td>" for c in cols)
                    + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
@@ -111,7 +129,8 @@ def write_report(path: Path, images: list[Path], summ: dict[str, Any]) -> None:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>groupcoord analyze</title>",
         ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}img{max-width:100%}</style>"),
+         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;vertical-align:top}"
+         "img{max-width:100%}</style>"),
         "</head><body><h1>Consumer group analytics</h1>",
         (f"<p>Data: {html.escape(str(summ['data_dir']))}; Spark {summ['spark_version']} "
          f"({html.escape(summ['master'])}); rows: {html.escape(str(summ['rows']))}</p>"),

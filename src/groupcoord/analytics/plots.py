@@ -23,7 +23,9 @@ _STATUS_ORDER = ["NOTFOUND", "OK", "WARN", "STOP", "STALL", "REWIND"]
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    # "tight" grows the canvas to what is drawn: long member ids in tick labels and legends
+    # outside the axes are otherwise cut at the figure's edge
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -96,7 +98,8 @@ def commit_rate(pdir: Path, rows: list[dict[str, Any]]) -> Path | None:
         ax.stackplot([(x - t0) / 1000.0 for x in xs],
                      [[counts[(m, x)] for x in xs] for m in members], labels=members)
         ax.set_title(f"{g}: offset commits per minute by member", fontsize=8)
-        ax.legend(fontsize=6, ncol=4, loc="lower right")
+        # beside the panel: inside it, long member ids cover the stacks
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.tick_params(labelsize=7)
     axes[-1, 0].set_xlabel("seconds since start")
     return _save(fig, pdir / "commit_rate.png")
@@ -171,5 +174,6 @@ def burrow_strip(pdir: Path, rows: list[dict[str, Any]]) -> Path | None:
                   rotation=90)
     ax.set_xlabel("evaluation time (s since first evaluation)")
     handles = [matplotlib.patches.Patch(color=STATUS_COLOURS[s], label=s) for s in _STATUS_ORDER]
-    ax.legend(handles=handles, fontsize=6, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    # above the strip: an offset below it scales with the strip's height and drifts away
+    ax.legend(handles=handles, fontsize=6, ncol=6, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return _save(fig, pdir / "burrow_status.png")

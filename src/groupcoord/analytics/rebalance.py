@@ -97,6 +97,11 @@ def classic_rebalances(t: MembershipTables, events: list[dict[str, Any]]) -> lis
             if g["tombstone"] or (prev and g["generation"] == prev["generation"]):
                 prev = None if g["tombstone"] else prev
                 continue
+            if prev is None and g["generation"] == 0 and not g["members"]:
+                # the empty record written when a JoinGroup creates the group (as Kafka's
+                # coordinator does): the group's start, not a rebalance
+                prev = g
+                continue
             lo = prev["record_ts_ms"] if prev else -1
             evs = _events_between(ev_by_group.get(group, []), lo, g["record_ts_ms"])
             starts = [e["timestamp_ms"] for e in evs if event_class(e["kind"]) == "start"]
@@ -207,10 +212,12 @@ def assignment_balance(t: MembershipTables, topic_sizes: dict[str, int]) -> list
 
 
 def latest_owners(t: MembershipTables) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """(group, topic, partition) -> the owning member of the newest generation/target."""
+    """(group, topic, partition) -> the owning member of the newest generation/target
+    (for classic groups, the newest with members)."""
     out: dict[tuple[str, str, int], dict[str, Any]] = {}
     for group, gens in _by_group(t.classic_generations).items():
-        live = [g for g in gens if not g["tombstone"]]
+        # an emptied group's last owners are the ones to name, not its empty generation
+        live = [g for g in gens if not g["tombstone"] and g["members"]]
         if live:
             for m in live[-1]["members"]:
                 for a in m["assigned"]:

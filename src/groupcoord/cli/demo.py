@@ -1,10 +1,13 @@
-"""`groupcoord demo`: a short end-to-end run a newcomer can watch.
+"""`groupcoord demo`: a consumer group at work, then the analytics that explain it.
 
-Starts a broker as a subprocess on a free loopback port with its data under `demo-out/`,
-creates a topic, produces a keyed workload with confluent-kafka (librdkafka, the client
-most production code uses), reads it back with assign() from the beginning, checks that
-every record came back once and in order per key, prints a summary, and stops the broker
-with SIGTERM. It needs the `[test]` extra (confluent-kafka), which `make demo` installs.
+Starts a broker as a subprocess on a free loopback port with its data under `demo-out/data`,
+creates a topic and runs a scripted classic consumer group with real confluent-kafka clients
+(`demo_workload`: a steady producer, members joining one by one, a slow member, a graceful
+leave, a member killed without leaving). It then stops the broker with SIGTERM, runs
+`groupcoord analyze run` over the broker's data dir and prints what the analytics found
+(rebalances with their reasons, lag and Burrow status per partition) and where `report.html`
+is. It needs the `[test]` extra (confluent-kafka) and the `[spark]` extra with Java 17+ for
+the analytics, which `make demo` installs.
 """
 
 from __future__ import annotations
@@ -16,54 +19,79 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-TOPIC = "demo-orders"
+from groupcoord.cli.demo_workload import Scenario, WorkloadResult
+
 READY_LINE = "groupcoord listening on"
+_say_lock = threading.Lock()
+
+
+def say(text: str) -> None:
+    """One progress line; members report from background threads, hence the lock."""
+    with _say_lock:
+        print(f"[demo] {text}", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="groupcoord demo", description=__doc__)
-    parser.add_argument("--out-dir", default="demo-out", help="where data and logs go")
-    parser.add_argument("--records", type=int, default=50_000)
+    parser.add_argument("--out-dir", default="demo-out", help="where data, logs and the "
+                        "analytics output go")
     parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--rate", type=int, default=200, help="records produced per second")
+    parser.add_argument("--step", type=float, default=10.0,
+                        help="seconds between membership changes")
+    parser.add_argument("--no-analytics", action="store_true",
+                        help="stop after the workload (no Spark)")
     ns = parser.parse_args(argv)
-    return run_demo(ns.out_dir, records=ns.records, partitions=ns.partitions)
+    scenario = Scenario(partitions=ns.partitions, rate=ns.rate, step_s=ns.step,
+                        tail_s=max(ns.step * 1.5, 5.0))
+    return run_demo(Path(ns.out_dir), scenario, analytics=not ns.no_analytics)
 
 
-def run_demo(out_dir: str | Path = "demo-out", records: int = 50_000, partitions: int = 6) -> int:
-    """Run the demo; returns a process exit code (0 when everything checked out)."""
+def run_demo(out_dir: Path, scenario: Scenario, analytics: bool = True) -> int:
+    """Run the demo; returns a process exit code (0 when everything worked)."""
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:
         print("the demo needs confluent-kafka: pip install -e '.[test]'", file=sys.stderr)
         return 2
-    out = Path(out_dir).resolve()
+    from groupcoord.cli.demo_workload import committed_offsets, run_workload
+
+    out = out_dir.resolve()
     shutil.rmtree(out / "data", ignore_errors=True)  # every run starts from an empty log
+    shutil.rmtree(out / "analytics", ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     broker, bootstrap = start_broker(out / "data", out / "broker.log")
     try:
         say(f"broker up at {bootstrap}, data in {out / 'data'}, log in {out / 'broker.log'}")
-        create_topic(bootstrap, partitions)
-        produced = produce(bootstrap, records)
-        consumed = consume(bootstrap, partitions, records)
+        create_topic(bootstrap, scenario.topic, scenario.partitions)
+        result = run_workload(bootstrap, scenario, say)
+        final = committed_offsets(bootstrap, scenario.group, scenario.topic,
+                                  scenario.partitions)
     finally:
         code = stop_broker(broker)
-    ok = check(consumed, records) and code == 0
-    summarize(produced, consumed, out / "data", code)
-    return 0 if ok else 1
-
-
-def say(text: str) -> None:
-    print(f"[demo] {text}", flush=True)
+    say(f"broker stopped with SIGTERM (exit code {code})")
+    print_workload(result, final)
+    if not analytics:
+        return 0 if code == 0 else 1
+    status = run_analytics(out / "data", out / "analytics")
+    if status == 0:
+        print_findings(out / "analytics")
+    say(f"done in {time.monotonic() - started:.0f}s")
+    return 0 if code == 0 and status == 0 else 1
 
 
 def start_broker(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`groupcoord serve` on a free port; waits (10 s at most) for its listening line."""
+    """`groupcoord serve` on a free port; waits (10 s at most) for its listening line.
+
+    The initial rebalance delay is off so that the first member's join shows at once.
+    """
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -71,7 +99,7 @@ def start_broker(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "groupcoord", "serve", "--listen", bootstrap,
-             "--data-dir", str(data_dir)],
+             "--data-dir", str(data_dir), "--group-initial-rebalance-delay-ms", "0"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     deadline = time.monotonic() + 10
     while READY_LINE not in log_path.read_text(errors="replace"):
@@ -91,96 +119,66 @@ def stop_broker(proc: subprocess.Popen[bytes]) -> int:
         return proc.wait()
 
 
-def create_topic(bootstrap: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(timeout=30)
-    say(f"created topic {TOPIC} with {partitions} partitions")
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    say(f"created topic {topic} with {partitions} partitions")
 
 
-def order(i: int) -> tuple[bytes, bytes]:
-    """Record i: an order keyed by customer, so each customer's orders share a partition."""
-    customer = f"customer-{i % 500:03d}"
-    value = {"order": i, "customer": customer, "amount_cents": (i * 7919) % 100_000}
-    return customer.encode(), json.dumps(value).encode()
+def print_workload(result: WorkloadResult, final: dict[int, tuple[int, int]]) -> None:
+    """What the clients did, and the offsets the group ended with."""
+    seconds = (result.ended_ms - result.started_ms) / 1000
+    say(f"workload: {seconds:.0f}s, {result.produced:,} records produced, "
+        f"{len(result.commits()):,} offset commits by {len(result.members)} members")
+    print("  partition  committed  end offset  lag")
+    for p, (committed, end) in sorted(final.items()):
+        print(f"  {p:9d}  {committed:9d}  {end:10d}  {end - max(committed, 0):4d}")
 
 
-def produce(bootstrap: str, records: int) -> dict[str, Any]:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                         "compression.type": "lz4"})
-    failures: list[Any] = []
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        if err is not None:
-            failures.append(err)
-
-    started, sent_bytes = time.monotonic(), 0
-    for i in range(records):
-        key, value = order(i)
-        sent_bytes += len(key) + len(value)
-        while True:
-            try:
-                producer.produce(TOPIC, key=key, value=value, on_delivery=on_delivery)
-                break
-            except BufferError:  # local queue full: serve delivery reports to drain it
-                producer.poll(0.05)
-        producer.poll(0)
-        if (i + 1) % max(1, records // 4) == 0:
-            say(f"produced {i + 1}/{records}")
-    producer.flush(60)
-    seconds = time.monotonic() - started
-    if failures:
-        say(f"{len(failures)} records failed, first: {failures[0]}")
-    return {"records": records - len(failures), "bytes": sent_bytes, "seconds": seconds}
+def run_analytics(data_dir: Path, out: Path) -> int:
+    """`groupcoord analyze run` in a subprocess (its own JVM and Python workers), streaming
+    its stage lines so the wait for Spark is visible."""
+    say("running the analytics pipeline (PySpark; start-up takes a while)")
+    cmd = [sys.executable, "-m", "groupcoord.analytics", "run", "--data-dir", str(data_dir),
+           "--out", str(out), "--master", "local[2]", "--shuffle-partitions", "2",
+           "--eval-every", "10s", "--grid", "2s"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    tail: list[str] = []
+    for line in proc.stdout:
+        tail = (tail + [line.rstrip()])[-40:]
+        if line.startswith("["):  # the pipeline's own "[  12.3s] stage" lines
+            print(f"  {line.rstrip()}", flush=True)
+    code = proc.wait()
+    if code != 0:
+        say(f"analytics failed with exit code {code}; last output:")
+        print("\n".join(tail))
+    return code
 
 
-def consume(bootstrap: str, partitions: int, records: int) -> dict[str, Any]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-reader",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
-    seen: list[tuple[Any, Any, int]] = []  # (partition, key, order number)
-    started = time.monotonic()
-    deadline = started + 60
-    while len(seen) < records and time.monotonic() < deadline:
-        for msg in consumer.consume(num_messages=1000, timeout=0.5):
-            if msg.error() is None:
-                seen.append((msg.partition(), msg.key(), json.loads(msg.value() or b"")["order"]))
-    seconds = time.monotonic() - started
-    consumer.close()
-    say(f"consumed {len(seen)}/{records}")
-    return {"seen": seen, "seconds": seconds}
-
-
-def check(consumed: dict[str, Any], records: int) -> bool:
-    """Every order exactly once, and each customer's orders in the order they were placed."""
-    seen = consumed["seen"]
-    orders = [n for _, _, n in seen]
-    last: dict[Any, int] = {}
-    in_order = True
-    for _, key, n in seen:
-        in_order &= last.get(key, -1) < n
-        last[key] = n
-    exactly_once = sorted(orders) == list(range(records))
-    say(f"every record exactly once: {exactly_once}; per-key order kept: {in_order}")
-    return exactly_once and in_order
+def print_findings(out: Path) -> None:
+    """Rebalances (with reasons) and the final Burrow status, from the pipeline's output."""
+    summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    say(f"rebalances found by the analytics ({len(summary['rebalances'])}):")
+    for r in summary["rebalances"]:
+        gen = f"{r['from_epoch'] if r['from_epoch'] is not None else '-'} -> {r['to_epoch']}"
+        took = f"{r['duration_ms']} ms" if r.get("duration_ms") is not None else "start unknown"
+        print(f"  generation {gen:8s} {took:>10s}  members {r['members_before']} -> "
+              f"{r['members_after']}")
+        for reason in r.get("reasons") or []:
+            print(f"      {_short_ids(reason)}")
+    for group, v in summary["groups"].items():
+        say(f"group {group}: Burrow status {v['status']}, total lag {v.get('total_lag')}")
+    for s in summary.get("stuck_consumers", []):
+        print(f"  p{s['partition']}: {s['status']}, lag {s['current_lag']}, owner "
+              f"{_short_ids(str(s.get('member_id')))}")
+    say(f"report: {out / 'report.html'}")
 
 
-def summarize(produced: dict[str, Any], consumed: dict[str, Any], data: Path, code: int) -> None:
-    per_partition = Counter(p for p, _, _ in consumed["seen"])
-    on_disk = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
-    segments = len(list(data.glob(f"{TOPIC}-*/*.log")))
-    rate = produced["records"] / max(produced["seconds"], 1e-9)
-    say("summary")
-    print(f"  produced   {produced['records']} records, {produced['bytes'] / 1e6:.1f} MB in "
-          f"{produced['seconds']:.2f}s ({rate:,.0f} records/s, acks=all, lz4)")
-    read_rate = len(consumed["seen"]) / max(consumed["seconds"], 1e-9)
-    print(f"  consumed   {len(consumed['seen'])} records in {consumed['seconds']:.2f}s "
-          f"({read_rate:,.0f} records/s)")
-    print(f"  partitions {dict(sorted(per_partition.items()))}")
-    print(f"  on disk    {on_disk / 1e6:.1f} MB in {segments} segment file(s) under {data}")
-    print(f"  broker     stopped with SIGTERM, exit code {code}")
+def _short_ids(text: str) -> str:
+    """librdkafka member ids are `client.id-uuid`; the uuid adds nothing on a terminal."""
+    import re
+
+    return re.sub(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "", text)
