@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,11 @@ def compile_harness() -> Path:
     target = BUILD_ROOT / _source_hash()
     if not (target / "Harness.class").is_file():
         _compile_into(target)
-    for stale in BUILD_ROOT.iterdir():  # classes of older sources are never used again
-        if stale != target and not stale.name.startswith("tmp-"):
+    # Classes of older sources are never used again; builds younger than an hour are kept
+    # because a concurrent test run with other sources may be using them.
+    cutoff = time.time() - 3600
+    for stale in BUILD_ROOT.iterdir():
+        if stale != target and not stale.name.startswith("tmp-") and stale.stat().st_mtime < cutoff:
             shutil.rmtree(stale, ignore_errors=True)
     return target
 
