@@ -1,0 +1,157 @@
+"""Share-group throughput: records/s through ShareFetch + ShareAcknowledge.
+
+Run: ``python -m bench.bench_share`` (``--records N``, ``--runs N``, ``--consumers 1,4``).
+Writes ``bench/results/share.json`` and ``bench/results/share.md``.
+
+Per run: a fresh groupcoord broker (``--fsync interval``), one topic of 4 partitions filled
+with ``records`` records of 100 B before any consumer starts, the group set to
+``share.auto.offset.reset=earliest``. Then ``consumers`` confluent-kafka ``ShareConsumer``s
+(librdkafka share consumer, implicit acknowledgement: each poll accepts the previous batch),
+each in its own process, consume until together they have seen every record. The clock
+runs from the moment all consumers were created to the moment the last record arrived, so
+it covers group joins, ShareFetch long polls, acquisition and the acknowledgements (each
+persisted as a ShareUpdate in ``__share_group_state``). Clients and broker share the
+machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import multiprocessing as mp
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.brokers import GroupcoordBroker, start_broker
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+TOPIC, GROUP, PARTITIONS, VALUE = "share-bench", "share-bench-group", 4, b"x" * 100
+RUN_TIMEOUT_S = 300.0
+
+
+def prepare(bootstrap: str, records: int) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewTopic,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for fut in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+        fut.result(30)
+    entry = ConfigEntry("share.auto.offset.reset", "earliest",
+                        incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[entry])
+    for fut in admin.incremental_alter_configs([resource]).values():
+        fut.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                         "batch.num.messages": 10_000, "queue.buffering.max.messages": 1_000_000})
+    for i in range(records):
+        producer.produce(TOPIC, VALUE, partition=i % PARTITIONS)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def consumer_main(bootstrap: str, total: Any, ready: Any, records: int) -> None:
+    from confluent_kafka import ShareConsumer
+
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
+    consumer.subscribe([TOPIC])
+    with ready.get_lock():
+        ready.value += 1
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with total.get_lock():
+            if total.value >= records:
+                break
+        got = sum(1 for m in consumer.poll(0.2) if m.error() is None)
+        if got:
+            with total.get_lock():
+                total.value += got
+    consumer.close()
+
+
+def one_run(consumers: int, records: int) -> dict[str, Any]:
+    with start_broker(GroupcoordBroker("interval"), f"share-{consumers}") as broker:
+        prepare(broker.bootstrap, records)
+        ctx = mp.get_context("spawn")
+        total, ready = ctx.Value("q", 0), ctx.Value("i", 0)
+        procs = [ctx.Process(target=consumer_main, args=(broker.bootstrap, total, ready, records))
+                 for _ in range(consumers)]
+        for p in procs:
+            p.start()
+        while ready.value < consumers:
+            time.sleep(0.001)
+        broker.mark_cpu()
+        started = time.monotonic()
+        deadline = started + RUN_TIMEOUT_S
+        while total.value < records and time.monotonic() < deadline:
+            time.sleep(0.005)
+        elapsed = time.monotonic() - started
+        cpu = broker.cpu_since_mark()
+        for p in procs:
+            p.join(60)
+        ok = total.value >= records
+        return {"consumers": consumers, "records": records, "seconds": round(elapsed, 3),
+                "records_per_s": round(records / elapsed) if ok else 0,
+                "broker_cpu_us_per_record": round(cpu * 1e6 / records, 1) if cpu else None,
+                "status": "ok" if ok else f"timeout at {total.value} records"}
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        "# Share groups: ShareFetch + ShareAcknowledge throughput", "",
+        f"Command: `{result['command']}`  ",
+        f"Date (UTC): {result['date']}; {result['machine']}", "",
+        ("| consumers | records | records/s (median) | records/s (best) | broker CPU µs/record "
+        "(median) | runs | status |"),
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in result["rows"]:
+        lines.append(f"| {row['consumers']} | {row['records']:,} | {row['median']:,} | "
+                     f"{row['best']:,} | {row['cpu']} | {row['runs']} | {row['status']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=50_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--consumers", default="1,4")
+    args = parser.parse_args()
+    rows, samples = [], []
+    for consumers in (int(c) for c in args.consumers.split(",")):
+        runs = [one_run(consumers, args.records) for _ in range(args.runs)]
+        samples.extend(runs)
+        rates = [r["records_per_s"] for r in runs]
+        cpus = [r["broker_cpu_us_per_record"] for r in runs if r["broker_cpu_us_per_record"]]
+        rows.append({"consumers": consumers, "records": args.records,
+                     "median": round(statistics.median(rates)), "best": max(rates),
+                     "cpu": round(statistics.median(cpus), 1) if cpus else "n/a",
+                     "runs": len(runs),
+                     "status": "ok" if all(r["status"] == "ok" for r in runs) else "partial"})
+    result = {
+        "command": "python -m bench.bench_share " + " ".join(
+            f"--{k} {v}" for k, v in vars(args).items()),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": f"{platform.machine()}, {mp.cpu_count()} cores, CPython "
+                   f"{platform.python_version()}",
+        "rows": rows, "samples": samples,
+    }
+    RESULTS_DIR.mkdir(exist_ok=True)
+    (RESULTS_DIR / "share.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS_DIR / "share.md").write_text(render(result))
+    print(render(result))
+
+
+if __name__ == "__main__":
+    main()

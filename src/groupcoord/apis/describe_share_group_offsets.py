@@ -1,0 +1,76 @@
+"""DescribeShareGroupOffsets (API 90, v0-1): the start offset of each share-partition of
+a group, and (v1, KIP-1226) its lag (`GroupCoordinatorService.describeShareGroupOffsets`).
+
+Null topics = every topic the group has share state for. A partition without state
+answers start offset -1. An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION per
+partition. A group id used by a classic or consumer group is GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis import share_group_members
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+    DescribeShareGroupOffsetsResponsePartition,
+    DescribeShareGroupOffsetsResponseTopic,
+)
+
+API_KEY = 90
+MIN_VERSION = 0
+MAX_VERSION = 1
+REQUEST = DescribeShareGroupOffsetsRequest
+RESPONSE = DescribeShareGroupOffsetsResponse
+
+Partition = DescribeShareGroupOffsetsResponsePartition
+
+
+def error_response(request: Any, version: int, code: int) -> DescribeShareGroupOffsetsResponse:
+    return DescribeShareGroupOffsetsResponse(groups=[
+        DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, error_code=code)
+        for g in request.groups])
+
+
+def _topic(ctx: Any, name: str, partitions: list[int] | None, group_id: str
+           ) -> DescribeShareGroupOffsetsResponseTopic:
+    topic = ctx.topics.get(name)
+    if topic is None:
+        return DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
+            Partition(partition_index=p, start_offset=-1, lag=-1,
+                      error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            for p in partitions or []])
+    out = []
+    for index in partitions if partitions is not None else range(topic.num_partitions):
+        if not 0 <= index < topic.num_partitions:
+            out.append(Partition(partition_index=index, start_offset=-1, lag=-1,
+                                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        s = ctx.shares.summary(group_id, topic, index)
+        out.append(Partition(partition_index=index, start_offset=s.start_offset, leader_epoch=0,
+                             lag=s.lag if s.start_offset >= 0 else -1))
+    return DescribeShareGroupOffsetsResponseTopic(topic_name=name, topic_id=topic.topic_id,
+                                                  partitions=out)
+
+
+async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup:
+    code = await share_group_members.empty_group_error(ctx, group.group_id)
+    if code not in (ErrorCode.NONE, ErrorCode.NON_EMPTY_GROUP):
+        return DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, error_code=code)
+    if group.topics is None:
+        topics = []
+        for topic_id, parts in sorted(ctx.shares.state_partitions(group.group_id).items()):
+            info = ctx.topics.by_id(topic_id)
+            if info is not None:
+                topics.append(_topic(ctx, info.name, sorted(parts), group.group_id))
+    else:
+        topics = [_topic(ctx, t.topic_name, t.partitions, group.group_id) for t in group.topics]
+    return DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics)
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    return DescribeShareGroupOffsetsResponse(
+        groups=[await _group(ctx, group) for group in request.groups])

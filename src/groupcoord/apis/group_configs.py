@@ -1,0 +1,90 @@
+"""GROUP config resources (type 32) of DescribeConfigs and IncrementalAlterConfigs.
+
+Mirrors Kafka's `GroupConfig` / `GroupConfigManager` for the `share.*` names
+(`coordinator.share.configs`): DescribeConfigs lists every name with its effective value
+and source (GROUP_CONFIG 8 when set on the group, DEFAULT_CONFIG 5 otherwise);
+IncrementalAlterConfigs SET/DELETE validate each name and range (INVALID_CONFIG) and,
+unless `validate_only`, store the overrides and apply them to the group's live
+share-partitions. The group need not exist, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.share.configs import SHARE_CONFIGS, validate
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.describe_configs import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+
+GROUP = 32
+SET, DELETE = 0, 1
+SOURCE_GROUP, SOURCE_DEFAULT = 8, 5
+TYPES = {"int": 3, "bool": 1, "choice": 2}  # ConfigType INT, BOOLEAN, STRING
+
+
+def _check_name(resource: Any) -> str:
+    name = resource.resource_name or ""
+    if not name:
+        raise ApiError(ErrorCode.INVALID_GROUP_ID, "Group id must not be empty.")
+    return name
+
+
+async def describe(ctx: Any, resource: Any, include_synonyms: bool,
+                   include_documentation: bool) -> DescribeConfigsResult:
+    result = DescribeConfigsResult(error_code=0, resource_type=GROUP,
+                                   resource_name=resource.resource_name, configs=[])
+    try:
+        group_id = _check_name(resource)
+    except ApiError as exc:
+        result.error_code, result.error_message = exc.code, exc.message
+        return result
+    overrides = ctx.shares.group_configs.get(group_id)
+    keys = resource.configuration_keys
+    for name, definition in SHARE_CONFIGS.items():
+        if keys is not None and name not in keys:
+            continue
+        value = overrides.get(name)
+        source = SOURCE_GROUP if value is not None else SOURCE_DEFAULT
+        synonyms = []
+        if include_synonyms and value is not None:
+            synonyms.append(DescribeConfigsSynonym(name=name, value=value, source=SOURCE_GROUP))
+        if include_synonyms:
+            synonyms.append(DescribeConfigsSynonym(name=name, value=definition.default,
+                                                   source=SOURCE_DEFAULT))
+        result.configs.append(DescribeConfigsResourceResult(
+            name=name, value=value if value is not None else definition.default,
+            read_only=False, config_source=source, is_sensitive=False,
+            config_type=TYPES[definition.kind], synonyms=synonyms,
+            documentation=definition.doc if include_documentation else None))
+    return result
+
+
+async def alter(ctx: Any, resource: Any, validate_only: bool) -> None:
+    group_id = _check_name(resource)
+    changes: dict[str, str | None] = {}
+    for op in resource.configs:
+        if op.config_operation == SET:
+            changes[op.name] = op.value
+        elif op.config_operation == DELETE:
+            changes[op.name] = None
+        else:
+            raise ApiError(ErrorCode.INVALID_CONFIG,
+                           f"Config value append/subtract is not allowed for config "
+                           f"[{op.name}] as it is not a list type")
+        try:
+            validate(op.name, changes[op.name])
+        except ValueError as exc:
+            raise ApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    session = changes.get("share.session.timeout.ms")
+    interval = changes.get("share.heartbeat.interval.ms")
+    if session is not None and interval is not None and int(interval) >= int(session):
+        raise ApiError(ErrorCode.INVALID_CONFIG,
+                       "share.heartbeat.interval.ms must be less than share.session.timeout.ms")
+    if not validate_only:
+        ctx.shares.group_configs.set(group_id, changes)
+        ctx.shares.reconfigure(group_id)

@@ -1,0 +1,132 @@
+"""ShareFetch (API 78, v0-2): acquire records for a share-group member, acknowledging
+piggy-backed batches first (`KafkaApis.handleShareFetchRequest`,
+`SharePartitionManager.fetchMessages`).
+
+Order: validate the member id; update the share session (epoch rules in
+`coordinator.share.sessions`); apply acknowledgements; on epoch -1 release the member's
+records and return; otherwise acquire from the session's partitions, parking the request
+(long poll) until something is acquired or MaxWaitMs passes. v0 (Kafka 3.9) has no
+MaxRecords, so the Java consumer's default of 500 applies; v2 IsRenewAck fetches nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis import share_support as support
+from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.share_fetch import (
+    AcquiredRecords,
+    PartitionData,
+    ShareFetchableTopicResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
+
+API_KEY = 78
+MIN_VERSION = support.SHARE_MIN_VERSION
+MAX_VERSION = 2
+REQUEST = support.versioned_request(ShareFetchRequest)
+RESPONSE = support.versioned_response(ShareFetchResponse)
+DEFAULT_MAX_RECORDS = 500
+RECORD_LIMIT_MODE = 1  # ShareAcquireMode: 0 batch-optimized, 1 record-limit
+
+Results = dict[tuple[bytes, int], PartitionData]
+
+
+def error_response(request: Any, version: int, code: int) -> ShareFetchResponse:
+    return as_version(ShareFetchResponse(error_code=code), version)
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    group_id, member_id = request.group_id or "", request.member_id or ""
+    if not group_id or not support.member_id_valid(member_id):
+        return error_response(request, version, ErrorCode.INVALID_REQUEST)
+    acks = {(bytes(t.topic_id), p.partition_index): p.acknowledgement_batches
+            for t in request.topics for p in t.partitions if p.acknowledgement_batches}
+    added = [(bytes(t.topic_id), p.partition_index)
+             for t in request.topics for p in t.partitions]
+    forgotten = [(bytes(t.topic_id), p) for t in request.forgotten_topics_data
+                 for p in t.partitions]
+    try:
+        session = ctx.shares.sessions.fetch_context(
+            group_id, member_id, request.share_session_epoch, bool(acks), added, forgotten,
+            ctx.connection_id)
+    except ShareSessionError as exc:
+        return error_response(request, version, exc.code)
+    is_renew = version >= 2 and request.is_renew_ack
+    results: Results = {}
+    ack_codes = support.apply_acks(ctx, group_id, member_id, acks,
+                                   support.renew_allowed(ctx, group_id, version), is_renew)
+    for key, code in ack_codes.items():
+        results[key] = PartitionData(partition_index=key[1], acknowledge_error_code=code)
+    if request.share_session_epoch == FINAL_EPOCH:
+        ctx.shares.release_session(session)
+    elif not is_renew:
+        await _fetch(ctx, request, version, session, results)
+    return _response(ctx, group_id, version, results)
+
+
+async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Results) -> None:
+    deadline = ctx.now_ms() + max(0, request.max_wait_ms)
+    while True:
+        got, keys = _acquire_all(ctx, request, version, session, results)
+        remaining = deadline - ctx.now_ms()
+        if got or remaining <= 0 or not keys:
+            return
+        await ctx.wait_for_data(keys, remaining)
+
+
+def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
+                 results: Results) -> tuple[bool, list[tuple[str, int]]]:
+    """One pass over the session's partitions; (anything acquired, wake-up keys)."""
+    budget = request.max_records if version >= 1 and request.max_records > 0 \
+        else DEFAULT_MAX_RECORDS
+    max_bytes = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
+    partitions = list(session.partitions)
+    if partitions:
+        session.rotation = (session.rotation + 1) % len(partitions)
+        partitions = partitions[session.rotation:] + partitions[:session.rotation]
+    record_limit = version >= 2 and request.share_acquire_mode == RECORD_LIMIT_MODE
+    got, keys = False, []
+    for topic_id, index in partitions:
+        topic, code = support.resolve(ctx, topic_id, index)
+        data = results.get((topic_id, index))
+        if code != 0:
+            results[(topic_id, index)] = data or PartitionData(partition_index=index)
+            results[(topic_id, index)].error_code = code
+            continue
+        keys.append((topic.name, index))
+        if budget <= 0 or max_bytes <= 0:
+            continue
+        sp = ctx.shares.partition(request.group_id, topic, index)
+        records, acquired = ctx.shares.acquire(sp, topic.name, request.member_id, budget,
+                                               max_bytes, record_limit)
+        if not acquired:
+            continue
+        got = True
+        data = results.setdefault((topic_id, index), PartitionData(partition_index=index))
+        data.records = records
+        data.acquired_records = [AcquiredRecords(first_offset=a.first_offset,
+                                                 last_offset=a.last_offset,
+                                                 delivery_count=a.delivery_count)
+                                 for a in acquired]
+        budget -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+        max_bytes -= len(records) if records is not None else 0
+    return got, keys
+
+
+def _response(ctx: Any, group_id: str, version: int, results: Results) -> ShareFetchResponse:
+    by_topic: dict[bytes, list[PartitionData]] = {}
+    for (topic_id, _index), data in results.items():
+        if data.records is None:
+            # Kafka always sends a (possibly empty) record set; librdkafka rejects null.
+            data.records = b""
+        by_topic.setdefault(topic_id, []).append(data)
+    response = ShareFetchResponse(
+        acquisition_lock_timeout_ms=ctx.shares.lock_duration_ms(group_id),
+        responses=[ShareFetchableTopicResponse(topic_id=t, partitions=parts)
+                   for t, parts in by_topic.items()])
+    return as_version(response, version)

@@ -1,0 +1,38 @@
+"""ShareGroupHeartbeat (API 76): KIP-932 share-group membership
+(`KafkaApis.handleShareGroupHeartbeatRequest` -> `GroupMetadataManager.shareGroupHeartbeat`).
+
+v1 (Kafka 4.1+) is served from the generated codec; v0 (Kafka 3.9/4.0 early access, the
+Java 3.9 `KafkaShareConsumer`) from `share_v0_codec`. The request goes whole to the
+group's shard, with the topics image it resolves subscribed names against and the
+group's `share.*` config overrides. A member that leaves releases the records it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis import share_support
+from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.wire.generated.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+
+API_KEY = 76
+MIN_VERSION = share_support.SHARE_MIN_VERSION
+MAX_VERSION = 1
+LEAVE_EPOCH = -1
+REQUEST = share_support.versioned_request(ShareGroupHeartbeatRequest)
+RESPONSE = share_support.versioned_response(ShareGroupHeartbeatResponse)
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    image = share_support.topics_image(ctx)
+    overrides = share_support.group_overrides(ctx, request.group_id)
+
+    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return shard.share_group_heartbeat(request, version, op_ctx, now_ms, image, overrides)
+    response = await ctx.groups.call(request.group_id, run)
+    if request.member_epoch == LEAVE_EPOCH and response.error_code == 0:
+        ctx.shares.member_left(request.group_id, request.member_id)
+    return as_version(response, version)

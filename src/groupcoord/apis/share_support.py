@@ -1,0 +1,103 @@
+"""Helpers shared by the share APIs: topics image, group overrides, ack validation,
+and the v0 codec switch.
+
+`validate_ack_batches` mirrors `KafkaApis.validateAcknowledgementBatches`: first <= last,
+ascending and non-overlapping batches, a non-empty type list of length 1 or
+last - first + 1, every type in [0..3] (or [0..4] with renew), and type 4 only in a
+renew acknowledgement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from groupcoord.coordinator.topics import TopicsImage
+from groupcoord.wire.errors import ErrorCode
+
+SHARE_MIN_VERSION = 0
+MAX_MEMBER_ID_LENGTH = 36
+RENEW = 4
+
+
+def topics_image(ctx: Any) -> TopicsImage:
+    """The broker's user topics as the share coordinator resolves names against."""
+    topics = [(t.name, t.topic_id, t.num_partitions) for t in ctx.topics.all()
+              if not getattr(t, "internal", False)]
+    return TopicsImage.of(topics, 0)
+
+
+def group_overrides(ctx: Any, group_id: str) -> dict[str, str]:
+    shares = getattr(ctx, "shares", None)
+    if shares is None:
+        return {}
+    return dict(shares.group_configs.get(group_id))
+
+
+def member_id_valid(member_id: str | None) -> bool:
+    return bool(member_id) and len(member_id or "") <= MAX_MEMBER_ID_LENGTH
+
+
+def validate_ack_batches(batches: Sequence[Any], renew_allowed: bool, is_renew_ack: bool
+                         ) -> int:
+    """The partition error for a list of AcknowledgementBatch, or NONE."""
+    top = RENEW if renew_allowed else RENEW - 1
+    previous_last = -1
+    for batch in batches:
+        first, last, types = batch.first_offset, batch.last_offset, batch.acknowledge_types
+        if first > last or first <= previous_last:
+            return ErrorCode.INVALID_REQUEST
+        if not types or (len(types) != 1 and len(types) != last - first + 1):
+            return ErrorCode.INVALID_REQUEST
+        for kind in types:
+            if not 0 <= kind <= top or (kind == RENEW and not is_renew_ack):
+                return ErrorCode.INVALID_REQUEST
+        previous_last = last
+    return ErrorCode.NONE
+
+
+def versioned_request(cls: Any) -> Any:
+    """`cls`, decoding v0 with the hand-written Kafka 3.9 layouts."""
+    from groupcoord.apis import share_v0_codec
+
+    return share_v0_codec.with_v0(cls)
+
+
+def versioned_response(cls: Any) -> Any:
+    from groupcoord.apis import share_v0_codec
+
+    return share_v0_codec.with_v0(cls)
+
+
+def resolve(ctx: Any, topic_id: bytes, index: int) -> tuple[Any, int]:
+    """(topic, NONE) or (None, UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION)."""
+    topic = ctx.topics.by_id(topic_id)
+    if topic is None or getattr(topic, "internal", False):
+        return None, ErrorCode.UNKNOWN_TOPIC_ID
+    if not 0 <= index < topic.num_partitions:
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return topic, ErrorCode.NONE
+
+
+def apply_acks(ctx: Any, group_id: str, member_id: str,
+               acks: dict[tuple[bytes, int], list[Any]], renew_allowed: bool,
+               is_renew_ack: bool) -> dict[tuple[bytes, int], int]:
+    """Validate and apply acknowledgement batches per partition; the error per partition."""
+    shares = ctx.shares
+    results: dict[tuple[bytes, int], int] = {}
+    for (topic_id, index), batches in acks.items():
+        topic, code = resolve(ctx, topic_id, index)
+        if code == ErrorCode.NONE:
+            code = validate_ack_batches(batches, renew_allowed, is_renew_ack)
+        if code == ErrorCode.NONE:
+            sp = shares.partition(group_id, topic, index)
+            code = shares.acknowledge(sp, topic.name, member_id, batches)
+        results[(topic_id, index)] = int(code)
+    return results
+
+
+def renew_allowed(ctx: Any, group_id: str, version: int) -> bool:
+    if version < 2:
+        return False
+    value = group_overrides(ctx, group_id).get("share.renew.acknowledge.enable", "true")
+    return value.lower() == "true"

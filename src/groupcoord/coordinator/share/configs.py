@@ -1,0 +1,104 @@
+"""Group-level dynamic configs of share groups (Kafka `GroupConfig`, the `share.*` part).
+
+Set per group with IncrementalAlterConfigs on a GROUP resource; unset names fall back to
+the broker value. `validate` raises `ValueError` with Kafka's kind of message for an
+unknown name or a value out of the broker's range (`GroupConfig.validate`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from groupcoord.coordinator.share.partition import ShareConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    default: str
+    kind: str  # "int", "bool" or "choice"
+    low: int = 0
+    high: int = 2**31 - 1
+    choices: tuple[str, ...] = ()
+    doc: str = ""
+
+
+SHARE_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in (
+    ConfigDef("share.session.timeout.ms", "45000", "int", 45_000, 60_000,
+              doc="The timeout to detect client failures when using the share group protocol."),
+    ConfigDef("share.heartbeat.interval.ms", "5000", "int", 5_000, 15_000,
+              doc="The heartbeat interval given to the members of a share group."),
+    ConfigDef("share.record.lock.duration.ms", "30000", "int", 15_000, 60_000,
+              doc="The record acquisition lock duration in milliseconds for share groups."),
+    ConfigDef("share.delivery.count.limit", "5", "int", 2, 10,
+              doc="The maximum number of delivery attempts for a record delivered to a "
+                  "share group."),
+    ConfigDef("share.partition.max.record.locks", "2000", "int", 100, 4_000,
+              doc="Share-group record lock limit per share-partition."),
+    ConfigDef("share.auto.offset.reset", "latest", "choice",
+              choices=("latest", "earliest"),
+              doc="The strategy to initialize the share-partition start offset."),
+    ConfigDef("share.isolation.level", "read_uncommitted", "choice",
+              choices=("read_uncommitted", "read_committed"),
+              doc="Controls how to read records written transactionally."),
+    ConfigDef("share.renew.acknowledge.enable", "true", "bool",
+              doc="Whether the renew acknowledge type is accepted."),
+    ConfigDef("share.assignment.interval.ms", "1000", "int", 0, 15_000,
+              doc="The interval between target assignment computations."),
+)}
+
+
+def validate(name: str, value: str | None) -> None:
+    definition = SHARE_CONFIGS.get(name)
+    if definition is None:
+        raise ValueError(f"Unknown group config name: {name}")
+    if value is None:
+        return
+    if definition.kind == "int":
+        try:
+            number = int(value)
+        except ValueError:
+            raise ValueError(f"Invalid value {value} for configuration {name}") from None
+        if not definition.low <= number <= definition.high:
+            raise ValueError(f"Invalid value {value} for configuration {name}: value must be "
+                             f"between {definition.low} and {definition.high}")
+    elif definition.kind == "bool":
+        if value.lower() not in ("true", "false"):
+            raise ValueError(f"Invalid value {value} for configuration {name}")
+    elif value.lower() not in definition.choices and not (
+            name == "share.auto.offset.reset" and by_duration_ms(value) is not None):
+        raise ValueError(f"Invalid value {value} for configuration {name}: "
+                         f"String must be one of: {', '.join(definition.choices)}")
+
+
+def share_config(overrides: Mapping[str, str]) -> ShareConfig:
+    """The effective share-partition settings of a group."""
+    def get(name: str) -> str:
+        return overrides.get(name, SHARE_CONFIGS[name].default)
+    return ShareConfig(
+        record_lock_duration_ms=int(get("share.record.lock.duration.ms")),
+        delivery_count_limit=int(get("share.delivery.count.limit")),
+        max_record_locks=int(get("share.partition.max.record.locks")),
+        auto_offset_reset=get("share.auto.offset.reset").lower(),
+    )
+
+
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,9})?)S)?)?")
+
+
+def by_duration_ms(value: str) -> int | None:
+    """The milliseconds of `by_duration:<ISO-8601 duration>` (Java `Duration.parse`
+    format `PnDTnHnMn.nS`), or None when `value` is not of that form."""
+    prefix = "by_duration:"
+    if not value.lower().startswith(prefix):
+        return None
+    text = value[len(prefix):].strip().upper()
+    match = _DURATION.fullmatch(text)
+    if match is None or text in ("P", "PT") or text.endswith("T"):
+        return None
+    days, hours, minutes, seconds = match.groups()
+    total = (int(days or 0) * 86_400 + int(hours or 0) * 3_600 + int(minutes or 0) * 60
+             + float(seconds or 0))
+    return int(total * 1000)

@@ -1,0 +1,161 @@
+"""ShareGroupHeartbeat processing, step by step (Kafka `GroupMetadataManager.shareGroupHeartbeat`).
+
+Order: validate the request, find or create the group and member, write member metadata
+when it changed, bump the group epoch when the subscriptions or their metadata hash
+changed (or the member is new), recompute the target assignment when the group epoch is
+ahead of it, then move the member to the target epoch. Only records are produced; the
+response is computed from the values those records will carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.share import records as rec
+from groupcoord.coordinator.share.group import ShareGroup, ShareMember
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.share_group_heartbeat import (
+    Assignment,
+    ShareGroupHeartbeatResponse,
+    TopicPartitions,
+)
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.share.manager import ShareGroups
+
+LEAVE_EPOCH = -1
+MAX_MEMBER_ID_LENGTH = 36
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def error_response(code: int, message: str | None = None) -> ShareGroupHeartbeatResponse:
+    return ShareGroupHeartbeatResponse(error_code=int(code), error_message=message)
+
+
+class ShareHeartbeat:
+    """One heartbeat: reads the manager's state, returns a Result."""
+
+    def __init__(self, manager: ShareGroups, request: Any, ctx: OpContext, now_ms: int,
+                 overrides: Mapping[str, str]) -> None:
+        self.m = manager
+        self.req = request
+        self.ctx = ctx
+        self.now = now_ms
+        self.records: list[Any] = []
+        self.session_ms = int(overrides.get("share.session.timeout.ms",
+                                            manager.session_timeout_ms))
+        self.interval_ms = int(overrides.get("share.heartbeat.interval.ms",
+                                             manager.heartbeat_interval_ms))
+
+    def run(self) -> Result:
+        try:
+            self._validate()
+            if self.req.member_epoch == LEAVE_EPOCH:
+                return self._leave()
+            return self._join_or_heartbeat()
+        except HeartbeatError as exc:
+            return Result(response=error_response(exc.code, exc.message))
+
+    def _validate(self) -> None:
+        req = self.req
+        if not req.group_id:
+            raise HeartbeatError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty.")
+        if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberId is invalid.")
+        if req.member_epoch < LEAVE_EPOCH:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+        if req.rack_id == "":
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+        if req.member_epoch == 0 and not req.subscribed_topic_names:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST,
+                                 "SubscribedTopicNames must be set in first request.")
+
+    def _leave(self) -> Result:
+        group = self.m.get(self.req.group_id)
+        if group is None:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND)
+        if self.req.member_id not in group.members:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
+        self.m.remove_member(group, self.req.member_id, self.now, self.records)
+        response = ShareGroupHeartbeatResponse(member_id=self.req.member_id,
+                                               member_epoch=LEAVE_EPOCH,
+                                               heartbeat_interval_ms=0)
+        return Result(records=self.records, response=response)
+
+    def _member(self, group: ShareGroup | None) -> tuple[ShareMember, bool]:
+        req = self.req
+        if group is None and req.member_epoch != 0:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND)
+        member = group.members.get(req.member_id) if group is not None else None
+        if member is None:
+            if req.member_epoch != 0:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
+            if group is not None and len(group.members) >= self.m.max_size:
+                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED)
+            return ShareMember(req.member_id), True
+        epoch = req.member_epoch
+        if epoch != 0 and (epoch > member.member_epoch or (
+                epoch < member.member_epoch and epoch != member.previous_member_epoch)):
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH)
+        return member, False
+
+    def _join_or_heartbeat(self) -> Result:
+        req, gid = self.req, self.req.group_id
+        group = self.m.get(gid)
+        member, is_new = self._member(group)
+        group = group or ShareGroup(gid)
+        names = member.subscribed_topic_names if req.subscribed_topic_names is None \
+            else tuple(sorted(set(req.subscribed_topic_names)))
+        updated = ShareMember(
+            req.member_id, member.member_epoch, member.previous_member_epoch,
+            req.rack_id if req.rack_id is not None else member.rack_id,
+            self.ctx.client_id, self.ctx.client_host, names, member.assigned)
+        if is_new or updated.canonical()[2:6] != member.canonical()[2:6]:
+            self.records.append(rec.member_metadata(gid, req.member_id, updated.rack_id,
+                                                    updated.client_id, updated.client_host,
+                                                    names))
+        members = dict(group.members)
+        members[req.member_id] = updated
+        all_names = {n for m in members.values() for n in m.subscribed_topic_names}
+        hash_ = self.m.metadata_hash(all_names)
+        group_epoch = group.group_epoch
+        if is_new or names != member.subscribed_topic_names or hash_ != group.metadata_hash:
+            group_epoch += 1
+            self.records.append(rec.group_metadata(gid, group_epoch, hash_))
+        target = group.target
+        assignment_epoch = group.assignment_epoch
+        if group_epoch > assignment_epoch:
+            target = self.m.target_records(group, members, group_epoch, self.now, self.records)
+            assignment_epoch = group_epoch
+        return self._reconcile(updated, target, assignment_epoch, is_new)
+
+    def _reconcile(self, member: ShareMember, target: Mapping[str, Mapping[bytes, frozenset[int]]],
+                   assignment_epoch: int, is_new: bool) -> Result:
+        req, gid = self.req, self.req.group_id
+        epoch, assigned = member.member_epoch, member.assigned
+        if is_new or epoch != assignment_epoch or req.member_epoch == 0:
+            subscribed = {self.m.image.topic_id(n) for n in member.subscribed_topic_names}
+            assigned = {t: p for t, p in target.get(req.member_id, {}).items()
+                        if t in subscribed}
+            if is_new or epoch != assignment_epoch or assigned != member.assigned:
+                previous = epoch if epoch != assignment_epoch else member.previous_member_epoch
+                self.records.append(rec.current_assignment(gid, req.member_id, assignment_epoch,
+                                                           previous, assigned))
+            epoch = assignment_epoch
+        response = ShareGroupHeartbeatResponse(
+            member_id=req.member_id, member_epoch=epoch, heartbeat_interval_ms=self.interval_ms)
+        if req.member_epoch == 0 or req.subscribed_topic_names is not None \
+                or assigned != member.assigned:
+            response.assignment = Assignment(topic_partitions=[
+                TopicPartitions(topic_id=t, partitions=sorted(assigned[t]))
+                for t in sorted(assigned)])
+        timer = self.m.session_timer(gid, req.member_id, self.now, self.session_ms)
+        return Result(records=self.records, response=response, timers=[timer])

@@ -1,0 +1,157 @@
+"""Share-group membership of one shard: ShareGroupHeartbeat, describe, list, delete.
+
+Mirrors the share half of Kafka's `GroupMetadataManager` (`shareGroupHeartbeat`,
+`shareGroupLeave`, the session timer, `ShareGroup.asDescribedGroup`) with the `simple`
+assignor. Rules kept:
+
+- Handlers return records; `replay` (in `group`) is the only mutation path.
+- The group epoch is bumped on a new member, a subscription change, a metadata-hash
+  change and a departure; the target assignment is recomputed whenever the group epoch
+  is ahead of the assignment epoch (Kafka batches that by `share.assignment.interval.ms`;
+  here it is immediate, which is a legal schedule of the same state machine).
+- A member jumps straight to the target epoch with target ∩ subscribed topics: there is
+  no revocation phase, because share-partitions may be shared.
+- Session timers are keyed soft state `("share-session", group, member)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from groupcoord.coordinator.assignors import ASSIGNORS, GroupSpec, MemberSpec
+from groupcoord.coordinator.result import OpContext, Result, ScheduleTimer
+from groupcoord.coordinator.share import group as grp
+from groupcoord.coordinator.share import records as rec
+from groupcoord.coordinator.share.group import ShareGroup, ShareGroupState, ShareMember
+from groupcoord.coordinator.share.heartbeat import ShareHeartbeat
+from groupcoord.coordinator.topics import TopicsImage, group_hash, topic_hash
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.list_groups import ListedGroup
+
+SESSION_TIMER = "share-session"
+ASSIGNOR_NAME = "simple"
+
+
+class ShareGroups:
+    """All share groups of one `__consumer_offsets` shard."""
+
+    def __init__(self, session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000,
+                 max_size: int = 200) -> None:
+        self.groups: dict[str, ShareGroup] = {}
+        self.image = TopicsImage()
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.max_size = max_size
+
+    def get(self, group_id: str) -> ShareGroup | None:
+        return self.groups.get(group_id)
+
+    def replay(self, key: Any, value: Any) -> None:
+        grp.replay(self.groups, key, value)
+
+    def on_topics_changed(self, image: TopicsImage) -> None:
+        self.image = image
+
+    def on_loaded(self, now_ms: int) -> Result:
+        result = Result()
+        for group in self.groups.values():
+            for member_id in group.members:
+                result.timers.append(self.session_timer(group.group_id, member_id, now_ms))
+        return result
+
+    def session_timer(self, group_id: str, member_id: str, now_ms: int,
+                      timeout_ms: int | None = None) -> ScheduleTimer:
+        timeout = self.session_timeout_ms if timeout_ms is None else timeout_ms
+        return ScheduleTimer((SESSION_TIMER, group_id, member_id), now_ms + timeout)
+
+    # -- RPCs ---------------------------------------------------------------------------
+
+    def share_group_heartbeat(self, request: Any, version: int, ctx: OpContext, now_ms: int,
+                              image: TopicsImage | None = None,
+                              overrides: Mapping[str, str] | None = None) -> Result:
+        if image is not None:
+            self.image = image
+        return ShareHeartbeat(self, request, ctx, now_ms, overrides or {}).run()
+
+    def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Result:
+        _kind, group_id, member_id = key
+        group = self.groups.get(group_id)
+        result = Result()
+        if group is not None and member_id in group.members:
+            self.remove_member(group, member_id, now_ms, result.records)
+        return result
+
+    # -- shared steps -------------------------------------------------------------------
+
+    def metadata_hash(self, names: set[str]) -> int:
+        return group_hash({n: topic_hash(self.image, n) for n in names})
+
+    def compute_target(self, group: ShareGroup, members: Mapping[str, ShareMember]
+                       ) -> dict[str, dict[bytes, frozenset[int]]]:
+        specs = {}
+        for mid, member in members.items():
+            ids = frozenset(t for t in (self.image.topic_id(n)
+                                        for n in member.subscribed_topic_names) if t)
+            specs[mid] = MemberSpec(mid, None, member.rack_id, ids,
+                                    group.target.get(mid, {}))
+        homogeneous = len({s.subscribed_topic_ids for s in specs.values()}) <= 1
+        out = ASSIGNORS[ASSIGNOR_NAME].assign(GroupSpec(specs, homogeneous), self.image)
+        return {m: {t: frozenset(p) for t, p in a.items() if p} for m, a in out.items()}
+
+    def target_records(self, group: ShareGroup, members: Mapping[str, ShareMember],
+                       epoch: int, now_ms: int, records: list[Any]
+                       ) -> dict[str, dict[bytes, frozenset[int]]]:
+        target = self.compute_target(group, members)
+        for mid in members:
+            if target.get(mid, {}) != group.target.get(mid):
+                records.append(rec.target_member(group.group_id, mid, target.get(mid, {})))
+        records.append(rec.target_metadata(group.group_id, epoch, now_ms))
+        return target
+
+    def remove_member(self, group: ShareGroup, member_id: str, now_ms: int,
+                      records: list[Any]) -> None:
+        """Tombstones in Kafka's order, a group epoch bump and a new target."""
+        gid = group.group_id
+        records.append(rec.current_assignment_tombstone(gid, member_id))
+        records.append(rec.target_member_tombstone(gid, member_id))
+        records.append(rec.member_metadata_tombstone(gid, member_id))
+        remaining = {m: v for m, v in group.members.items() if m != member_id}
+        epoch = group.group_epoch + 1
+        names = {n for m in remaining.values() for n in m.subscribed_topic_names}
+        records.append(rec.group_metadata(gid, epoch, self.metadata_hash(names)))
+        self.target_records(group, remaining, epoch, now_ms, records)
+
+    # -- admin ----------------------------------------------------------------------------
+
+    def list_groups(self, states: set[str], types: set[str]) -> list[Any]:
+        if types and "share" not in types:
+            return []
+        out = []
+        for gid in sorted(self.groups):
+            state = self.groups[gid].state().value
+            if states and state.lower() not in states:
+                continue
+            out.append(ListedGroup(group_id=gid, protocol_type=grp.PROTOCOL_TYPE,
+                                   group_state=state, group_type="share"))
+        return out
+
+    def validate_delete(self, group: ShareGroup) -> int:
+        if group.state() != ShareGroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
+        return ErrorCode.NONE
+
+    def delete_records(self, group: ShareGroup, records: list[Any]) -> None:
+        """`ShareGroup.createGroupTombstoneRecords` order."""
+        gid = group.group_id
+        for mid in sorted(group.members):
+            records.append(rec.current_assignment_tombstone(gid, mid))
+        for mid in sorted(group.target):
+            records.append(rec.target_member_tombstone(gid, mid))
+        records.append(rec.target_metadata_tombstone(gid))
+        for mid in sorted(group.members):
+            records.append(rec.member_metadata_tombstone(gid, mid))
+        records.append(rec.group_metadata_tombstone(gid))
+
+    def canonical(self) -> dict[str, Any]:
+        return {g: grp_.canonical() for g, grp_ in sorted(self.groups.items())}

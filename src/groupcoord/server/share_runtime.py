@@ -1,0 +1,289 @@
+"""The share-partition manager: in-flight record state of every share-partition of the
+broker, acquisition-lock timers, share sessions and the `__share_group_state` writer.
+
+Mirrors Kafka's `SharePartitionManager` (broker side) together with the default state
+persister and `ShareCoordinatorShard` (the share coordinator), joined in one process:
+
+- A share-partition is created on first fetch and initialized from the persisted state
+  (`ShareStateStore`, rebuilt at start-up by replaying `__share_group_state-*`). A new one
+  starts at the log end (`share.auto.offset.reset=latest`) or the log start (`earliest`)
+  and is written at once as a ShareSnapshot, so that a restart keeps the same start.
+- Every change a ShareFetch/ShareAcknowledge/lock expiry makes is appended as a
+  ShareUpdate (a ShareSnapshot every 500) before the reply is sent, then replayed into the
+  store; acquisitions are not persisted, so after a crash acquired records come back.
+- One loop timer per share-partition fires at its earliest lock deadline (keyed soft
+  state, never persisted), and a release wakes parked ShareFetches of that partition.
+
+Single-threaded on the event loop: no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.coordinator.share.configs import by_duration_ms, share_config
+from groupcoord.coordinator.share.partition import Acquired, SharePartition
+from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
+from groupcoord.coordinator.share.state_store import (
+    ShareStateStore,
+    share_state_partition,
+    snapshot_record,
+)
+from groupcoord.server import share_admin
+from groupcoord.server.shard_log import encode_records_batch
+from groupcoord.server.share_configs import GroupConfigStore
+
+if TYPE_CHECKING:
+    from groupcoord.server.broker import Broker
+
+log = logging.getLogger("groupcoord.share")
+
+STATE_TOPIC = "__share_group_state"
+STATE_TOPIC_PARTITIONS = 50
+STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+SPKey = tuple[str, bytes, int]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ShareRuntime:
+    """All share-partitions and share sessions of the broker."""
+
+    def __init__(self, broker: Broker, max_sessions: int = 2000) -> None:
+        self.broker = broker
+        self.store = ShareStateStore()
+        self.partitions: dict[SPKey, SharePartition] = {}
+        self.sessions = ShareSessionCache(max_sessions)
+        self.group_configs = GroupConfigStore(broker.config.data_dir)
+        self._timers: dict[SPKey, tuple[int, asyncio.TimerHandle]] = {}
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.broker.topics.ensure_internal(STATE_TOPIC, STATE_TOPIC_PARTITIONS,
+                                           STATE_TOPIC_CONFIGS)
+        self.group_configs.load()
+        count = 0
+        for partition in range(STATE_TOPIC_PARTITIONS):
+            count += self._replay(self.broker.logs.get(STATE_TOPIC, partition))
+        if count:
+            log.info("loaded %d share-state records", count)
+
+    def _replay(self, plog: Any) -> int:
+        if plog is None:
+            return 0
+        from groupcoord.logformat.batch import decode_records, parse_header
+        from groupcoord.logformat.coordinator_records import SHARE, decode_record
+
+        count = 0
+        for view in plog.iter_batches():
+            if parse_header(view).is_control:
+                continue
+            for rec in decode_records(view):
+                if rec.key is None:
+                    continue
+                try:
+                    record = decode_record(rec.key, rec.value, SHARE)
+                except ValueError:
+                    continue
+                self.store.replay(record)
+                count += 1
+        return count
+
+    async def stop(self) -> None:
+        for _deadline, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
+    # -- share-partitions -------------------------------------------------------------------
+
+    def partition(self, group_id: str, topic: Any, index: int) -> SharePartition:
+        key = (group_id, bytes(topic.topic_id), index)
+        sp = self.partitions.get(key)
+        if sp is None:
+            sp = self.partitions[key] = self._initialize(key, topic.name)
+        return sp
+
+    def _initialize(self, key: SPKey, topic_name: str) -> SharePartition:
+        config = share_config(self.group_configs.get(key[0]))
+        sp = SharePartition(*key, config)
+        persisted = self.store.get(key)
+        if persisted is not None and persisted.start_offset >= 0:
+            sp.initialize(persisted.start_offset, persisted.batches(), persisted.state_epoch)
+        else:
+            start = self._reset_offset(topic_name, key[2], config.auto_offset_reset)
+            sp.initialize(start, [])
+            self.write(key, [snapshot_record(key, start, [], now_ms())])
+        return sp
+
+    def _reset_offset(self, topic_name: str, index: int, policy: str) -> int:
+        """`share.auto.offset.reset`: earliest, latest, or by_duration:<ISO-8601> (the first
+        offset with a timestamp at or after now minus the duration, else the log end)."""
+        plog = self.broker.topics.log(topic_name, index)
+        if plog is None:
+            return 0
+        if policy == "earliest":
+            return int(plog.log_start_offset)
+        duration = by_duration_ms(policy)
+        if duration is not None:
+            found = plog.offset_for_timestamp(now_ms() - duration)
+            if found is not None:
+                return int(found[0])
+        return int(plog.log_end_offset)
+
+    def drop(self, key: SPKey) -> None:
+        """Forget a live share-partition (its state was reset or deleted)."""
+        self.partitions.pop(key, None)
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer[1].cancel()
+
+    def write(self, key: SPKey, records: list[Any]) -> None:
+        """Append share-state records and replay them (the persister's write)."""
+        partition = share_state_partition(key, STATE_TOPIC_PARTITIONS)
+        batch = encode_records_batch(records, now_ms())
+        self.broker.append(STATE_TOPIC, partition, batch, now_ms())
+        for record in records:
+            self.store.replay(record)
+
+    def persist(self, sp: SharePartition, topic_name: str) -> None:
+        """Write what changed in `sp`, re-arm its lock timer, wake waiting fetches."""
+        key = (sp.group_id, sp.topic_id, sp.partition)
+        changes = sp.take_changes()
+        if changes is not None:
+            start, changed = changes
+            self.write(key, self.store.write_records(key, start, changed,
+                                                      sp.durable_batches(), now_ms(),
+                                                      sp.state_epoch))
+            if sp.next_fetch_offset() < sp.end_offset:
+                self.broker.waiters.notify((topic_name, sp.partition))
+        self._arm(sp, topic_name)
+
+    def _arm(self, sp: SharePartition, topic_name: str) -> None:
+        key = (sp.group_id, sp.topic_id, sp.partition)
+        deadline = sp.next_deadline()
+        current = self._timers.get(key)
+        if current is not None and current[0] == deadline:
+            return
+        if current is not None:
+            current[1].cancel()
+            del self._timers[key]
+        if deadline is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - now_ms()) / 1000.0)
+        handle = loop.call_at(loop.time() + delay, self._expire, key, topic_name)
+        self._timers[key] = (deadline, handle)
+
+    def _expire(self, key: SPKey, topic_name: str) -> None:
+        self._timers.pop(key, None)
+        sp = self.partitions.get(key)
+        if sp is None:
+            return
+        try:
+            sp.expire_locks(now_ms())
+            self.persist(sp, topic_name)
+        except Exception:
+            log.exception("acquisition lock expiry failed for %s", key)
+
+    # -- fetch and acknowledge ----------------------------------------------------------------
+
+    def acquire(self, sp: SharePartition, topic_name: str, member_id: str, max_records: int,
+                max_bytes: int, record_limit: bool = False
+                ) -> tuple[memoryview | None, list[Acquired]]:
+        """Read the log from the next fetch offset, acquire, and return the covering bytes."""
+        plog = self.broker.topics.log(topic_name, sp.partition)
+        if plog is None:
+            return None, []
+        if sp.start_offset < plog.log_start_offset:
+            sp.move_start_offset(plog.log_start_offset)
+        offset = sp.next_fetch_offset()
+        if offset >= plog.log_end_offset or sp.in_flight_count() >= sp.config.max_record_locks \
+                and offset >= sp.end_offset:
+            return None, []
+        data = plog.read(offset, max_bytes)
+        spans = _batch_spans(data)
+        acquired = sp.acquire(member_id, now_ms(), [(b, last, c) for b, last, c, _, _ in spans],
+                              max_records, record_limit)
+        self.persist(sp, topic_name)
+        if not acquired:
+            return None, []
+        first, last = acquired[0].first_offset, acquired[-1].last_offset
+        chosen = [(s, e) for b, lst, _c, s, e in spans if lst >= first and b <= last]
+        return data[chosen[0][0]:chosen[-1][1]], acquired
+
+    def acknowledge(self, sp: SharePartition, topic_name: str, member_id: str,
+                    batches: Sequence[Any]) -> int:
+        code = sp.acknowledge(member_id, [(b.first_offset, b.last_offset, b.acknowledge_types)
+                                          for b in batches], now_ms())
+        self.persist(sp, topic_name)
+        return code
+
+    def release_session(self, session: ShareSession) -> None:
+        """Release every record the session's member holds (session closed or lost)."""
+        for topic_id, index in list(session.partitions):
+            sp = self.partitions.get((session.group_id, topic_id, index))
+            topic = self.broker.topics.by_id(topic_id)
+            if sp is not None and topic is not None and sp.release_member(session.member_id):
+                self.persist(sp, topic.name)
+
+    def member_left(self, group_id: str, member_id: str) -> None:
+        """Release what a member that left the group holds (`ShareGroupListener.onMemberLeave`)
+        and drop its share session."""
+        self.sessions.sessions.pop((group_id, member_id), None)
+        for (gid, topic_id, _index), sp in list(self.partitions.items()):
+            topic = self.broker.topics.by_id(topic_id)
+            if gid == group_id and topic is not None and sp.release_member(member_id):
+                self.persist(sp, topic.name)
+
+    def connection_closed(self, connection_id: str) -> None:
+        for session in self.sessions.remove_connection(connection_id):
+            self.release_session(session)
+
+    def reconfigure(self, group_id: str) -> None:
+        """Apply changed group configs to the group's live share-partitions."""
+        config = share_config(self.group_configs.get(group_id))
+        for key, sp in self.partitions.items():
+            if key[0] == group_id:
+                sp.config = config
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return share_config(self.group_configs.get(group_id)).record_lock_duration_ms
+
+
+    # -- admin (DescribeShareGroupOffsets / Alter / Delete, `groupcoord groups`) ---------
+
+    def summary(self, group_id: str, topic: Any, index: int) -> Any:
+        return share_admin.summary(self, group_id, topic, index)
+
+    def state_partitions(self, group_id: str) -> dict[bytes, set[int]]:
+        return share_admin.groups_with_state(self, group_id)
+
+    def reset_start_offset(self, group_id: str, topic: Any, index: int, offset: int) -> None:
+        share_admin.reset_start_offset(self, group_id, topic, index, offset, now_ms())
+
+    def delete_state(self, group_id: str, topic_id: bytes) -> None:
+        share_admin.delete_state(self, group_id, topic_id)
+
+    def delete_group_state(self, group_id: str) -> None:
+        """Drop every share-partition of a deleted group (DeleteGroups on a share group)."""
+        for topic_id in list(self.state_partitions(group_id)):
+            share_admin.delete_state(self, group_id, topic_id)
+
+def _batch_spans(data: memoryview) -> list[tuple[int, int, bool, int, int]]:
+    """(base offset, last offset, is control, start, end) of each whole batch in `data`."""
+    from groupcoord.logformat.batch import iter_batches
+
+    spans = []
+    pos = 0
+    for header, view in iter_batches(data):
+        spans.append((header.base_offset, header.last_offset, header.is_control,
+                      pos, pos + len(view)))
+        pos += len(view)
+    return spans
