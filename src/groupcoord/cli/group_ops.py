@@ -1,7 +1,8 @@
 """What `groupcoord groups` asks the broker, as plain data (dicts and tuples).
 
 Mirrors the admin calls behind Kafka's `kafka-consumer-groups.sh` (ConsumerGroupCommand):
-ListGroups, DescribeGroups, OffsetFetch, ListOffsets, DeleteGroups, OffsetDelete and a
+ListGroups, ConsumerGroupDescribe (falling back to DescribeGroups for classic groups, as
+the Java admin client does), DescribeGroups, OffsetFetch, ListOffsets, DeleteGroups, OffsetDelete and a
 generation -1 OffsetCommit for resets, which Kafka accepts only while the group is empty.
 """
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from groupcoord.cli.wire_client import KafkaError, WireClient, check
 from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated import consumer_group_describe as cgd
 from groupcoord.wire.generated import consumer_protocol_assignment as cpa
 from groupcoord.wire.generated import delete_groups as dg
 from groupcoord.wire.generated import describe_groups as dsg
@@ -38,6 +40,10 @@ def list_groups(client: WireClient, states: list[str], types: list[str]) -> list
 
 
 def describe_group(client: WireClient, group: str) -> dict[str, Any]:
+    """A consumer group via ConsumerGroupDescribe, else a classic one via DescribeGroups."""
+    consumer = describe_consumer_group(client, group)
+    if consumer is not None:
+        return consumer
     response, _ = client.request(dsg.DescribeGroupsRequest(groups=[group]), 5)
     described = response.groups[0]
     check(described.error_code, f"DescribeGroups {group}")
@@ -49,6 +55,60 @@ def describe_group(client: WireClient, group: str) -> dict[str, Any]:
         "assignment_strategy": described.protocol_data,
         "members": members,
     }
+
+
+def describe_consumer_group(client: WireClient, group: str) -> dict[str, Any] | None:
+    """None when the group is not a consumer group (or the broker lacks the API)."""
+    try:
+        response, _ = client.request(cgd.ConsumerGroupDescribeRequest(group_ids=[group]), 1)
+    except (KafkaError, ValueError, KeyError):
+        return None
+    described = response.groups[0]
+    if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    check(described.error_code, f"ConsumerGroupDescribe {group}")
+    return {
+        "group": described.group_id,
+        "type": "consumer",
+        "state": described.group_state,
+        "protocol_type": "consumer",
+        "assignment_strategy": described.assignor_name,
+        "group_epoch": described.group_epoch,
+        "assignment_epoch": described.assignment_epoch,
+        "members": [_consumer_member(m, described.assignment_epoch) for m in described.members],
+    }
+
+
+def _partitions(assignment: Any) -> list[TopicPartition]:
+    return sorted((tp.topic_name, p) for tp in assignment.topic_partitions for p in tp.partitions)
+
+
+def _consumer_member(member: Any, assignment_epoch: int) -> dict[str, Any]:
+    current, target = _partitions(member.assignment), _partitions(member.target_assignment)
+    return {
+        "member_id": member.member_id,
+        "instance_id": member.instance_id,
+        "client_id": member.client_id,
+        "host": member.client_host,
+        "assignment": current,
+        "target_assignment": target,
+        "member_epoch": member.member_epoch,
+        "protocol": {0: "classic", 1: "consumer"}.get(member.member_type, "unknown"),
+        "reconciliation": reconciliation_state(current, target, member.member_epoch,
+                                               assignment_epoch),
+    }
+
+
+def reconciliation_state(current: list[TopicPartition], target: list[TopicPartition],
+                         member_epoch: int, assignment_epoch: int) -> str:
+    """The member's state as far as the describe data shows it (Kafka's `MemberState`):
+    still holding partitions outside its target means it is revoking them; missing target
+    partitions means it waits for other members to release them."""
+    if set(current) - set(target):
+        return "UNREVOKED_PARTITIONS"
+    if set(target) - set(current):
+        return "UNRELEASED_PARTITIONS"
+    return "STABLE" if member_epoch == assignment_epoch else "RECONCILING"
 
 
 def _member(member: Any, protocol_type: str) -> dict[str, Any]:

@@ -114,8 +114,17 @@ def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
         row = {"group": group["group"], "coordinator": "0", "assignment_strategy":
                group["assignment_strategy"], "state": group["state"],
                "members": len(group["members"])}
+        if "group_epoch" in group:
+            row.update(group_epoch=group["group_epoch"],
+                       assignment_epoch=group["assignment_epoch"])
         if args.json:
             return _emit_json(row)
+        if "group_epoch" in group:
+            _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
+                          "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
+                         [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
+                           row["group_epoch"], row["assignment_epoch"], row["members"]]])
+            return 0
         _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
                      [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
                        row["members"]]])
@@ -123,12 +132,31 @@ def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
     if args.members:
         if args.json:
             return _emit_json(group)
+        if "group_epoch" in group:
+            _print_consumer_members(group)
+            return 0
         _print_table(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
                       "#PARTITIONS"],
                      [[group["group"], m["member_id"], m["instance_id"] or "-", m["host"],
                        m["client_id"], len(m["assignment"])] for m in group["members"]])
         return 0
     return _print_offsets(client, args, group)
+
+
+def _print_consumer_members(group: dict[str, Any]) -> None:
+    """Members of a consumer group: epochs, reconciliation state, current vs target."""
+    def parts(tps: list[tuple[str, int]]) -> str:
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in tps:
+            by_topic.setdefault(topic, []).append(p)
+        return ",".join(f"{t}:{'/'.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+    _print_table(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "PROTOCOL",
+                  "#PARTITIONS", "MEMBER-EPOCH", "TARGET-EPOCH", "STATE", "CURRENT-ASSIGNMENT",
+                  "TARGET-ASSIGNMENT"],
+                 [[group["group"], m["member_id"], m["instance_id"] or "-", m["host"],
+                   m["client_id"], m["protocol"], len(m["assignment"]), m["member_epoch"],
+                   group["assignment_epoch"], m["reconciliation"], parts(m["assignment"]),
+                   parts(m["target_assignment"])] for m in group["members"]])
 
 
 def cmd_offsets(client: WireClient, args: argparse.Namespace) -> int:

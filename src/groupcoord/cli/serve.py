@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--default-partitions", type=int, default=1)
     p.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
     p.add_argument("--offsets-partitions", type=int, default=50)
+    p.add_argument("--group-config", action="append", default=[], metavar="NAME=VALUE",
+                   help="a group coordinator setting by its Kafka name, e.g. "
+                        "group.consumer.session.timeout.ms=45000 (repeatable)")
     p.add_argument("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE,
                    help="largest request frame accepted (socket.request.max.bytes)")
     p.add_argument("--log-level", default="info",
@@ -61,7 +64,21 @@ def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
         group_initial_rebalance_delay_ms=ns.group_initial_rebalance_delay_ms,
         offsets_partitions=ns.offsets_partitions,
         max_request_size=ns.max_request_size,
+        extra=_group_configs(ns.group_config),
     )
+
+
+def _group_configs(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--group-config must be NAME=VALUE, got {item!r}")
+        out[name.strip()] = value.strip()
+    from groupcoord.coordinator.config import GroupCoordinatorConfig
+
+    GroupCoordinatorConfig.from_properties(out)  # a bad number fails at start-up, not later
+    return out
 
 
 async def serve(config: BrokerConfig) -> None:

@@ -1,11 +1,18 @@
-"""Group coordinator settings with Kafka's defaults (`GroupCoordinatorConfig`,
-broker-level classic and offsets settings)."""
+"""Group coordinator settings with Kafka's defaults (`GroupCoordinatorConfig`:
+broker-level classic, offsets and KIP-848 consumer-group settings).
+
+`from_properties` reads Kafka's dotted config names (`group.consumer.session.timeout.ms`),
+so the server can pass broker properties through unchanged.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 INT32_MAX = 2**31 - 1
+
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 # Not configurable in Kafka either (`CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`).
 CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -27,7 +34,65 @@ class GroupCoordinatorConfig:
     offset_metadata_max_bytes: int = 4_096
     offsets_commit_timeout_ms: int = 5_000
     new_member_join_timeout_ms: int = CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS
+    # KIP-848 consumer groups.
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_max_size: int = INT32_MAX
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    group_consumer_migration_policy: str = "bidirectional"
+    group_consumer_regex_refresh_interval_ms: int = 600_000
+    # Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS constant (10 s), made settable so tests
+    # and small deployments can see new topics sooner.
+    group_consumer_regex_batch_refresh_min_interval_ms: int = 10_000
 
     @property
     def offsets_retention_ms(self) -> int:
         return self.offsets_retention_minutes * 60_000
+
+    def migration_allows(self, direction: str) -> bool:
+        """`direction` is "upgrade" or "downgrade" (`ConsumerGroupMigrationPolicy`)."""
+        policy = self.group_consumer_migration_policy
+        return policy == "bidirectional" or policy == direction
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], **overrides: object
+                        ) -> GroupCoordinatorConfig:
+        """Build from Kafka-named properties; unknown names are ignored."""
+        values: dict[str, object] = dict(overrides)
+        for name in cls.__dataclass_fields__:
+            text = props.get(name.replace("_", "."))
+            if text is None:
+                continue
+            if name == "group_consumer_assignors":
+                values[name] = tuple(a.strip() for a in text.split(",") if a.strip())
+            elif name == "group_consumer_migration_policy":
+                values[name] = text.strip().lower()
+            else:
+                values[name] = int(text)
+        config = cls(**values)  # type: ignore[arg-type]
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Kafka's start-up checks of the consumer-group settings (`GroupCoordinatorConfig`)."""
+        def within(name: str, value: int, low: int, high: int) -> None:
+            if not low <= value <= high:
+                raise ValueError(f"{name}={value} must be within [{low}, {high}]")
+        within("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
+               self.group_consumer_min_session_timeout_ms,
+               self.group_consumer_max_session_timeout_ms)
+        within("group.consumer.heartbeat.interval.ms", self.group_consumer_heartbeat_interval_ms,
+               self.group_consumer_min_heartbeat_interval_ms,
+               self.group_consumer_max_heartbeat_interval_ms)
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
+                             "group.consumer.session.timeout.ms")
+        if self.group_consumer_migration_policy not in MIGRATION_POLICIES:
+            raise ValueError(f"group.consumer.migration.policy must be one of "
+                             f"{', '.join(MIGRATION_POLICIES)}")
+        if not self.group_consumer_assignors:
+            raise ValueError("group.consumer.assignors must name at least one assignor")

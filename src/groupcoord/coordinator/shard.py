@@ -1,5 +1,6 @@
 """One `__consumer_offsets` partition's worth of groups and offsets
-(`GroupCoordinatorShard` over `GroupMetadataManager` + `OffsetMetadataManager`).
+(`GroupCoordinatorShard` over `GroupMetadataManager` + `OffsetMetadataManager`): classic
+groups, KIP-848 consumer groups (record types 3-8 and 16) and committed offsets.
 
 Every method is an operation of the shard's single writer: it takes the request, the
 caller (`OpContext`) and the time, and returns a `Result`. Durable state changes only in
@@ -16,12 +17,22 @@ from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.manager import ClassicGroups
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.config import GroupCoordinatorConfig
+from groupcoord.coordinator.consumer import migration
+from groupcoord.coordinator.consumer import timers as consumer_timers
+from groupcoord.coordinator.consumer.manager import RECORD_TYPES as CONSUMER_RECORD_TYPES
+from groupcoord.coordinator.consumer.manager import ConsumerGroups
 from groupcoord.coordinator.ids import IdSource, SequentialIds
-from groupcoord.coordinator.offsets import commit, delete, expiry, fetch_request
+from groupcoord.coordinator.offsets import commit, delete, expiry, fetch_request, member_epoch
 from groupcoord.coordinator.offsets.store import OffsetStore
 from groupcoord.coordinator.records import group_tombstone, offset_tombstone
 from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.share import shard_ops as share_ops
+from groupcoord.coordinator.share.manager import SESSION_TIMER as SHARE_SESSION_TIMER
+from groupcoord.coordinator.share.manager import ShareGroups
+from groupcoord.coordinator.share.records import RECORD_TYPES as SHARE_RECORD_TYPES
+from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult
 
 OFFSET_RECORD_TYPES = (0, 1)
@@ -36,7 +47,10 @@ class GroupCoordinatorShard:
         # Tests may omit the id source; the server always injects a random one.
         self.ids: IdSource = ids or SequentialIds()
         self.classic = ClassicGroups(self.config, self.ids)
+        self.consumer = ConsumerGroups(self.config, self.ids, self.classic)
+        migration.install(self)
         self.offsets = OffsetStore()
+        self.share = ShareGroups()
         # False while the log is being replayed at start-up; set by on_loaded.
         self.live = False
         # The time of the latest operation: replay has no clock of its own.
@@ -52,38 +66,93 @@ class GroupCoordinatorShard:
         record_type = key.RECORD_TYPE
         if record_type in OFFSET_RECORD_TYPES:
             self.offsets.replay(key.group, key.topic, key.partition, value)
-            if value is not None:
+            if value is not None and key.group not in self.consumer.groups:
                 self.classic.ensure_simple_group(key.group)
         elif record_type == GROUP_METADATA_RECORD_TYPE:
             self.classic.replay_group_metadata(key.group, value, self.live, self.last_now_ms)
+        elif record_type in CONSUMER_RECORD_TYPES:
+            self.consumer.replay(key, value)
+        elif record_type in SHARE_RECORD_TYPES:
+            self.share.replay(key, value)
         # Other record types belong to other group kinds; the loader skips them here.
 
     def on_loaded(self, now_ms: int) -> Result:
         self.last_now_ms = now_ms
         self.live = True
         # The runtime drives the periodic `cleanup_expired_offsets` itself.
-        return self.classic.on_loaded(now_ms)
+        result = self.classic.on_loaded(now_ms)
+        result.timers.extend(self.consumer.on_loaded(now_ms).timers)
+        result.timers.extend(self.share.on_loaded(now_ms).timers)
+        return result
+
+    def on_topics_changed(self, image: TopicsImage, now_ms: int) -> Result:
+        """The runtime's topics image changed (or was loaded): input, not durable state."""
+        self.consumer.on_topics_changed(image)
+        self.share.on_topics_changed(image)
+        return Result()
+
+    # -- consumer group RPCs -----------------------------------------------------------
+    def consumer_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
+                                 now_ms: int) -> Result:
+        self.last_now_ms = now_ms
+        if request.group_id in self.share.groups:
+            return Result(response=ConsumerGroupHeartbeatResponse(
+                error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                error_message=f"Group {request.group_id} is not a consumer group."))
+        return self.consumer.consumer_group_heartbeat(request, version, ctx, now_ms)
+
+    def consumer_group_describe(self, group_id: str, version: int = 1) -> Result:
+        return Result(response=self.consumer.describe(group_id, version, False))
 
     # -- classic group RPCs ------------------------------------------------------------
     def join_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
+        consumer = self.consumer.get(request.group_id)
+        if consumer is not None and consumer.members:
+            return migration.join_group(self, request, version, ctx, now_ms)
+        if consumer is not None:
+            # An empty consumer group becomes a classic group (always allowed when empty).
+            tombstones: list[Any] = []
+            self.consumer.delete_records(consumer, tombstones)
+            result = self.classic.join_group(request, version, ctx, now_ms)
+            result.records[:0] = tombstones
+            return result
         return self.classic.join_group(request, version, ctx, now_ms)
 
     def sync_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
+        if request.group_id in self.consumer.groups:
+            return migration.sync_group(self, request, version, ctx, now_ms)
         return self.classic.sync_group(request, version, ctx, now_ms)
 
     def heartbeat(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
+        if request.group_id in self.consumer.groups:
+            return migration.heartbeat(self, request, version, ctx, now_ms)
         return self.classic.heartbeat(request, version, ctx, now_ms)
 
     def leave_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
+        if request.group_id in self.consumer.groups:
+            return migration.leave_group(self, request, version, ctx, now_ms)
         return self.classic.leave_group(request, version, ctx, now_ms)
 
     # -- offsets -------------------------------------------------------------------------
     def offset_commit(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
-        return commit.offset_commit(self.classic, request, version, self._fx(now_ms))
+        fx = self._fx(now_ms)
+        group = self.consumer.get(request.group_id)
+        if group is None:
+            return commit.offset_commit(self.classic, request, version, fx)
+        verdict = member_epoch.validate_commit(group, request.member_id or "",
+                                               request.generation_id_or_member_epoch, version)
+        result = commit.offset_commit(self.classic, request, version, fx, verdict,
+                                      self.consumer.image.topic_id)
+        if verdict[0] == ErrorCode.NONE and request.member_id in group.members:
+            # A commit keeps a classic member's session alive, as a heartbeat would.
+            member = group.members[request.member_id]
+            if member.classic is not None:
+                consumer_timers.schedule_session(self.consumer, group.group_id, member, fx)
+        return result
 
     def offset_fetch(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
@@ -91,6 +160,8 @@ class GroupCoordinatorShard:
 
     def offset_delete(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         fx = self._fx(now_ms)
+        if request.group_id in self.consumer.groups:
+            return self._consumer_offset_delete(request, fx)
         group = self.classic.get(request.group_id)
         error = delete.validate_offset_delete(group)
         if error != ErrorCode.NONE:
@@ -100,19 +171,58 @@ class GroupCoordinatorShard:
         result = delete.delete_offsets(self.offsets, group, topics, fx.records)
         return fx.result(fetch_request.offset_delete_response(ErrorCode.NONE, result))
 
+    def _consumer_offset_delete(self, request: Any, fx: Any) -> Result:
+        group = self.consumer.groups[request.group_id]
+        subscribed = group.subscribed_topic_names()
+        result = []
+        for t in request.topics:
+            parts = [p.partition_index for p in t.partitions]
+            if t.name in subscribed:
+                result.append((t.name, [(p, int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                                        for p in parts]))
+                continue
+            for p in parts:
+                if self.offsets.get(request.group_id, t.name, p) is not None:
+                    fx.records.append(offset_tombstone(request.group_id, t.name, p))
+            result.append((t.name, [(p, 0) for p in parts]))
+        return fx.result(fetch_request.offset_delete_response(ErrorCode.NONE, result))
+
     # -- admin -----------------------------------------------------------------------------
     def describe_group(self, group_id: str, version: int = 6) -> Result:
-        return Result(response=admin.describe(self.classic.get(group_id), group_id, version))
+        described = admin.describe(self.classic.get(group_id), group_id, version)
+        if group_id in self.consumer.groups and described.error_code:
+            # DescribeGroups serves classic groups only (`GroupMetadataManager.describeGroups`).
+            described.error_message = f"Group {group_id} is not a classic group."
+        return Result(response=described)
 
     def list_groups(self, states: list[str] | None = None,
                     types: list[str] | None = None) -> Result:
         groups = [self.classic.groups[g] for g in sorted(self.classic.groups)]
-        return Result(response=admin.list_groups(groups, states or [], types or []))
+        listed = admin.list_groups(groups, states or [], types or [])
+        wanted_states = {s.strip().lower() for s in states or []}
+        wanted_types = {t.strip().lower() for t in types or []}
+        listed.extend(self.consumer.list_groups(wanted_states, wanted_types))
+        listed.extend(self.share.list_groups(wanted_states, wanted_types))
+        listed.sort(key=lambda g: g.group_id)
+        return Result(response=listed)
 
     def delete_groups(self, group_ids: list[str], now_ms: int | None = None) -> Result:
         fx = self._fx(self.last_now_ms if now_ms is None else now_ms)
         results = []
         for group_id in group_ids:
+            if group_id in self.share.groups:
+                results.append(share_ops.delete_group(self, group_id, fx))
+                continue
+            consumer = self.consumer.get(group_id)
+            if consumer is not None:
+                error = self.consumer.validate_delete(consumer)
+                if error == ErrorCode.NONE:
+                    self._delete_offsets(group_id, fx.records)
+                    self.consumer.delete_records(consumer, fx.records)
+                    fx.event(group_id, "group_deleted", consumer.group_epoch,
+                             reason="DeleteGroups request")
+                results.append(DeletableGroupResult(group_id=group_id, error_code=int(error)))
+                continue
             error = admin.validate_delete(self.classic.get(group_id))
             if error == ErrorCode.NONE:
                 self._delete_group_records(group_id, fx.records)
@@ -122,14 +232,23 @@ class GroupCoordinatorShard:
         return fx.result(results)
 
     def _delete_group_records(self, group_id: str, records: list[Any]) -> None:
+        self._delete_offsets(group_id, records)
+        records.append(group_tombstone(group_id))
+
+    def _delete_offsets(self, group_id: str, records: list[Any]) -> None:
         for topic, parts in sorted(self.offsets.group(group_id).items()):
             for partition in sorted(parts):
                 records.append(offset_tombstone(group_id, topic, partition))
-        records.append(group_tombstone(group_id))
 
     # -- timers and retention ------------------------------------------------------------
     def on_timer(self, key: tuple, now_ms: int) -> Result:
         self.last_now_ms = now_ms
+        if key[0] == SHARE_SESSION_TIMER:
+            return self.share.on_timer(key, now_ms)
+        if key[0] in (consumer_timers.SESSION, consumer_timers.REBALANCE):
+            return self.consumer.on_timer(key, now_ms)
+        if key[0] in migration.TIMER_KINDS:
+            return migration.on_timer(self, key, now_ms)
         return self.classic.on_timer(key, now_ms)
 
     def cleanup_expired_offsets(self, now_ms: int) -> Result:
@@ -149,7 +268,23 @@ class GroupCoordinatorShard:
                 fx.records.append(group_tombstone(group_id))
                 fx.event(group_id, "group_deleted", group.generation_id,
                          reason="empty group with no offsets left")
+        self._cleanup_consumer_groups(fx, retention)
         return fx.result()
+
+    def _cleanup_consumer_groups(self, fx: Any, retention: int) -> None:
+        for group_id in sorted(self.consumer.groups):
+            group = self.consumer.groups[group_id]
+            before = len(fx.records)
+            all_expired = expiry.cleanup_consumer_group(
+                self.offsets, group_id, group.subscribed_topic_names(), fx.now_ms, retention,
+                fx.records)
+            if len(fx.records) > before:
+                fx.event(group_id, "offsets_expired", group.group_epoch,
+                         partitions=len(fx.records) - before)
+            if all_expired and not group.members:
+                self.consumer.delete_records(group, fx.records)
+                fx.event(group_id, "group_deleted", group.group_epoch,
+                         reason="empty group with no offsets left")
 
     def on_client_disconnect(self, reply_tokens: list[int]) -> Result:
         # Kafka keeps a disconnected member until its session expires; replies to the
@@ -158,7 +293,22 @@ class GroupCoordinatorShard:
 
     # -- canonical durable state ---------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        return {
+        snap = {
             "groups": {g: grp.persisted for g, grp in sorted(self.classic.groups.items())},
             "offsets": self.offsets.canonical(),
         }
+        if self.consumer.groups:
+            snap["consumer"] = self.consumer.canonical()
+        if self.share.groups:
+            snap["share"] = self.share.canonical()
+        return snap
+
+    # -- share groups (KIP-932) ------------------------------------------------------------
+    def share_group_heartbeat(self, request: Any, version: int, ctx: OpContext, now_ms: int,
+                              image: TopicsImage | None = None,
+                              overrides: dict[str, str] | None = None) -> Result:
+        self.last_now_ms = now_ms
+        return share_ops.heartbeat(self, request, version, ctx, now_ms, image, overrides)
+
+    def share_group_describe(self, group_id: str, version: int = 1) -> Result:
+        return Result(response=share_ops.describe(self, group_id))

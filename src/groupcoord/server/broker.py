@@ -49,6 +49,7 @@ class Broker:
         self.topics: Any = None
         self.producers: ProducerStateManager
         self.groups: Any = None
+        self.shares: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -65,6 +66,9 @@ class Broker:
         self.broker_configs = self.topics.broker_configs
         self.producers = ProducerStateManager(cfg.data_dir)
         self.groups = CoordinatorRuntime(self)
+        from groupcoord.server.share_runtime import ShareRuntime
+
+        self.shares = ShareRuntime(self)
         if self._handlers is None:
             from groupcoord.apis.registry import handlers
 
@@ -84,6 +88,7 @@ class Broker:
             self._tasks.append(loop.create_task(self._flush_loop()))
         self._tasks.append(loop.create_task(self._retention_loop()))
         await self.groups.start()
+        await self.shares.start()
 
     async def stop(self) -> None:
         """Stop accepting, drop connections, stop shards, flush and close every log."""
@@ -96,6 +101,8 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.groups is not None:
             await self.groups.stop()
+        if self.shares is not None:
+            await self.shares.stop()
         for server in self._servers:
             await server.wait_closed()
         if self.logs is not None:

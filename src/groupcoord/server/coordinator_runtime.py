@@ -65,6 +65,8 @@ class ShardTask:
         # append, so read-only calls (ListGroups over every shard) create nothing.
         plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
         self.shard = rt.shard_factory(self.partition)
+        if hasattr(self.shard, "on_topics_changed"):
+            self.shard.on_topics_changed(rt.topics_image(), now_ms())
         count = replay_log(plog, self.shard)
         if count:
             log.info("loaded %d records into shard %d", count, self.partition)
@@ -243,6 +245,8 @@ class CoordinatorRuntime:
         self.written: dict[int, bool] = {}
         self._tokens = itertools.count(1)
         self._op_context: Any = None
+        self._image: Any = None
+        self._image_version = 0
 
     def _default_factory(self, partition: int) -> Any:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -250,10 +254,31 @@ class CoordinatorRuntime:
         from groupcoord.coordinator.shard import GroupCoordinatorShard
 
         cfg = self.broker.config
-        config = GroupCoordinatorConfig(
-            group_initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
+        # Group settings given as Kafka properties (`--group-config name=value`).
+        config = GroupCoordinatorConfig.from_properties(
+            cfg.extra, group_initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
             offsets_topic_num_partitions=cfg.offsets_partitions)
         return GroupCoordinatorShard(partition, config, RandomIds(os.urandom))
+
+    def topics_image(self) -> Any:
+        """The coordinator's view of the topics, rebuilt after every topic change."""
+        if self._image is None:
+            from groupcoord.coordinator.topics import TopicsImage
+
+            # Versions stay monotonic across restarts (they are stored with resolved
+            # regexes): wall-clock milliseconds, bumped past the previous version.
+            self._image_version = max(self._image_version + 1, now_ms())
+            self._image = TopicsImage.of(
+                [(t.name, t.topic_id, t.num_partitions) for t in self.broker.topics.all()
+                 if not t.internal], self._image_version)
+        return self._image
+
+    def on_topics_changed(self) -> None:
+        self._image = None
+        image = self.topics_image()
+        for task in self.shards.values():
+            if task.shard is not None and hasattr(task.shard, "on_topics_changed"):
+                task.submit(lambda s, _c, n: s.on_topics_changed(image, n), None, None)
 
     def op_context(self, client_id: str, client_host: str, token: int) -> Any:
         if self._op_context is None:
@@ -266,6 +291,8 @@ class CoordinatorRuntime:
         """Register the internal topic; load the shards that already have a log."""
         topics = self.broker.topics
         topics.ensure_internal(OFFSETS_TOPIC, self.num_partitions, OFFSETS_TOPIC_CONFIGS)
+        if hasattr(topics, "listeners"):
+            topics.listeners.append(self.on_topics_changed)
         for partition in range(self.num_partitions):
             if self.broker.logs.get(OFFSETS_TOPIC, partition) is not None:
                 self.shard(partition)

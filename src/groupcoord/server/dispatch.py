@@ -53,6 +53,9 @@ class Dispatcher:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.broker.connections.discard(conn)
+        shares = getattr(self.broker, "shares", None)
+        if shares is not None:
+            shares.connection_closed(conn.connection_id)
 
     def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:
         """Handle the request frame at buf[start:end] (after its size prefix)."""
@@ -83,6 +86,7 @@ class Dispatcher:
         header = RequestHeader(api_key, version, correlation_id, client_id)
         ctx = self._ctx_cls(self.broker, conn, header)
         slot = conn.new_slot()
+        ctx.slot = slot
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
         slot.task = loop.create_task(self._run(conn, slot, spec, ctx, header, request))

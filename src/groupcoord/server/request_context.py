@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 class BrokerRequestContext:
-    __slots__ = ("broker", "client_host", "client_id", "conn", "connection_id", "correlation_id")
+    __slots__ = ("broker", "client_host", "client_id", "conn", "connection_id", "correlation_id",
+                 "slot")
 
     def __init__(self, broker: Broker, conn: KafkaConnection, header: RequestHeader) -> None:
         self.broker = broker
@@ -26,6 +27,8 @@ class BrokerRequestContext:
         self.client_host = conn.client_host
         self.connection_id = conn.connection_id
         self.correlation_id = header.correlation_id
+        # This request's response position, set by the dispatcher (see close_connection).
+        self.slot: Any = None
 
     @property
     def config(self) -> Any:
@@ -52,6 +55,10 @@ class BrokerRequestContext:
         return self.broker.groups.bind(self.client_id, self.client_host)
 
     @property
+    def shares(self) -> Any:
+        return self.broker.shares
+
+    @property
     def broker_configs(self) -> dict[str, str]:
         return self.broker.broker_configs
 
@@ -73,7 +80,8 @@ class BrokerRequestContext:
         self.broker.forget_partitions(topic, count)
 
     def close_connection(self) -> None:
-        self.conn.close()
+        """Close after this request: earlier requests still get their responses."""
+        self.conn.close_after_pending(self.slot)
 
     def producer_state(self, topic: str, partition: int) -> Any:
         return self.broker.producer_state(topic, partition)

@@ -68,7 +68,14 @@ class TopicStore:
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[bytes, Topic] = {}
         self.broker_configs = PersistedConfigs({}, self._save)
+        # Called after topics are created, deleted or grow (the group coordinator's
+        # topics image follows them).
+        self.listeners: list[Callable[[], None]] = []
         self._load()
+
+    def _changed(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     def _load(self) -> None:
         data: dict[str, Any] = {}
@@ -145,6 +152,7 @@ class TopicStore:
                 self._logs.get_or_create(name, partition, topic.topic_id)
         if topic.configs or topic.internal:
             self._save()
+        self._changed()
         return topic
 
     def ensure_internal(self, name: str, num_partitions: int, configs: dict[str, str]) -> Topic:
@@ -160,6 +168,7 @@ class TopicStore:
         self._by_id.pop(topic.topic_id, None)
         self._logs.delete_topic(name)
         self._save()
+        self._changed()
 
     def add_partitions(self, name: str, total: int) -> None:
         topic = self._topics[name]
@@ -168,6 +177,7 @@ class TopicStore:
         topic.num_partitions = total
         if topic.configs or topic.internal:
             self._save()
+        self._changed()
 
     def delete_records(self, name: str, partition: int, offset: int) -> int:
         """DeleteRecords: advance the log start offset and checkpoint it; the new start."""

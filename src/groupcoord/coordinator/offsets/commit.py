@@ -8,6 +8,7 @@ record; replaying the offset records creates it). Metadata longer than
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from groupcoord.coordinator.classic import rebalance
@@ -16,6 +17,7 @@ from groupcoord.coordinator.classic.group import ClassicGroup
 from groupcoord.coordinator.classic.join import validate_existing_member
 from groupcoord.coordinator.classic.manager import ClassicGroups
 from groupcoord.coordinator.classic.state import ClassicGroupState
+from groupcoord.coordinator.offsets.member_epoch import PartitionCheck
 from groupcoord.coordinator.records import UUID_ZERO, offset_commit_record
 from groupcoord.coordinator.result import Result
 from groupcoord.wire.errors import ErrorCode
@@ -70,10 +72,16 @@ def error_response(request: Any, error: int) -> OffsetCommitResponse:
         for t in request.topics])
 
 
-def offset_commit(groups: ClassicGroups, request: Any, version: int, fx: Effects) -> Result:
+def offset_commit(groups: ClassicGroups, request: Any, version: int, fx: Effects,
+                  consumer_check: tuple[int, PartitionCheck | None] | None = None,
+                  topic_id_of: Callable[[str], bytes | None] | None = None) -> Result:
+    """`consumer_check`: the member-epoch verdict when the group is a consumer group."""
     if not request.group_id:
         return fx.result(error_response(request, ErrorCode.INVALID_GROUP_ID))
-    error = _group_error(groups, request, version)
+    if consumer_check is None:
+        error, check = _group_error(groups, request, version), None
+    else:
+        error, check = consumer_check
     if error != ErrorCode.NONE:
         return fx.result(error_response(request, error))
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
@@ -82,12 +90,15 @@ def offset_commit(groups: ClassicGroups, request: Any, version: int, fx: Effects
     topics = []
     for t in request.topics:
         parts = []
+        topic_id = None if check is None or topic_id_of is None else topic_id_of(t.name)
         for p in t.partitions:
             metadata = p.committed_metadata
-            if metadata is not None and len(metadata) > max_bytes:
+            error = ErrorCode.NONE if check is None else check(topic_id, p.partition_index)
+            if error == ErrorCode.NONE and metadata is not None and len(metadata) > max_bytes:
+                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            if error != ErrorCode.NONE:
                 parts.append(OffsetCommitResponsePartition(
-                    partition_index=p.partition_index,
-                    error_code=int(ErrorCode.OFFSET_METADATA_TOO_LARGE)))
+                    partition_index=p.partition_index, error_code=int(error)))
                 continue
             fx.records.append(offset_commit_record(
                 request.group_id, t.name, p.partition_index, p.committed_offset,

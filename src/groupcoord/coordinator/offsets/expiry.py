@@ -3,9 +3,10 @@
 
 An offset expires when its topic is not subscribed and either its explicit expire
 timestamp has passed (v1 values) or `now - base >= retention`, where base is the time the
-group became Empty (groups with a protocol), or the commit time (simple groups, and Stable
-consumer groups for unsubscribed topics). Rebalancing groups never expire offsets. An empty
-group whose offsets all expired is deleted.
+group became Empty (groups with a protocol), or the commit time (simple groups, Stable
+classic consumer groups and KIP-848 consumer groups in any state, for unsubscribed topics).
+Rebalancing classic groups never expire offsets. An empty group whose offsets all expired
+is deleted.
 """
 
 from __future__ import annotations
@@ -59,6 +60,23 @@ def cleanup_group(store: OffsetStore, group: ClassicGroup, now_ms: int, retentio
         for partition, o in sorted(offsets[topic].items()):
             if is_expired(o, base, now_ms, retention_ms):
                 records.append(offset_tombstone(group.group_id, topic, partition))
+            else:
+                all_expired = False
+    return all_expired
+
+
+def cleanup_consumer_group(store: OffsetStore, group_id: str, subscribed: set[str],
+                           now_ms: int, retention_ms: int, records: list[Any]) -> bool:
+    """A KIP-848 group (`ConsumerGroup.offsetExpirationCondition`): base = commit time."""
+    offsets = store.group(group_id)
+    all_expired = True
+    for topic in sorted(offsets):
+        if topic in subscribed:
+            all_expired = False
+            continue
+        for partition, o in sorted(offsets[topic].items()):
+            if is_expired(o, lambda x: x.commit_timestamp_ms, now_ms, retention_ms):
+                records.append(offset_tombstone(group_id, topic, partition))
             else:
                 all_expired = False
     return all_expired

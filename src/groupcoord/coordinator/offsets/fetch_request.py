@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.coordinator.classic.state import ClassicGroupState
+from groupcoord.coordinator.offsets import member_epoch as member_epoch_mod
 from groupcoord.coordinator.offsets.fetch import FetchedTopic, TopicQuery, fetch_offsets
 from groupcoord.coordinator.offsets.store import UUID_ZERO
 from groupcoord.wire.errors import ErrorCode
@@ -27,11 +28,19 @@ from groupcoord.wire.generated.offset_fetch import (
 )
 
 
-def _fetch_group(shard: Any, group_id: str, topics: Any) -> tuple[int, list[FetchedTopic]]:
+def _fetch_group(shard: Any, group_id: str, topics: Any, member_id: str | None = None,
+                 member_epoch: int = -1) -> tuple[int, list[FetchedTopic]]:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, []
-    group = shard.classic.get(group_id)
-    exists = group is not None and not group.is_in(ClassicGroupState.DEAD)
+    consumer = shard.consumer.get(group_id)
+    if consumer is not None:
+        error = member_epoch_mod.validate_fetch(consumer, member_id, member_epoch)
+        if error != ErrorCode.NONE:
+            return error, []
+        exists = True
+    else:
+        group = shard.classic.get(group_id)
+        exists = group is not None and not group.is_in(ClassicGroupState.DEAD)
     queries = None if topics is None else [
         TopicQuery(t.name, bytes(getattr(t, "topic_id", None) or UUID_ZERO),
                    list(t.partition_indexes))
@@ -43,7 +52,8 @@ def offset_fetch(shard: Any, request: Any, version: int) -> OffsetFetchResponse:
     if version >= 8:
         groups = []
         for g in request.groups:
-            error, topics = _fetch_group(shard, g.group_id, g.topics)
+            member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+            error, topics = _fetch_group(shard, g.group_id, g.topics, *member)
             groups.append(group_response(g.group_id, error, topics))
         return OffsetFetchResponse(groups=groups)
     topics_req = request.topics if version >= 2 else (request.topics or [])

@@ -1,0 +1,197 @@
+"""The consumer groups of one shard: RPC entry points, replay, timers, loading
+(the consumer half of Kafka's `GroupMetadataManager`).
+
+`replay` is the one mutation path of durable consumer-group state. Soft state kept here:
+the topics image (input from the runtime), the epochs rebalance timers were armed at, and
+the per-group "metadata refresh needed" flags.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.coordinator.classic.effects import Effects
+from groupcoord.coordinator.config import GroupCoordinatorConfig
+from groupcoord.coordinator.consumer import describe, membership, timers
+from groupcoord.coordinator.consumer import records as rec
+from groupcoord.coordinator.consumer.errors import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    HeartbeatError,
+    error_response,
+    validate,
+)
+from groupcoord.coordinator.consumer.group import ConsumerGroup
+from groupcoord.coordinator.consumer.heartbeat import join_or_heartbeat
+from groupcoord.coordinator.consumer.state import ConsumerGroupState, MemberState
+from groupcoord.coordinator.ids import IdSource
+from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.topics import TopicsImage
+from groupcoord.wire.errors import ErrorCode
+
+# Record types of consumer groups in `__consumer_offsets`.
+METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
+TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGEX = 6, 7, 8, 16
+RECORD_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
+
+
+class ConsumerGroups:
+    def __init__(self, config: GroupCoordinatorConfig, ids: IdSource, classic: Any) -> None:
+        self.config = config
+        self.ids = ids
+        self.classic = classic
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.image = TopicsImage()
+        self.rebalance_epochs: dict[tuple[str, str], int] = {}
+        # Set by the shard for online migration: a classic group meets a consumer-protocol
+        # join (upgrade), and members were fenced (downgrade).
+        self.upgrade_hook: Any = None
+        self.downgrade_hook: Any = None
+
+    def get(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    # -- ConsumerGroupHeartbeat --------------------------------------------------------------
+    def consumer_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
+                                 now_ms: int) -> Result:
+        fx = Effects(self.config, now_ms)
+        try:
+            validate(request, version, self.config)
+            if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                response = membership.leave(self, request, fx)
+            else:
+                group = self._group_for_join(request, fx)
+                response = join_or_heartbeat(self, group, request, ctx, fx)
+        except HeartbeatError as exc:
+            # Nothing of a failed heartbeat is written (Kafka throws before its records).
+            return Result(response=error_response(exc))
+        return fx.result(response)
+
+    def _group_for_join(self, request: Any, fx: Effects) -> ConsumerGroup:
+        group_id = request.group_id
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        if request.member_epoch != 0:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        classic = self.classic.get(group_id)
+        if classic is not None:
+            converted = self.upgrade_hook(classic, request, fx) if self.upgrade_hook else None
+            if converted is not None:
+                return converted
+        # A new group exists for this operation only; replaying its records creates it.
+        return ConsumerGroup(group_id)
+
+    def after_fence(self, group: ConsumerGroup, fx: Effects) -> None:
+        if self.downgrade_hook is not None:
+            self.downgrade_hook(group, fx)
+
+    # -- replay ------------------------------------------------------------------------------
+    def replay(self, key: Any, value: Any) -> None:
+        record_type = key.RECORD_TYPE
+        group_id = key.group_id
+        group = self.groups.get(group_id)
+        if group is None:
+            if value is None:
+                return
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+            # A simple classic group (offsets only) is replaced silently, as in Kafka.
+            self.classic.groups.pop(group_id, None)
+        if record_type == METADATA and value is None:
+            del self.groups[group_id]
+        else:
+            apply_record(group, key, value)
+
+    # -- timers and loading --------------------------------------------------------------------
+
+    def on_timer(self, key: tuple, now_ms: int) -> Result:
+        fx = Effects(self.config, now_ms)
+        kind, group_id, member_id = key
+        group = self.groups.get(group_id)
+        if group is not None:
+            if kind == timers.SESSION:
+                membership.on_session_timeout(self, group, member_id, fx)
+            elif kind == timers.REBALANCE:
+                membership.on_rebalance_timeout(self, group, member_id, fx)
+        return fx.result()
+
+    def on_loaded(self, now_ms: int) -> Result:
+        fx = Effects(self.config, now_ms)
+        self.rebalance_epochs.clear()
+        for gid, group in self.groups.items():
+            # Topics may have changed while the shard was not loaded (Kafka's metadata
+            # refresh deadline starts at 0): the first heartbeat re-checks the hash.
+            group.refresh_needed = True
+            for m in group.members.values():
+                timers.schedule_session(self, gid, m, fx)
+                if m.state == MemberState.UNREVOKED_PARTITIONS:
+                    fx.schedule(timers.rebalance_key(gid, m.member_id),
+                                max(0, m.rebalance_timeout_ms))
+                    self.rebalance_epochs[(gid, m.member_id)] = m.member_epoch
+        return fx.result()
+
+    def on_topics_changed(self, image: TopicsImage) -> None:
+        """New topics image: groups subscribed to a changed topic re-check their metadata
+        hash on their next heartbeat (`onMetadataUpdate`); regex groups re-resolve."""
+        old, self.image = self.image, image
+        changed = image.changed_names(old)
+        if not changed:
+            return
+        for group in self.groups.values():
+            if group.regex_counts or any(n in group.name_counts for n in changed):
+                group.refresh_needed = True
+
+    # -- admin views -------------------------------------------------------------------------
+    def describe(self, group_id: str, version: int, include_ops: bool) -> Any:
+        return describe.describe(self, group_id, version)
+
+    def list_groups(self, states: set[str], types: set[str]) -> list[Any]:
+        return describe.list_groups(self, states, types)
+
+    def validate_delete(self, group: ConsumerGroup) -> int:
+        if group.state() != ConsumerGroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
+        return ErrorCode.NONE
+
+    def delete_records(self, group: ConsumerGroup, records: list[Any]) -> None:
+        """Group tombstones in Kafka's order (`ConsumerGroup.createGroupTombstoneRecords`)."""
+        gid = group.group_id
+        for mid in sorted(group.members):
+            records.append(rec.current_assignment_tombstone(gid, mid))
+        for mid in sorted(group.target):
+            records.append(rec.target_member_tombstone(gid, mid))
+        records.append(rec.target_metadata_tombstone(gid))
+        for mid in sorted(group.members):
+            records.append(rec.member_metadata_tombstone(gid, mid))
+        for rx in sorted(group.regexes):
+            records.append(rec.regex_tombstone(gid, rx))
+        records.append(rec.group_metadata_tombstone(gid))
+
+    def canonical(self) -> dict[str, Any]:
+        return {g: grp.canonical() for g, grp in sorted(self.groups.items())}
+
+
+def apply_record(group: ConsumerGroup, key: Any, value: Any) -> None:
+    """Apply one consumer-group record to `group` (live replay, or a scratch copy)."""
+    record_type = key.RECORD_TYPE
+    if record_type == METADATA:
+        if value is not None:
+            group.replay_metadata(value)
+    elif record_type == MEMBER_METADATA:
+        group.replay_member_metadata(key.member_id, value)
+    elif record_type == TARGET_MEMBER:
+        group.replay_target_member(key.member_id, value)
+    elif record_type == TARGET_METADATA:
+        group.replay_target_metadata(value)
+    elif record_type == CURRENT_ASSIGNMENT:
+        group.replay_current_assignment(key.member_id, value)
+    elif record_type == REGEX:
+        group.replay_regex(key.regular_expression, value)
+    # Type 4 (legacy partition metadata) is read and ignored: the hash replaced it.
+
+
+def scratch_apply(group: ConsumerGroup, records: list[Any]) -> None:
+    for record in records:
+        key = record.key
+        if key.RECORD_TYPE in RECORD_TYPES and key.group_id == group.group_id:
+            apply_record(group, key, record.value)

@@ -1,0 +1,59 @@
+"""Consumer-group timers: keyed soft state, never logged, re-derived on load.
+
+- session `("consumer-session", group, member)`: renewed by every heartbeat; on expiry
+  the member is fenced (`consumerGroupSessionTimeout`). Classic members inside a consumer
+  group use their JoinGroup session timeout.
+- rebalance `("consumer-rebalance", group, member)`: armed when a member enters
+  UNREVOKED_PARTITIONS, for its rebalance timeout; on expiry it fences the member if it is
+  still revoking at the same epoch (`scheduleConsumerGroupRebalanceTimeout`). The epoch it
+  was armed at is kept in `mgr.rebalance_epochs`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.coordinator.classic.effects import Effects
+from groupcoord.coordinator.consumer.member import ConsumerGroupMember
+from groupcoord.coordinator.consumer.state import MemberState
+
+SESSION = "consumer-session"
+REBALANCE = "consumer-rebalance"
+
+
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (SESSION, group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (REBALANCE, group_id, member_id)
+
+
+def session_timeout_ms(mgr: Any, member: ConsumerGroupMember) -> int:
+    if member.classic is not None:
+        return member.classic.session_timeout_ms
+    return int(mgr.config.group_consumer_session_timeout_ms)
+
+
+def schedule_session(mgr: Any, group_id: str, member: ConsumerGroupMember, fx: Effects) -> None:
+    fx.schedule(session_key(group_id, member.member_id), session_timeout_ms(mgr, member))
+
+
+def after_reconcile(mgr: Any, group_id: str, before: ConsumerGroupMember,
+                    after: ConsumerGroupMember, fx: Effects) -> None:
+    key = rebalance_key(group_id, after.member_id)
+    if after.state == MemberState.UNREVOKED_PARTITIONS:
+        if before.state != MemberState.UNREVOKED_PARTITIONS \
+                or before.member_epoch != after.member_epoch:
+            fx.schedule(key, max(0, after.rebalance_timeout_ms))
+            mgr.rebalance_epochs[(group_id, after.member_id)] = after.member_epoch
+    elif (group_id, after.member_id) in mgr.rebalance_epochs:
+        del mgr.rebalance_epochs[(group_id, after.member_id)]
+        fx.cancel(key)
+
+
+def cancel_member(group_id: str, member_id: str, fx: Effects, mgr: Any = None) -> None:
+    fx.cancel(session_key(group_id, member_id))
+    fx.cancel(rebalance_key(group_id, member_id))
+    if mgr is not None:
+        mgr.rebalance_epochs.pop((group_id, member_id), None)
