@@ -27,6 +27,13 @@ def live_group(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     from helpers.broker import BrokerFactory
 
     factory = BrokerFactory(tmp_path_factory.mktemp("cli"))
+    try:
+        yield from _run_group(factory)
+    finally:
+        factory.close()
+
+
+def _run_group(factory):  # type: ignore[no-untyped-def]
     broker = factory.create(["--group-initial-rebalance-delay-ms", "0"])
     bootstrap = broker.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -45,9 +52,10 @@ def live_group(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
             seen += 1
     assert seen == 30
     consumer.commit(asynchronous=False)
-    yield bootstrap, consumer
-    consumer.close()
-    factory.close()
+    try:
+        yield bootstrap, consumer
+    finally:
+        consumer.close()
 
 
 def test_describe_shows_offsets_lag_and_owner(live_group) -> None:  # type: ignore[no-untyped-def]
