@@ -15,6 +15,10 @@ from typing import Any
 from bench.common import REPO_ROOT, rel
 
 DEFAULT_MARKDOWN = REPO_ROOT / "BENCHMARKS.md"
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+# Benchmarks with their own runners; each writes bench/results/<name>.md (with its command
+# and machine), folded in here so regenerating this file never drops them.
+COMPONENTS = ("classic_groups", "consumer_groups", "assignors", "share")
 
 METHOD = """\
 ## Method
@@ -136,7 +140,24 @@ def render(results: dict[str, Any], results_path: Path) -> str:
     for note in meta.get("notes", []):
         parts += ["", note]
     parts += ["", METHOD]
+    parts += _components()
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _components() -> list[str]:
+    """The component benchmarks' own markdown, each demoted under one heading."""
+    parts: list[str] = []
+    for name in COMPONENTS:
+        path = RESULTS_DIR / f"{name}.md"
+        if not path.is_file():
+            continue
+        lines = path.read_text().strip().splitlines()
+        # Every component file starts with its own title; make it a section of this page.
+        lines[0] = "## " + lines[0].lstrip("#").strip()
+        body = [("#" + line if line.startswith("## ") and i else line)
+                for i, line in enumerate(lines)]
+        parts += ["", *body, "", f"(Source: [`{rel(path)}`]({rel(path)}).)"]
+    return parts
 
 
 def write_markdown(results_path: Path, markdown_path: Path = DEFAULT_MARKDOWN) -> None:
