@@ -6,6 +6,12 @@ the order requests arrived even when handlers finish out of order (a Fetch long-
 followed by a Metadata request). Unlike Kafka the channel is not muted per request:
 requests run concurrently and only their responses are ordered. A protocol error (bad
 size, undecodable header or body, unknown API) closes the connection with one log line.
+
+Closing is graceful towards requests already read: after a protocol error, a client EOF
+(half-close) or a failed acks=0 produce, nothing more is read or dispatched, but every
+response owed to a request read before that point is still written, then the connection
+closes. Kafka reads one request at a time per connection, so it has answered all of those
+before it meets the bad frame or the EOF; answering them keeps that behaviour.
 """
 
 from __future__ import annotations
@@ -47,9 +53,13 @@ class KafkaConnection(asyncio.Protocol):
         self._have = 0
         self._need = 0
         self._slots: deque[_Slot] = deque()
+        # Encoded responses waiting for this loop iteration's single write.
+        self._out: list[Any] = []
         self._transport: asyncio.Transport | None = None
         self._paused_read = False
         self._write_paused = False
+        # Set once no more input is accepted; `closed` once the transport is closing.
+        self._closing = False
         self.closed = False
         self.peer = "?"
         self.client_host = ""
@@ -61,7 +71,7 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         if peer:
-            self.client_host = str(peer[0])
+            self.client_host = kafka_client_host(str(peer[0]))
             self.peer = f"{peer[0]}:{peer[1]}"
         self._dispatcher.connection_opened(self)
 
@@ -71,6 +81,7 @@ class KafkaConnection(asyncio.Protocol):
             if slot.task is not None and not slot.task.done():
                 slot.task.cancel()
         self._slots.clear()
+        self._out = []
         self._chunks = []
         self._dispatcher.connection_closed(self)
 
@@ -82,7 +93,14 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._update_reading()
 
+    def eof_received(self) -> bool:
+        """The client half-closed: answer what it already sent, then close."""
+        self.close_after_pending()
+        return True  # keep the transport open for the owed responses
+
     def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
         if self._chunks:
             # Finishing a frame that spans reads: join once, when it is complete.
             self._chunks.append(data)
@@ -92,7 +110,7 @@ class KafkaConnection(asyncio.Protocol):
             data = b"".join(self._chunks)
             self._chunks = []
         pos, need = self._split(data)
-        if pos < len(data) and not self.closed:
+        if pos < len(data) and not self._closing:
             self._chunks = [data[pos:]]
             self._have = len(data) - pos
             self._need = need
@@ -105,7 +123,7 @@ class KafkaConnection(asyncio.Protocol):
         pos = 0
         end = len(data)
         dispatch = self._dispatcher.dispatch
-        while end - pos >= 4 and not self.closed:
+        while end - pos >= 4 and not self._closing:
             (size,) = _SIZE.unpack_from(data, pos)
             if size < 0 or size > self._max:
                 self.protocol_error(f"frame size {size} outside 0..{self._max}")
@@ -138,14 +156,25 @@ class KafkaConnection(asyncio.Protocol):
             ready = slots.popleft().parts
             if ready:
                 out.extend(ready)
+        if out:
+            # Coalesce: responses finished in this loop iteration leave in one write
+            # (one syscall), instead of one write per pipelined response.
+            if not self._out:
+                asyncio.get_running_loop().call_soon(self._flush)
+            self._out.extend(out)
+        if self._closing and not slots:
+            self.close()  # the transport flushes what was just written before closing
+        elif self._paused_read:
+            self._update_reading()
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
         if out and self._transport is not None:
             self._transport.writelines(out)
-        if self._paused_read:
-            self._update_reading()
 
     def _update_reading(self) -> None:
         transport = self._transport
-        if transport is None or self.closed:
+        if transport is None or self._closing:
             return
         want_pause = self._write_paused or len(self._slots) >= _MAX_IN_FLIGHT
         if want_pause and not self._paused_read:
@@ -160,11 +189,49 @@ class KafkaConnection(asyncio.Protocol):
         if self.closed:
             return
         log.warning("closing connection from %s: %s", self.peer, reason)
-        self.close()
+        self.close_after_pending()
+
+    def close_after_pending(self, last: _Slot | None = None) -> None:
+        """Read nothing more; close once the responses owed up to `last` (default: every
+        request dispatched so far) are written. Requests after `last` are abandoned, as
+        Kafka would never have read them."""
+        if self.closed:
+            return
+        self._closing = True
+        self._chunks = []
+        if self._transport is not None and not self._paused_read:
+            self._paused_read = True
+            try:
+                self._transport.pause_reading()
+            except RuntimeError:  # already closing underneath us
+                pass
+        slots = self._slots
+        if last is not None and last in slots:
+            while slots[-1] is not last:
+                dropped = slots.pop()
+                if dropped.task is not None and not dropped.task.done():
+                    dropped.task.cancel()
+        if not slots:
+            self.close()
 
     def close(self) -> None:
         if self.closed:
             return
+        self._flush()  # responses owed so far go out before the close
+        self._closing = True
         self.closed = True
         if self._transport is not None:
             self._transport.close()
+
+
+def kafka_client_host(address: str) -> str:
+    """The client host as Kafka reports it: Java's `InetAddress.toString()`, i.e. the
+    literal address after a slash (`/127.0.0.1`); IPv6 in Java's uncompressed form."""
+    if ":" in address:
+        import ipaddress
+
+        base, _, scope = address.partition("%")
+        groups = ipaddress.IPv6Address(base).exploded.split(":")
+        literal = ":".join(format(int(g, 16), "x") for g in groups)
+        return f"/{literal}%{scope}" if scope else f"/{literal}"
+    return f"/{address}"

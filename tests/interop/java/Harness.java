@@ -19,6 +19,8 @@ import java.util.Map;
  *   <li>{@code consume-group}: subscribe in a group (classic or consumer protocol), report
  *       assignments, commit, read N records.</li>
  *   <li>{@code group-offsets}: Admin.listConsumerGroupOffsets.</li>
+ *   <li>{@code share-consume}: a KafkaShareConsumer acknowledging explicitly
+ *       ({@link ShareConsumeMode}).</li>
  *   <li>{@code print-workload}: the workload's records without any broker, so tests can
  *       check that Java and Python generate the same bytes.</li>
  * </ul>
@@ -54,6 +56,12 @@ public final class Harness {
             case "produce" -> ProduceMode.run(args);
             case "consume-assign" -> ConsumeModes.assign(args);
             case "consume-group" -> ConsumeModes.group(args);
+            case "share-consume" -> ShareConsumeMode.run(args);
+            case "group-members" -> GroupMembers.run(args);
+            case "list-groups" -> GroupAdmin.listGroups(args);
+            case "describe-groups" -> GroupAdmin.describeGroups(args);
+            case "delete-group-offsets" -> GroupAdmin.deleteGroupOffsets(args);
+            case "delete-groups" -> GroupAdmin.deleteGroups(args);
             default -> {
                 usage("unknown mode " + mode);
                 yield 64;
