@@ -290,3 +290,24 @@ def test_leaving_member_releases_its_records(tmp_path: Path) -> None:
             assert (await c.call(leave, 1, sgh.ShareGroupHeartbeatResponse)).member_epoch == -1
             assert acquired(await fetch(c, tid, 0, member="m2")) == [(0, 2, 2)]
     run(go())
+
+
+def test_delete_groups_drops_a_share_groups_delivery_state(tmp_path: Path) -> None:
+    from groupcoord.wire.generated import delete_groups as dg
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            tid = setup(b)
+            c = await b.client()
+            await set_configs(c, G, share_auto_offset_reset="earliest")
+            await join(c, member="m1")
+            await fetch(c, tid, 0)
+            await ack(c, tid, 1, [(0, 9, [1])])
+            leave = sgh.ShareGroupHeartbeatRequest(group_id=G, member_id="m1", member_epoch=-1)
+            await c.call(leave, 1, sgh.ShareGroupHeartbeatResponse)
+            assert b.broker.shares.state_partitions(G) == {tid: {0}}
+            resp = await c.call(dg.DeleteGroupsRequest(groups_names=[G]), 2,
+                                dg.DeleteGroupsResponse)
+            assert [(r.group_id, r.error_code) for r in resp.results] == [(G, 0)]
+            assert b.broker.shares.state_partitions(G) == {}
+    run(go())

@@ -1,5 +1,6 @@
 """DeleteGroups (API 42, v0-2): per shard, empty groups are deleted with tombstones for
-their offsets and metadata; others answer NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND."""
+their offsets and metadata (and, for share groups, their delivery state); others answer
+NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND."""
 
 from __future__ import annotations
 
@@ -40,4 +41,9 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         except ApiError as exc:
             for g in group_ids:
                 results[g] = DeletableGroupResult(group_id=g, error_code=exc.code)
+    for r in results.values():
+        if r.error_code == 0:
+            # A deleted share group's delivery state lives beside the group, in
+            # __share_group_state; it goes too (a no-op for other group kinds).
+            ctx.shares.delete_group_state(r.group_id)
     return DeleteGroupsResponse(results=[results[g] for g in dict.fromkeys(names)])

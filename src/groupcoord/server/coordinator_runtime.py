@@ -210,7 +210,7 @@ class ShardTask:
         seq = next(self._timer_seq)
         loop = asyncio.get_running_loop()
         delay = max(0.0, (deadline_ms - now_ms()) / 1000.0)
-        handle = loop.call_at(loop.time() + delay, self._fire, key, seq)
+        handle = loop.call_at(loop.time() + delay, self._fire, key, seq, deadline_ms)
         self.timers[key] = (seq, handle)
 
     def cancel(self, key: tuple[Any, ...]) -> None:
@@ -218,8 +218,11 @@ class ShardTask:
         if entry is not None:
             entry[1].cancel()
 
-    def _fire(self, key: tuple[Any, ...], seq: int) -> None:
+    def _fire(self, key: tuple[Any, ...], seq: int, deadline_ms: int) -> None:
         def op(shard: Any, _ctx: Any, now: int) -> Any:
+            # The loop's monotonic clock and the wall clock drift apart by a millisecond or
+            # so; a coordinator must never see its timer fire before the deadline it set.
+            now = max(now, deadline_ms)
             entry = self.timers.get(key)
             if entry is None or entry[0] != seq:
                 return None  # replaced or cancelled after it fired
