@@ -62,6 +62,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "describe_share_group_offsets",
     "alter_share_group_offsets",
     "delete_share_group_offsets",
+    "read_share_group_state",
     "txn_offset_commit",
 )
 

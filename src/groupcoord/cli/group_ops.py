@@ -4,6 +4,7 @@ Mirrors the admin calls behind Kafka's `kafka-consumer-groups.sh` (ConsumerGroup
 ListGroups, ConsumerGroupDescribe (falling back to DescribeGroups for classic groups, as
 the Java admin client does), DescribeGroups, OffsetFetch, ListOffsets, DeleteGroups, OffsetDelete and a
 generation -1 OffsetCommit for resets, which Kafka accepts only while the group is empty.
+Share groups have their own calls in `share_group_ops`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ def list_groups(client: WireClient, states: list[str], types: list[str]) -> list
         for g in response.groups
     ]
     return sorted(rows, key=lambda r: r["group"])
+
+
+def group_type(client: WireClient, group: str) -> str | None:
+    """The group's type as ListGroups reports it (classic, consumer, share), or None when
+    the group does not exist. DescribeGroups cannot tell: it answers GROUP_ID_NOT_FOUND
+    for share groups, as Kafka does."""
+    for row in list_groups(client, [], []):
+        if row["group"] == group:
+            return row["type"]
+    return None
 
 
 def describe_group(client: WireClient, group: str) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """`groupcoord groups`: list, describe, delete, offsets, reset-offsets, delete-offsets.
 
 Output follows Kafka's `kafka-consumer-groups.sh` (same columns, "-" for absent values) as a
-table by default, or JSON with `--json` for scripts. Talks to the broker over the wire only.
+table by default, or JSON with `--json` for scripts; share groups are described as
+`kafka-share-groups.sh` does (start offset, lag, in-flight records). Talks to the broker over
+the wire only.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from datetime import datetime
 from typing import Any
 
 from groupcoord.cli import group_ops as ops
+from groupcoord.cli import share_group_ops as share_ops
 from groupcoord.cli.wire_client import KafkaError, WireClient
 from groupcoord.wire.errors import ErrorCode
 
 OFFSET_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                   "CONSUMER-ID", "HOST", "CLIENT-ID"]
+SHARE_OFFSET_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG", "IN-FLIGHT"]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -109,47 +113,61 @@ def _canonical_state(state: str) -> str:
 
 
 def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
-    group = ops.describe_group(client, args.group)
+    share = ops.group_type(client, args.group) == "share"
+    group = (share_ops.describe_share_group(client, args.group) if share
+             else ops.describe_group(client, args.group))
     if args.state:
-        row = {"group": group["group"], "coordinator": "0", "assignment_strategy":
-               group["assignment_strategy"], "state": group["state"],
-               "members": len(group["members"])}
-        if "group_epoch" in group:
-            row.update(group_epoch=group["group_epoch"],
-                       assignment_epoch=group["assignment_epoch"])
-        if args.json:
-            return _emit_json(row)
-        if "group_epoch" in group:
-            _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
-                          "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
-                         [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
-                           row["group_epoch"], row["assignment_epoch"], row["members"]]])
-            return 0
-        _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
-                     [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
-                       row["members"]]])
-        return 0
+        return _print_state(group, args.json)
     if args.members:
         if args.json:
             return _emit_json(group)
-        if "group_epoch" in group:
+        if share:
+            _print_share_members(group)
+        elif "group_epoch" in group:
             _print_consumer_members(group)
-            return 0
-        _print_table(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
-                      "#PARTITIONS"],
-                     [[group["group"], m["member_id"], m["instance_id"] or "-", m["host"],
-                       m["client_id"], len(m["assignment"])] for m in group["members"]])
+        else:
+            _print_table(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
+                          "#PARTITIONS"],
+                         [[group["group"], m["member_id"], m["instance_id"] or "-", m["host"],
+                           m["client_id"], len(m["assignment"])] for m in group["members"]])
         return 0
+    if share:
+        return _print_share_offsets(client, args, group)
     return _print_offsets(client, args, group)
+
+
+def _print_state(group: dict[str, Any], as_json: bool) -> int:
+    """One row: coordinator, strategy, state, epochs (consumer and share groups), members."""
+    row = {"group": group["group"], "coordinator": "0", "assignment_strategy":
+           group["assignment_strategy"], "state": group["state"],
+           "members": len(group["members"])}
+    if "group_epoch" in group:
+        row.update(group_epoch=group["group_epoch"], assignment_epoch=group["assignment_epoch"])
+    if as_json:
+        return _emit_json(row)
+    if "group_epoch" in group:
+        _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
+                      "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
+                     [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
+                       row["group_epoch"], row["assignment_epoch"], row["members"]]])
+        return 0
+    _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+                 [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
+                   row["members"]]])
+    return 0
+
+
+def _partition_list(tps: list[tuple[str, int]]) -> str:
+    """`topic:0/1,other:2`, or "-" for none."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in tps:
+        by_topic.setdefault(topic, []).append(p)
+    return ",".join(f"{t}:{'/'.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
 
 
 def _print_consumer_members(group: dict[str, Any]) -> None:
     """Members of a consumer group: epochs, reconciliation state, current vs target."""
-    def parts(tps: list[tuple[str, int]]) -> str:
-        by_topic: dict[str, list[int]] = {}
-        for topic, p in tps:
-            by_topic.setdefault(topic, []).append(p)
-        return ",".join(f"{t}:{'/'.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+    parts = _partition_list
     _print_table(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "PROTOCOL",
                   "#PARTITIONS", "MEMBER-EPOCH", "TARGET-EPOCH", "STATE", "CURRENT-ASSIGNMENT",
                   "TARGET-ASSIGNMENT"],
@@ -159,7 +177,19 @@ def _print_consumer_members(group: dict[str, Any]) -> None:
                    parts(m["target_assignment"])] for m in group["members"]])
 
 
+def _print_share_members(group: dict[str, Any]) -> None:
+    """Members of a share group, as `kafka-share-groups.sh --describe --members`."""
+    _print_table(["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH",
+                  "ASSIGNMENT"],
+                 [[group["group"], m["member_id"], m["host"], m["client_id"],
+                   len(m["assignment"]), m["member_epoch"], _partition_list(m["assignment"])]
+                  for m in group["members"]])
+
+
 def cmd_offsets(client: WireClient, args: argparse.Namespace) -> int:
+    if ops.group_type(client, args.group) == "share":
+        return _print_share_offsets(client, args,
+                                    share_ops.describe_share_group(client, args.group))
     return _print_offsets(client, args, _describe_or_empty(client, args.group))
 
 
@@ -181,6 +211,21 @@ def _print_offsets(client: WireClient, args: argparse.Namespace, group: dict[str
     keys = ["group", "topic", "partition", "current_offset", "log_end_offset", "lag",
             "consumer_id", "host", "client_id"]
     _print_table(OFFSET_COLUMNS, [[_dash(r[k]) for k in keys] for r in rows])
+    return 0
+
+
+def _print_share_offsets(client: WireClient, args: argparse.Namespace,
+                         group: dict[str, Any]) -> int:
+    """Per share-partition: start offset, lag and in-flight records (`kafka-share-groups.sh
+    --describe` columns, plus IN-FLIGHT)."""
+    rows = share_ops.offset_rows(client, group)
+    if args.json:
+        return _emit_json({"group": group["group"], "type": "share", "state": group["state"],
+                           "partitions": rows})
+    if group["state"] == "Empty":
+        print(f"\nShare group '{group['group']}' has no active members.\n")
+    keys = ["group", "topic", "partition", "start_offset", "lag", "in_flight"]
+    _print_table(SHARE_OFFSET_COLUMNS, [[_dash(r[k]) for k in keys] for r in rows])
     return 0
 
 
