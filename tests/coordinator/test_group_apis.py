@@ -93,10 +93,21 @@ class Groups:
         return result.response
 
 
+class Shares:
+    """Records which groups' share delivery state DeleteGroups dropped."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def delete_group_state(self, group_id: str) -> None:
+        self.deleted.append(group_id)
+
+
 class Ctx:
     def __init__(self) -> None:
         self.groups = Groups()
         self.topics = Topics()
+        self.shares = Shares()
 
 
 def run(module: Any, ctx: Ctx, request: Any, version: int) -> Any:
@@ -195,6 +206,7 @@ def test_describe_list_delete_across_shards() -> None:
     resp = run(delete_groups, ctx, DeleteGroupsRequest(groups_names=["d", "zz", "a"]), 2)
     assert [(r.group_id, r.error_code) for r in resp.results] == [
         ("d", 0), ("zz", E.GROUP_ID_NOT_FOUND), ("a", 0)]
+    assert sorted(ctx.shares.deleted) == ["a", "d"]  # only groups really deleted
     listed = run(list_groups, ctx, ListGroupsRequest(), 0)
     assert sorted(g.group_id for g in listed.groups) == ["b", "c"]
 
