@@ -77,30 +77,63 @@ def _filter_commits(df: Any, cfg: RunConfig) -> Any:
 
 def ingest(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
     """Decode the log dir into silver Parquet; returns the re-read DataFrames and counts."""
+    out = Path(cfg.out_dir)
+    for name, df in source_frames(spark, cfg).items():
+        df.write.mode("overwrite").parquet(str(out / TABLE_PATHS[name]))
+        st.done(INGEST_STAGES[name])
+    return load_ingested(spark, cfg, st)
+
+
+# Where each source table lands, and its progress line.
+TABLE_PATHS = {"offset_commits": "silver/offset_commits", "end_offsets": "silver/end_offsets",
+               "coord_records": "bronze/coord_records"}
+INGEST_STAGES = {"offset_commits": "ingest offset commits",
+                 "end_offsets": "ingest end offsets (batch headers)",
+                 "coord_records": "ingest membership records (bronze)"}
+
+
+def source_frames(spark: Any, cfg: RunConfig, stream: bool = False,
+                  options: dict[str, str] | None = None) -> dict[str, Any]:
+    """The three ingest DataFrames (batch, or streaming with ``stream``), as written;
+    ``options`` go to every read."""
     from pyspark.sql import functions as F
 
-    out = Path(cfg.out_dir)
-    commits = _filter_commits(_read(spark, cfg, "offset_commits"), cfg)
+    extra = options or {}
+
+    def read(table: str, **opts: str) -> Any:
+        return (_read_stream if stream else _read)(spark, cfg, table, **opts, **extra)
+
+    commits = _filter_commits(read("offset_commits"), cfg)
     commits = commits.withColumn("record_ts", F.timestamp_millis("record_ts_ms"))
-    commits.write.mode("overwrite").parquet(str(out / "silver" / "offset_commits"))
-    commits = spark.read.parquet(str(out / "silver" / "offset_commits"))
-    st.done("ingest offset commits")
-    ends = _read(spark, cfg, "end_offsets").withColumn("ts", F.timestamp_millis("ts_ms"))
-    ends.write.mode("overwrite").parquet(str(out / "silver" / "end_offsets"))
-    ends = spark.read.parquet(str(out / "silver" / "end_offsets"))
-    st.done("ingest end offsets (batch headers)")
+    ends = read("end_offsets").withColumn("ts", F.timestamp_millis("ts_ms"))
     # One pass over the internal topics: membership records (commit types excluded, they
     # are in silver), group events and share state, all small; bronze keeps them raw.
-    bronze = _read(spark, cfg, "coord_records", exclude_types="0,1",
-                   topic="__consumer_offsets,__group_events,__share_group_state")
-    bronze.write.mode("overwrite").parquet(str(out / "bronze" / "coord_records"))
-    rows = [r.asDict() for r in spark.read.parquet(str(out / "bronze" / "coord_records"))
+    bronze = read("coord_records", exclude_types="0,1",
+                  topic="__consumer_offsets,__group_events,__share_group_state")
+    return {"offset_commits": commits, "end_offsets": ends, "coord_records": bronze}
+
+
+def _read_stream(spark: Any, cfg: RunConfig, table: str, **options: str) -> Any:
+    reader = spark.readStream.format("kafkalog").option("table", table)
+    reader = reader.option("split_bytes", cfg.split_bytes)
+    reader = reader.option("min_tasks", str(spark.sparkContext.defaultParallelism))
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(cfg.data_dir)
+
+
+def load_ingested(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
+    """Re-read the ingested Parquet tables; collect the small bronze records by topic."""
+    out = Path(cfg.out_dir)
+    commits = spark.read.parquet(str(out / TABLE_PATHS["offset_commits"]))
+    ends = spark.read.parquet(str(out / TABLE_PATHS["end_offsets"]))
+    rows = [r.asDict() for r in spark.read.parquet(str(out / TABLE_PATHS["coord_records"]))
             .orderBy("topic", "coord_partition", "log_offset").collect()]
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_topic.setdefault(r["topic"], []).append(r)
     found = {t: len(v) for t, v in by_topic.items()}
-    st.done("ingest membership records, group events, share state", str(found))
+    st.done("load membership records, group events, share state", str(found))
     return {"commits": commits, "ends": ends,
             "group_rows": by_topic.get("__consumer_offsets", []),
             "event_rows": by_topic.get("__group_events", []),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from groupcoord.analytics.pipeline import (
     ingest,
 )
 from groupcoord.analytics.segments import list_partitions
+
+IngestFn = Callable[[Any, RunConfig, Stages], dict[str, Any]]
 
 
 def write_rows(rows: list[dict[str, Any]], out: Path, layer: str, name: str) -> int:
@@ -151,12 +154,14 @@ def _stuck(final: dict[tuple[str, str, int], dict[str, Any]],
 
 
 def run(spark: Any, cfg: RunConfig, progress: Progress = print,
-        started: float | None = None) -> dict[str, Any]:
-    """Run every stage; returns the summary that is also written to ``summary.json``."""
+        started: float | None = None, ingest_fn: IngestFn = ingest) -> dict[str, Any]:
+    """Run every stage; returns the summary that is also written to ``summary.json``.
+    ``ingest_fn`` fills silver/bronze (default: a batch rewrite; ``incremental.ingest``
+    appends only what is new), and the gold tables are then rebuilt from them."""
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = Stages(progress, started)
-    ing = ingest(spark, cfg, st)
+    ing = ingest_fn(spark, cfg, st)
     commits, ends = ing["commits"], ing["ends"]
     lo, hi = bounds(commits, ends, cfg)
     ticks = eval_ticks(lo, hi, cfg.eval_every_ms)

@@ -10,6 +10,8 @@ option ``decoder`` = ``auto`` (numba when installed) / ``numba`` / ``python`` fo
 to ``split_bytes`` per task (keeping at least ``min_tasks`` tasks); ``read()`` runs on the
 executors, opens the files itself and yields Arrow record batches (the fast path through
 Spark's Arrow reader). On a cluster every executor must see ``DIR`` at the same path.
+``spark.readStream`` gets the streaming reader of ``analytics.stream`` (offsets keyed by
+(partition, log offset)).
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 from groupcoord.analytics import columns, splits
@@ -89,6 +96,12 @@ class KafkaLogDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkaLogReader(dict(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        # imported here: the stream module builds on this one
+        from groupcoord.analytics.stream import KafkaLogStreamReader
+
+        return KafkaLogStreamReader(dict(self.options))
 
 
 def register(spark: Any) -> None:
