@@ -144,7 +144,9 @@ def rewinds(commits: Any, out: Path) -> Any:
                         F.col("committed_offset").alias("later_offset"))
     cond = [cand[k] == later[k] for k in key] + [later["later_ts"] > cand["ts_ms"],
                                                 later["later_offset"] >= cand["from_offset"]]
-    df = (cand.join(later, cond, "left")
+    # Rewinds are rare but `later` is every commit: a sort-merge join keeps memory flat,
+    # where a broadcast of `later` exhausted the driver at a few million commits.
+    df = (cand.join(later.hint("merge"), cond, "left")
           .groupBy(*[cand[k] for k in key], cand["ts_ms"], cand["from_offset"], cand["to_offset"])
           .agg(F.min("later_ts").alias("recovered_ts_ms"))
           .withColumn("rewound_by", F.col("from_offset") - F.col("to_offset"))
