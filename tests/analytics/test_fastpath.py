@@ -76,3 +76,37 @@ def test_header_scan_matches(fixture_dir: tuple[Path, dict[str, Any]]) -> None:
         assert arr[:, 0].tolist() == [h.position for h in ref]
         assert arr[:, 3].tolist() == [h.base_offset for h in ref]
         assert arr[:, 8].tolist() == [h.records_count for h in ref]
+
+
+def _bronze(root: Path, monkeypatch: pytest.MonkeyPatch, with_numba: bool) -> pa.Table:
+    monkeypatch.setattr(columns, "numba_available", lambda: with_numba)
+    batches = []
+    for s in splits.plan(root, "coord_records"):
+        txns = TxnResolver.from_list(list(s.txn_markers))
+        batches += list(columns.coord_record_batches(s.path, s.start, s.end, s.topic,
+                                                     s.partition, txns, frozenset({0, 1})))
+    return pa.Table.from_batches(batches, schema=columns.COORD_RECORDS).combine_chunks()
+
+
+def test_bronze_prefilter_keeps_every_wanted_record(
+        fixture_dir: tuple[Path, dict[str, Any]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Skipping commit-only batches in numba leaves exactly the rows of the record-by-record
+    filter: mixed batches, every compression, transactional batches, a tombstone."""
+    w = PartitionWriter(tmp_path, "__consumer_offsets", 0)
+    group_key = cr.encode_key(gen.GroupMetadataKey(group="g"))
+    for codec in range(5):
+        w.append([(*_commit(i, 3), 10 + i) for i in range(4)], compression=codec)
+        w.append([(*_commit(5, 3), 20), (group_key, None, 21)], compression=codec)
+    w.append([(group_key, None, 30)], producer_id=3, transactional=True)
+    w.append_marker(3, True, 31)
+    w.close()
+    for root, wanted in ((tmp_path, 6), (fixture_dir[0], None)):
+        slow = _bronze(root, monkeypatch, with_numba=False)
+        fast = _bronze(root, monkeypatch, with_numba=True)
+        assert fast.equals(slow)
+        assert set(fast.column("record_type").to_pylist()).isdisjoint({0, 1})
+        if wanted is not None:
+            assert fast.num_rows == wanted
+        else:
+            assert fast.num_rows > 0

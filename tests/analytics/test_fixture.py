@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from groupcoord.analytics import columns, membership, rebalance, splits
@@ -61,13 +62,17 @@ def test_counts_reconcile(fixture_dir: Fixture, tables: dict[str, pd.DataFrame])
     assert set(commits["value_version"]) == {3, 4}
 
 
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
 def _statuses(m: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[tuple[str, int], str]:
     commits, ends = tables["commits"], tables["ends"]
     ticks = eval_ticks(m["t0_ms"], m["end_ms"], 60_000)
     out = {}
     for (topic, part), c in commits.groupby(["topic", "partition"]):
         e = ends[(ends.topic == topic) & (ends.partition == part)]
-        res = burrow_timeline(c, e, ticks, BurrowConfig())
+        res = burrow_timeline(_arrow(c), _arrow(e), ticks, BurrowConfig()).to_pandas()
         last = res[res.eval_ts_ms == m["end_ms"]]
         out.update({(r.group_id, r.partition): r.status for r in last.itertuples()})
     return out
@@ -87,15 +92,16 @@ def test_partition_lag_rows(fixture_dir: Fixture, tables: dict[str, pd.DataFrame
     rate = m["spec"]["rate"]
     c = commits[(commits.topic == "t-slowpoke") & (commits.partition == 0)]
     e = ends[(ends.topic == "t-slowpoke") & (ends.partition == 0)]
-    lag = partition_lag(c, e, 10_000, m["end_ms"])
+    lag = partition_lag(_arrow(c), _arrow(e), 10_000, m["end_ms"]).to_pandas()
     at_commit = lag[lag.kind == "commit"]
     assert len(at_commit) == len(c)
     end = (at_commit.ts_ms - m["t0_ms"]) // 1000 * rate + rate
     assert (at_commit.lag_records == end - end * 4 // 5).all()
     assert (at_commit.lag_seconds > 0).iloc[-1]
     healthy = commits[(commits.topic == "t-healthy-0") & (commits.partition == 0)]
-    hl = partition_lag(healthy, ends[(ends.topic == "t-healthy-0") & (ends.partition == 0)],
-                       10_000, m["end_ms"])
+    hl = partition_lag(_arrow(healthy),
+                       _arrow(ends[(ends.topic == "t-healthy-0") & (ends.partition == 0)]),
+                       10_000, m["end_ms"]).to_pandas()
     assert (hl[hl.kind == "commit"].lag_records == 0).all()
     assert (hl[hl.kind == "commit"].lag_seconds == 0).all()
 

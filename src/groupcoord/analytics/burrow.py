@@ -65,26 +65,34 @@ class GroupResult:
 
 
 def build_window(commits: Iterable[Commit], cfg: BurrowConfig = BurrowConfig()) -> list[Commit]:
-    """Burrow's storage ring after seeing ``commits`` in arrival order.
+    """Burrow's storage ring after seeing ``commits`` in arrival order (``add_commit`` folded
+    over them from an empty ring)."""
+    ring: list[Commit] = []
+    for c in commits:
+        add_commit(ring, c, cfg)
+    return ring
+
+
+def add_commit(ring: list[Commit], c: Commit, cfg: BurrowConfig = BurrowConfig()) -> None:
+    """One commit arriving at Burrow's ring, in place.
 
     A commit arriving less than ``min_distance_ms`` after the newest slot replaces it and
     keeps the old timestamp; out-of-order commits are inserted by time; only the newest
     ``intervals`` slots are kept.
     """
-    ring: list[Commit] = []
-    for c in commits:
-        if ring and c.timestamp >= ring[-1].timestamp:
-            last = ring[-1]
-            if c.timestamp - last.timestamp < cfg.min_distance_ms:
-                ring[-1] = Commit(c.offset, last.timestamp, c.lag)
-                continue
-            ring.append(c)
-        else:
-            times = [r.timestamp for r in ring]
-            ring.insert(bisect.bisect_right(times, c.timestamp), c)
-        if len(ring) > cfg.intervals:
-            del ring[: len(ring) - cfg.intervals]
-    return ring
+    if ring and c.timestamp >= ring[-1].timestamp:
+        last = ring[-1]
+        if c.timestamp - last.timestamp < cfg.min_distance_ms:
+            ring[-1] = Commit(c.offset, last.timestamp, c.lag)
+            return
+        ring.append(c)
+    elif ring:
+        times = [r.timestamp for r in ring]
+        ring.insert(bisect.bisect_right(times, c.timestamp), c)
+    else:
+        ring.append(c)
+    if len(ring) > cfg.intervals:
+        del ring[: len(ring) - cfg.intervals]
 
 
 def _stopped(window: Sequence[Commit], now_ms: int) -> bool:

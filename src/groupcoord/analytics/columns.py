@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from groupcoord.analytics.reader import decode_offset_commit, iter_raw_records
+from groupcoord.analytics.reader import RawRecord, decode_offset_commit, iter_raw_records
 from groupcoord.analytics.segments import TxnResolver, scan_headers
 
 CHUNK_ROWS = 65_536
@@ -49,7 +49,7 @@ SCHEMAS = {"offset_commits": OFFSET_COMMITS, "coord_records": COORD_RECORDS,
            "end_offsets": END_OFFSETS}
 
 _DDL_TYPES = {pa.int32(): "INT", pa.int64(): "BIGINT", pa.string(): "STRING",
-              pa.binary(): "BINARY", pa.bool_(): "BOOLEAN"}
+              pa.binary(): "BINARY", pa.bool_(): "BOOLEAN", pa.float64(): "DOUBLE"}
 
 
 def ddl(schema: pa.Schema) -> str:
@@ -134,7 +134,7 @@ def coord_record_batches(
     framed = topic in FRAMED_TOPICS
     # exclusions name __consumer_offsets types; share-state types reuse the numbers 0 and 1
     excluded = exclude_types if topic == "__consumer_offsets" else frozenset()
-    for raw in iter_raw_records(path, start, end, txns):
+    for raw in _raw_records(path, start, end, txns, excluded):
         rtype = _int16(raw.key) if framed else None
         if rtype in excluded:
             continue
@@ -149,6 +149,19 @@ def coord_record_batches(
             cols = _columns(COORD_RECORDS)
     if cols[0]:
         yield _batch(COORD_RECORDS, cols)
+
+
+def _raw_records(path: str | Path, start: int, end: int | None, txns: TxnResolver,
+                 excluded: frozenset[int]) -> Iterator[RawRecord]:
+    """``iter_raw_records``, but with exclusions and numba at hand only the batches holding
+    a wanted record are read record by record."""
+    if not excluded or not numba_available():
+        yield from iter_raw_records(path, start, end, txns)
+        return
+    from groupcoord.analytics.fastpath import ranges_without_types
+
+    for lo, hi in ranges_without_types(path, start, end, excluded):
+        yield from iter_raw_records(path, lo, hi, txns)
 
 
 def end_offset_batches(

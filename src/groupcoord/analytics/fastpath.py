@@ -158,8 +158,7 @@ def scan_headers_array(buf: np.ndarray) -> np.ndarray:
 def _plan(buf: bytes, txns: TxnResolver) -> tuple[np.ndarray, np.ndarray]:
     """Kept batches as (data buffer, per-batch [records start, count, base offset, base or
     max timestamp, log-append-time flag]); compressed records go to the buffer's tail."""
-    data = np.frombuffer(buf, dtype=np.uint8)
-    h = scan_headers_array(data)
+    h = scan_headers_array(np.frombuffer(buf, dtype=np.uint8))
     attrs = h[:, 2]
     keep = (attrs & 0x20) == 0
     for i in np.flatnonzero(keep & ((attrs & 0x10) != 0)):  # transactional: rare
@@ -168,18 +167,68 @@ def _plan(buf: bytes, txns: TxnResolver) -> tuple[np.ndarray, np.ndarray]:
     append = (h[:, 2] & 0x08) != 0
     plan = np.stack([h[:, 0] + HEADER_SIZE, h[:, 8], h[:, 3],
                      np.where(append, h[:, 6], h[:, 5]), append.astype(np.int64)], axis=1)
+    data, plan[:, 0] = _payloads(buf, h)
+    return data, plan
+
+
+def _payloads(buf: bytes, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The records sections of the batches ``h`` (header rows): one buffer holding ``buf``
+    with every compressed section decompressed onto its tail, and each section's start."""
+    starts = h[:, 0] + HEADER_SIZE
     compressed = np.flatnonzero((h[:, 2] & 0x07) != 0)
     if not len(compressed):
-        return data, plan
+        return np.frombuffer(buf, dtype=np.uint8), starts
     extra: list[bytes] = []
     tail = len(buf)
     for i in compressed:
         pos, size = int(h[i, 0]), int(h[i, 1])
         payload = decompress(int(h[i, 2]) & 0x07, memoryview(buf)[pos + HEADER_SIZE : pos + size])
-        plan[i, 0] = tail
+        starts[i] = tail
         extra.append(payload)
         tail += len(payload)
-    return np.frombuffer(buf + b"".join(extra), dtype=np.uint8), plan
+    return np.frombuffer(buf + b"".join(extra), dtype=np.uint8), starts
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _any_type_kept(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                   excluded: np.ndarray) -> np.ndarray:
+    """Per batch: does any record have a key whose int16 type is not in ``excluded``?
+    (A key shorter than two bytes, or no key, counts as kept.)"""
+    out = np.zeros(len(starts), dtype=np.bool_)
+    for b in range(len(starts)):
+        pos = starts[b]
+        for _ in range(counts[b]):
+            length, pos = _varint(buf, pos)
+            end = pos + length
+            pos += 1
+            _ts, pos = _varint(buf, pos)
+            _off, pos = _varint(buf, pos)
+            klen, pos = _varint(buf, pos)
+            if klen < 2 or not np.any(excluded == _i16(buf, pos)):
+                out[b] = True
+                break
+            pos = end
+    return out
+
+
+def ranges_without_types(path: str | Path, start: int, end: int | None,
+                         excluded: frozenset[int]) -> list[tuple[int, int]]:
+    """File ranges ``[from, to)`` inside ``[start, end)`` covering every data batch that holds
+    a record of a type not in ``excluded`` (adjacent batches merged). Bronze uses it to skip
+    the offset-commit batches, nearly all of a ``__consumer_offsets`` log, without making a
+    Python object per record."""
+    buf = read_range(path, start, end)
+    h = scan_headers_array(np.frombuffer(buf, dtype=np.uint8))
+    h = h[(h[:, 2] & 0x20) == 0]  # control batches carry no data records
+    data, starts = _payloads(buf, h)
+    kept = h[_any_type_kept(data, starts, h[:, 8], np.array(sorted(excluded), dtype=np.int64))]
+    ranges: list[tuple[int, int]] = []
+    for pos, size in zip((kept[:, 0] + start).tolist(), kept[:, 1].tolist(), strict=True):
+        if ranges and ranges[-1][1] == pos:
+            ranges[-1] = (ranges[-1][0], pos + size)
+        else:
+            ranges.append((pos, pos + size))
+    return ranges
 
 
 def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Array:

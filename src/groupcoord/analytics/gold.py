@@ -1,7 +1,7 @@
 """Spark gold tables over the silver commits and end offsets (analytics.md 5.3).
 
 ``partition_lag`` and ``burrow_status`` cogroup all commits of a (topic, partition) with its
-end-offset samples and run ``analytics.lag`` in pandas; the rest are plain aggregations:
+end-offset samples and run ``analytics.lag`` on the Arrow tables; the rest are plain aggregations:
 ``group_burrow_status`` (Burrow's group fold: STOP/STALL/REWIND count as ERR),
 ``lag_rollup`` (1-minute buckets), ``commit_rate`` (per group and bucket, with empty commits)
 ``rewinds`` (backwards commits and when, if ever, the pre-rewind offset was reached again),
@@ -13,14 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from groupcoord.analytics import lag
 from groupcoord.analytics.burrow import BurrowConfig
+from groupcoord.analytics.columns import ddl
 
-LAG_SCHEMA = ("group_id string, topic string, partition int, ts_ms bigint, kind string, "
-              "committed_offset bigint, end_offset bigint, lag_records bigint, "
-              "lag_seconds double")
-BURROW_SCHEMA = ("eval_ts_ms bigint, group_id string, topic string, partition int, "
-                 "status string, status_code int, current_lag bigint, complete double, "
-                 "window_start_offset bigint, window_end_offset bigint, lag_trend double")
 _COMMIT_COLS = ["group_id", "topic", "partition", "record_ts_ms", "log_offset",
                 "committed_offset", "tombstone"]
 _END_COLS = ["topic", "partition", "ts_ms", "end_offset"]
@@ -53,22 +49,18 @@ def _owned(df: Any, owners: Any, ts_col: str) -> Any:
 
 def partition_lag(commits: Any, ends: Any, out: Path, grid_ms: int, until_ms: int,
                   owners: Any) -> Any:
-    from groupcoord.analytics import lag
-
     def fn(c: Any, e: Any) -> Any:
         return lag.partition_lag(c, e, grid_ms, until_ms)
 
-    df = _cogrouped(commits, ends).applyInPandas(fn, LAG_SCHEMA)
+    df = _cogrouped(commits, ends).applyInArrow(fn, ddl(lag.LAG_SCHEMA))
     return _write(_owned(df, owners, "ts_ms"), out, "partition_lag")
 
 
 def burrow_status(commits: Any, ends: Any, out: Path, ticks: list[int], cfg: BurrowConfig) -> Any:
-    from groupcoord.analytics import lag
-
     def fn(c: Any, e: Any) -> Any:
         return lag.burrow_timeline(c, e, ticks, cfg)
 
-    df = _cogrouped(commits, ends).applyInPandas(fn, BURROW_SCHEMA)
+    df = _cogrouped(commits, ends).applyInArrow(fn, ddl(lag.BURROW_SCHEMA))
     return _write(df, out, "burrow_status")
 
 

@@ -53,7 +53,8 @@ def share_lag(state: list[dict[str, Any]], ends: dict[tuple[str, int], Any]) -> 
     for r in state:
         tp = (r["topic"], r["partition"])
         if tp not in lookups and tp in ends:
-            lookups[tp] = EndOffsets(ends[tp])
+            frame = ends[tp]
+            lookups[tp] = EndOffsets(frame["ts_ms"].to_numpy(), frame["end_offset"].to_numpy())
         eo = lookups.get(tp)
         end = int(eo.at(np.array([r["record_ts_ms"]]))[0]) if eo is not None else None
         counts = dict.fromkeys(_STATES.values(), 0)
