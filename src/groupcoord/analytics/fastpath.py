@@ -94,6 +94,18 @@ def _value(buf: np.ndarray, p: int, out_i: np.ndarray, out_s: np.ndarray, row: i
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
+def _record_head(buf: np.ndarray, pos: int) -> tuple[Any, Any, Any, Any, Any]:
+    """A record's framing at ``pos``: (end position, timestamp delta, offset delta, key
+    length, key position); the record attributes byte is skipped."""
+    length, pos = _varint(buf, pos)
+    end = pos + length
+    ts_delta, pos = _varint(buf, pos + 1)
+    off_delta, pos = _varint(buf, pos)
+    klen, pos = _varint(buf, pos)
+    return end, ts_delta, off_delta, klen, pos
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _decode(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray, bases: np.ndarray,
             base_ts: np.ndarray, append: np.ndarray, out_i: np.ndarray, out_s: np.ndarray,
             meta: np.ndarray) -> int:
@@ -102,15 +114,8 @@ def _decode(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray, bases: np.n
     for b in range(len(starts)):
         pos = starts[b]
         for _ in range(counts[b]):
-            length, pos = _varint(buf, pos)
-            end = pos + length
-            pos += 1
-            ts_delta, pos = _varint(buf, pos)
-            off_delta, pos = _varint(buf, pos)
-            klen, pos = _varint(buf, pos)
-            kpos = pos
-            pos += max(klen, 0)
-            vlen, pos = _varint(buf, pos)
+            end, ts_delta, off_delta, klen, kpos = _record_head(buf, pos)
+            vlen, pos = _varint(buf, kpos + max(klen, 0))
             meta[row, 0] = bases[b] + off_delta
             meta[row, 1] = base_ts[b] if append[b] else base_ts[b] + ts_delta
             meta[row, 2] = _i16(buf, kpos) if klen >= 2 else -1
@@ -198,13 +203,8 @@ def _any_type_kept(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray,
     for b in range(len(starts)):
         pos = starts[b]
         for _ in range(counts[b]):
-            length, pos = _varint(buf, pos)
-            end = pos + length
-            pos += 1
-            _ts, pos = _varint(buf, pos)
-            _off, pos = _varint(buf, pos)
-            klen, pos = _varint(buf, pos)
-            if klen < 2 or not np.any(excluded == _i16(buf, pos)):
+            end, _ts, _off, klen, kpos = _record_head(buf, pos)
+            if klen < 2 or not np.any(excluded == _i16(buf, kpos)):
                 out[b] = True
                 break
             pos = end
