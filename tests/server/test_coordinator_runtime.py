@@ -27,7 +27,8 @@ class FakeShard:
         self.loaded_with = -1
         FakeShard.instances.append(self)
 
-    def replay(self, record: Any) -> None:
+    def replay(self, record: Any, offset: int = -1, producer_id: int = -1,
+               producer_epoch: int = -1) -> None:
         key = record.key
         value = record.value
         self.offsets[(key.group, key.topic, key.partition)] = None if value is None else value.offset

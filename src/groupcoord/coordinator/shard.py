@@ -22,8 +22,15 @@ from groupcoord.coordinator.consumer import timers as consumer_timers
 from groupcoord.coordinator.consumer.manager import RECORD_TYPES as CONSUMER_RECORD_TYPES
 from groupcoord.coordinator.consumer.manager import ConsumerGroups
 from groupcoord.coordinator.ids import IdSource, SequentialIds
-from groupcoord.coordinator.offsets import commit, delete, expiry, fetch_request, member_epoch
-from groupcoord.coordinator.offsets.store import OffsetStore
+from groupcoord.coordinator.offsets import (
+    commit,
+    delete,
+    expiry,
+    fetch_request,
+    member_epoch,
+    txn_commit,
+)
+from groupcoord.coordinator.offsets.store import NO_PRODUCER_ID, OffsetStore
 from groupcoord.coordinator.records import group_tombstone, offset_tombstone
 from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.share import shard_ops as share_ops
@@ -61,11 +68,14 @@ class GroupCoordinatorShard:
         return Effects(self.config, now_ms)
 
     # -- replay: the one mutation path of durable state ------------------------------
-    def replay(self, record: Any) -> None:
+    def replay(self, record: Any, offset: int = -1, producer_id: int = NO_PRODUCER_ID,
+               producer_epoch: int = -1) -> None:
+        """`GroupCoordinatorShard.replay`: `offset` is the record's log offset and
+        `producer_id`/`producer_epoch` those of its batch (-1: not transactional)."""
         key, value = record.key, record.value
         record_type = key.RECORD_TYPE
         if record_type in OFFSET_RECORD_TYPES:
-            self.offsets.replay(key.group, key.topic, key.partition, value)
+            self.offsets.replay(key.group, key.topic, key.partition, value, producer_id, offset)
             if value is not None and key.group not in self.consumer.groups:
                 self.classic.ensure_simple_group(key.group)
         elif record_type == GROUP_METADATA_RECORD_TYPE:
@@ -75,6 +85,11 @@ class GroupCoordinatorShard:
         elif record_type in SHARE_RECORD_TYPES:
             self.share.replay(key, value)
         # Other record types belong to other group kinds; the loader skips them here.
+
+    def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int,
+                                      commit: bool) -> None:
+        """A COMMIT (`commit`) or ABORT control marker of `producer_id` was written."""
+        self.offsets.replay_end_transaction_marker(producer_id, commit)
 
     def on_loaded(self, now_ms: int) -> Result:
         self.last_now_ms = now_ms
@@ -154,6 +169,27 @@ class GroupCoordinatorShard:
                 consumer_timers.schedule_session(self.consumer, group.group_id, member, fx)
         return result
 
+    def txn_offset_commit(self, request: Any, version: int, ctx: OpContext,
+                          now_ms: int) -> Result:
+        """TxnOffsetCommit; the runtime writes the records in the producer's
+        transactional batch (`CoordinatorRuntime.call_transactional`)."""
+        fx = self._fx(now_ms)
+        member_id, instance_id = request.member_id or "", request.group_instance_id
+        generation = request.generation_id
+        consumer = self.consumer.get(request.group_id)
+        if consumer is not None:
+            verdict = txn_commit.validate_consumer(consumer, member_id, instance_id, generation)
+        elif request.group_id in self.share.groups:
+            # A share group takes no offset commits (GROUP_ID_NOT_FOUND, which v0-5 carry
+            # as ILLEGAL_GENERATION).
+            verdict = (ErrorCode.ILLEGAL_GENERATION, None)
+        else:
+            group = self.classic.get(request.group_id)
+            verdict = (txn_commit.validate_classic(group, member_id, instance_id, generation),
+                       None)
+        return txn_commit.txn_offset_commit(request, version, fx, verdict,
+                                            self.consumer.image.topic_id)
+
     def offset_fetch(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
         return Result(response=fetch_request.offset_fetch(self, request, version))
@@ -182,7 +218,8 @@ class GroupCoordinatorShard:
                                         for p in parts]))
                 continue
             for p in parts:
-                if self.offsets.get(request.group_id, t.name, p) is not None:
+                if self.offsets.get(request.group_id, t.name, p) is not None \
+                        or self.offsets.has_pending(request.group_id, t.name, p):
                     fx.records.append(offset_tombstone(request.group_id, t.name, p))
             result.append((t.name, [(p, 0) for p in parts]))
         return fx.result(fetch_request.offset_delete_response(ErrorCode.NONE, result))
@@ -236,8 +273,14 @@ class GroupCoordinatorShard:
         records.append(group_tombstone(group_id))
 
     def _delete_offsets(self, group_id: str, records: list[Any]) -> None:
-        for topic, parts in sorted(self.offsets.group(group_id).items()):
+        """`OffsetMetadataManager.deleteAllOffsets`: committed offsets, then partitions
+        that only have pending transactional offsets."""
+        committed = self.offsets.group(group_id)
+        for topic, parts in sorted(committed.items()):
             for partition in sorted(parts):
+                records.append(offset_tombstone(group_id, topic, partition))
+        for topic, partition in self.offsets.pending.partitions(group_id):
+            if partition not in committed.get(topic, {}):
                 records.append(offset_tombstone(group_id, topic, partition))
 
     # -- timers and retention ------------------------------------------------------------
@@ -297,6 +340,8 @@ class GroupCoordinatorShard:
             "groups": {g: grp.persisted for g, grp in sorted(self.classic.groups.items())},
             "offsets": self.offsets.canonical(),
         }
+        if self.offsets.pending.by_producer:
+            snap["pending"] = self.offsets.pending.canonical()
         if self.consumer.groups:
             snap["consumer"] = self.consumer.canonical()
         if self.share.groups:

@@ -9,6 +9,12 @@ fsync covering every operation drained from the queue: a group commit). Timers a
 soft state armed with `loop.call_at`; a fired timer is an ordinary queued operation. An
 append failure fail-stops the shard: pending callers get COORDINATOR_NOT_AVAILABLE and the
 shard reloads from its log. Group events go to `__group_events` (see `group_events`).
+
+Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
+a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
+the request's producer, so replay keeps them pending; `complete_transaction`, called by
+the transaction coordinator for EndTxn, appends the COMMIT/ABORT control batch on the same
+queue and replays it. Both pass the log layer's producer-epoch checks (`ProducerEpochs`).
 """
 
 from __future__ import annotations
@@ -24,10 +30,17 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.server import group_events
-from groupcoord.server.shard_log import encode_records_batch, replay_log
+from groupcoord.server.coordinator_txn import NOT_COORDINATOR, EndTxnWrite
+from groupcoord.server.shard_log import (
+    NO_PRODUCER_ID,
+    ProducerEpochs,
+    encode_records_batch,
+    replay_log,
+)
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
+    from groupcoord.server.group_caller import GroupCaller
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -37,6 +50,9 @@ COORDINATOR_NOT_AVAILABLE = 15
 UNKNOWN_SERVER_ERROR = -1
 
 Operation = Callable[[Any, Any, int], Any]
+# (producer id, producer epoch) of a transactional operation; None for the others.
+Txn = tuple[int, int] | None
+QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn]
 
 
 def now_ms() -> int:
@@ -50,8 +66,9 @@ class ShardTask:
         self.runtime = runtime
         self.partition = partition
         self.shard: Any = None
-        self.queue: asyncio.Queue[tuple[Operation, Any, asyncio.Future[Any] | None]] = (
-            asyncio.Queue())
+        self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
+        # Soft state re-derived from the log at each load, like Kafka's producer state.
+        self.producers = ProducerEpochs()
         self.timers: dict[tuple[Any, ...], tuple[int, asyncio.TimerHandle]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self._timer_seq = itertools.count(1)
@@ -67,7 +84,8 @@ class ShardTask:
         self.shard = rt.shard_factory(self.partition)
         if hasattr(self.shard, "on_topics_changed"):
             self.shard.on_topics_changed(rt.topics_image(), now_ms())
-        count = replay_log(plog, self.shard)
+        self.producers = ProducerEpochs()
+        count = replay_log(plog, self.shard, self.producers)
         if count:
             log.info("loaded %d records into shard %d", count, self.partition)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
@@ -118,10 +136,15 @@ class ShardTask:
                     else:
                         fut.set_result(response)
 
-    def _run_one(self, item: tuple[Operation, Any, asyncio.Future[Any] | None],
+    def _run_one(self, item: QueueItem,
                  done: list[tuple[asyncio.Future[Any] | None, Any]]) -> None:
-        op, op_ctx, fut = item
+        op, op_ctx, fut, txn = item
         if fut is not None and fut.done():
+            return
+        error = 0 if txn is None else self.producers.check(*txn)
+        if error:
+            # Kafka's log refuses the batch of a fenced producer before anything is written.
+            done.append((fut, ApiError(error)))
             return
         try:
             result = self._call(op, op_ctx)
@@ -132,25 +155,33 @@ class ShardTask:
             log.exception("coordinator operation failed on shard %d", self.partition)
             done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
             return
-        self._release(done, self._apply(result), fut, op_ctx)
+        self._release(done, self._apply(result, txn), fut, op_ctx)
 
     def _call(self, op: Operation, op_ctx: Any = None) -> Any:
         if op_ctx is None:
             op_ctx = self.runtime.op_context("", "", 0)
         return op(self.shard, op_ctx, now_ms())
 
-    def _apply(self, result: Any) -> Any:
+    def _apply(self, result: Any, txn: Txn = None) -> Any:
         """Append + replay the records, then apply timers and write events."""
         if result is None:
             return None
+        if isinstance(result, EndTxnWrite):
+            # A failed append propagates to _main, as for records: fail-stop and reload.
+            return result.write(self, now_ms())
         records = getattr(result, "records", None)
         if records:
-            batch = encode_records_batch(records, now_ms())
+            pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
+            batch = encode_records_batch(records, now_ms(), pid, epoch)
             # A failure here propagates to _main: fail-stop and reload.
-            self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch, now_ms())
+            info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch, now_ms())
             self.runtime.written[self.partition] = True
-            for record in records:
-                self.shard.replay(record)
+            if txn is not None:
+                self.producers.observe(pid, epoch)
+            # Replay learns each record's log offset: a COMMIT marker keeps the later of a
+            # pending and a committed offset by comparing them.
+            for index, record in enumerate(records):
+                self.shard.replay(record, info.base_offset + index, pid, epoch)
         for timer in getattr(result, "timers", ()):
             deadline = getattr(timer, "deadline_ms", None)
             if deadline is None:
@@ -193,7 +224,7 @@ class ShardTask:
                 parked.set_exception(err)
         self.parked.clear()
         while not self.queue.empty():
-            _op, _ctx, fut = self.queue.get_nowait()
+            _op, _ctx, fut, _txn = self.queue.get_nowait()
             if fut is not None and not fut.done():
                 fut.set_exception(err)
         for _seq, handle in self.timers.values():
@@ -202,8 +233,9 @@ class ShardTask:
 
     # -- submission and timers -------------------------------------------------------------
 
-    def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None) -> None:
-        self.queue.put_nowait((op, op_ctx, fut))
+    def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None,
+               txn: Txn = None) -> None:
+        self.queue.put_nowait((op, op_ctx, fut, txn))
 
     def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
         self.cancel(key)
@@ -336,29 +368,35 @@ class CoordinatorRuntime:
                    client_host: str = "") -> Any:
         return await self.call_shard(self.partition_for(group_id), op, client_id, client_host)
 
+    async def call_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 op: Operation, client_id: str = "",
+                                 client_host: str = "") -> Any:
+        """Like `call`, but the records go in a transactional batch of the producer."""
+        partition = self.partition_for(group_id)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        ctx = self.op_context(client_id or "", client_host, next(self._tokens))
+        self.shard(partition).submit(op, ctx, fut, (producer_id, producer_epoch))
+        return await fut
+
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
+                                   coordinator_epoch: int, commit: bool) -> int:
+        """Write the COMMIT (`commit`) or ABORT marker of `producer_id` to
+        `__consumer_offsets-<partition>` and replay it (Kafka's
+        `GroupCoordinatorService.completeTransaction`); returns a Kafka error code:
+        NOT_COORDINATOR for a partition this broker does not host, COORDINATOR_NOT_AVAILABLE
+        if the shard failed, INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED for
+        a fenced writer, 0 once the marker is written."""
+        if not 0 <= partition < self.num_partitions:
+            return NOT_COORDINATOR
+        end = EndTxnWrite(producer_id, producer_epoch, coordinator_epoch, commit)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.shard(partition).submit(lambda _s, _c, _n: end, None, fut)
+        try:
+            return int(await fut)
+        except ApiError as exc:
+            return int(exc.code)
+
     def bind(self, client_id: str | None, client_host: str) -> GroupCaller:
+        from groupcoord.server.group_caller import GroupCaller
+
         return GroupCaller(self, client_id or "", client_host)
-
-
-class GroupCaller:
-    """`ctx.groups`: the runtime with the caller's client id and host filled in."""
-
-    __slots__ = ("client_host", "client_id", "runtime")
-
-    def __init__(self, runtime: CoordinatorRuntime, client_id: str, client_host: str) -> None:
-        self.runtime = runtime
-        self.client_id = client_id
-        self.client_host = client_host
-
-    @property
-    def num_partitions(self) -> int:
-        return self.runtime.num_partitions
-
-    def partition_for(self, group_id: str) -> int:
-        return self.runtime.partition_for(group_id)
-
-    async def call(self, group_id: str, op: Operation) -> Any:
-        return await self.runtime.call(group_id, op, self.client_id, self.client_host)
-
-    async def call_shard(self, partition: int, op: Operation) -> Any:
-        return await self.runtime.call_shard(partition, op, self.client_id, self.client_host)

@@ -3,45 +3,148 @@
 Mirrors Kafka's `CoordinatorRecordSerde` + `CoordinatorLoaderImpl`: a record's key is the
 int16 record type followed by the key fields, its value the int16 version followed by
 the value fields, a null value a tombstone. Records of one operation are appended as one
-uncompressed batch; loading decodes every batch in order and hands each record to
-`shard.replay`. Control batches and unknown record types are skipped, as Kafka's loader
-does for records it does not know.
+uncompressed batch; a transactional operation (TxnOffsetCommit) writes a transactional
+batch carrying the producer id and epoch, and a transaction ends with a control batch
+holding one COMMIT/ABORT `EndTxnMarker`. Loading decodes every batch in order and hands
+each record to `shard.replay` with its log offset and its batch's producer, and each
+marker to `shard.replay_end_transaction_marker`; a transaction without its marker at the
+end of the log stays pending. Unknown record types are skipped, as Kafka's loader does.
+
+`ProducerEpochs` is the log layer's producer check (Kafka's `ProducerAppendInfo`) for
+what the coordinator writes: an older producer epoch is INVALID_PRODUCER_EPOCH and a
+marker from an older transaction coordinator epoch TRANSACTION_COORDINATOR_FENCED.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any
+
+from groupcoord.wire.errors import ErrorCode
 
 log = logging.getLogger("groupcoord.coordinator")
 
+NO_PRODUCER_ID = -1
+# ControlRecordType: the control record key is int16 version 0 + int16 type.
+ABORT, COMMIT = 0, 1
+_CONTROL_KEY = struct.Struct(">hh")
+_MARKER_VALUE_VERSION = struct.Struct(">h")
 
-def encode_records_batch(records: list[Any], now_ms: int) -> bytes:
-    """One uncompressed v2 batch holding `records` (CoordinatorRecord) at time `now_ms`."""
+
+def encode_records_batch(records: list[Any], now_ms: int, producer_id: int = NO_PRODUCER_ID,
+                         producer_epoch: int = -1) -> bytes:
+    """One uncompressed v2 batch holding `records` (CoordinatorRecord) at time `now_ms`;
+    transactional when a producer id is given (base sequence 0, as Kafka's runtime)."""
     from groupcoord.logformat.batch import build_batch
 
-    return build_batch([(rec.key_bytes(), rec.value_bytes(), (), now_ms) for rec in records])
+    rows = [(rec.key_bytes(), rec.value_bytes(), (), now_ms) for rec in records]
+    if producer_id == NO_PRODUCER_ID:
+        return build_batch(rows)
+    return build_batch(rows, producer_id=producer_id, producer_epoch=producer_epoch,
+                       base_sequence=0, transactional=True)
 
 
-def replay_log(plog: Any, shard: Any) -> int:
+def encode_end_txn_marker(producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                          commit: bool, now_ms: int) -> bytes:
+    """A control batch (control + transactional bits) with one EndTxnMarker record."""
+    from groupcoord.logformat.batch import build_batch
+    from groupcoord.wire.generated.end_txn_marker import EndTxnMarker
+
+    key = _CONTROL_KEY.pack(0, COMMIT if commit else ABORT)
+    value = _MARKER_VALUE_VERSION.pack(0) + EndTxnMarker(
+        coordinator_epoch=coordinator_epoch).encode(0)
+    return build_batch([(key, value, (), now_ms)], base_timestamp=now_ms,
+                       producer_id=producer_id, producer_epoch=producer_epoch,
+                       transactional=True, control=True)
+
+
+def decode_end_txn_marker(record: Any) -> tuple[bool, int] | None:
+    """(commit?, coordinator epoch) of a control record; None for other control types."""
+    from groupcoord.logformat.batch import control_record_type
+    from groupcoord.wire.generated.end_txn_marker import EndTxnMarker
+
+    kind = control_record_type(record)
+    if kind not in (ABORT, COMMIT):
+        return None
+    marker, _ = EndTxnMarker.decode(record.value, _MARKER_VALUE_VERSION.size, 0)
+    return kind == COMMIT, marker.coordinator_epoch
+
+
+class ProducerEpochs:
+    """Per producer id: the latest epoch and the coordinator epoch of its last marker."""
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[int, int]] = {}
+
+    def check(self, producer_id: int, epoch: int, coordinator_epoch: int | None = None) -> int:
+        current_epoch, current_coordinator = self.entries.get(producer_id, (-1, -1))
+        if epoch < current_epoch:
+            return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+        if coordinator_epoch is not None and coordinator_epoch < current_coordinator:
+            return int(ErrorCode.TRANSACTION_COORDINATOR_FENCED)
+        return 0
+
+    def observe(self, producer_id: int, epoch: int, coordinator_epoch: int | None = None) -> None:
+        _, current_coordinator = self.entries.get(producer_id, (-1, -1))
+        if coordinator_epoch is not None:
+            current_coordinator = coordinator_epoch
+        self.entries[producer_id] = (epoch, current_coordinator)
+
+
+def replay_log(plog: Any, shard: Any, producers: ProducerEpochs | None = None) -> int:
     """Replay every record of the partition into `shard`; return how many were applied."""
     if plog is None:
         return 0
     from groupcoord.logformat.batch import decode_records, parse_header
-    from groupcoord.logformat.coordinator_records import decode_record
 
     count = 0
     for view in plog.iter_batches():
-        if parse_header(view).is_control:
+        header = parse_header(view)
+        pid = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+        if header.is_control:
+            if pid != NO_PRODUCER_ID:
+                count += _replay_markers(view, header, shard, producers)
             continue
+        if producers is not None and pid != NO_PRODUCER_ID:
+            producers.observe(pid, header.producer_epoch)
         for rec in decode_records(view):
-            if rec.key is None:
-                continue
-            try:
-                record = decode_record(rec.key, rec.value)
-            except ValueError:
-                # Unknown record types (a newer writer) and undecodable keys are skipped.
-                continue
-            shard.replay(record)
-            count += 1
+            count += _replay_record(shard, rec, header.base_offset + rec.offset_delta, pid,
+                                    header.producer_epoch)
+    return count
+
+
+def _replay_record(shard: Any, rec: Any, offset: int, pid: int, epoch: int) -> int:
+    from groupcoord.logformat.coordinator_records import decode_record
+
+    if rec.key is None:
+        return 0
+    try:
+        record = decode_record(rec.key, rec.value)
+    except ValueError:
+        # Unknown record types (a newer writer) and undecodable keys are skipped.
+        return 0
+    shard.replay(record, offset, pid, epoch)
+    return 1
+
+
+def _replay_markers(view: Any, header: Any, shard: Any, producers: ProducerEpochs | None
+                    ) -> int:
+    from groupcoord.logformat.batch import decode_records
+
+    count = 0
+    for rec in decode_records(view):
+        try:
+            marker = decode_end_txn_marker(rec)
+        except ValueError:
+            log.warning("skipping an unreadable control record at offset %d",
+                        header.base_offset + rec.offset_delta)
+            continue
+        if marker is None:
+            continue
+        commit, coordinator_epoch = marker
+        if producers is not None:
+            producers.observe(header.producer_id, header.producer_epoch, coordinator_epoch)
+        shard.replay_end_transaction_marker(header.producer_id, header.producer_epoch, commit)
+        count += 1
     return count

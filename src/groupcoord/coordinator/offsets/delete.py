@@ -2,7 +2,8 @@
 
 A non-empty group that does not use the consumer protocol refuses (NON_EMPTY_GROUP); a
 consumer group refuses per topic it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC). Otherwise a
-tombstone is written for every partition that has an offset.
+tombstone is written for every partition that has a committed or pending transactional
+offset.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def delete_offsets(store: OffsetStore, group: ClassicGroup, topics: list[tuple[s
             continue
         stored = offsets.get(name, {})
         for p in partitions:
-            if p in stored:
+            # A partition with only a pending transactional offset gets a tombstone too:
+            # replaying it drops the pending offset.
+            if p in stored or store.has_pending(group.group_id, name, p):
                 records.append(offset_tombstone(group.group_id, name, p))
         result.append((name, [(p, 0) for p in partitions]))
     return result

@@ -5,8 +5,10 @@ An offset expires when its topic is not subscribed and either its explicit expir
 timestamp has passed (v1 values) or `now - base >= retention`, where base is the time the
 group became Empty (groups with a protocol), or the commit time (simple groups, Stable
 classic consumer groups and KIP-848 consumer groups in any state, for unsubscribed topics).
-Rebalancing classic groups never expire offsets. An empty group whose offsets all expired
-is deleted.
+Rebalancing classic groups never expire offsets. An offset whose partition has a pending
+transactional offset waits for the transaction to end. An empty group whose offsets all
+expired is deleted, but not while it has open transactions (its pending offsets would
+come back as orphans on COMMIT).
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ def is_expired(o: OffsetAndMetadata, base: BaseTimestamp, now_ms: int,
 
 def cleanup_group(store: OffsetStore, group: ClassicGroup, now_ms: int, retention_ms: int,
                   records: list[Any]) -> bool:
-    """Tombstones for the group's expired offsets; True when none is left."""
-    offsets = store.group(group.group_id)
+    """Tombstones for the group's expired offsets; True when none is left and no
+    transaction of the group is open."""
+    group_id = group.group_id
+    offsets = store.group(group_id)
     if not offsets:
-        return True
+        return not store.has_open_transactions(group_id)
     base = expiration_base(group)
     if base is None:
         return False
@@ -58,11 +62,12 @@ def cleanup_group(store: OffsetStore, group: ClassicGroup, now_ms: int, retentio
             all_expired = False
             continue
         for partition, o in sorted(offsets[topic].items()):
-            if is_expired(o, base, now_ms, retention_ms):
-                records.append(offset_tombstone(group.group_id, topic, partition))
+            if is_expired(o, base, now_ms, retention_ms) \
+                    and not store.has_pending(group_id, topic, partition):
+                records.append(offset_tombstone(group_id, topic, partition))
             else:
                 all_expired = False
-    return all_expired
+    return all_expired and not store.has_open_transactions(group_id)
 
 
 def cleanup_consumer_group(store: OffsetStore, group_id: str, subscribed: set[str],
@@ -75,8 +80,9 @@ def cleanup_consumer_group(store: OffsetStore, group_id: str, subscribed: set[st
             all_expired = False
             continue
         for partition, o in sorted(offsets[topic].items()):
-            if is_expired(o, lambda x: x.commit_timestamp_ms, now_ms, retention_ms):
+            if is_expired(o, lambda x: x.commit_timestamp_ms, now_ms, retention_ms) \
+                    and not store.has_pending(group_id, topic, partition):
                 records.append(offset_tombstone(group_id, topic, partition))
             else:
                 all_expired = False
-    return all_expired
+    return all_expired and not store.has_open_transactions(group_id)

@@ -29,7 +29,8 @@ from groupcoord.wire.generated.offset_fetch import (
 
 
 def _fetch_group(shard: Any, group_id: str, topics: Any, member_id: str | None = None,
-                 member_epoch: int = -1) -> tuple[int, list[FetchedTopic]]:
+                 member_epoch: int = -1, require_stable: bool = False
+                 ) -> tuple[int, list[FetchedTopic]]:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, []
     consumer = shard.consumer.get(group_id)
@@ -45,19 +46,22 @@ def _fetch_group(shard: Any, group_id: str, topics: Any, member_id: str | None =
         TopicQuery(t.name, bytes(getattr(t, "topic_id", None) or UUID_ZERO),
                    list(t.partition_indexes))
         for t in topics]
-    return ErrorCode.NONE, fetch_offsets(shard.offsets, exists, group_id, queries)
+    return ErrorCode.NONE, fetch_offsets(shard.offsets, exists, group_id, queries,
+                                         require_stable)
 
 
 def offset_fetch(shard: Any, request: Any, version: int) -> OffsetFetchResponse:
+    # RequireStable exists from v7; older requests decode it as false.
+    stable = bool(request.require_stable) if version >= 7 else False
     if version >= 8:
         groups = []
         for g in request.groups:
-            member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
-            error, topics = _fetch_group(shard, g.group_id, g.topics, *member)
+            member_id, epoch = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+            error, topics = _fetch_group(shard, g.group_id, g.topics, member_id, epoch, stable)
             groups.append(group_response(g.group_id, error, topics))
         return OffsetFetchResponse(groups=groups)
     topics_req = request.topics if version >= 2 else (request.topics or [])
-    error, topics = _fetch_group(shard, request.group_id, topics_req)
+    error, topics = _fetch_group(shard, request.group_id, topics_req, require_stable=stable)
     return legacy_response(version, error, topics)
 
 

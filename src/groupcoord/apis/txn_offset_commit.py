@@ -1,0 +1,104 @@
+"""TxnOffsetCommit (API 28, v0-5): the consumer offsets of a transaction (KIP-98, KIP-447).
+
+As `KafkaApis.handleTxnOffsetCommitRequest` + `GroupCoordinatorService.
+commitTransactionalOffsets`: an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION for all
+its partitions and an unknown partition for itself; an empty group id is INVALID_GROUP_ID;
+the valid partitions go to the group's shard, whose records are written in a
+transactional batch of the request's producer id and epoch and stay pending until the
+transaction's marker. An error for the whole request (e.g. COORDINATOR_NOT_AVAILABLE,
+INVALID_PRODUCER_EPOCH) is reported on every partition, as `getErrorResponse` does; v0-1
+see COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE (KAFKA-7296).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.apis.group_support import partition_exists, topic_info
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+
+API_KEY = 28
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+def error_response(request: Any, version: int, code: int) -> TxnOffsetCommitResponse:
+    code = _for_version(code, version)
+    return TxnOffsetCommitResponse(topics=[
+        TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions])
+        for t in request.topics])
+
+
+def _for_version(code: int, version: int) -> int:
+    # Producers before 2.0 crash on COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296).
+    if version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+        return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return int(code)
+
+
+def _commit_op(request: Any, version: int) -> Any:
+    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return shard.txn_offset_commit(request, version, op_ctx, now_ms)
+    return run
+
+
+def _split(ctx: Any, request: Any) -> tuple[dict[tuple[int, int], int], list[Any]]:
+    """Errors of unknown topics and partitions, and the topics left to commit."""
+    errors: dict[tuple[int, int], int] = {}
+    valid_topics = []
+    for ti, topic in enumerate(request.topics):
+        info = topic_info(ctx, name=topic.name)
+        valid = []
+        for p in topic.partitions:
+            if not partition_exists(info, p.partition_index):
+                errors[(ti, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                valid.append(p)
+        if valid:
+            valid_topics.append(TxnOffsetCommitRequestTopic(name=topic.name, partitions=valid))
+    return errors, valid_topics
+
+
+async def _commit(ctx: Any, sub: Any, version: int) -> Any:
+    """The coordinator's answer for the valid partitions; a whole-request error lands on
+    each of them only (unknown partitions keep their own error, as Kafka merges them)."""
+    if not sub.group_id:
+        return error_response(sub, version, ErrorCode.INVALID_GROUP_ID)
+    try:
+        return await ctx.groups.call_transactional(
+            sub.group_id, sub.producer_id, sub.producer_epoch, _commit_op(sub, version))
+    except ApiError as exc:
+        return error_response(sub, version, exc.code)
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    errors, valid_topics = _split(ctx, request)
+    answered: dict[tuple[str, int], int] = {}
+    if valid_topics:
+        sub = TxnOffsetCommitRequest(
+            transactional_id=request.transactional_id, group_id=request.group_id,
+            producer_id=request.producer_id, producer_epoch=request.producer_epoch,
+            generation_id=request.generation_id, member_id=request.member_id,
+            group_instance_id=request.group_instance_id, topics=valid_topics)
+        response = await _commit(ctx, sub, version)
+        answered = {(t.name, p.partition_index): p.error_code
+                    for t in response.topics for p in t.partitions}
+    topics = []
+    for ti, topic in enumerate(request.topics):
+        topics.append(TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+            TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=_for_version(errors.get((ti, p.partition_index), answered.get(
+                    (topic.name, p.partition_index), 0)), version))
+            for p in topic.partitions]))
+    return TxnOffsetCommitResponse(topics=topics)
