@@ -64,13 +64,14 @@ def test_producer_ids_never_repeat_across_restarts(tmp_path: Path) -> None:
 
 def test_rebuild_from_headers_observes_ids(tmp_path: Path) -> None:
     m = ProducerStateManager(str(tmp_path))
-    state = m.load_partition("t", 0, [(5000, 0, 0, 9, 0, 9, 1), (-1, -1, -1, -1, 10, 10, 1)])
+    state, aborted = m.load_partition("t", 0, [(5000, 0, 0, 9, 0, 9, 1),
+                                               (-1, -1, -1, -1, 10, 10, 1)])
+    assert aborted == []
     assert state.check(5000, 0, 0, 9)[1] is not None
     assert m.ids.next_id() > 5000
 
 
-def test_transactional_ids_bump_epoch(tmp_path: Path) -> None:
+def test_idempotent_ids_are_fresh(tmp_path: Path) -> None:
     m = ProducerStateManager(str(tmp_path))
-    pid, epoch = m.init_producer_id("tx")
-    assert m.init_producer_id("tx") == (pid, epoch + 1)
-    assert m.init_producer_id(None)[0] != pid
+    first, epoch = m.init_producer_id()
+    assert epoch == 0 and m.init_producer_id()[0] == first + 1

@@ -5,8 +5,11 @@ Mirrors `KafkaApis.handleFetchRequest` + `ReplicaManager.fetchMessages` / `readF
 - sessions (KIP-227, v7+) through `ctx.fetch_sessions` (`FetchManager.newContext`):
   session errors answer with a top-level error and no partitions; incremental responses
   carry only partitions that changed;
-- the high watermark is the log end offset (one replica); read_committed reads up to the
-  last stable offset, which equals it since no transaction is ever left open;
+- the high watermark is the log end offset (one replica); read_committed (isolation level
+  1) reads only batches below the last stable offset (the first offset of the oldest open
+  transaction) and gets the aborted transactions overlapping the returned range, from the
+  `.txnindex` files (`UnifiedLog.read` + `collectAbortedTransactions`, upper bound = the
+  offset after the last returned batch); every response carries the LSO;
 - OFFSET_OUT_OF_RANGE outside [log_start_offset, high watermark];
 - limits: each partition reads at most its partition_max_bytes and what is left of the
   response max_bytes, except that the first partition with data returns at least one whole
@@ -23,10 +26,13 @@ from typing import Any
 
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.fetch_encode import encode_fetch_response
+from groupcoord.logformat.batch import iter_batches
 from groupcoord.storage.config import OffsetOutOfRangeError
+from groupcoord.storage.transactions import collect_aborted_txns
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.fetch import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
@@ -47,20 +53,74 @@ EMPTY = b""
 class PartitionRead:
     """What one partition read returned."""
 
-    __slots__ = ("cp", "data", "error", "hw", "log_start", "name", "topic_id")
+    __slots__ = ("aborted", "cp", "data", "error", "hw", "log_start", "lso", "name",
+                 "topic_id")
 
     def __init__(self, cp: Any, name: str | None, topic_id: bytes, error: int, hw: int,
-                 log_start: int, data: Any) -> None:
+                 log_start: int, data: Any, lso: int = -1,
+                 aborted: list[Any] | None = None) -> None:
         self.cp, self.name, self.topic_id = cp, name, topic_id
         self.error, self.hw, self.log_start, self.data = error, hw, log_start, data
+        self.lso = hw if lso < 0 else lso
+        self.aborted = aborted
+
+
+def _last_stable_offset(ctx: RequestContext, name: str, index: int, hw: int,
+                        read_committed: bool) -> int:
+    """read_committed loads the partition's producer state if needed; read_uncommitted
+    only reports what is already known (no log scan on the plain consumer path)."""
+    if read_committed:
+        return int(ctx.producer_state(name, index).last_stable_offset(hw))
+    state = ctx.producers.partition(name, index)
+    return hw if state is None else int(state.last_stable_offset(hw))
+
+
+def _aborted(plog: Any, fetch_offset: int, data: Any, lso: int) -> list[AbortedTransaction]:
+    """The aborted transactions overlapping the returned batches. Most logs have none:
+    the index is asked first for the whole stable range, and the exact upper bound (the
+    offset after the last returned batch) is only computed when something was found."""
+    found = collect_aborted_txns(plog, fetch_offset, lso)
+    if not found:
+        return []
+    upper = fetch_offset
+    for header, _view in iter_batches(data):
+        upper = header.next_offset
+    return [AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+            for t in found if t.first_offset < upper]
 
 
 def _resolve(ctx: RequestContext, key: Any, uses_ids: bool) -> Any:
     return ctx.topics.by_id(key) if uses_ids else ctx.topics.get(key)
 
 
+def _read_one(ctx: RequestContext, cp: Any, topic: Any, plog: Any, want: int, min_one: bool,
+              read_committed: bool) -> PartitionRead:
+    """Read one partition: up to the LSO for read_committed, else the high watermark."""
+    index = cp.key[1]
+    hw = plog.log_end_offset
+    start = plog.log_start_offset
+    lso = _last_stable_offset(ctx, topic.name, index, hw, read_committed)
+    upper = lso if read_committed else hw
+    data: Any = EMPTY
+    error = 0
+    if cp.fetch_offset < upper and (min_one or want > 0):
+        try:
+            data = plog.read(cp.fetch_offset, want, upper)
+        except OffsetOutOfRangeError:
+            error = _E_OUT_OF_RANGE
+        if not min_one and len(data) > want:
+            data = EMPTY
+    elif cp.fetch_offset > hw or cp.fetch_offset < start:
+        error = _E_OUT_OF_RANGE
+    aborted = None
+    if read_committed:
+        aborted = _aborted(plog, cp.fetch_offset, data, lso) if len(data) else []
+    return PartitionRead(cp, topic.name, topic.topic_id, error, hw, start, data, lso, aborted)
+
+
 def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
-                    uses_ids: bool) -> tuple[list[PartitionRead], int]:
+                    uses_ids: bool, read_committed: bool = False
+                    ) -> tuple[list[PartitionRead], int]:
     """One pass over the partitions (`readFromLog`); returns the reads and total bytes."""
     reads: list[PartitionRead] = []
     limit = max_bytes
@@ -75,35 +135,25 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
             reads.append(PartitionRead(cp, None if uses_ids else topic_key,
                                        topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY))
             continue
-        hw = plog.log_end_offset
-        start = plog.log_start_offset
-        data: Any = EMPTY
-        error = 0
-        want = min(cp.max_bytes, limit)
-        if cp.fetch_offset < hw and (min_one or want > 0):
-            try:
-                data = plog.read(cp.fetch_offset, want)
-            except OffsetOutOfRangeError:
-                error = _E_OUT_OF_RANGE
-            if not min_one and len(data) > want:
-                data = EMPTY
-        elif cp.fetch_offset > hw or cp.fetch_offset < start:
-            error = _E_OUT_OF_RANGE
-        size = len(data)
+        read = _read_one(ctx, cp, topic, plog, min(cp.max_bytes, limit), min_one,
+                         read_committed)
+        size = len(read.data)
         if size:
             min_one = False
             limit = max(0, limit - size)
             total += size
-        reads.append(PartitionRead(cp, topic.name, topic.topic_id, error, hw, start, data))
+        reads.append(read)
     return reads, total
 
 
 def _partition_data(read: PartitionRead, read_committed: bool) -> PartitionData:
+    aborted = None
+    if read_committed:
+        aborted = read.aborted if read.aborted is not None else []
     return PartitionData(
         partition_index=read.cp.key[1], error_code=read.error, high_watermark=read.hw,
-        last_stable_offset=read.hw, log_start_offset=read.log_start,
-        aborted_transactions=[] if read_committed else None,
-        preferred_read_replica=-1, records=read.data)
+        last_stable_offset=read.lso, log_start_offset=read.log_start,
+        aborted_transactions=aborted, preferred_read_replica=-1, records=read.data)
 
 
 def build_response(reads: list[PartitionRead], keep: list[int], session_id: int,
@@ -143,8 +193,10 @@ async def handle(ctx: RequestContext, header: Any, request: FetchRequest,
     if fctx.error:
         return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
     deadline = now + max(0, request.max_wait_ms)
+    read_committed = request.isolation_level == READ_COMMITTED
     while True:
-        reads, total = read_partitions(ctx, fctx.partitions, request.max_bytes, uses_ids)
+        reads, total = read_partitions(ctx, fctx.partitions, request.max_bytes, uses_ids,
+                                       read_committed)
         if total >= request.min_bytes or now >= deadline or any(r.error for r in reads):
             break
         keys = [(r.name, r.cp.key[1]) for r in reads]
@@ -152,6 +204,5 @@ async def handle(ctx: RequestContext, header: Any, request: FetchRequest,
         now = ctx.now_ms()
     results = [(r.cp, r.hw, r.log_start, r.error, len(r.data)) for r in reads]
     new_session, keep = fctx.finish(results, uses_ids, now)
-    response = build_response(reads, keep, new_session,
-                              request.isolation_level == READ_COMMITTED)
+    response = build_response(reads, keep, new_session, read_committed)
     return encode_fetch_response(response, version)

@@ -1,11 +1,13 @@
-"""InitProducerId (key 22, v0-v5): producer ids for idempotent (and transactional) producers.
+"""InitProducerId (key 22, v0-v5): producer ids for idempotent and transactional producers.
 
-Mirrors `KafkaApis.handleInitProducerIdRequest` + `ProducerIdManager`: without a
-transactional id every call gets a fresh producer id with epoch 0 (ids are reserved in
-persisted blocks, so they never repeat after a restart). A transactional id keeps its id
-and bumps the epoch; transactions themselves (AddPartitionsToTxn, EndTxn) are not served,
-so transactional producers cannot commit. Timeouts above `transaction.max.timeout.ms`
-(15 minutes) -> INVALID_TRANSACTION_TIMEOUT.
+Mirrors `KafkaApis.handleInitProducerIdRequest` + `TransactionCoordinator.handleInitProducerId`:
+without a transactional id every call gets a fresh producer id with epoch 0 (ids are
+reserved in persisted blocks, so they never repeat after a restart). With one, the
+transaction coordinator bumps the epoch (or rotates the id when epochs are exhausted),
+aborting an ongoing transaction first and answering CONCURRENT_TRANSACTIONS meanwhile.
+An empty transactional id -> INVALID_REQUEST; timeouts outside (0, 15 min] ->
+INVALID_TRANSACTION_TIMEOUT; v3+ (ProducerId, ProducerEpoch) must be both -1 or both set
+(else INVALID_REQUEST); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
 """
 
 from __future__ import annotations
@@ -23,17 +25,30 @@ from groupcoord.wire.generated.init_producer_id import (
 API_KEY = ApiKey.INIT_PRODUCER_ID
 MIN_VERSION = 0
 MAX_VERSION = 5
-TRANSACTION_MAX_TIMEOUT_MS = 900_000
+
+
+def _error(code: int) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
 
 
 async def handle(ctx: RequestContext, header: Any, request: InitProducerIdRequest,
                  version: int) -> InitProducerIdResponse:
     tid = request.transactional_id
-    if tid is not None:
-        if tid == "":
-            tid = None
-        elif not 0 < request.transaction_timeout_ms <= TRANSACTION_MAX_TIMEOUT_MS:
-            return InitProducerIdResponse(error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT,
-                                          producer_id=-1, producer_epoch=-1)
-    pid, epoch = ctx.producers.init_producer_id(tid)
-    return InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)
+    if tid is None:
+        pid, epoch = ctx.producers.init_producer_id()
+        return InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)
+    expected: tuple[int, int] | None = None
+    if version >= 3:
+        pid, epoch = request.producer_id, request.producer_epoch
+        if (pid == -1) != (epoch == -1):
+            return _error(ErrorCode.INVALID_REQUEST)
+        if pid != -1:
+            expected = (pid, epoch)
+    op = await ctx.transactions.init_producer_id(tid, request.transaction_timeout_ms, expected)
+    if op.error:
+        code = op.error
+        if code == ErrorCode.PRODUCER_FENCED and version < 4:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return _error(code)
+    return InitProducerIdResponse(error_code=0, producer_id=op.producer_id,
+                                  producer_epoch=op.producer_epoch)

@@ -1,10 +1,12 @@
 """ListOffsets (key 2, v1-v10): offsets by timestamp, earliest, latest, max timestamp.
 
 Mirrors `KafkaApis.handleListOffsetRequest` + `UnifiedLog.fetchOffsetByTimestamp` for a
-single replica at leader epoch 0: -1 latest (the high watermark, which is also the last
-stable offset), -2 earliest, -3 the record with the largest timestamp (v7+), -4 earliest
-local (= earliest, no tiered storage), -5 latest tiered (none: -1); otherwise the first
-offset whose timestamp is at or after the one asked. A partition listed twice ->
+single replica at leader epoch 0: -1 latest (the high watermark, or with isolation level 1,
+read_committed, the last stable offset), -2 earliest, -3 the record with the largest
+timestamp (v7+), -4 earliest local (= earliest, no tiered storage), -5 latest tiered
+(none: -1); otherwise the first offset whose timestamp is at or after the one asked. As
+`Partition.fetchOffsetForTimestamp`, a timestamp answer at or past the last fetchable
+offset (the LSO for read_committed) is no answer (-1). A partition listed twice ->
 INVALID_REQUEST; a current leader epoch newer than 0 -> UNKNOWN_LEADER_EPOCH.
 """
 
@@ -29,24 +31,25 @@ MAX_VERSION = 10
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 LEADER_EPOCH = 0
+READ_COMMITTED = 1
 
 
-def _lookup(plog: Any, timestamp: int) -> tuple[int, int]:
+def _lookup(plog: Any, timestamp: int, last_fetchable: int) -> tuple[int, int]:
     """(offset, timestamp) for one partition; (-1, -1) when nothing matches."""
     if timestamp == LATEST:
-        return plog.log_end_offset, -1
+        return last_fetchable, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return plog.log_start_offset, -1
     if timestamp == LATEST_TIERED:
         return -1, -1
     found = plog.offset_for_timestamp(timestamp)
-    if found is None:
+    if found is None or found[0] >= last_fetchable:
         return -1, -1
     return found[0], found[1]
 
 
 def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
-               version: int) -> ListOffsetsPartitionResponse:
+               version: int, read_committed: bool = False) -> ListOffsetsPartitionResponse:
     resp = ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
                                         timestamp=-1, offset=-1, leader_epoch=-1)
     if duplicate:
@@ -62,7 +65,11 @@ def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
     if p.timestamp == MAX_TIMESTAMP and version < 7:
         resp.error_code = ErrorCode.UNSUPPORTED_VERSION
         return resp
-    resp.offset, resp.timestamp = _lookup(plog, p.timestamp)
+    last_fetchable = plog.log_end_offset
+    if read_committed:
+        state = ctx.producer_state(name, p.partition_index)
+        last_fetchable = int(state.last_stable_offset(last_fetchable))
+    resp.offset, resp.timestamp = _lookup(plog, p.timestamp, last_fetchable)
     if resp.offset >= 0:
         resp.leader_epoch = LEADER_EPOCH
     return resp
@@ -71,9 +78,10 @@ def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
 async def handle(ctx: RequestContext, header: Any, request: ListOffsetsRequest,
                  version: int) -> ListOffsetsResponse:
     seen = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    committed = version >= 2 and request.isolation_level == READ_COMMITTED
     topics = []
     for t in request.topics:
-        parts = [_partition(ctx, t.name, p, seen[(t.name, p.partition_index)] > 1, version)
-                 for p in t.partitions]
+        parts = [_partition(ctx, t.name, p, seen[(t.name, p.partition_index)] > 1, version,
+                            committed) for p in t.partitions]
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(topics=topics)

@@ -8,10 +8,17 @@ UNSUPPORTED_COMPRESSION_TYPE; internal topics -> INVALID_TOPIC_EXCEPTION;
 unknown partitions -> UNKNOWN_TOPIC_OR_PARTITION. Idempotent batches go through the
 producer state (`ProducerStateManager`): a retried batch is answered with its original
 offsets without appending, stale epochs get INVALID_PRODUCER_EPOCH and gaps
-OUT_OF_ORDER_SEQUENCE_NUMBER. With acks=0 no response is sent at all (a failed acks=0
-produce closes the connection instead, as Kafka does). The stored bytes
-are the client's bytes; storage rewrites the base offset (and LogAppendTime if the
-topic says so). acks=-1 equals acks=1 here: this node is the whole ISR.
+OUT_OF_ORDER_SEQUENCE_NUMBER. Transactional batches need the request's transactional id
+(else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request) and, unless the producer
+already has an open transaction on the partition at that epoch, the transaction
+coordinator's word that the partition was added (KIP-890 verification, as
+`ReplicaManager.appendRecordsWithTransactionVerification` with its error translation:
+fenced -> INVALID_PRODUCER_EPOCH, not added -> TRANSACTION_ABORTABLE from v11 and
+INVALID_TXN_STATE before, coordinator busy -> NOT_ENOUGH_REPLICAS); a non-transactional
+batch while the producer's transaction is open -> INVALID_TXN_STATE. With acks=0 no
+response is sent at all (a failed acks=0 produce closes the connection instead, as Kafka
+does). The stored bytes are the client's bytes; storage rewrites the base offset (and
+LogAppendTime if the topic says so). acks=-1 equals acks=1 here: this node is the whole ISR.
 """
 
 from __future__ import annotations
@@ -20,7 +27,15 @@ import struct
 from typing import Any
 
 from groupcoord.apis.context import RequestContext
-from groupcoord.logformat.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, MAGIC_OFFSET, parse_header
+from groupcoord.logformat.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_OFFSET,
+    TRANSACTIONAL_MASK,
+    parse_header,
+)
 from groupcoord.storage.config import InvalidRecordError, RecordBatchTooLargeError
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -45,7 +60,18 @@ _E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 _E_INVALID_TOPIC = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
 _E_ACKS = int(ErrorCode.INVALID_REQUIRED_ACKS)
 _E_COMPRESSION = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+_E_TXN_AUTH = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 ZSTD = 4
+# Verification answers translated for the producer (ReplicaManager, KIP-890).
+_VERIFY_RETRIABLE = frozenset({int(ErrorCode.CONCURRENT_TRANSACTIONS),
+                               int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+                               int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                               int(ErrorCode.NOT_COORDINATOR)})
+
+
+def _is_transactional(records: Any) -> bool:
+    return (records is not None and len(records) >= HEADER_SIZE
+            and bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK))
 
 
 def _one_batch_error(records: Any) -> int:
@@ -61,11 +87,31 @@ def _one_batch_error(records: Any) -> int:
     return _E_NONE
 
 
+def _verify_error(ctx: RequestContext, state: Any, header: Any, topic: str, partition: int,
+                  tid: str | None, version: int) -> int:
+    """KIP-890 part 1: a transactional batch that may start a transaction on this partition
+    is checked against the transaction coordinator before it is written."""
+    if state.has_ongoing(header.producer_id, header.producer_epoch):
+        return 0
+    errors = ctx.transactions.verify_partitions(tid or "", header.producer_id,
+                                                header.producer_epoch, [(topic, partition)])
+    code = int(errors.get((topic, partition), 0))
+    if code == ErrorCode.PRODUCER_FENCED:
+        return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if code == ErrorCode.TRANSACTION_ABORTABLE and version <= 10:
+        return int(ErrorCode.INVALID_TXN_STATE)
+    if code in _VERIFY_RETRIABLE:
+        return int(ErrorCode.NOT_ENOUGH_REPLICAS)
+    return code
+
+
 def _duplicate_or_error(ctx: RequestContext, state: Any, header: Any, topic: str,
                         resp: PartitionProduceResponse) -> bool:
     """Kafka's producer-state checks; True when `resp` is final (an error or a duplicate)."""
     error, duplicate = state.check(header.producer_id, header.producer_epoch,
                                    header.base_sequence, header.last_sequence)
+    if not error and duplicate is None:
+        error = state.check_transactional(header.producer_id, header.is_transactional)
     if error:
         resp.error_code = error
         return True
@@ -77,8 +123,19 @@ def _duplicate_or_error(ctx: RequestContext, state: Any, header: Any, topic: str
     return True
 
 
+def _producer_checks_final(ctx: RequestContext, state: Any, header: Any, topic: str,
+                           tid: str | None, version: int, resp: PartitionProduceResponse) -> bool:
+    """Transaction verification, then the producer-state checks; True if `resp` is final."""
+    if header.is_transactional:
+        resp.error_code = _verify_error(ctx, state, header, topic, resp.index, tid, version)
+        if resp.error_code:
+            return True
+    return _duplicate_or_error(ctx, state, header, topic, resp)
+
+
 def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: Any,
-                      now_ms: int, version: int) -> PartitionProduceResponse:
+                      now_ms: int, version: int,
+                      tid: str | None = None) -> PartitionProduceResponse:
     """Validate and append one partition's batch; the partition's response."""
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
@@ -97,9 +154,9 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
         resp.error_code = _E_COMPRESSION
         return resp
     state = None
-    if header.producer_id >= 0 and header.base_sequence >= 0:
+    if header.producer_id >= 0 and (header.base_sequence >= 0 or header.is_transactional):
         state = ctx.producer_state(topic.name, partition)
-        if _duplicate_or_error(ctx, state, header, topic.name, resp):
+        if _producer_checks_final(ctx, state, header, topic.name, tid, version, resp):
             return resp
     try:
         info = ctx.append(topic.name, partition, records, now_ms)
@@ -109,7 +166,7 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     except InvalidRecordError:
         resp.error_code = _E_CORRUPT
         return resp
-    if state is not None:
+    if state is not None and header.base_sequence >= 0:
         state.record(header.producer_id, header.producer_epoch, header.base_sequence,
                      header.last_sequence, info.base_offset, info.last_offset, info.max_timestamp)
     resp.base_offset = info.base_offset
@@ -123,6 +180,7 @@ async def handle(ctx: RequestContext, header: Any, request: ProduceRequest,
     now = ctx.now_ms()
     acks = request.acks
     topics = ctx.topics
+    tid = request.transactional_id
     responses = []
     for td in request.topic_data:
         topic = topics.get(td.name) if version < 13 else topics.by_id(td.topic_id)
@@ -131,7 +189,11 @@ async def handle(ctx: RequestContext, header: Any, request: ProduceRequest,
             if acks not in (0, 1, -1):
                 parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_ACKS))
                 continue
-            resp = produce_partition(ctx, topic, pd.index, pd.records, now, version)
+            if tid is None and _is_transactional(pd.records):
+                # Kafka refuses the whole request (handleProduceRequest).
+                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_TXN_AUTH))
+                continue
+            resp = produce_partition(ctx, topic, pd.index, pd.records, now, version, tid)
             if topic is None and version >= 13:
                 resp.error_code = _E_UNKNOWN_ID
             parts.append(resp)

@@ -40,6 +40,12 @@ BROKER_MODULES: tuple[str, ...] = (
     "incremental_alter_configs",
     "offset_for_leader_epoch",
     "delete_records",
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "end_txn",
+    "list_transactions",
+    "describe_transactions",
+    "describe_producers",
 )
 
 GROUP_MODULES: tuple[str, ...] = (

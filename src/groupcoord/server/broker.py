@@ -16,6 +16,7 @@ from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
+from groupcoord.server.txn_log import load_producer_state, track_append
 from groupcoord.server.waiters import FetchWaiters
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Broker:
         self.producers: ProducerStateManager
         self.groups: Any = None
         self.shares: Any = None
+        self.transactions: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -89,6 +91,10 @@ class Broker:
         self._tasks.append(loop.create_task(self._retention_loop()))
         await self.groups.start()
         await self.shares.start()
+        from groupcoord.server.transactions import TransactionRuntime
+
+        self.transactions = TransactionRuntime(self)
+        await self.transactions.start()
 
     async def stop(self) -> None:
         """Stop accepting, drop connections, stop shards, flush and close every log."""
@@ -99,6 +105,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.transactions is not None:
+            await self.transactions.stop()
         if self.groups is not None:
             await self.groups.stop()
         if self.shares is not None:
@@ -137,7 +145,9 @@ class Broker:
                 continue
             marker = (inactive, plog.segments[-1].base_offset)
             if self._compacted.get(tp) != marker:
-                compact(plog)
+                # Open transactions are not cleaned (Kafka's first uncleanable offset).
+                first_unstable = self.producer_state(*tp).first_unstable_offset()
+                compact(plog, first_unstable_offset=first_unstable)
                 self._compacted[tp] = marker
 
     def flush_dirty(self) -> None:
@@ -161,7 +171,10 @@ class Broker:
         # Every stored batch carries leader epoch 0, the only epoch of this single replica,
         # as Kafka stamps the leader's epoch (clients use it for KIP-320 validation).
         kwargs.setdefault("leader_epoch", LEADER_EPOCH)
+        # Loaded before the append: the rebuild must not see this batch as well.
+        state = self.producer_state(topic, partition)
         info = plog.append(data, now_ms=now_ms, **kwargs)
+        track_append(state, plog, data, info.headers)
         policy = self.config.fsync
         if policy == "always":
             plog.flush()
@@ -175,12 +188,7 @@ class Broker:
         state = self.producers.partition(topic, partition)
         if state is not None:
             return state
-        plog = self.topics.log(topic, partition)
-        headers = () if plog is None else (
-            (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
-             h.base_offset, h.last_offset, h.max_timestamp)
-            for h in plog.iter_batch_headers() if h.producer_id >= 0)
-        return self.producers.load_partition(topic, partition, headers)
+        return load_producer_state(self, topic, partition)
 
     def forget_partitions(self, topic: str, count: int) -> None:
         """Drop per-partition soft state of a deleted topic."""

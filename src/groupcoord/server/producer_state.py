@@ -1,11 +1,17 @@
-"""Idempotent-producer state: producer id allocation and per-partition sequence checks.
+"""Producer state: producer id allocation, per-partition sequence checks and open
+transactions.
 
-Mirrors Kafka's `ProducerStateManager` / `ProducerAppendInfo` (sequence and epoch rules)
-and `ProducerIdManager` (ids never repeat, even after a restart). Per (producer id,
-partition) the metadata of the last five batches is kept so a retried batch is detected
-as a duplicate and answered with its original offsets. State is rebuilt from the batch
-headers of the log the first time a partition sees an idempotent batch after start-up,
-instead of Kafka's snapshot files.
+Mirrors Kafka's `ProducerStateManager` / `ProducerAppendInfo` / `ProducerStateEntry`
+(sequence, epoch and transaction rules) and `ProducerIdManager` (ids never repeat, even
+after a restart). Per (producer id, partition) the metadata of the last five batches is
+kept so a retried batch is detected as a duplicate and answered with its original offsets.
+Per partition the open transactions (producer id -> first offset) give the first unstable
+offset, hence the last stable offset (LSO); an end-transaction marker closes the producer's
+transaction and, for an abort, yields the `AbortedTxn` entry for the `.txnindex`
+(its last stable offset is the first offset of the oldest other open transaction, else the
+marker offset + 1, as `ProducerStateManager.lastStableOffset(completedTxn)`).
+State is rebuilt from the batch headers of the log the first time a partition is appended
+to or read with read_committed after start-up, instead of Kafka's snapshot files.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import os
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -26,6 +33,9 @@ _ID_BLOCK = 1000
 # Error codes (kept local so this module does not depend on the generated codec).
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+TRANSACTION_COORDINATOR_FENCED = 52
+NO_TXN = -1
 
 
 @dataclass(slots=True)
@@ -41,6 +51,10 @@ class BatchMetadata:
 class ProducerEntry:
     epoch: int = NO_PRODUCER_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=deque)
+    coordinator_epoch: int = -1
+    # First offset of the producer's open transaction on this partition, or NO_TXN.
+    txn_first_offset: int = NO_TXN
+    last_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -59,11 +73,87 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
+class AbortedEntry(NamedTuple):
+    """An aborted transaction as the `.txnindex` stores it (Kafka's AbortedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
 class PartitionProducerState:
     """The producers seen on one partition."""
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        # Open transactions: producer id -> first offset.
+        self.ongoing: dict[int, int] = {}
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        first = self.first_unstable_offset()
+        return high_watermark if first is None else min(first, high_watermark)
+
+    def has_ongoing(self, pid: int, epoch: int) -> bool:
+        entry = self.producers.get(pid)
+        return entry is not None and entry.txn_first_offset != NO_TXN and entry.epoch == epoch
+
+    def check_transactional(self, pid: int, transactional: bool) -> int:
+        """A non-transactional batch while the producer's transaction is open is refused
+        (`ProducerAppendInfo.appendDataBatch`: InvalidTxnStateException)."""
+        entry = self.producers.get(pid)
+        if entry is not None and entry.txn_first_offset != NO_TXN and not transactional:
+            return INVALID_TXN_STATE
+        return 0
+
+    def check_marker(self, pid: int, epoch: int, coordinator_epoch: int) -> int:
+        """`appendEndTxnMarker` checks: producer epoch, then coordinator epoch."""
+        entry = self.producers.get(pid)
+        if entry is None:
+            return 0
+        if epoch < entry.epoch:
+            return INVALID_PRODUCER_EPOCH
+        if entry.coordinator_epoch > coordinator_epoch:
+            return TRANSACTION_COORDINATOR_FENCED
+        return 0
+
+    def open_txn(self, pid: int, epoch: int, base_offset: int) -> None:
+        """A transactional data batch was appended: it may begin the transaction."""
+        entry = self._entry(pid)
+        if entry.txn_first_offset == NO_TXN:
+            entry.txn_first_offset = base_offset
+            self.ongoing[pid] = base_offset
+        if epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+
+    def end_txn(self, pid: int, epoch: int, coordinator_epoch: int, offset: int,
+                commit: bool, timestamp: int = -1) -> AbortedEntry | None:
+        """A marker was appended at `offset`; the index entry if it aborted a transaction."""
+        entry = self._entry(pid)
+        first = entry.txn_first_offset
+        if epoch != entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = coordinator_epoch
+        entry.txn_first_offset = NO_TXN
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        if first == NO_TXN:
+            return None  # a marker without data changes neither the LSO nor the index
+        del self.ongoing[pid]
+        if commit:
+            return None
+        lso = min(self.ongoing.values()) if self.ongoing else offset + 1
+        return AbortedEntry(pid, first, offset, lso)
+
+    def _entry(self, pid: int) -> ProducerEntry:
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerEntry()
+        return entry
 
     def check(self, pid: int, epoch: int, first_seq: int, last_seq: int) -> tuple[int, BatchMetadata | None]:
         """Validate a batch: (error code or 0, original batch metadata if a duplicate)."""
@@ -92,13 +182,12 @@ class PartitionProducerState:
                                               timestamp))
 
     def update(self, pid: int, epoch: int, meta: BatchMetadata) -> None:
-        entry = self.producers.get(pid)
-        if entry is None:
-            entry = self.producers[pid] = ProducerEntry()
+        entry = self._entry(pid)
         if epoch != entry.epoch:
             entry.epoch = epoch
             entry.batches.clear()
         entry.batches.append(meta)
+        entry.last_timestamp = max(entry.last_timestamp, meta.timestamp)
         if len(entry.batches) > NUM_BATCHES_TO_RETAIN:
             entry.batches.popleft()
 
@@ -141,42 +230,44 @@ class ProducerIdManager:
 
 
 class ProducerStateManager:
-    """All partitions' producer state plus the id allocator and transactional-id epochs."""
+    """All partitions' producer state plus the producer id allocator."""
 
     def __init__(self, data_dir: str) -> None:
         self.ids = ProducerIdManager(data_dir)
         self._partitions: dict[tuple[str, int], PartitionProducerState] = {}
-        self._txn: dict[str, tuple[int, int]] = {}
 
     def partition(self, topic: str, partition: int) -> PartitionProducerState | None:
         return self._partitions.get((topic, partition))
 
-    def load_partition(
-        self, topic: str, partition: int, headers: Iterable[tuple[int, int, int, int, int, int, int]]
-    ) -> PartitionProducerState:
-        """Rebuild from (pid, epoch, first_seq, last_seq, base_offset, last_offset, ts)."""
+    def load_partition(self, topic: str, partition: int,
+                       batches: Iterable[Any]) -> tuple[PartitionProducerState,
+                                                        list[AbortedEntry]]:
+        """Rebuild from the log's producer batches (`storage.transactions.TxnBatch` or a
+        tuple of its first seven fields); also return the aborted transactions found."""
         state = PartitionProducerState()
-        for pid, epoch, first_seq, last_seq, base, last, ts in headers:
+        aborted: list[AbortedEntry] = []
+        for batch in batches:
+            pid, epoch, first_seq, last_seq, base, last, ts = batch[:7]
             if pid < 0:
                 continue
             self.ids.observe(pid)
-            state.update(pid, epoch, BatchMetadata(first_seq, last_seq, base, last, ts))
+            commit = batch[8] if len(batch) > 8 else None
+            if commit is not None:
+                entry = state.end_txn(pid, epoch, batch[9], base, commit, ts)
+                if entry is not None:
+                    aborted.append(entry)
+                continue
+            if len(batch) > 7 and batch[7]:
+                state.open_txn(pid, epoch, base)
+            if first_seq >= 0:
+                state.update(pid, epoch, BatchMetadata(first_seq, last_seq, base, last, ts))
         self._partitions[(topic, partition)] = state
-        return state
+        return state, aborted
 
     def drop_partition(self, topic: str, partition: int) -> None:
         self._partitions.pop((topic, partition), None)
 
-    def init_producer_id(self, transactional_id: str | None) -> tuple[int, int]:
-        """(producer id, epoch). Idempotent producers get a fresh id with epoch 0, as
-        Kafka's handleInitProducerId does without a transactional id; a transactional id
-        keeps its id and bumps the epoch (kept in memory only)."""
-        if transactional_id is None:
-            return self.ids.next_id(), 0
-        current = self._txn.get(transactional_id)
-        if current is None or current[1] >= 32766:
-            current = (self.ids.next_id(), 0)
-        else:
-            current = (current[0], current[1] + 1)
-        self._txn[transactional_id] = current
-        return current
+    def init_producer_id(self) -> tuple[int, int]:
+        """(producer id, 0): an idempotent producer gets a fresh id, as Kafka's
+        handleInitProducerId does without a transactional id."""
+        return self.ids.next_id(), 0

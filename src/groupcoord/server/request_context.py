@@ -59,6 +59,10 @@ class BrokerRequestContext:
         return self.broker.shares
 
     @property
+    def transactions(self) -> Any:
+        return self.broker.transactions
+
+    @property
     def broker_configs(self) -> dict[str, str]:
         return self.broker.broker_configs
 

@@ -18,6 +18,10 @@ Rules kept here:
   copied byte for byte. A batch left with no records is dropped. Control batches are kept.
 - A cleaned segment is written to ``<base>.log.cleaned``, renamed to ``.log.swap`` and then
   over the ``.log``; recovery finishes or discards an interrupted swap.
+- Transactions (Kafka's ``CleanedTransactionMetadata``): nothing at or past the first
+  unstable offset (the oldest open transaction) is cleaned, and the data batches of aborted
+  transactions (known from the ``.txnindex`` files) neither count as the latest value of a
+  key nor survive cleaning; markers stay.
 """
 
 from __future__ import annotations
@@ -60,13 +64,33 @@ def _record_timestamp(header: BatchHeader, record: Record) -> int:
     return header.base_timestamp + record.timestamp_delta
 
 
-def _build_offset_map(segments: list[LogSegment], key_fn: KeyFn) -> dict[bytes, int]:
+Aborted = dict[int, list[tuple[int, int]]]
+
+
+def _aborted_ranges(log: PartitionLog) -> Aborted:
+    """producer id -> [(first offset, marker offset)] of its aborted transactions."""
+    ranges: Aborted = {}
+    for seg in log.segments:
+        for txn in seg.txn_index.entries:
+            ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return ranges
+
+
+def _is_aborted(header: BatchHeader, aborted: Aborted) -> bool:
+    if not header.is_transactional or header.is_control:
+        return False
+    return any(first <= header.base_offset < last
+               for first, last in aborted.get(header.producer_id, ()))
+
+
+def _build_offset_map(segments: list[LogSegment], key_fn: KeyFn,
+                      aborted: Aborted | None = None) -> dict[bytes, int]:
     """key -> offset of its latest record across ``segments`` (the cleaner's OffsetMap)."""
     latest: dict[bytes, int] = {}
     for seg in segments:
         for _, view in iter_file_batches(seg.fd, 0, seg.size):
             header = parse_header(view)
-            if header.is_control:
+            if header.is_control or (aborted and _is_aborted(header, aborted)):
                 continue
             for rec in decode_records(view):
                 key = key_fn(rec)
@@ -86,12 +110,15 @@ def _keep(header: BatchHeader, rec: Record, key_fn: KeyFn, latest: dict[bytes, i
 
 
 def _filter_batch(view: memoryview, key_fn: KeyFn, latest: dict[bytes, int],
-                  horizon_ms: int) -> tuple[bytes | memoryview | None, int]:
+                  horizon_ms: int, aborted: Aborted | None = None
+                  ) -> tuple[bytes | memoryview | None, int]:
     """The batch to write in place of ``view`` (None to drop it) and records removed."""
     header = parse_header(view)
     if header.is_control:
         return view, 0
     records = decode_records(view)
+    if aborted and _is_aborted(header, aborted):
+        return None, len(records)
     kept = [r for r in records if _keep(header, r, key_fn, latest, horizon_ms)]
     removed = len(records) - len(kept)
     if not removed:
@@ -110,14 +137,14 @@ def _filter_batch(view: memoryview, key_fn: KeyFn, latest: dict[bytes, int],
 
 
 def _clean_segment(log: PartitionLog, index: int, key_fn: KeyFn, latest: dict[bytes, int],
-                   horizon_ms: int) -> int:
+                   horizon_ms: int, aborted: Aborted | None = None) -> int:
     """Rewrite segment ``index`` of ``log``; return the number of records removed."""
     seg = log.segments[index]
     cleaned_path = seg.log_path + ".cleaned"
     removed = 0
     with open(cleaned_path, "wb") as out:
         for _, view in iter_file_batches(seg.fd, 0, seg.size):
-            batch, dropped = _filter_batch(view, key_fn, latest, horizon_ms)
+            batch, dropped = _filter_batch(view, key_fn, latest, horizon_ms, aborted)
             removed += dropped
             if batch is not None:
                 out.write(batch)
@@ -140,16 +167,23 @@ def _clean_segment(log: PartitionLog, index: int, key_fn: KeyFn, latest: dict[by
 
 
 def compact(log: PartitionLog, key_fn: KeyFn = record_key, now_ms: int | None = None,
-            delete_retention_ms: int | None = None) -> CompactionResult:
-    """Clean every inactive segment of ``log`` in place (see the module rules)."""
+            delete_retention_ms: int | None = None,
+            first_unstable_offset: int | None = None) -> CompactionResult:
+    """Clean every inactive segment of ``log`` wholly below ``first_unstable_offset``
+    in place (see the module rules)."""
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     retention = log.config.delete_retention_ms if delete_retention_ms is None \
         else delete_retention_ms
     cleanable = log.segments[:-1]
+    if first_unstable_offset is not None:
+        segs = log.segments
+        cleanable = [s for i, s in enumerate(cleanable)
+                     if segs[i + 1].base_offset <= first_unstable_offset]
     result = CompactionResult(bytes_before=sum(s.size for s in cleanable))
-    latest = _build_offset_map(cleanable, key_fn)
+    aborted = _aborted_ranges(log)
+    latest = _build_offset_map(cleanable, key_fn, aborted)
     for index in range(len(cleanable)):
-        removed = _clean_segment(log, index, key_fn, latest, now - retention)
+        removed = _clean_segment(log, index, key_fn, latest, now - retention, aborted)
         if removed:
             result.segments_cleaned += 1
             result.records_removed += removed

@@ -34,6 +34,7 @@ from groupcoord.logformat.batch import (
     validate,
 )
 from groupcoord.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
+from groupcoord.storage.txn_index import TransactionIndex
 
 _PREFIX = struct.Struct(">qi")
 _SCAN_CHUNK = 1 << 20
@@ -91,6 +92,7 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.offset_index = OffsetIndex(stem + ".index", base_offset)
         self.time_index = TimeIndex(stem + ".timeindex", base_offset)
+        self.txn_index = TransactionIndex(stem + ".txnindex", base_offset)
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = os.fstat(self.fd).st_size
         self.next_offset = base_offset
@@ -143,6 +145,8 @@ class LogSegment:
             self.size = valid
         self.offset_index.rewrite()
         self.time_index.rewrite()
+        # Aborts whose markers were cut off are no longer aborts of this log.
+        self.txn_index.truncate_to(self.next_offset)
         return SegmentRecovery(valid, dropped, batches)
 
     def _count_frames(self, start: int) -> int:
@@ -206,6 +210,7 @@ class LogSegment:
         if self.dirty:
             os.fsync(self.fd)
             self.dirty = False
+        self.txn_index.flush()
 
     # -- reading -------------------------------------------------------------------------
 
@@ -292,19 +297,22 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(offset)
+        self.txn_index.truncate_to(offset)
         self.recover(verify=False)
         return removed
 
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path,
+                     self.txn_index.path):
             try:
                 os.unlink(path)
             except FileNotFoundError:

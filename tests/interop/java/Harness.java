@@ -62,6 +62,8 @@ public final class Harness {
             case "describe-groups" -> GroupAdmin.describeGroups(args);
             case "delete-group-offsets" -> GroupAdmin.deleteGroupOffsets(args);
             case "delete-groups" -> GroupAdmin.deleteGroups(args);
+            case "txn-produce" -> TxnModes.produce(args);
+            case "ctp" -> TxnModes.consumeTransformProduce(args);
             default -> {
                 usage("unknown mode " + mode);
                 yield 64;

@@ -1,0 +1,34 @@
+"""AddOffsetsToTxn (key 25, v0-v4): add the group's `__consumer_offsets` partition to the
+transaction, so TxnOffsetCommit may write there and EndTxn will complete it.
+
+Mirrors `KafkaApis.handleAddOffsetsToTxnRequest`: the partition is Kafka's
+`partitionFor(groupId)`, then the same coordinator path as AddPartitionsToTxn;
+PRODUCER_FENCED is written as INVALID_PRODUCER_EPOCH before v2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+
+API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
+MIN_VERSION = 0
+MAX_VERSION = 4
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+async def handle(ctx: RequestContext, header: Any, request: AddOffsetsToTxnRequest,
+                 version: int) -> AddOffsetsToTxnResponse:
+    partition = ctx.groups.partition_for(request.group_id)
+    code = ctx.transactions.add_partitions(request.transactional_id, request.producer_id,
+                                           request.producer_epoch, [(OFFSETS_TOPIC, partition)])
+    if code == ErrorCode.PRODUCER_FENCED and version < 2:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    return AddOffsetsToTxnResponse(error_code=code)

@@ -1,0 +1,89 @@
+"""AddPartitionsToTxn (key 24, v0-v5): add partitions to the producer's transaction.
+
+Mirrors `KafkaApis.handleAddPartitionsToTxnRequest`: v0-3 carry one transaction (from
+clients), v4+ a batch of them (from brokers, KIP-890), each possibly `verify_only` (check
+membership without adding: a partition not in the transaction -> TRANSACTION_ABORTABLE).
+Per transaction: an unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION, an internal
+topic from a client (v0-3) -> TOPIC_AUTHORIZATION_FAILED (Kafka only authorizes
+non-internal topics there), and any such failure leaves every other partition of that
+transaction OPERATION_NOT_ATTEMPTED; otherwise every partition carries the coordinator's
+answer, with PRODUCER_FENCED written as INVALID_PRODUCER_EPOCH before v2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.add_partitions_to_txn import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResult,
+    AddPartitionsToTxnTopicResult,
+)
+
+API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+TopicPartition = tuple[str, int]
+
+
+def _partition_errors(ctx: RequestContext, topics: list[Any],
+                      version: int) -> tuple[dict[TopicPartition, int], bool]:
+    """Metadata/authorization errors per partition; True if any partition failed."""
+    errors: dict[TopicPartition, int] = {}
+    failed = False
+    for t in topics:
+        topic = ctx.topics.get(t.name)
+        for p in t.partitions:
+            code = 0
+            if version < 4 and topic is not None and topic.internal:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= p < topic.num_partitions:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            errors[(t.name, p)] = code
+            failed = failed or code != 0
+    return errors, failed
+
+
+def _results(errors: dict[TopicPartition, int]) -> list[AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
+    for (topic, partition), code in errors.items():
+        by_topic.setdefault(topic, []).append(AddPartitionsToTxnPartitionResult(
+            partition_index=partition, partition_error_code=code))
+    return [AddPartitionsToTxnTopicResult(name=name, results_by_partition=parts)
+            for name, parts in by_topic.items()]
+
+
+def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_only: bool,
+                    topics: list[Any], version: int) -> list[AddPartitionsToTxnTopicResult]:
+    errors, failed = _partition_errors(ctx, topics, version)
+    if failed:
+        return _results({tp: code or ErrorCode.OPERATION_NOT_ATTEMPTED
+                         for tp, code in errors.items()})
+    partitions = list(errors)
+    if verify_only:
+        return _results(ctx.transactions.verify_partitions(tid, pid, epoch, partitions))
+    code = ctx.transactions.add_partitions(tid, pid, epoch, partitions)
+    if code == ErrorCode.PRODUCER_FENCED and version < 2:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    return _results(dict.fromkeys(partitions, code))
+
+
+async def handle(ctx: RequestContext, header: Any, request: AddPartitionsToTxnRequest,
+                 version: int) -> AddPartitionsToTxnResponse:
+    if version < 4:
+        results = one_transaction(
+            ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch, False, request.v3_and_below_topics, version)
+        return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
+    by_txn = [AddPartitionsToTxnResult(
+        transactional_id=t.transactional_id,
+        topic_results=one_transaction(ctx, t.transactional_id, t.producer_id,
+                                      t.producer_epoch, t.verify_only, t.topics, version))
+        for t in request.transactions]
+    return AddPartitionsToTxnResponse(error_code=0, results_by_transaction=by_txn)

@@ -1,0 +1,50 @@
+"""DescribeTransactions (key 65, v0): state, producer, timeout and partitions per id.
+
+Mirrors `TransactionCoordinator.handleDescribeTransactions`: an empty id ->
+INVALID_REQUEST, an unknown (or Dead) one -> TRANSACTIONAL_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis.context import RequestContext
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    TopicData,
+    TransactionState,
+)
+
+API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+def describe_one(ctx: RequestContext, tid: str) -> TransactionState:
+    state = TransactionState(transactional_id=tid, error_code=0)
+    if not tid:
+        state.error_code = ErrorCode.INVALID_REQUEST
+        return state
+    md = ctx.transactions.coordinator.txns.get(tid)
+    if md is None or md.state.kafka_name == "Dead":
+        state.error_code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        return state
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(md.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    state.producer_id = md.producer_id
+    state.producer_epoch = md.producer_epoch
+    state.transaction_state = md.state.kafka_name
+    state.transaction_timeout_ms = md.timeout_ms
+    state.transaction_start_time_ms = md.start_ms
+    state.topics = [TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]
+    return state
+
+
+async def handle(ctx: RequestContext, header: Any, request: DescribeTransactionsRequest,
+                 version: int) -> DescribeTransactionsResponse:
+    return DescribeTransactionsResponse(
+        transaction_states=[describe_one(ctx, tid) for tid in request.transactional_ids])

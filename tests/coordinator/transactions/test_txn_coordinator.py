@@ -1,0 +1,255 @@
+"""The transaction coordinator state machine: exact error codes and transits, manual clock."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from groupcoord.coordinator.transactions.coordinator import (
+    CONCURRENT_TRANSACTIONS,
+    INVALID_PRODUCER_ID_MAPPING,
+    INVALID_REQUEST,
+    INVALID_TRANSACTION_TIMEOUT,
+    INVALID_TXN_STATE,
+    PRODUCER_FENCED,
+    TRANSACTION_ABORTABLE,
+    TransactionCoordinator,
+    TxnOp,
+)
+from groupcoord.coordinator.transactions.state import (
+    IllegalTransitionError,
+    S,
+    TransactionMetadata,
+    TransactionState,
+    check_transition,
+)
+from groupcoord.logformat.transaction_records import decode_value, encode_value
+
+
+def _coord() -> TransactionCoordinator:
+    ids = itertools.count(1000)
+    return TransactionCoordinator(lambda: next(ids))
+
+
+def _commit(c: TransactionCoordinator, op: TxnOp) -> TxnOp:
+    """What the runtime does: append the record (round trip through bytes), then apply."""
+    assert op.transit is not None
+    value, _ = decode_value(encode_value(op.transit.to_value()))
+    assert value is not None and value.producer_epoch == op.transit.producer_epoch
+    c.apply(op.tid, op.transit)
+    return op
+
+
+def _init(c: TransactionCoordinator, tid: str = "t", now: int = 0,
+          expected: tuple[int, int] | None = None) -> TxnOp:
+    op = c.init_producer_id(tid, 60_000, expected, now)
+    if op.transit is not None:
+        _commit(c, op)
+    return op
+
+
+def _ongoing(c: TransactionCoordinator, now: int = 10) -> tuple[int, int]:
+    op = _init(c)
+    _commit(c, c.add_partitions("t", op.producer_id, op.producer_epoch, [("a", 0)], now))
+    return op.producer_id, op.producer_epoch
+
+
+def test_transition_table_is_kafkas() -> None:
+    check_transition(S.ONGOING, S.PREPARE_COMMIT)
+    check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT)
+    check_transition(S.COMPLETE_ABORT, S.ONGOING)
+    for bad in ((S.EMPTY, S.PREPARE_COMMIT), (S.PREPARE_COMMIT, S.ONGOING),
+                (S.PREPARE_ABORT, S.COMPLETE_COMMIT), (S.ONGOING, S.DEAD)):
+        with pytest.raises(IllegalTransitionError):
+            check_transition(*bad)
+    assert TransactionState.from_name("PrepareEpochFence") == S.PREPARE_EPOCH_FENCE
+    assert S.COMPLETE_COMMIT.kafka_name == "CompleteCommit" and int(S.DEAD) == 6
+
+
+def test_init_producer_id_allocates_then_bumps_epoch() -> None:
+    c = _coord()
+    first = _init(c)
+    assert (first.error, first.producer_id, first.producer_epoch) == (0, 1000, 0)
+    second = _init(c)
+    assert (second.producer_id, second.producer_epoch) == (1000, 1)
+    assert c.txns["t"].state == S.EMPTY and c.txns["t"].last_producer_epoch == -1
+
+
+def test_init_producer_id_validation_errors() -> None:
+    c = _coord()
+    assert c.init_producer_id("", 1000, None, 0).error == INVALID_REQUEST
+    assert c.init_producer_id("t", 0, None, 0).error == INVALID_TRANSACTION_TIMEOUT
+    assert c.init_producer_id("t", 900_001, None, 0).error == INVALID_TRANSACTION_TIMEOUT
+    assert c.init_producer_id("t", 900_000, None, 0).error == 0
+
+
+def test_init_producer_id_on_ongoing_fences_and_aborts_first() -> None:
+    c = _coord()
+    pid, epoch = _ongoing(c)
+    op = c.init_producer_id("t", 60_000, None, 20)
+    assert op.error == CONCURRENT_TRANSACTIONS and op.writes_markers
+    assert op.transit is not None and op.transit.state == S.PREPARE_ABORT
+    assert op.transit.producer_epoch == epoch + 1 and op.transit.partitions == {("a", 0)}
+    _commit(c, op)
+    # While markers are outstanding the caller keeps getting CONCURRENT_TRANSACTIONS.
+    assert c.init_producer_id("t", 60_000, None, 21).error == CONCURRENT_TRANSACTIONS
+    # The old producer is fenced.
+    assert c.end_txn("t", pid, epoch, True, 22).error == PRODUCER_FENCED
+    _commit(c, c.complete("t", 23))
+    assert c.txns["t"].state == S.COMPLETE_ABORT
+    retry = _init(c, now=24)
+    assert (retry.error, retry.producer_id, retry.producer_epoch) == (0, pid, epoch + 2)
+
+
+def test_init_producer_id_with_expected_epoch() -> None:
+    c = _coord()
+    op = _init(c)
+    pid = op.producer_id
+    bumped = _init(c, expected=(pid, 0))
+    assert bumped.producer_epoch == 1 and c.txns["t"].last_producer_epoch == 0
+    # A retry of that bump (answer lost) gets the same epoch, not another bump.
+    again = c.init_producer_id("t", 60_000, (pid, 0), 5)
+    assert again.producer_epoch == 1
+    assert c.init_producer_id("t", 60_000, (pid, 7), 5).error == PRODUCER_FENCED
+    assert c.init_producer_id("t", 60_000, (pid + 1, 1), 5).error == PRODUCER_FENCED
+
+
+def test_epoch_exhaustion_rotates_producer_id() -> None:
+    c = _coord()
+    _init(c)
+    md = c.txns["t"]
+    md.producer_epoch = 32766
+    op = _init(c)
+    assert (op.producer_id, op.producer_epoch) == (1001, 0)
+    assert c.txns["t"].prev_producer_id == 1000
+
+
+def test_add_partitions_rules() -> None:
+    c = _coord()
+    assert c.add_partitions("x", 1, 0, [("a", 0)], 0).error == INVALID_PRODUCER_ID_MAPPING
+    op = _init(c)
+    pid, epoch = op.producer_id, op.producer_epoch
+    assert c.add_partitions("t", pid + 1, epoch, [("a", 0)], 0).error == INVALID_PRODUCER_ID_MAPPING
+    assert c.add_partitions("t", pid, epoch + 1, [("a", 0)], 0).error == PRODUCER_FENCED
+    assert c.add_partitions("", pid, epoch, [("a", 0)], 0).error == INVALID_REQUEST
+    added = _commit(c, c.add_partitions("t", pid, epoch, [("a", 0)], 100))
+    assert added.transit is not None and added.transit.start_ms == 100
+    # Already in the transaction: no record at all.
+    assert c.add_partitions("t", pid, epoch, [("a", 0)], 150).transit is None
+    more = _commit(c, c.add_partitions("t", pid, epoch, [("b", 1)], 200))
+    assert more.transit is not None and more.transit.start_ms == 100
+    assert c.txns["t"].partitions == {("a", 0), ("b", 1)}
+    _commit(c, c.end_txn("t", pid, epoch, True, 300))
+    assert c.add_partitions("t", pid, epoch, [("c", 0)], 310).error == CONCURRENT_TRANSACTIONS
+
+
+def test_verify_partitions() -> None:
+    c = _coord()
+    pid, epoch = _ongoing(c)
+    got = c.verify_partitions("t", pid, epoch, [("a", 0), ("z", 0)])
+    assert got == {("a", 0): 0, ("z", 0): TRANSACTION_ABORTABLE}
+    assert c.verify_partitions("t", pid, epoch + 1, [("a", 0)]) == {("a", 0): PRODUCER_FENCED}
+    assert c.txns["t"].state == S.ONGOING  # nothing written
+
+
+def test_end_txn_commit_and_retries() -> None:
+    c = _coord()
+    pid, epoch = _ongoing(c)
+    op = c.end_txn("t", pid, epoch, True, 50)
+    assert op.writes_markers and op.transit is not None and op.transit.state == S.PREPARE_COMMIT
+    _commit(c, op)
+    assert c.end_txn("t", pid, epoch, True, 51).error == CONCURRENT_TRANSACTIONS
+    assert c.end_txn("t", pid, epoch, False, 51).error == INVALID_TXN_STATE
+    done = _commit(c, c.complete("t", 52))
+    assert done.transit is not None and done.transit.partitions == frozenset()
+    retry = c.end_txn("t", pid, epoch, True, 53)
+    assert (retry.error, retry.producer_id, retry.producer_epoch, retry.transit) == (
+        0, pid, epoch, None)
+    assert c.end_txn("t", pid, epoch, False, 53).error == INVALID_TXN_STATE
+
+
+def test_end_txn_errors() -> None:
+    c = _coord()
+    assert c.end_txn("t", 1, 0, True, 0).error == INVALID_PRODUCER_ID_MAPPING
+    op = _init(c)
+    assert c.end_txn("t", op.producer_id, 0, True, 0).error == INVALID_TXN_STATE  # Empty
+    assert c.end_txn("t", op.producer_id, 1, True, 0).error == PRODUCER_FENCED
+    assert c.end_txn("t", op.producer_id + 5, 0, True, 0).error == INVALID_PRODUCER_ID_MAPPING
+    assert c.end_txn("", op.producer_id, 0, True, 0).error == INVALID_REQUEST
+
+
+def test_end_txn_v5_bumps_epoch_every_transaction() -> None:
+    c = _coord()
+    pid, epoch = _ongoing(c)
+    op = _commit(c, c.end_txn("t", pid, epoch, True, 50, client_tv=2))
+    assert op.producer_epoch == epoch + 1 and c.txns["t"].last_producer_epoch == epoch
+    # The retry with the old epoch is recognised while markers are written and after.
+    assert c.end_txn("t", pid, epoch, True, 51, client_tv=2).error == CONCURRENT_TRANSACTIONS
+    _commit(c, c.complete("t", 52))
+    retry = c.end_txn("t", pid, epoch, True, 53, client_tv=2)
+    assert (retry.error, retry.producer_epoch) == (0, epoch + 1)
+
+
+def test_timeouts_abort_with_epoch_fence() -> None:
+    c = _coord()
+    pid, epoch = _ongoing(c, now=1000)
+    assert c.timed_out(61_000) == []
+    assert c.timed_out(61_001) == ["t"]
+    op = _commit(c, c.abort_timed_out("t", 61_001))
+    assert op.writes_markers and c.txns["t"].producer_epoch == epoch + 1
+    assert c.pending_markers() == ["t"]
+    _commit(c, c.complete("t", 61_002))
+    assert c.timed_out(10**9) == [] and c.pending_markers() == []
+    assert c.end_txn("t", pid, epoch, True, 61_003).error == PRODUCER_FENCED
+
+
+def test_expiration_and_tombstone_replay() -> None:
+    c = _coord()
+    _init(c, now=0)
+    assert c.expired(10, expiration_ms=100) == []
+    assert c.expired(100, expiration_ms=100) == ["t"]
+    c.apply("t", c.txns["t"].prepare_dead())
+    assert "t" not in c.txns
+    c.replay("u", None)
+    assert "u" not in c.txns
+
+
+def test_replay_rebuilds_what_live_operations_built() -> None:
+    live = _coord()
+    log: list[tuple[str, bytes | None]] = []
+
+    def write(op: TxnOp) -> None:
+        assert op.transit is not None
+        log.append((op.tid, encode_value(op.transit.to_value())))
+        live.apply(op.tid, op.transit)
+
+    op = live.init_producer_id("t", 60_000, None, 0)
+    write(op)
+    write(live.add_partitions("t", op.producer_id, 0, [("a", 0), ("a", 2), ("b", 1)], 5))
+    write(live.end_txn("t", op.producer_id, 0, False, 6))
+    loaded = _coord()
+    for tid, raw in log:
+        loaded.replay(tid, decode_value(raw)[0])
+    got, want = loaded.txns["t"], live.txns["t"]
+    assert got == TransactionMetadata(
+        "t", want.producer_id, want.producer_epoch, -1, want.timeout_ms, S.PREPARE_ABORT,
+        {("a", 0), ("a", 2), ("b", 1)}, 5, 6, -1, -1, 0)
+    # Like Kafka's v0 record, the previous producer id is not stored.
+    assert want.prev_producer_id == want.producer_id
+    assert loaded.pending_markers() == ["t"]
+
+
+def test_list_transactions_filters() -> None:
+    c = _coord()
+    _ongoing(c, now=100)
+    _init(c, tid="idle", now=0)
+    found, unknown = c.list_transactions(["Ongoing", "Bogus"], [], -1, None, 200)
+    assert [m.transactional_id for m in found] == ["t"] and unknown == ["Bogus"]
+    assert c.list_transactions(["Ongoing"], [], 150, None, 200)[0] == []
+    assert len(c.list_transactions(["Ongoing"], [], 99, None, 200)[0]) == 1
+    assert [m.transactional_id for m in c.list_transactions([], [], -1, "id.*", 200)[0]] == [
+        "idle"]
+    pid = c.txns["idle"].producer_id
+    assert [m.transactional_id for m in c.list_transactions([], [pid], -1, None, 0)[0]] == [
+        "idle"]
