@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.machine import cpu_model
 from groupcoord.coordinator.assignors import ASSIGNORS, GroupSpec, MemberSpec
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -107,17 +108,6 @@ def run_case(name: str, members: int, partitions: int, homogeneous: bool, mode: 
         "cpu_min_ms": round(min(cpu), 3),
         "partitions_moved": moved if mode == "incremental" else None,
     }
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def machine() -> dict:

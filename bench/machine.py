@@ -15,7 +15,7 @@ from bench.common import REPO_ROOT
 PACKAGES = ("groupcoord", "confluent-kafka", "uvloop", "crc32c", "cramjam")
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -72,7 +72,7 @@ def machine_info() -> dict[str, Any]:
     """CPU model, cores, RAM, OS, Python and package versions, date (UTC), git revision."""
     return {
         "date_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cpu_cores": os.cpu_count(),
         "ram_gib": _mem_total_gib(),
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
