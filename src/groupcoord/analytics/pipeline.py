@@ -53,9 +53,11 @@ class Stages:
         self.progress(f"[{now - self.t0:7.1f}s] {name}{': ' + detail if detail else ''}")
 
 
-def _read(spark: Any, cfg: RunConfig, table: str, **options: str) -> Any:
-    reader = spark.read.format("kafkalog").option("table", table)
-    reader = reader.option("split_bytes", cfg.split_bytes)
+def _read(spark: Any, cfg: RunConfig, table: str, stream: bool = False,
+          **options: str) -> Any:
+    """A ``kafkalog`` read of ``table`` (``spark.readStream`` with ``stream``)."""
+    reader = (spark.readStream if stream else spark.read).format("kafkalog")
+    reader = reader.option("table", table).option("split_bytes", cfg.split_bytes)
     # keep every core busy: never fewer tasks than the default parallelism
     reader = reader.option("min_tasks", str(spark.sparkContext.defaultParallelism))
     for k, v in options.items():
@@ -101,7 +103,7 @@ def source_frames(spark: Any, cfg: RunConfig, stream: bool = False,
     extra = options or {}
 
     def read(table: str, **opts: str) -> Any:
-        return (_read_stream if stream else _read)(spark, cfg, table, **opts, **extra)
+        return _read(spark, cfg, table, stream, **opts, **extra)
 
     commits = _filter_commits(read("offset_commits"), cfg)
     commits = commits.withColumn("record_ts", F.timestamp_millis("record_ts_ms"))
@@ -111,15 +113,6 @@ def source_frames(spark: Any, cfg: RunConfig, stream: bool = False,
     bronze = read("coord_records", exclude_types="0,1",
                   topic="__consumer_offsets,__group_events,__share_group_state")
     return {"offset_commits": commits, "end_offsets": ends, "coord_records": bronze}
-
-
-def _read_stream(spark: Any, cfg: RunConfig, table: str, **options: str) -> Any:
-    reader = spark.readStream.format("kafkalog").option("table", table)
-    reader = reader.option("split_bytes", cfg.split_bytes)
-    reader = reader.option("min_tasks", str(spark.sparkContext.defaultParallelism))
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load(cfg.data_dir)
 
 
 def load_ingested(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:

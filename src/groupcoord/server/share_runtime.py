@@ -34,6 +34,7 @@ from groupcoord.coordinator.share.state_store import (
     snapshot_record,
 )
 from groupcoord.server import share_admin
+from groupcoord.server.log_records import keyed_records
 from groupcoord.server.shard_log import encode_records_batch
 from groupcoord.server.share_configs import GroupConfigStore
 
@@ -76,24 +77,16 @@ class ShareRuntime:
             log.info("loaded %d share-state records", count)
 
     def _replay(self, plog: Any) -> int:
-        if plog is None:
-            return 0
-        from groupcoord.logformat.batch import decode_records, parse_header
         from groupcoord.logformat.coordinator_records import SHARE, decode_record
 
         count = 0
-        for view in plog.iter_batches():
-            if parse_header(view).is_control:
+        for rec in keyed_records(plog):
+            try:
+                record = decode_record(rec.key, rec.value, SHARE)
+            except ValueError:
                 continue
-            for rec in decode_records(view):
-                if rec.key is None:
-                    continue
-                try:
-                    record = decode_record(rec.key, rec.value, SHARE)
-                except ValueError:
-                    continue
-                self.store.replay(record)
-                count += 1
+            self.store.replay(record)
+            count += 1
         return count
 
     async def stop(self) -> None:

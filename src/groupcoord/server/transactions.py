@@ -35,13 +35,14 @@ from groupcoord.coordinator.transactions.coordinator import (
     TxnOp,
 )
 from groupcoord.coordinator.transactions.state import S, TopicPartition
-from groupcoord.logformat.batch import build_batch, decode_records, parse_header
+from groupcoord.logformat.batch import build_batch
 from groupcoord.logformat.transaction_records import (
     decode_key,
     decode_value,
     encode_key,
     encode_value,
 )
+from groupcoord.server.log_records import keyed_records
 from groupcoord.server.txn_log import write_marker
 from groupcoord.storage.config import StorageError
 from groupcoord.wire.errors import DecodeError
@@ -106,26 +107,18 @@ class TransactionRuntime:
         self._completing.clear()
 
     def _load(self, partition: int) -> int:
-        plog = self.broker.logs.get(TXN_TOPIC, partition)
-        if plog is None:
-            return 0
         count = 0
-        for view in plog.iter_batches():
-            if parse_header(view).is_control:
+        for rec in keyed_records(self.broker.logs.get(TXN_TOPIC, partition)):
+            try:
+                tid = decode_key(rec.key)
+                value = decode_value(rec.value)[0]
+            except DecodeError:
+                log.warning("skipping an undecodable record in %s-%d", TXN_TOPIC, partition)
                 continue
-            for rec in decode_records(view):
-                if rec.key is None:
-                    continue
-                try:
-                    tid = decode_key(rec.key)
-                    value = decode_value(rec.value)[0]
-                except DecodeError:
-                    log.warning("skipping an undecodable record in %s-%d", TXN_TOPIC, partition)
-                    continue
-                if value is not None:
-                    self.broker.producers.ids.observe(value.producer_id)
-                self.coordinator.replay(tid, value)
-                count += 1
+            if value is not None:
+                self.broker.producers.ids.observe(value.producer_id)
+            self.coordinator.replay(tid, value)
+            count += 1
         return count
 
     def partition_for(self, transactional_id: str) -> int:
