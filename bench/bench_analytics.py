@@ -228,12 +228,14 @@ def render(result: dict[str, Any]) -> str:
         f"(`--eval-every {result['eval_every']} --grid {result['grid']} --no-plots`), "
         "Spark session already up."), "",
         ("| share of 1 GB | MB | records | decode records/s | decode MB/s | Spark records/s "
-        "| Spark MB/s | Spark s | pipeline s | pipeline records/s | load (1 min) |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Spark MB/s | Spark s | pipeline s | pipeline records/s | pipeline MB/s "
+        "| load (1 min) |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         pipe = r.get("pipeline", {}).get("seconds", "not run")
-        pipe_rate = f"{r['records'] / pipe:,.0f}" if isinstance(pipe, float | int) else "–"
+        timed = isinstance(pipe, float | int)
+        pipe_rate = f"{r['records'] / pipe:,.0f} | {r['mb'] / pipe:.1f}" if timed else "– | –"
         lines.append(
             f"| {r['share'] * 100:.1f} % | {r['mb']:,} | {r['records']:,} | "
             f"{r['decode']['records_per_s']:,} | {r['decode']['mb_per_s']} | "
