@@ -166,6 +166,19 @@ def test_list_shows_share_type(share_group) -> None:  # type: ignore[no-untyped-
     assert groups_json(bootstrap, "list", "--type", "consumer") == []
 
 
+def test_reset_and_delete_offsets_refused_while_the_group_has_members(share_group) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, _consumer = share_group
+    reset = groups(bootstrap, "reset-offsets", GROUP, "--topic", TOPIC, "--to-earliest",
+                   "--execute")
+    assert reset.returncode == 1
+    assert f"Share group '{GROUP}' is not empty." in reset.stderr
+    delete = groups(bootstrap, "delete-offsets", GROUP, "--topic", TOPIC)
+    assert delete.returncode == 1 and "NON_EMPTY_GROUP" in delete.stderr
+    # Nothing changed.
+    data = groups_json(bootstrap, "describe", GROUP)
+    assert {r["partition"]: r["start_offset"] for r in data["partitions"]} == {0: 4, 1: 2}
+
+
 def test_closed_consumer_releases_acquired_records(share_group) -> None:  # type: ignore[no-untyped-def]
     bootstrap, consumer = share_group
     consumer.close()
@@ -181,3 +194,43 @@ def test_closed_consumer_releases_acquired_records(share_group) -> None:  # type
             for r in data["partitions"]} == {0: (4, 5, 5), 1: (2, 13, 8)}
     table = groups(bootstrap, "describe", GROUP).stdout
     assert f"Share group '{GROUP}' has no active members." in table
+
+
+def test_reset_offsets_of_an_empty_share_group(share_group) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, _consumer = share_group  # closed by the test above: the group is Empty
+    dry = groups_json(bootstrap, "reset-offsets", GROUP, "--all-topics", "--to-latest",
+                      "--dry-run")
+    assert [(r["topic"], r["partition"], r["new_offset"]) for r in dry] == \
+        [(TOPIC, 0, 10), (TOPIC, 1, 15)]
+    unchanged = groups_json(bootstrap, "describe", GROUP)
+    assert {r["partition"]: r["start_offset"] for r in unchanged["partitions"]} == {0: 4, 1: 2}
+    wrong = groups(bootstrap, "reset-offsets", GROUP, "--topic", TOPIC, "--to-offset", "3",
+                   "--execute")
+    assert wrong.returncode == 1 and "--to-earliest, --to-latest or --to-datetime" in wrong.stderr
+    done = groups(bootstrap, "reset-offsets", GROUP, "--topic", f"{TOPIC}:0", "--to-latest",
+                  "--execute")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET",
+                                   GROUP, TOPIC, "0", "10"]
+    data = groups_json(bootstrap, "describe", GROUP)
+    assert {r["partition"]: (r["start_offset"], r["lag"]) for r in data["partitions"]} == \
+        {0: (10, 0), 1: (2, 13)}
+
+
+def test_delete_offsets_of_an_empty_share_group(share_group) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, _consumer = share_group
+    partial = groups(bootstrap, "delete-offsets", GROUP, "--topic", f"{TOPIC}:0")
+    assert partial.returncode == 1 and "per topic" in partial.stderr
+    done = groups(bootstrap, "delete-offsets", GROUP, "--topic", TOPIC, "--topic", "no-such")
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["TOPIC", "STATUS"]
+    assert lines[1].split()[0] == "cli-share-orders" and lines[1].split()[1:] == ["Successful"]
+    assert lines[2].startswith("no-such") and "Error:" in lines[2]
+    # The topic's share state is gone: nothing left to describe or to delete again.
+    assert groups_json(bootstrap, "describe", GROUP)["partitions"] == []
+    again = groups(bootstrap, "delete-offsets", GROUP, "--topic", TOPIC, "--json")
+    assert again.returncode == 1
+    assert json.loads(again.stdout) == [{
+        "topic": TOPIC, "error": "UNKNOWN_TOPIC_OR_PARTITION",
+        "status": "Error: There is no offset information to delete."}]

@@ -1,14 +1,19 @@
 """AlterShareGroupOffsets (API 91, v0): set the start offset of share-partitions
-(`GroupCoordinatorService.alterShareGroupOffsets`). The group must have no members
-(NON_EMPTY_GROUP); a group id of another type is GROUP_ID_NOT_FOUND; an unknown topic or
-partition is UNKNOWN_TOPIC_OR_PARTITION for that partition. The new start offset is
-persisted as a ShareSnapshot with no in-flight records."""
+(`GroupCoordinatorService.alterShareGroupOffsets`). The group must be an existing share
+group (GROUP_ID_NOT_FOUND otherwise, as `GroupMetadataManager.shareGroup` throws) with no
+members (NON_EMPTY_GROUP); an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION for
+that partition. As in Kafka, the altered partitions are first written initializing in
+ShareGroupStatePartitionMetadata, the new start offset is persisted as a ShareSnapshot with
+no in-flight records, and then they are written initialized."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import share_group_members
+from groupcoord.apis import share_state_init
+from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.share import state_ops
+from groupcoord.coordinator.share.state_metadata import TopicInit
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.alter_share_group_offsets import (
     AlterShareGroupOffsetsRequest,
@@ -46,9 +51,34 @@ def _topic(ctx: Any, group_id: str, t: Any) -> AlterShareGroupOffsetsResponseTop
         partitions=out)
 
 
+def _valid_parts(ctx: Any, request: Any) -> dict[bytes, TopicInit]:
+    """`completeAlterShareGroupOffsets`' initializing map: existing partitions only."""
+    out: dict[bytes, TopicInit] = {}
+    for t in request.topics:
+        topic = ctx.topics.get(t.topic_name)
+        if topic is None:
+            continue
+        parts = frozenset(p.partition_index for p in t.partitions
+                          if 0 <= p.partition_index < topic.num_partitions
+                          and p.start_offset >= -1)
+        if parts:
+            out[bytes(topic.topic_id)] = TopicInit(topic.name, parts)
+    return out
+
+
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    code = await share_group_members.empty_group_error(ctx, request.group_id)
+    if not request.group_id:
+        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+    parts = _valid_parts(ctx, request)
+
+    def begin(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return state_ops.begin_alter_offsets(shard, request.group_id, parts)
+    try:
+        code = int(await ctx.groups.call(request.group_id, begin))
+    except ApiError as exc:
+        code = exc.code
     if code != ErrorCode.NONE:
         return AlterShareGroupOffsetsResponse(error_code=code)
-    return AlterShareGroupOffsetsResponse(
-        responses=[_topic(ctx, request.group_id, t) for t in request.topics])
+    responses = [_topic(ctx, request.group_id, t) for t in request.topics]
+    await share_state_init.mark_initialized(ctx, request.group_id, parts)
+    return AlterShareGroupOffsetsResponse(responses=responses)

@@ -1,7 +1,8 @@
 """DescribeShareGroupOffsets (API 90, v0-1): the start offset of each share-partition of
 a group, and (v1, KIP-1226) its lag (`GroupCoordinatorService.describeShareGroupOffsets`).
 
-Null topics = every topic the group has share state for. A partition without state
+Null topics = every share-partition ShareGroupStatePartitionMetadata lists as initialized
+(`describeShareGroupAllOffsets`). A partition without state
 answers start offset -1. An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION per
 partition. A group id used by a classic or consumer group is GROUP_ID_NOT_FOUND.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import share_group_members
+from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_share_group_offsets import (
     DescribeShareGroupOffsetsRequest,
@@ -56,13 +58,25 @@ def _topic(ctx: Any, name: str, partitions: list[int] | None, group_id: str
                                                   partitions=out)
 
 
+async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
+    """`describeShareGroupAllOffsets`: the initialized share-partitions of
+    ShareGroupStatePartitionMetadata; for a group that never had that record (state written
+    before it was kept), the share-partitions with state."""
+    def read(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return state_ops.initialized_partitions(shard, group_id)
+    initialized: dict[bytes, set[int]] | None = await ctx.groups.call(group_id, read)
+    if initialized is None:
+        return dict(ctx.shares.state_partitions(group_id))
+    return initialized
+
+
 async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup:
     code = await share_group_members.empty_group_error(ctx, group.group_id)
     if code not in (ErrorCode.NONE, ErrorCode.NON_EMPTY_GROUP):
         return DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, error_code=code)
     if group.topics is None:
         topics = []
-        for topic_id, parts in sorted(ctx.shares.state_partitions(group.group_id).items()):
+        for topic_id, parts in sorted((await _initialized(ctx, group.group_id)).items()):
             info = ctx.topics.by_id(topic_id)
             if info is not None:
                 topics.append(_topic(ctx, info.name, sorted(parts), group.group_id))

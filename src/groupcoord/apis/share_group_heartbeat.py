@@ -4,14 +4,15 @@
 v1 (Kafka 4.1+) is served from the generated codec; v0 (Kafka 3.9/4.0 early access, the
 Java 3.9 `KafkaShareConsumer`) from `share_v0_codec`. The request goes whole to the
 group's shard, with the topics image it resolves subscribed names against and the
-group's `share.*` config overrides. A member that leaves releases the records it holds.
+group's `share.*` config overrides. A member that leaves releases the records it holds;
+otherwise newly subscribed share-partitions are initialized (`share_state_init`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import share_support
+from groupcoord.apis import share_state_init, share_support
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.wire.generated.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
@@ -35,4 +36,6 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     response = await ctx.groups.call(request.group_id, run)
     if request.member_epoch == LEAVE_EPOCH and response.error_code == 0:
         ctx.shares.member_left(request.group_id, request.member_id)
+    elif response.error_code == 0:
+        await share_state_init.initialize_after_heartbeat(ctx, request.group_id)
     return as_version(response, version)

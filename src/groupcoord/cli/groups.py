@@ -2,7 +2,8 @@
 
 Output follows Kafka's `kafka-consumer-groups.sh` (same columns, "-" for absent values) as a
 table by default, or JSON with `--json` for scripts; share groups are described as
-`kafka-share-groups.sh` does (start offset, lag, in-flight records). Talks to the broker over
+`kafka-share-groups.sh` does (start offset, lag, in-flight records), and their offsets
+are reset or deleted with AlterShareGroupOffsets / DeleteShareGroupOffsets (`groups_share`). Talks to the broker over
 the wire only.
 """
 
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from groupcoord.cli import group_ops as ops
+from groupcoord.cli import groups_share as share_cmds
 from groupcoord.cli import share_group_ops as share_ops
 from groupcoord.cli.wire_client import KafkaError, WireClient
 from groupcoord.wire.errors import ErrorCode
@@ -266,6 +268,8 @@ def cmd_delete(client: WireClient, args: argparse.Namespace) -> int:
 
 
 def cmd_delete_offsets(client: WireClient, args: argparse.Namespace) -> int:
+    if ops.group_type(client, args.group) == "share":
+        return share_cmds.cmd_delete_offsets(client, args)
     partitions = _resolve_partitions(client, args.topic)
     results = ops.delete_offsets(client, args.group, partitions)
     rows = [{"topic": t, "partition": p, "status": "Successful" if c == 0 else ErrorCode(c).name}
@@ -278,6 +282,8 @@ def cmd_delete_offsets(client: WireClient, args: argparse.Namespace) -> int:
 
 
 def cmd_reset(client: WireClient, args: argparse.Namespace) -> int:
+    if ops.group_type(client, args.group) == "share":
+        return share_cmds.cmd_reset(client, args, _resolve_partitions, _print_table)
     ops.ensure_inactive(client, args.group)
     if args.all_topics:
         partitions = sorted(ops.committed_offsets(client, args.group))

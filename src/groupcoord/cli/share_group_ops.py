@@ -2,7 +2,8 @@
 
 Mirrors the admin calls behind Kafka's `kafka-share-groups.sh` (ShareGroupCommand):
 ShareGroupDescribe for state and members, DescribeShareGroupOffsets v1 for each
-share-partition's start offset and lag. In-flight counts come from ReadShareGroupState,
+share-partition's start offset and lag, AlterShareGroupOffsets and DeleteShareGroupOffsets
+for `--reset-offsets` and `--delete-offsets`. In-flight counts come from ReadShareGroupState,
 which Kafka keeps between brokers; groupcoord serves it so that a tool can see the state
 batches (see docs/share-groups.md, "The CLI").
 """
@@ -15,6 +16,8 @@ from typing import Any
 
 from groupcoord.cli.wire_client import KafkaError, WireClient, check
 from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated import alter_share_group_offsets as asgo
+from groupcoord.wire.generated import delete_share_group_offsets as dsgo
 from groupcoord.wire.generated import describe_share_group_offsets as dso
 from groupcoord.wire.generated import read_share_group_state as rsgs
 from groupcoord.wire.generated import share_group_describe as sgd
@@ -147,3 +150,31 @@ def offset_rows(client: WireClient, group: dict[str, Any]) -> list[dict[str, Any
             "acquired": count.acquired if count else None,
         })
     return out
+
+
+def alter_share_offsets(client: WireClient, group: str,
+                        offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """AlterShareGroupOffsets v0 (Kafka's `Admin.alterShareGroupOffsets`): the new start
+    offsets; a top-level error raises, partition errors come back per partition."""
+    by_topic: dict[str, list[asgo.AlterShareGroupOffsetsRequestPartition]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        by_topic.setdefault(topic, []).append(asgo.AlterShareGroupOffsetsRequestPartition(
+            partition_index=partition, start_offset=offset))
+    request = asgo.AlterShareGroupOffsetsRequest(group_id=group, topics=[
+        asgo.AlterShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
+        for t, ps in by_topic.items()])
+    response, _ = client.request(request, 0)
+    check(response.error_code, f"AlterShareGroupOffsets {group}")
+    return {(t.topic_name, p.partition_index): p.error_code
+            for t in response.responses for p in t.partitions}
+
+
+def delete_share_offsets(client: WireClient, group: str, topics: list[str]
+                         ) -> dict[str, tuple[int, str | None]]:
+    """DeleteShareGroupOffsets v0 (`Admin.deleteShareGroupOffsets`): per topic the error
+    code and message; a top-level error raises."""
+    request = dsgo.DeleteShareGroupOffsetsRequest(group_id=group, topics=[
+        dsgo.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics])
+    response, _ = client.request(request, 0)
+    check(response.error_code, f"DeleteShareGroupOffsets {group}")
+    return {t.topic_name: (t.error_code, t.error_message) for t in response.responses}

@@ -76,3 +76,18 @@ def delete_state(rt: ShareRuntime, group_id: str, topic_id: bytes) -> None:
         rt.drop(key)
         if rt.store.get(key) is not None:
             rt.write(key, [tombstone_record(key)])
+
+
+def initialize_state(rt: ShareRuntime, group_id: str, parts: dict[bytes, Any],
+                     state_epoch: int, now_ms: int) -> None:
+    """The persister's `initializeState` for a heartbeat (`GroupCoordinatorService
+    .persisterInitialize`): an uninitialized share-partition gets a ShareSnapshot with start
+    offset -1, which the first fetch resolves by `share.auto.offset.reset`, as Kafka's
+    `SharePartition` does. Existing state is never overwritten, so a retried or duplicate
+    initialization changes nothing."""
+    for topic_id, init in sorted(parts.items()):
+        for index in sorted(init.partitions):
+            key = (group_id, topic_id, index)
+            if key in rt.partitions or rt.store.get(key) is not None:
+                continue
+            rt.write(key, [snapshot_record(key, -1, [], now_ms, state_epoch)])

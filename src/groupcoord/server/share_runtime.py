@@ -261,6 +261,10 @@ class ShareRuntime:
     def reset_start_offset(self, group_id: str, topic: Any, index: int, offset: int) -> None:
         share_admin.reset_start_offset(self, group_id, topic, index, offset, now_ms())
 
+    def initialize_state(self, group_id: str, parts: dict[bytes, Any],
+                         state_epoch: int = 0) -> None:
+        share_admin.initialize_state(self, group_id, parts, state_epoch, now_ms())
+
     def delete_state(self, group_id: str, topic_id: bytes) -> None:
         share_admin.delete_state(self, group_id, topic_id)
 

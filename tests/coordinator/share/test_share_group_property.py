@@ -1,4 +1,5 @@
-"""Property: for any sequence of share-group heartbeats, leaves and clock advances, the
+"""Property: for any sequence of share-group heartbeats, leaves, clock advances and
+share-state initializations (record 15), the
 shard rebuilt from the written records equals the live shard, member epochs never go
 back, and every assigned partition exists and is subscribed to."""
 
@@ -8,6 +9,7 @@ from coord_harness import Harness
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groupcoord.coordinator.share import state_ops
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
 
@@ -20,6 +22,7 @@ step = st.one_of(
     st.tuples(st.just("beat"), st.sampled_from(MEMBERS)),
     st.tuples(st.just("leave"), st.sampled_from(MEMBERS)),
     st.tuples(st.just("tick"), st.integers(1_000, 50_000)),
+    st.tuples(st.just("init"), st.booleans()),
 )
 
 
@@ -32,6 +35,15 @@ def test_share_group_replay_and_invariants(steps: list) -> None:
     for item in steps:
         if item[0] == "tick":
             h.advance(item[1])
+            continue
+        if item[0] == "init":
+            # Share-state initialization (record 15), completed or failed.
+            begin = state_ops.begin_initialize(h.shard, "g")
+            h.apply(begin)
+            if begin.response:
+                h.apply(state_ops.complete_initialize(h.shard, "g", begin.response) if item[1]
+                        else state_ops.uninitialize(h.shard, "g", {
+                            t: v.partitions for t, v in begin.response.items()}))
             continue
         group = h.shard.share.get("g")
         member = group.members.get(item[1]) if group is not None else None

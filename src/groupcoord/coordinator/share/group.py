@@ -13,6 +13,8 @@ from enum import Enum
 from typing import Any
 
 from groupcoord.coordinator.share import records as rec
+from groupcoord.coordinator.share import state_metadata as smd
+from groupcoord.coordinator.share.state_metadata import StatePartitionMetadata
 
 PROTOCOL_TYPE = "share"
 Assignment = dict[bytes, frozenset[int]]
@@ -50,6 +52,9 @@ class ShareGroup:
     assignment_timestamp: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
+    # ShareGroupStatePartitionMetadata; None until the first record 15 (Kafka keeps it in a
+    # map beside the groups, keyed the same way).
+    state_metadata: StatePartitionMetadata | None = None
 
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
@@ -64,6 +69,8 @@ class ShareGroup:
             "members": {m: v.canonical() for m, v in sorted(self.members.items())},
             "target": {m: {t: sorted(p) for t, p in sorted(a.items())}
                        for m, a in sorted(self.target.items())},
+            "state_metadata": (self.state_metadata.canonical()
+                               if self.state_metadata is not None else None),
         }
 
 
@@ -91,6 +98,8 @@ def replay(groups: dict[str, ShareGroup], key: Any, value: Any) -> None:
         else:
             group.assignment_epoch = value.assignment_epoch
             group.assignment_timestamp = value.assignment_timestamp
+    elif kind == rec.STATE_PARTITION_METADATA:
+        group.state_metadata = None if value is None else smd.from_value(value)
     elif kind == rec.TARGET_MEMBER:
         if value is None:
             group.target.pop(key.member_id, None)
@@ -122,5 +131,3 @@ def _replay_member(group: ShareGroup, kind: int, member_id: str, value: Any) -> 
             member.member_epoch = value.member_epoch
             member.previous_member_epoch = value.previous_member_epoch
             member.assigned = _assignment(value.assigned_partitions)
-    # STATE_PARTITION_METADATA: every partition counts as initialized here, since the
-    # share-state store creates a share-partition on first use.

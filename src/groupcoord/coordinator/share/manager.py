@@ -7,8 +7,8 @@ assignor. Rules kept:
 - Handlers return records; `replay` (in `group`) is the only mutation path.
 - The group epoch is bumped on a new member, a subscription change, a metadata-hash
   change and a departure; the target assignment is recomputed whenever the group epoch
-  is ahead of the assignment epoch (Kafka batches that by `share.assignment.interval.ms`;
-  here it is immediate, which is a legal schedule of the same state machine).
+  is ahead of the assignment epoch (Kafka 4.3 batches that by `share.assignment.interval.ms`,
+  KIP-1263; here it is immediate, which is a legal schedule of the same state machine).
 - A member jumps straight to the target epoch with target ∩ subscribed topics: there is
   no revocation phase, because share-partitions may be shared.
 - Session timers are keyed soft state `("share-session", group, member)`.
@@ -23,6 +23,7 @@ from groupcoord.coordinator.assignors import ASSIGNORS, GroupSpec, MemberSpec
 from groupcoord.coordinator.result import OpContext, Result, ScheduleTimer
 from groupcoord.coordinator.share import group as grp
 from groupcoord.coordinator.share import records as rec
+from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup, ShareGroupState, ShareMember
 from groupcoord.coordinator.share.heartbeat import ShareHeartbeat
 from groupcoord.coordinator.topics import TopicsImage, group_hash, topic_hash
@@ -151,6 +152,7 @@ class ShareGroups:
         records.append(rec.target_metadata_tombstone(gid))
         for mid in sorted(group.members):
             records.append(rec.member_metadata_tombstone(gid, mid))
+        records.append(smd.tombstone(gid))
         records.append(rec.group_metadata_tombstone(gid))
 
     def canonical(self) -> dict[str, Any]:

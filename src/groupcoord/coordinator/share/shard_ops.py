@@ -14,6 +14,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup
 from groupcoord.coordinator.share.heartbeat import error_response
 from groupcoord.coordinator.share.manager import ASSIGNOR_NAME
@@ -94,6 +95,10 @@ def delete_group(shard: GroupCoordinatorShard, group_id: str, fx: Any) -> Deleta
     group = shard.share.groups[group_id]
     error = shard.share.validate_delete(group)
     if error == ErrorCode.NONE:
+        if group.state_metadata is not None:
+            # `shareGroupBuildPartitionDeleteRequest`: mark everything deleting first; the
+            # DeleteGroups handler removes the share state after this write.
+            fx.records.append(smd.record(group_id, smd.for_group_delete(group.state_metadata)))
         shard.share.delete_records(group, fx.records)
         fx.event(group_id, "group_deleted", group.group_epoch, reason="DeleteGroups request")
     return DeletableGroupResult(group_id=group_id, error_code=int(error))

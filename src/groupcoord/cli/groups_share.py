@@ -1,0 +1,97 @@
+"""`groupcoord groups reset-offsets` and `delete-offsets` on a share group, as
+`kafka-share-groups.sh --reset-offsets` / `--delete-offsets` (ShareGroupCommand) do them.
+
+- reset-offsets: the group must be Empty (or Dead), else "Share group 'g' is not empty.";
+  only --to-earliest, --to-latest and --to-datetime exist for share groups; --all-topics
+  means the share-partitions the group has offsets for (DescribeShareGroupOffsets);
+  without --execute it is a dry run. The new start offsets go in one
+  AlterShareGroupOffsets.
+- delete-offsets: whole topics only (a share group's state is deleted per topic), one
+  DeleteShareGroupOffsets; a TOPIC/STATUS table with "Successful" or "Error: <message>".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+from groupcoord.cli import group_ops as ops
+from groupcoord.cli import share_group_ops as share_ops
+from groupcoord.cli.wire_client import WireClient
+from groupcoord.wire.errors import ErrorCode
+
+TopicPartition = tuple[str, int]
+
+
+def cmd_reset(client: WireClient, args: argparse.Namespace,
+              resolve: Any, table: Any) -> int:
+    if args.to_offset is not None or args.shift_by is not None:
+        raise SystemExit("Error: share groups can only be reset --to-earliest, --to-latest "
+                         "or --to-datetime.")
+    state = share_ops.describe_share_group(client, args.group)["state"]
+    if state not in ("Empty", "Dead"):
+        raise SystemExit(f"Error: Share group '{args.group}' is not empty.")
+    if args.all_topics:
+        partitions = sorted((r["topic"], r["partition"])
+                            for r in share_ops.share_offsets(client, args.group))
+    else:
+        partitions = resolve(client, args.topic)
+    targets = _targets(client, args, partitions)
+    errors: dict[TopicPartition, int] = {}
+    if args.execute and targets:
+        errors = {tp: c for tp, c in share_ops.alter_share_offsets(
+            client, args.group, targets).items() if c}
+    elif not args.execute and not args.dry_run:
+        sys.stderr.write("WARN: No action will be performed as the --execute option is "
+                         "missing.\n")
+    rows = [{"group": args.group, "topic": t, "partition": p, "new_offset": o,
+             "error": ErrorCode(errors[(t, p)]).name if (t, p) in errors else None}
+            for (t, p), o in sorted(targets.items())]
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    else:
+        table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"] + (["ERROR"] if errors else []),
+              [[r["group"], r["topic"], r["partition"], r["new_offset"]]
+               + ([r["error"] or "-"] if errors else []) for r in rows])
+    return 1 if errors else 0
+
+
+def _targets(client: WireClient, args: argparse.Namespace,
+             partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """`OffsetsUtils.resetToEarliest/Latest/DateTime`."""
+    if not partitions:
+        return {}
+    if args.to_earliest:
+        return ops.list_offsets(client, partitions, ops.EARLIEST)
+    latest = ops.list_offsets(client, partitions, ops.LATEST)
+    if args.to_latest:
+        return latest
+    ts = int(datetime.fromisoformat(args.to_datetime).timestamp() * 1000)
+    by_time = ops.list_offsets(client, partitions, ts)
+    return {tp: (o if o >= 0 else latest[tp]) for tp, o in by_time.items()}
+
+
+def cmd_delete_offsets(client: WireClient, args: argparse.Namespace) -> int:
+    if any(":" in spec for spec in args.topic):
+        raise SystemExit("Error: share group offsets are deleted per topic; "
+                         "give --topic TOPIC without partitions.")
+    topics = sorted(set(args.topic))
+    results = share_ops.delete_share_offsets(client, args.group, topics)
+    rows = []
+    for topic in topics:
+        code, message = results.get(topic, (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None))
+        status = "Successful" if code == 0 else \
+            f"Error: {message or ErrorCode(code).name}"
+        rows.append({"topic": topic, "status": status,
+                     "error": None if code == 0 else ErrorCode(code).name})
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    else:
+        width = max([15] + [len(t) for t in topics])
+        print(f"{'TOPIC'.ljust(width)} STATUS")
+        for row in rows:
+            print(f"{row['topic'].ljust(width)} {row['status']}")
+    return 0 if all(r["error"] is None for r in rows) else 1
