@@ -1,6 +1,7 @@
 """The TxnOffsetCommit handler over a fake context: registration and versions, topic
-checks before the coordinator, the producer handed to the runtime, and whole-request
-errors (Kafka merges them with the topic errors)."""
+checks before the coordinator, the producer handed to the runtime, whole-request errors
+(Kafka merges them with the topic errors), and the KIP-890 transaction verification with
+Kafka's error translation per version."""
 
 from __future__ import annotations
 
@@ -56,10 +57,49 @@ class Groups:
         return result.response
 
 
+    def partition_for(self, group_id: str) -> int:
+        return 7
+
+
+@dataclass
+class Transactions:
+    """The transaction coordinator as AddOffsetsToTxn left it: the group's partition is in
+    the transaction unless `verify_error` says otherwise."""
+
+    verify_error: int = 0
+    verified: list[tuple[str, int, int, list[tuple[str, int]]]] = field(default_factory=list)
+    added: list[tuple[str, int, int, list[tuple[str, int]]]] = field(default_factory=list)
+
+    def verify_partitions(self, tid: str, pid: int, epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        self.verified.append((tid, pid, epoch, partitions))
+        return dict.fromkeys(partitions, self.verify_error)
+
+    def add_partitions(self, tid: str, pid: int, epoch: int,
+                       partitions: list[tuple[str, int]]) -> int:
+        self.added.append((tid, pid, epoch, partitions))
+        return self.verify_error
+
+
+@dataclass
+class ProducerState:
+    ongoing: set[tuple[int, int]] = field(default_factory=set)
+
+    def has_ongoing(self, pid: int, epoch: int) -> bool:
+        return (pid, epoch) in self.ongoing
+
+
 class Ctx:
     def __init__(self) -> None:
         self.groups = Groups()
         self.topics = Topics()
+        self.transactions = Transactions()
+        self.offsets_state = ProducerState()
+        self.states_asked: list[tuple[str, int]] = []
+
+    def producer_state(self, topic: str, partition: int) -> ProducerState:
+        self.states_asked.append((topic, partition))
+        return self.offsets_state
 
 
 def request(group: str = "g") -> TxnOffsetCommitRequest:
@@ -94,6 +134,9 @@ def test_valid_partitions_reach_the_shard_as_the_producer() -> None:
     assert errors(resp) == [("t", 0, 0), ("t", 1, 0), ("t", 5, E.UNKNOWN_TOPIC_OR_PARTITION),
                             ("missing", 0, E.UNKNOWN_TOPIC_OR_PARTITION)]
     assert ctx.groups.calls == [("g", 42, 3)]
+    # Verified against the coordinator for the group's partition before the write.
+    assert ctx.states_asked == [("__consumer_offsets", 7)]
+    assert ctx.transactions.verified == [("tx", 42, 3, [("__consumer_offsets", 7)])]
     pending = ctx.groups.shard.offsets.pending.canonical()
     assert sorted(pending[42]) == [("g", "t", 0), ("g", "t", 1)]
 
@@ -115,3 +158,76 @@ def test_empty_group_id_and_whole_request_errors_keep_topic_errors() -> None:
 def test_error_response_covers_every_partition() -> None:
     resp = txn_offset_commit.error_response(request(), 5, E.GROUP_AUTHORIZATION_FAILED)
     assert errors(resp) == [("t", 0, 30), ("t", 1, 30), ("t", 5, 30), ("missing", 0, 30)]
+
+
+def test_open_transaction_on_the_partition_skips_verification() -> None:
+    ctx = Ctx()
+    ctx.offsets_state.ongoing.add((42, 3))
+    ctx.transactions.verify_error = E.TRANSACTION_ABORTABLE
+    assert errors(handle(ctx, request(), 4))[:2] == [("t", 0, 0), ("t", 1, 0)]
+    assert ctx.transactions.verified == []
+    # Another epoch of the same producer id has no open transaction: verified, refused.
+    ctx.offsets_state.ongoing = {(42, 2)}
+    assert errors(handle(ctx, request(), 4))[:2] == [
+        ("t", 0, E.TRANSACTION_ABORTABLE), ("t", 1, E.TRANSACTION_ABORTABLE)]
+    assert len(ctx.transactions.verified) == 1
+
+
+def _verification_failure(code: int, version: int) -> list[tuple[str, int, int]]:
+    ctx = Ctx()
+    ctx.transactions.verify_error = code
+    resp = errors(handle(ctx, request(), version))
+    assert ctx.groups.calls == []
+    assert ctx.groups.shard.offsets.pending.canonical() == {}
+    return resp
+
+
+def test_partition_not_added_is_abortable_from_v4_invalid_txn_state_before() -> None:
+    for version in (0, 1, 2, 3):
+        assert _verification_failure(E.TRANSACTION_ABORTABLE, version) == [
+            ("t", 0, E.INVALID_TXN_STATE), ("t", 1, E.INVALID_TXN_STATE),
+            ("t", 5, E.UNKNOWN_TOPIC_OR_PARTITION), ("missing", 0, E.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert _verification_failure(E.TRANSACTION_ABORTABLE, 4)[:2] == [
+        ("t", 0, E.TRANSACTION_ABORTABLE), ("t", 1, E.TRANSACTION_ABORTABLE)]
+
+
+def test_fenced_and_unknown_producers() -> None:
+    for version in (0, 3, 4):
+        assert _verification_failure(E.PRODUCER_FENCED, version)[:2] == [
+            ("t", 0, E.INVALID_PRODUCER_EPOCH), ("t", 1, E.INVALID_PRODUCER_EPOCH)]
+    assert _verification_failure(E.INVALID_PRODUCER_ID_MAPPING, 3)[:2] == [
+        ("t", 0, E.INVALID_PRODUCER_ID_MAPPING), ("t", 1, E.INVALID_PRODUCER_ID_MAPPING)]
+
+
+def test_retriable_verification_failures_as_handle_operation_exception() -> None:
+    cases = [(E.CONCURRENT_TRANSACTIONS, 3, E.CONCURRENT_TRANSACTIONS),
+             (E.COORDINATOR_LOAD_IN_PROGRESS, 2, E.COORDINATOR_LOAD_IN_PROGRESS),
+             (E.COORDINATOR_LOAD_IN_PROGRESS, 1, E.COORDINATOR_NOT_AVAILABLE),
+             (E.COORDINATOR_NOT_AVAILABLE, 4, E.COORDINATOR_NOT_AVAILABLE),
+             (E.NOT_COORDINATOR, 4, E.NOT_COORDINATOR),
+             (E.NOT_ENOUGH_REPLICAS, 4, E.COORDINATOR_NOT_AVAILABLE),
+             (E.REQUEST_TIMED_OUT, 3, E.COORDINATOR_NOT_AVAILABLE),
+             (E.NOT_LEADER_OR_FOLLOWER, 3, E.NOT_COORDINATOR),
+             (E.KAFKA_STORAGE_ERROR, 3, E.NOT_COORDINATOR),
+             (E.MESSAGE_TOO_LARGE, 3, E.UNKNOWN_SERVER_ERROR)]
+    for code, version, expected in cases:
+        assert _verification_failure(code, version)[:2] == [
+            ("t", 0, expected), ("t", 1, expected)], (code, version)
+
+
+def test_v5_adds_the_partition_instead_of_verifying() -> None:
+    ctx = Ctx()
+    assert errors(handle(ctx, request(), 5))[:2] == [("t", 0, 0), ("t", 1, 0)]
+    assert ctx.transactions.verified == []
+    assert ctx.transactions.added == [("tx", 42, 3, [("__consumer_offsets", 7)])]
+    assert _verification_failure(E.PRODUCER_FENCED, 5)[:2] == [
+        ("t", 0, E.INVALID_PRODUCER_EPOCH), ("t", 1, E.INVALID_PRODUCER_EPOCH)]
+    assert _verification_failure(E.CONCURRENT_TRANSACTIONS, 5)[:2] == [
+        ("t", 0, E.CONCURRENT_TRANSACTIONS), ("t", 1, E.CONCURRENT_TRANSACTIONS)]
+
+
+def test_runtime_write_errors_are_translated_too() -> None:
+    ctx = Ctx()
+    ctx.groups.fail_with = E.NOT_ENOUGH_REPLICAS
+    assert errors(handle(ctx, request(), 3))[:2] == [
+        ("t", 0, E.COORDINATOR_NOT_AVAILABLE), ("t", 1, E.COORDINATOR_NOT_AVAILABLE)]

@@ -1,10 +1,13 @@
 """Transactional offsets through the real coordinator runtime and broker: TxnOffsetCommit
-over the wire writes a transactional batch, `complete_transaction` (what EndTxn calls)
-writes the control batch, both survive a restart, and the producer-epoch checks and the
-shard's fail-stop answer with Kafka's error codes."""
+over the wire (after InitProducerId and AddOffsetsToTxn, as a client does) writes a
+transactional batch, `complete_transaction` (what EndTxn calls) writes the control batch,
+both survive a restart, and the producer-epoch checks and the shard's fail-stop answer with
+Kafka's error codes. The KIP-890 verification against the real transaction coordinator is
+in `test_txn_offsets_verification.py`."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,14 @@ from groupcoord.logformat.batch import control_record_type, decode_records, pars
 from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC
 from groupcoord.server.shard_log import decode_end_txn_marker
 from groupcoord.wire.errors import ErrorCode as E
+from groupcoord.wire.generated.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from groupcoord.wire.generated.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
@@ -33,14 +44,42 @@ GROUP = "txn-group"
 PARTITION = partition_for(GROUP, 50)
 
 
+async def init_producer(client: Any, tid: str) -> tuple[int, int]:
+    """InitProducerId for `tid`: its producer id and epoch. Fencing an open transaction
+    answers CONCURRENT_TRANSACTIONS until its abort completed; the client retries."""
+    for _ in range(100):
+        resp = await client.call(InitProducerIdRequest(
+            transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1,
+            producer_epoch=-1), 4, InitProducerIdResponse)
+        if resp.error_code != E.CONCURRENT_TRANSACTIONS:
+            break
+        await asyncio.sleep(0.02)
+    assert resp.error_code == 0
+    return resp.producer_id, resp.producer_epoch
+
+
+async def add_offsets(client: Any, tid: str, pid: int, epoch: int, group: str = GROUP) -> int:
+    resp = await client.call(AddOffsetsToTxnRequest(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group), 3,
+        AddOffsetsToTxnResponse)
+    return int(resp.error_code)
+
+
+async def begin(client: Any, tid: str = "tx-1") -> tuple[int, int]:
+    """What a transactional producer does before sendOffsetsToTransaction's commit."""
+    pid, epoch = await init_producer(client, tid)
+    assert await add_offsets(client, tid, pid, epoch) == 0
+    return pid, epoch
+
+
 def txn_request(offsets: dict[tuple[str, int], int], pid: int = 11, epoch: int = 2,
-                group: str = GROUP) -> TxnOffsetCommitRequest:
+                group: str = GROUP, tid: str = "tx-1") -> TxnOffsetCommitRequest:
     by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
     for (t, p), o in offsets.items():
         by_topic.setdefault(t, []).append(TxnOffsetCommitRequestPartition(
             partition_index=p, committed_offset=o, committed_metadata="md"))
     return TxnOffsetCommitRequest(
-        transactional_id="tx-1", group_id=group, producer_id=pid, producer_epoch=epoch,
+        transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
         topics=[TxnOffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
 
 
@@ -66,25 +105,27 @@ def test_txn_commit_over_the_wire_then_commit_marker(tmp_path: Path) -> None:
         async with InProcBroker(tmp_path) as b:
             b.broker.topics.create("t", 2, {})
             client = await b.client()
+            pid, epoch = await begin(client)
             resp = await client.call(txn_request({("t", 0): 5, ("t", 1): 6, ("t", 9): 1,
-                                                  ("nope", 0): 1}), 3, TxnOffsetCommitResponse)
+                                                  ("nope", 0): 1}, pid, epoch), 3,
+                                     TxnOffsetCommitResponse)
             assert errors(resp) == {("t", 0): 0, ("t", 1): 0,
                                     ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION,
                                     ("nope", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
             headers, _ = batches(b)
             last = headers[-1]
             assert (last.is_transactional, last.is_control, last.producer_id,
-                    last.producer_epoch, last.records_count) == (True, False, 11, 2, 2)
+                    last.producer_epoch, last.records_count) == (True, False, pid, epoch, 2)
             assert await fetch(client, False, [0, 1]) == {0: (-1, 0), 1: (-1, 0)}
             assert await fetch(client, True, [0, 1]) == {
                 0: (-1, E.UNSTABLE_OFFSET_COMMIT), 1: (-1, E.UNSTABLE_OFFSET_COMMIT)}
 
-            code = await b.broker.groups.complete_transaction(PARTITION, 11, 2, 7, True)
+            code = await b.broker.groups.complete_transaction(PARTITION, pid, epoch, 7, True)
             assert code == 0
             headers, views = batches(b)
             marker = headers[-1]
             assert (marker.is_transactional, marker.is_control, marker.producer_id,
-                    marker.producer_epoch) == (True, True, 11, 2)
+                    marker.producer_epoch) == (True, True, pid, epoch)
             (rec,) = decode_records(views[-1])
             assert control_record_type(rec) == 1
             assert decode_end_txn_marker(rec) == (True, 7)
@@ -93,18 +134,24 @@ def test_txn_commit_over_the_wire_then_commit_marker(tmp_path: Path) -> None:
 
 
 def test_open_transaction_survives_restart_and_aborts_after(tmp_path: Path) -> None:
-    async def first() -> dict[str, Any]:
+    async def first() -> tuple[dict[str, Any], tuple[int, int]]:
         async with InProcBroker(tmp_path) as b:
             b.broker.topics.create("t", 2, {})
             client = await b.client()
-            await client.call(txn_request({("t", 0): 3}, pid=1), 5, TxnOffsetCommitResponse)
-            assert await b.broker.groups.complete_transaction(PARTITION, 1, 2, 0, True) == 0
-            await client.call(txn_request({("t", 0): 9, ("t", 1): 9}, pid=1), 5,
-                              TxnOffsetCommitResponse)
+            pid, epoch = await begin(client)
+            resp = await client.call(txn_request({("t", 0): 3}, pid, epoch), 5,
+                                     TxnOffsetCommitResponse)
+            assert errors(resp) == {("t", 0): 0}
+            assert await b.broker.groups.complete_transaction(PARTITION, pid, epoch, 0,
+                                                              True) == 0
+            # The partition is still in the coordinator's (Ongoing) transaction: verified.
+            resp = await client.call(txn_request({("t", 0): 9, ("t", 1): 9}, pid, epoch), 5,
+                                     TxnOffsetCommitResponse)
+            assert errors(resp) == {("t", 0): 0, ("t", 1): 0}
             snap: dict[str, Any] = b.broker.groups.shards[PARTITION].shard.snapshot()
-            return snap
+            return snap, (pid, epoch)
 
-    async def second(before: dict[str, Any]) -> None:
+    async def second(before: dict[str, Any], pid: int, epoch: int) -> None:
         async with InProcBroker(tmp_path) as b:
             client = await b.client()
             assert await fetch(client, True, [0, 1]) == {
@@ -112,11 +159,12 @@ def test_open_transaction_survives_restart_and_aborts_after(tmp_path: Path) -> N
             assert await fetch(client, False, [0, 1]) == {0: (3, 0), 1: (-1, 0)}
             # Loaded from the log: the very state that was live, pending offsets included.
             assert b.broker.groups.shards[PARTITION].shard.snapshot() == before
-            assert await b.broker.groups.complete_transaction(PARTITION, 1, 2, 0, False) == 0
+            assert await b.broker.groups.complete_transaction(PARTITION, pid, epoch, 0,
+                                                              False) == 0
             assert await fetch(client, True, [0, 1]) == {0: (3, 0), 1: (-1, 0)}
-    before = run(first())
+    before, (pid, epoch) = run(first())
     assert "pending" in before
-    run(second(before))
+    run(second(before, pid, epoch))
 
 
 def test_producer_and_coordinator_epoch_fencing(tmp_path: Path) -> None:
@@ -125,22 +173,32 @@ def test_producer_and_coordinator_epoch_fencing(tmp_path: Path) -> None:
             b.broker.topics.create("t", 1, {})
             groups = b.broker.groups
             client = await b.client()
-            assert errors(await client.call(txn_request({("t", 0): 1}, pid=4, epoch=5), 3,
+            pid, old = await begin(client)
+            assert errors(await client.call(txn_request({("t", 0): 1}, pid, old), 3,
                                             TxnOffsetCommitResponse)) == {("t", 0): 0}
-            # A zombie (older epoch) is refused before anything is written.
+            # A new instance fences the producer and aborts its open transaction.
+            same_pid, epoch = await init_producer(client, "tx-1")
+            assert same_pid == pid and epoch > old
+            assert await fetch(client, True, [0]) == {0: (-1, 0)}
+            # The zombie (older epoch) is refused before anything is written.
             end = b.broker.topics.log(OFFSETS_TOPIC, PARTITION).log_end_offset
-            assert errors(await client.call(txn_request({("t", 0): 2}, pid=4, epoch=4), 3,
+            assert errors(await client.call(txn_request({("t", 0): 2}, pid, old), 3,
                                             TxnOffsetCommitResponse)) == {
                 ("t", 0): E.INVALID_PRODUCER_EPOCH}
             assert b.broker.topics.log(OFFSETS_TOPIC, PARTITION).log_end_offset == end
-            assert await groups.complete_transaction(PARTITION, 4, 4, 3, True) \
+            assert await groups.complete_transaction(PARTITION, pid, old, 3, True) \
                 == E.INVALID_PRODUCER_EPOCH
-            assert await groups.complete_transaction(PARTITION, 4, 5, 3, True) == 0
-            await client.call(txn_request({("t", 0): 7}, pid=4, epoch=5), 3,
+            assert await add_offsets(client, "tx-1", pid, epoch) == 0
+            await client.call(txn_request({("t", 0): 5}, pid, epoch), 3,
                               TxnOffsetCommitResponse)
-            assert await groups.complete_transaction(PARTITION, 4, 5, 2, True) \
+            assert await groups.complete_transaction(PARTITION, pid, epoch, 3, True) == 0
+            assert await fetch(client, True, [0]) == {0: (5, 0)}
+            await client.call(txn_request({("t", 0): 7}, pid, epoch), 3,
+                              TxnOffsetCommitResponse)
+            assert await groups.complete_transaction(PARTITION, pid, epoch, 2, True) \
                 == E.TRANSACTION_COORDINATOR_FENCED
             assert await fetch(client, True, [0]) == {0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
+            assert await fetch(client, False, [0]) == {0: (5, 0)}
     run(go())
 
 
@@ -156,7 +214,8 @@ def test_complete_transaction_errors(tmp_path: Path) -> None:
 
             b.broker.topics.create("t", 1, {})
             client = await b.client()
-            await client.call(txn_request({("t", 0): 1}, pid=9, epoch=0), 3,
+            pid, epoch = await begin(client)
+            await client.call(txn_request({("t", 0): 1}, pid, epoch), 3,
                               TxnOffsetCommitResponse)
             real_append = b.broker.append
             calls: list[int] = []
@@ -169,10 +228,10 @@ def test_complete_transaction_errors(tmp_path: Path) -> None:
             b.broker.append = failing_append  # type: ignore[method-assign]
             # The append fails: the shard fail-stops, the caller hears
             # COORDINATOR_NOT_AVAILABLE, and the shard reloads from its log.
-            assert await groups.complete_transaction(PARTITION, 9, 0, 0, True) \
+            assert await groups.complete_transaction(PARTITION, pid, epoch, 0, True) \
                 == E.COORDINATOR_NOT_AVAILABLE
             assert await fetch(client, True, [0]) == {0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
-            assert await groups.complete_transaction(PARTITION, 9, 0, 0, True) == 0
+            assert await groups.complete_transaction(PARTITION, pid, epoch, 0, True) == 0
             assert await fetch(client, True, [0]) == {0: (1, 0)}
     run(go())
 
@@ -194,20 +253,25 @@ def test_analytics_reader_resolves_our_transactions(tmp_path: Path) -> None:
     """The analytics reader (read only here) sees our batches' outcomes as written."""
     from groupcoord.analytics.segments import list_partitions, resolve_transactions, scan_headers
 
-    async def go() -> None:
+    async def go() -> list[int]:
         async with InProcBroker(tmp_path) as b:
             b.broker.topics.create("t", 1, {})
             client = await b.client()
             groups = b.broker.groups
-            for pid in (1, 2, 3):
-                await client.call(txn_request({("t", 0): pid}, pid=pid, epoch=0), 3,
-                                  TxnOffsetCommitResponse)
-            assert await groups.complete_transaction(PARTITION, 1, 0, 0, True) == 0
-            assert await groups.complete_transaction(PARTITION, 2, 0, 0, False) == 0
-    run(go())
+            pids = []
+            for n in (1, 2, 3):
+                pid, epoch = await begin(client, f"tx-{n}")
+                pids.append(pid)
+                resp = await client.call(txn_request({("t", 0): n}, pid, epoch, tid=f"tx-{n}"),
+                                         3, TxnOffsetCommitResponse)
+                assert errors(resp) == {("t", 0): 0}
+            assert await groups.complete_transaction(PARTITION, pids[0], 0, 0, True) == 0
+            assert await groups.complete_transaction(PARTITION, pids[1], 0, 0, False) == 0
+            return pids
+    pids = run(go())
     (part,) = [p for p in list_partitions(tmp_path, OFFSETS_TOPIC) if p.partition == PARTITION]
     resolver = resolve_transactions(part)
     outcomes = {h.producer_id: resolver.outcome(h.producer_id, h.base_offset)
                 for seg in part.segments() for h in scan_headers(seg)
                 if h.is_transactional and not h.is_control}
-    assert outcomes == {1: "committed", 2: "aborted", 3: "open"}
+    assert outcomes == {pids[0]: "committed", pids[1]: "aborted", pids[2]: "open"}

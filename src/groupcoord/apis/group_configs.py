@@ -1,6 +1,8 @@
 """GROUP config resources (type 32) of DescribeConfigs and IncrementalAlterConfigs.
 
-Mirrors Kafka's `GroupConfig` / `GroupConfigManager` for the `share.*` names
+Mirrors Kafka's `GroupConfig` / `GroupConfigManager` for the `consumer.*` names
+(`coordinator.consumer.group_config`: session timeout and heartbeat interval, defaults and
+bounds from the broker's `group.consumer.*` settings) and the `share.*` names
 (`coordinator.share.configs`): DescribeConfigs lists every name with its effective value
 and source (GROUP_CONFIG 8 when set on the group, DEFAULT_CONFIG 5 otherwise);
 IncrementalAlterConfigs SET/DELETE validate each name and range (INVALID_CONFIG) and,
@@ -13,6 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.config import GroupCoordinatorConfig
+from groupcoord.coordinator.consumer import group_config
+from groupcoord.coordinator.consumer.group_config import CONSUMER_CONFIG_DOCS
 from groupcoord.coordinator.share.configs import SHARE_CONFIGS, validate
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_configs import (
@@ -25,6 +30,19 @@ GROUP = 32
 SET, DELETE = 0, 1
 SOURCE_GROUP, SOURCE_DEFAULT = 8, 5
 TYPES = {"int": 3, "bool": 1, "choice": 2}  # ConfigType INT, BOOLEAN, STRING
+
+
+def coordinator_config(ctx: Any) -> GroupCoordinatorConfig:
+    """The broker's group settings (`--group-config`), as the coordinator shards use."""
+    return GroupCoordinatorConfig.from_properties(getattr(ctx.config, "extra", None) or {})
+
+
+def _definitions(ctx: Any) -> list[tuple[str, str, str, str]]:
+    """(name, default, kind, doc) of every group config, consumer names first."""
+    consumer_defaults = group_config.defaults(coordinator_config(ctx))
+    return [(name, consumer_defaults[name], "int", doc)
+            for name, doc in CONSUMER_CONFIG_DOCS.items()] + [
+        (d.name, d.default, d.kind, d.doc) for d in SHARE_CONFIGS.values()]
 
 
 def _check_name(resource: Any) -> str:
@@ -45,7 +63,7 @@ async def describe(ctx: Any, resource: Any, include_synonyms: bool,
         return result
     overrides = ctx.shares.group_configs.get(group_id)
     keys = resource.configuration_keys
-    for name, definition in SHARE_CONFIGS.items():
+    for name, default, kind, doc in _definitions(ctx):
         if keys is not None and name not in keys:
             continue
         value = overrides.get(name)
@@ -54,14 +72,21 @@ async def describe(ctx: Any, resource: Any, include_synonyms: bool,
         if include_synonyms and value is not None:
             synonyms.append(DescribeConfigsSynonym(name=name, value=value, source=SOURCE_GROUP))
         if include_synonyms:
-            synonyms.append(DescribeConfigsSynonym(name=name, value=definition.default,
+            synonyms.append(DescribeConfigsSynonym(name=name, value=default,
                                                    source=SOURCE_DEFAULT))
         result.configs.append(DescribeConfigsResourceResult(
-            name=name, value=value if value is not None else definition.default,
+            name=name, value=value if value is not None else default,
             read_only=False, config_source=source, is_sensitive=False,
-            config_type=TYPES[definition.kind], synonyms=synonyms,
-            documentation=definition.doc if include_documentation else None))
+            config_type=TYPES[kind], synonyms=synonyms,
+            documentation=doc if include_documentation else None))
     return result
+
+
+def _validated(check: Any, *args: Any) -> None:
+    try:
+        check(*args)
+    except ValueError as exc:
+        raise ApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
 async def alter(ctx: Any, resource: Any, validate_only: bool) -> None:
@@ -76,10 +101,10 @@ async def alter(ctx: Any, resource: Any, validate_only: bool) -> None:
             raise ApiError(ErrorCode.INVALID_CONFIG,
                            f"Config value append/subtract is not allowed for config "
                            f"[{op.name}] as it is not a list type")
-        try:
-            validate(op.name, changes[op.name])
-        except ValueError as exc:
-            raise ApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if op.name not in CONSUMER_CONFIG_DOCS:
+            _validated(validate, op.name, changes[op.name])
+    _validated(group_config.validate, coordinator_config(ctx),
+               ctx.shares.group_configs.get(group_id), changes)
     session = changes.get("share.session.timeout.ms")
     interval = changes.get("share.heartbeat.interval.ms")
     if session is not None and interval is not None and int(interval) >= int(session):

@@ -8,6 +8,17 @@ transactional batch of the request's producer id and epoch and stay pending unti
 transaction's marker. An error for the whole request (e.g. COORDINATOR_NOT_AVAILABLE,
 INVALID_PRODUCER_EPOCH) is reported on every partition, as `getErrorResponse` does; v0-1
 see COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE (KAFKA-7296).
+
+Transaction verification (KIP-890 part 1, `CoordinatorRuntime.scheduleTransactionalWriteOperation`
+-> `CoordinatorPartitionWriter.maybeStartTransactionVerification` -> `ReplicaManager.
+maybeSendPartitionToTransactionCoordinator`): unless the producer (id and epoch) already has
+an open transaction on the group's `__consumer_offsets` partition, the transaction
+coordinator must confirm that AddOffsetsToTxn added that partition before anything is
+written. Its answer is translated as `AddPartitionsToTxnManager` does (PRODUCER_FENCED ->
+INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE -> INVALID_TXN_STATE before v4, the
+`defaultError` operation) and then as `GroupCoordinatorService.handleOperationException`
+does (NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE, ...). v5 is Kafka's `addPartition`
+operation (transaction version 2): the partition is added instead of only verified.
 """
 
 from __future__ import annotations
@@ -28,6 +39,23 @@ from groupcoord.wire.generated.txn_offset_commit import (
 API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 5
+OFFSETS_TOPIC = "__consumer_offsets"
+# First version whose client handles TRANSACTION_ABORTABLE (`genericErrorSupported`).
+FIRST_ABORTABLE_VERSION = 4
+# First version whose verification adds the partition (`addPartition`, KIP-890 part 2).
+FIRST_ADD_PARTITION_VERSION = 5
+# GroupCoordinatorService.handleOperationException: storage and replication errors of the
+# write path become coordinator errors the client retries (or reports) as such.
+_OPERATION_ERRORS = {
+    int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_ENOUGH_REPLICAS): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.REQUEST_TIMED_OUT): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): int(ErrorCode.NOT_COORDINATOR),
+    int(ErrorCode.KAFKA_STORAGE_ERROR): int(ErrorCode.NOT_COORDINATOR),
+    int(ErrorCode.MESSAGE_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+    int(ErrorCode.RECORD_LIST_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+    int(ErrorCode.INVALID_FETCH_SIZE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+}
 
 
 def error_response(request: Any, version: int, code: int) -> TxnOffsetCommitResponse:
@@ -44,6 +72,37 @@ def _for_version(code: int, version: int) -> int:
     if version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
         return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return int(code)
+
+
+def operation_error(code: int) -> int:
+    """`GroupCoordinatorService.handleOperationException`'s translation of a failed write."""
+    return _OPERATION_ERRORS.get(int(code), int(code))
+
+
+def verification_error(code: int, version: int) -> int:
+    """`AddPartitionsToTxnManager`'s translation of the transaction coordinator's answer
+    for the operation this request version supports."""
+    if code == ErrorCode.PRODUCER_FENCED:
+        return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if code == ErrorCode.TRANSACTION_ABORTABLE and version < FIRST_ABORTABLE_VERSION:
+        return int(ErrorCode.INVALID_TXN_STATE)
+    return int(code)
+
+
+def _verify(ctx: Any, request: Any, version: int) -> int:
+    """KIP-890 part 1: 0 when the group's `__consumer_offsets` partition may take the
+    producer's transactional records, else the (translated) verification error."""
+    partition = ctx.groups.partition_for(request.group_id)
+    pid, epoch = request.producer_id, request.producer_epoch
+    if ctx.producer_state(OFFSETS_TOPIC, partition).has_ongoing(pid, epoch):
+        return 0
+    tp = (OFFSETS_TOPIC, partition)
+    tid = request.transactional_id or ""
+    if version >= FIRST_ADD_PARTITION_VERSION:
+        code = ctx.transactions.add_partitions(tid, pid, epoch, [tp])
+    else:
+        code = ctx.transactions.verify_partitions(tid, pid, epoch, [tp]).get(tp, 0)
+    return verification_error(code, version)
 
 
 def _commit_op(request: Any, version: int) -> Any:
@@ -74,11 +133,14 @@ async def _commit(ctx: Any, sub: Any, version: int) -> Any:
     each of them only (unknown partitions keep their own error, as Kafka merges them)."""
     if not sub.group_id:
         return error_response(sub, version, ErrorCode.INVALID_GROUP_ID)
+    error = _verify(ctx, sub, version)
+    if error:
+        return error_response(sub, version, operation_error(error))
     try:
         return await ctx.groups.call_transactional(
             sub.group_id, sub.producer_id, sub.producer_epoch, _commit_op(sub, version))
     except ApiError as exc:
-        return error_response(sub, version, exc.code)
+        return error_response(sub, version, operation_error(exc.code))
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:

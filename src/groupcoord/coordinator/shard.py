@@ -10,6 +10,7 @@ Kafka. `snapshot()` is the canonical durable state used to check replay equivale
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from groupcoord.coordinator.classic import admin
@@ -108,13 +109,14 @@ class GroupCoordinatorShard:
 
     # -- consumer group RPCs -----------------------------------------------------------
     def consumer_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
-                                 now_ms: int) -> Result:
+                                 now_ms: int, overrides: Mapping[str, str] | None = None
+                                 ) -> Result:
         self.last_now_ms = now_ms
         if request.group_id in self.share.groups:
             return Result(response=ConsumerGroupHeartbeatResponse(
                 error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                 error_message=f"Group {request.group_id} is not a consumer group."))
-        return self.consumer.consumer_group_heartbeat(request, version, ctx, now_ms)
+        return self.consumer.consumer_group_heartbeat(request, version, ctx, now_ms, overrides)
 
     def consumer_group_describe(self, group_id: str, version: int = 1) -> Result:
         return Result(response=self.consumer.describe(group_id, version, False))

@@ -148,7 +148,7 @@ def join_or_heartbeat(mgr: Any, group: ConsumerGroup, request: Any, ctx: OpConte
         not same_partitions(reconciled.assigned, member.assigned)
     return ConsumerGroupHeartbeatResponse(
         member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=mgr.config.group_consumer_heartbeat_interval_ms,
+        heartbeat_interval_ms=mgr.heartbeat_interval_ms(group.group_id),
         assignment=assignment_of(reconciled) if send else None)
 
 

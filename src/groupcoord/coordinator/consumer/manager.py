@@ -8,11 +8,12 @@ the per-group "metadata refresh needed" flags.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.config import GroupCoordinatorConfig
-from groupcoord.coordinator.consumer import describe, membership, timers
+from groupcoord.coordinator.consumer import describe, group_config, membership, timers
 from groupcoord.coordinator.consumer import records as rec
 from groupcoord.coordinator.consumer.errors import (
     LEAVE_EPOCH,
@@ -22,6 +23,7 @@ from groupcoord.coordinator.consumer.errors import (
     validate,
 )
 from groupcoord.coordinator.consumer.group import ConsumerGroup
+from groupcoord.coordinator.consumer.group_config import ConsumerGroupSettings
 from groupcoord.coordinator.consumer.heartbeat import join_or_heartbeat
 from groupcoord.coordinator.consumer.state import ConsumerGroupState, MemberState
 from groupcoord.coordinator.ids import IdSource
@@ -43,6 +45,9 @@ class ConsumerGroups:
         self.groups: dict[str, ConsumerGroup] = {}
         self.image = TopicsImage()
         self.rebalance_epochs: dict[tuple[str, str], int] = {}
+        # Groups with `consumer.*` overrides (GroupConfigManager's view), as the last
+        # heartbeat brought them; soft state, like the timers that use it.
+        self.group_settings: dict[str, ConsumerGroupSettings] = {}
         # Set by the shard for online migration: a classic group meets a consumer-protocol
         # join (upgrade), and members were fenced (downgrade).
         self.upgrade_hook: Any = None
@@ -53,8 +58,12 @@ class ConsumerGroups:
 
     # -- ConsumerGroupHeartbeat --------------------------------------------------------------
     def consumer_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
-                                 now_ms: int) -> Result:
+                                 now_ms: int, overrides: Mapping[str, str] | None = None
+                                 ) -> Result:
+        """`overrides`: the group's dynamic configs (None keeps what was last given)."""
         fx = Effects(self.config, now_ms)
+        if overrides is not None:
+            self._set_overrides(request.group_id, overrides)
         try:
             validate(request, version, self.config)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -66,6 +75,25 @@ class ConsumerGroups:
             # Nothing of a failed heartbeat is written (Kafka throws before its records).
             return Result(response=error_response(exc))
         return fx.result(response)
+
+    def _set_overrides(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        current = group_config.settings(self.config, overrides)
+        if current == group_config.settings(self.config, None):
+            self.group_settings.pop(group_id, None)
+        else:
+            self.group_settings[group_id] = current
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """`GroupMetadataManager.consumerGroupSessionTimeoutMs`."""
+        found = self.group_settings.get(group_id)
+        return found.session_timeout_ms if found else self.config.group_consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """`GroupMetadataManager.consumerGroupHeartbeatIntervalMs`."""
+        found = self.group_settings.get(group_id)
+        if found is not None:
+            return found.heartbeat_interval_ms
+        return self.config.group_consumer_heartbeat_interval_ms
 
     def _group_for_join(self, request: Any, fx: Effects) -> ConsumerGroup:
         group_id = request.group_id

@@ -1,8 +1,9 @@
 """Consumer-group timers: keyed soft state, never logged, re-derived on load.
 
 - session `("consumer-session", group, member)`: renewed by every heartbeat; on expiry
-  the member is fenced (`consumerGroupSessionTimeout`). Classic members inside a consumer
-  group use their JoinGroup session timeout.
+  the member is fenced (`consumerGroupSessionTimeout`), after the group's
+  `consumer.session.timeout.ms` (or the broker default). Classic members inside a
+  consumer group use their JoinGroup session timeout.
 - rebalance `("consumer-rebalance", group, member)`: armed when a member enters
   UNREVOKED_PARTITIONS, for its rebalance timeout; on expiry it fences the member if it is
   still revoking at the same epoch (`scheduleConsumerGroupRebalanceTimeout`). The epoch it
@@ -29,14 +30,17 @@ def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return (REBALANCE, group_id, member_id)
 
 
-def session_timeout_ms(mgr: Any, member: ConsumerGroupMember) -> int:
+def session_timeout_ms(mgr: Any, group_id: str, member: ConsumerGroupMember) -> int:
+    """The member's session: its JoinGroup's for a classic member, else the group's
+    `consumer.session.timeout.ms` override or the broker default."""
     if member.classic is not None:
         return member.classic.session_timeout_ms
-    return int(mgr.config.group_consumer_session_timeout_ms)
+    return int(mgr.session_timeout_ms(group_id))
 
 
 def schedule_session(mgr: Any, group_id: str, member: ConsumerGroupMember, fx: Effects) -> None:
-    fx.schedule(session_key(group_id, member.member_id), session_timeout_ms(mgr, member))
+    timeout = session_timeout_ms(mgr, group_id, member)
+    fx.schedule(session_key(group_id, member.member_id), timeout)
 
 
 def after_reconcile(mgr: Any, group_id: str, before: ConsumerGroupMember,
