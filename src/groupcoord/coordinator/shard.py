@@ -290,7 +290,7 @@ class GroupCoordinatorShard:
         self.last_now_ms = now_ms
         if key[0] == SHARE_SESSION_TIMER:
             return self.share.on_timer(key, now_ms)
-        if key[0] in (consumer_timers.SESSION, consumer_timers.REBALANCE):
+        if key[0] in consumer_timers.KINDS:
             return self.consumer.on_timer(key, now_ms)
         if key[0] in migration.TIMER_KINDS:
             return migration.on_timer(self, key, now_ms)

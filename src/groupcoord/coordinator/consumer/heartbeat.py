@@ -3,8 +3,9 @@ consumerGroupHeartbeat`, the private overload), in Kafka's order: group, size ch
 member and epoch check, member metadata, regexes, group epoch, target assignment,
 reconciliation, timers. Leaving (epoch -1/-2) lives in `membership`.
 
-The operation computes on values (the updated member, a just-resolved regex, the new
-target) and emits records; the group itself changes only when the runtime replays them.
+The operation computes on values (the updated member, the new target) and emits records;
+the group itself changes only when the runtime replays them. Regexes are validated and
+recorded here, and resolved later by the refresh operation (`regex_refresh`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.consumer import records as rec
-from groupcoord.coordinator.consumer import timers
+from groupcoord.coordinator.consumer import regex_refresh, timers
 from groupcoord.coordinator.consumer.errors import HeartbeatError
 from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember, same_partitions
 from groupcoord.coordinator.consumer.reconcile import FencedMemberEpoch, reconcile
-from groupcoord.coordinator.consumer.regex import InvalidRegex, compile_regex, resolve
 from groupcoord.coordinator.consumer.subscription import (
     member_topic_ids,
     metadata_hash,
@@ -78,6 +78,7 @@ class Step:
         self.regexes = {rx: r.topics for rx, r in group.regexes.items()}
         self.replaced: str | None = None
         self.is_new = False
+        self.regex_refresh: frozenset[str] | None = None
 
 
 def find_member(step: Step, request: Any, owned: dict[bytes, frozenset[int]] | None
@@ -161,10 +162,13 @@ def update_and_reconcile(step: Step, member: ConsumerGroupMember,
     mgr, group, fx = step.mgr, step.group, step.fx
     before = group.members.get(step.replaced) if step.replaced else \
         (None if step.is_new else member)
-    _member_records(step, member, updated)
-    bump, sub_changed = _maybe_resolve_regexes(step, member, updated)
-    bump = bump or step.is_new or \
-        set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
+    names_changed = _member_records(step, member, updated)
+    regex_result = regex_refresh.maybe_update_regexes(step, member, updated)
+    sub_changed = names_changed or regex_result != regex_refresh.NO_CHANGE
+    # A regex not resolved yet does not bump: its refresh will (Kafka's comment: "we will
+    # have to update the target assignment again later").
+    bump = group.group_epoch == 0 or names_changed or \
+        regex_result == regex_refresh.REGEX_UPDATED_AND_RESOLVED
     epoch = _maybe_bump_epoch(step, before, updated, bump)
     target_epoch, target = _maybe_update_target(step, updated, epoch)
     subscribed = member_topic_ids(updated, step.regexes, mgr.image)
@@ -180,6 +184,7 @@ def update_and_reconcile(step: Step, member: ConsumerGroupMember,
     except FencedMemberEpoch as exc:
         raise HeartbeatError(E.FENCED_MEMBER_EPOCH,
                              "The consumer group member is in an unknown state.") from exc
+    regex_refresh.arm(step)
     if step.is_new or reconciled.assignment_key() != updated.assignment_key():
         fx.records.append(rec.current_assignment(group.group_id, reconciled))
         timers.after_reconcile(mgr, group.group_id, updated, reconciled, fx)
@@ -219,7 +224,9 @@ def _updated_member(member: ConsumerGroupMember, request: Any, ctx: OpContext
 
 
 def _member_records(step: Step, member: ConsumerGroupMember, updated: ConsumerGroupMember
-                    ) -> None:
+                    ) -> bool:
+    """The member records (`hasMemberSubscriptionChanged`); True if the subscribed topic
+    names changed."""
     gid, records = step.group.group_id, step.fx.records
     if step.replaced:
         records.extend(rec.member_removal(gid, step.replaced))
@@ -229,53 +236,7 @@ def _member_records(step: Step, member: ConsumerGroupMember, updated: ConsumerGr
         records.append(rec.target_member(gid, updated.member_id,
                                          step.group.target.get(step.replaced, {})))
         records.append(rec.current_assignment(gid, updated))
-
-
-def _maybe_resolve_regexes(step: Step, member: ConsumerGroupMember,
-                           updated: ConsumerGroupMember) -> tuple[bool, bool]:
-    """(bump the epoch, the member's subscription changed) from regex changes."""
-    group, fx = step.group, step.fx
-    old_rx, new_rx = member.subscribed_topic_regex, updated.subscribed_topic_regex
-    bump = changed = False
-    if new_rx != old_rx:
-        changed = True
-        bump = bool((old_rx and step.regexes.get(old_rx)) or new_rx)
-        if new_rx:
-            try:
-                compile_regex(new_rx)
-            except InvalidRegex as exc:
-                raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, str(exc)) from exc
-            if new_rx not in step.regexes:
-                _resolve(step, new_rx)
-        if old_rx and not step.replaced and group.regex_counts.get(old_rx, 0) <= 1:
-            fx.records.append(rec.regex_tombstone(group.group_id, old_rx))
-            step.regexes.pop(old_rx, None)
-    return _refresh_regexes(step) or bump, changed
-
-
-def _refresh_regexes(step: Step) -> bool:
-    """Re-resolve regexes when topics changed since (batched by the minimum interval), or
-    when the refresh interval passed; True if a resolved topic set changed."""
-    cfg, now, version = step.mgr.config, step.fx.now_ms, step.mgr.image.version
-    changed = False
-    for rx, resolved in list(step.group.regexes.items()):
-        if rx not in step.regexes:
-            continue  # tombstoned by this heartbeat
-        age = now - resolved.timestamp_ms
-        due = (version > resolved.version
-               and age >= cfg.group_consumer_regex_batch_refresh_min_interval_ms)
-        if (due or age >= cfg.group_consumer_regex_refresh_interval_ms) \
-                and _resolve(step, rx) != resolved.topics:
-            changed = True
-    return changed
-
-
-def _resolve(step: Step, rx: str) -> frozenset[str]:
-    topics = resolve(rx, step.mgr.image)
-    step.regexes[rx] = topics
-    step.fx.records.append(rec.regex_record(step.group.group_id, rx, topics,
-                                            step.mgr.image.version, step.fx.now_ms))
-    return topics
+    return set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
 
 
 def _maybe_bump_epoch(step: Step, before: ConsumerGroupMember | None,

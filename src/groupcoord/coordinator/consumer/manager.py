@@ -2,8 +2,10 @@
 (the consumer half of Kafka's `GroupMetadataManager`).
 
 `replay` is the one mutation path of durable consumer-group state. Soft state kept here:
-the topics image (input from the runtime), the epochs rebalance timers were armed at, and
-the per-group "metadata refresh needed" flags.
+the topics image (input from the runtime) and the version of the last image that created
+topics (`lastMetadataImageWithNewTopics`), the epochs rebalance timers were armed at, the
+pending regex refreshes (Kafka's executor tasks), and the per-group "metadata refresh
+needed" flags.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.config import GroupCoordinatorConfig
-from groupcoord.coordinator.consumer import describe, group_config, membership, timers
+from groupcoord.coordinator.consumer import (
+    describe,
+    group_config,
+    membership,
+    regex_refresh,
+    timers,
+)
 from groupcoord.coordinator.consumer import records as rec
 from groupcoord.coordinator.consumer.errors import (
     LEAVE_EPOCH,
@@ -44,7 +52,10 @@ class ConsumerGroups:
         self.classic = classic
         self.groups: dict[str, ConsumerGroup] = {}
         self.image = TopicsImage()
+        self.last_image_with_new_topics = 0
         self.rebalance_epochs: dict[tuple[str, str], int] = {}
+        # group id -> the regexes its pending refresh will resolve.
+        self.regex_refreshes: dict[str, frozenset[str]] = {}
         # Groups with `consumer.*` overrides (GroupConfigManager's view), as the last
         # heartbeat brought them; soft state, like the timers that use it.
         self.group_settings: dict[str, ConsumerGroupSettings] = {}
@@ -141,11 +152,14 @@ class ConsumerGroups:
                 membership.on_session_timeout(self, group, member_id, fx)
             elif kind == timers.REBALANCE:
                 membership.on_rebalance_timeout(self, group, member_id, fx)
+        if kind == timers.REGEX_REFRESH:
+            regex_refresh.on_refresh(self, group_id, fx)
         return fx.result()
 
     def on_loaded(self, now_ms: int) -> Result:
         fx = Effects(self.config, now_ms)
         self.rebalance_epochs.clear()
+        self.regex_refreshes.clear()  # their timers died with the previous load
         for gid, group in self.groups.items():
             # Topics may have changed while the shard was not loaded (Kafka's metadata
             # refresh deadline starts at 0): the first heartbeat re-checks the hash.
@@ -160,8 +174,11 @@ class ConsumerGroups:
 
     def on_topics_changed(self, image: TopicsImage) -> None:
         """New topics image: groups subscribed to a changed topic re-check their metadata
-        hash on their next heartbeat (`onMetadataUpdate`); regex groups re-resolve."""
+        hash on their next heartbeat (`onMetadataUpdate`); created topics make regex groups
+        refresh on a later heartbeat (`regex_refresh`)."""
         old, self.image = self.image, image
+        if any(old.topic_id(n) != t.topic_id for n, t in image.by_name.items()):
+            self.last_image_with_new_topics = image.version
         changed = image.changed_names(old)
         if not changed:
             return

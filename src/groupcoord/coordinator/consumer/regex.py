@@ -2,13 +2,14 @@
 
 Kafka compiles with Google RE2/J and matches the whole topic name
 (`matcher(topic).matches()`); here the RE2 library gives the same syntax (linear time, no
-backreferences or lookaround) and `fullmatch` the same anchoring. Resolution runs inside
-the heartbeat instead of on an executor, so a resolved regex and the epoch bump it causes
-are written by the same operation. Names starting with "__" (internal topics) are left out.
+backreferences or lookaround) and `fullmatch` the same anchoring. Names starting with "__" (internal topics) are left out.
+`resolve_all` is `GroupMetadataManager.refreshRegularExpressions`: a pure function over the
+topics image, run by the refresh operation (`regex_refresh`), never by the heartbeat.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -35,6 +36,24 @@ def compile_regex(pattern: str) -> Any:
 
 
 def resolve(pattern: str, image: TopicsImage) -> frozenset[str]:
-    compiled = compile_regex(pattern)
-    return frozenset(name for name in image.by_name
-                     if not name.startswith("__") and compiled.fullmatch(name) is not None)
+    return resolve_all([pattern], image)[pattern]
+
+
+def resolve_all(patterns: Iterable[str], image: TopicsImage) -> dict[str, frozenset[str]]:
+    """Every pattern's matching topics, in one scan of the image. A pattern that does not
+    compile (validated on the heartbeat, so it should not happen) resolves to nothing, as
+    Kafka logs and ignores it."""
+    found: dict[str, set[str]] = {p: set() for p in patterns}
+    compiled = []
+    for pattern in found:
+        try:
+            compiled.append((pattern, compile_regex(pattern)))
+        except InvalidRegex:
+            continue
+    for name in image.by_name:
+        if name.startswith("__"):
+            continue
+        for pattern, regex in compiled:
+            if regex.fullmatch(name) is not None:
+                found[pattern].add(name)
+    return {p: frozenset(names) for p, names in found.items()}

@@ -8,6 +8,9 @@
   UNREVOKED_PARTITIONS, for its rebalance timeout; on expiry it fences the member if it is
   still revoking at the same epoch (`scheduleConsumerGroupRebalanceTimeout`). The epoch it
   was armed at is kept in `mgr.rebalance_epochs`.
+- regex refresh `("consumer-regex-refresh", group, "")`: a zero-delay timer standing for
+  Kafka's executor task `<group>-regex`; firing it resolves the regexes captured when it
+  was armed (`regex_refresh`). The captured set is kept in `mgr.regex_refreshes`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from groupcoord.coordinator.consumer.state import MemberState
 
 SESSION = "consumer-session"
 REBALANCE = "consumer-rebalance"
+REGEX_REFRESH = "consumer-regex-refresh"
+KINDS = (SESSION, REBALANCE, REGEX_REFRESH)
 
 
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -28,6 +33,10 @@ def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return (REBALANCE, group_id, member_id)
+
+
+def regex_refresh_key(group_id: str) -> tuple[str, str, str]:
+    return (REGEX_REFRESH, group_id, "")
 
 
 def session_timeout_ms(mgr: Any, group_id: str, member: ConsumerGroupMember) -> int:
