@@ -1,5 +1,5 @@
 """Group coordinator settings with Kafka's defaults (`GroupCoordinatorConfig`:
-broker-level classic, offsets and KIP-848 consumer-group settings).
+broker-level classic, offsets, KIP-848 consumer-group and KIP-932 share-group settings).
 
 `from_properties` reads Kafka's dotted config names (`group.consumer.session.timeout.ms`),
 so the server can pass broker properties through unchanged.
@@ -48,6 +48,11 @@ class GroupCoordinatorConfig:
     # Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS constant (10 s), made settable so tests
     # and small deployments can see new topics sooner.
     group_consumer_regex_batch_refresh_min_interval_ms: int = 10_000
+    # KIP-932 share groups (and KIP-1263's assignment interval).
+    group_share_session_timeout_ms: int = 45_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_max_size: int = 200
+    group_share_assignment_interval_ms: int = 1_000
 
     @property
     def offsets_retention_ms(self) -> int:

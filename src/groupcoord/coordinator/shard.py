@@ -58,7 +58,11 @@ class GroupCoordinatorShard:
         self.consumer = ConsumerGroups(self.config, self.ids, self.classic)
         migration.install(self)
         self.offsets = OffsetStore()
-        self.share = ShareGroups()
+        self.share = ShareGroups(
+            session_timeout_ms=self.config.group_share_session_timeout_ms,
+            heartbeat_interval_ms=self.config.group_share_heartbeat_interval_ms,
+            max_size=self.config.group_share_max_size,
+            assignment_interval_ms=self.config.group_share_assignment_interval_ms)
         # False while the log is being replayed at start-up; set by on_loaded.
         self.live = False
         # The time of the latest operation: replay has no clock of its own.

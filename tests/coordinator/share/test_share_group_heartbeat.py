@@ -21,6 +21,9 @@ T2 = bytes([2] * 16)
 @pytest.fixture
 def h() -> Harness:
     harness = Harness()
+    # These tests are about membership, not KIP-1263 batching (test_share_assignment_interval):
+    # with interval 0 every epoch bump recomputes the target at once.
+    harness.shard.share.assignment_interval_ms = 0
     harness.shard.on_topics_changed(TopicsImage.of([("a", T1, 3), ("b", T2, 2)], 1), 0)
     return harness
 

@@ -66,6 +66,7 @@ class ShareGroup:
         return {
             "epoch": self.group_epoch, "hash": self.metadata_hash,
             "assignment_epoch": self.assignment_epoch,
+            "assignment_timestamp": self.assignment_timestamp,
             "members": {m: v.canonical() for m, v in sorted(self.members.items())},
             "target": {m: {t: sorted(p) for t, p in sorted(a.items())}
                        for m, a in sorted(self.target.items())},

@@ -3,7 +3,11 @@
 Order: validate the request, find or create the group and member, write member metadata
 when it changed, bump the group epoch when the subscriptions or their metadata hash
 changed (or the member is new), recompute the target assignment when the group epoch is
-ahead of it, then move the member to the target epoch. Only records are produced; the
+ahead of it and `share.assignment.interval.ms` allows (KIP-1263,
+`GroupMetadataManager.canComputeNextTargetAssignment`), then move the member to the target
+epoch. While the interval holds the target back, the heartbeat answers with the last target
+(a new member joins at its epoch, with what that target gives it) and the next heartbeat
+after the interval computes the new one: there is no timer. Only records are produced; the
 response is computed from the values those records will carry.
 """
 
@@ -54,6 +58,7 @@ class ShareHeartbeat:
                                             manager.session_timeout_ms))
         self.interval_ms = int(overrides.get("share.heartbeat.interval.ms",
                                              manager.heartbeat_interval_ms))
+        self.assignment_interval_ms = manager.assignment_interval(overrides)
 
     def run(self) -> Result:
         try:
@@ -84,7 +89,8 @@ class ShareHeartbeat:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND)
         if self.req.member_id not in group.members:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
-        self.m.remove_member(group, self.req.member_id, self.now, self.records)
+        self.m.remove_member(group, self.req.member_id, self.now, self.records,
+                             self.assignment_interval_ms)
         response = ShareGroupHeartbeatResponse(member_id=self.req.member_id,
                                                member_epoch=LEAVE_EPOCH,
                                                heartbeat_interval_ms=0)
@@ -132,20 +138,26 @@ class ShareHeartbeat:
             self.records.append(rec.group_metadata(gid, group_epoch, hash_))
         target = group.target
         assignment_epoch = group.assignment_epoch
-        if group_epoch > assignment_epoch:
+        if group_epoch > assignment_epoch and self.m.can_compute_target(
+                group, self.assignment_interval_ms, self.now):
             target = self.m.target_records(group, members, group_epoch, self.now, self.records)
             assignment_epoch = group_epoch
-        return self._reconcile(updated, target, assignment_epoch, is_new)
+        resubscribed = names != member.subscribed_topic_names
+        return self._reconcile(updated, target, assignment_epoch, is_new or resubscribed)
 
     def _reconcile(self, member: ShareMember, target: Mapping[str, Mapping[bytes, frozenset[int]]],
-                   assignment_epoch: int, is_new: bool) -> Result:
+                   assignment_epoch: int, refresh: bool) -> Result:
+        """Move the member to the target epoch (`ShareGroupAssignmentBuilder.build`).
+        `refresh` (a new member, or `hasSubscriptionChanged`) refilters its assignment at the
+        same epoch, so a member drops an unsubscribed topic while the next target is held
+        back by the assignment interval."""
         req, gid = self.req, self.req.group_id
         epoch, assigned = member.member_epoch, member.assigned
-        if is_new or epoch != assignment_epoch or req.member_epoch == 0:
+        if refresh or epoch != assignment_epoch or req.member_epoch == 0:
             subscribed = {self.m.image.topic_id(n) for n in member.subscribed_topic_names}
             assigned = {t: p for t, p in target.get(req.member_id, {}).items()
                         if t in subscribed}
-            if is_new or epoch != assignment_epoch or assigned != member.assigned:
+            if epoch == 0 or epoch != assignment_epoch or assigned != member.assigned:
                 previous = epoch if epoch != assignment_epoch else member.previous_member_epoch
                 self.records.append(rec.current_assignment(gid, req.member_id, assignment_epoch,
                                                            previous, assigned))

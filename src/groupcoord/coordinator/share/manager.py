@@ -6,9 +6,14 @@ assignor. Rules kept:
 
 - Handlers return records; `replay` (in `group`) is the only mutation path.
 - The group epoch is bumped on a new member, a subscription change, a metadata-hash
-  change and a departure; the target assignment is recomputed whenever the group epoch
-  is ahead of the assignment epoch (Kafka 4.3 batches that by `share.assignment.interval.ms`,
-  KIP-1263; here it is immediate, which is a legal schedule of the same state machine).
+  change and a departure; the target assignment is recomputed when the group epoch is
+  ahead of the assignment epoch and `can_compute_target` allows it (KIP-1263,
+  `GroupMetadataManager.canComputeNextTargetAssignment`): no target yet (timestamp 0), an
+  interval of 0, or `share.assignment.interval.ms` passed since the last target's
+  `AssignmentTimestamp`. A held-back target is computed by a later heartbeat, not a timer.
+- A departure recomputes the target only when the interval allows it (Kafka never does on
+  a departure; with interval 0 we keep recomputing at once). The last member leaving writes
+  the target metadata with timestamp 0, as Kafka does, so the next join assigns at once.
 - A member jumps straight to the target epoch with target ∩ subscribed topics: there is
   no revocation phase, because share-partitions may be shared.
 - Session timers are keyed soft state `("share-session", group, member)`.
@@ -38,12 +43,14 @@ class ShareGroups:
     """All share groups of one `__consumer_offsets` shard."""
 
     def __init__(self, session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000,
-                 max_size: int = 200) -> None:
+                 max_size: int = 200, assignment_interval_ms: int = 1_000) -> None:
         self.groups: dict[str, ShareGroup] = {}
         self.image = TopicsImage()
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_size = max_size
+        # `group.share.assignment.interval.ms` (KIP-1263).
+        self.assignment_interval_ms = assignment_interval_ms
 
     def get(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
@@ -80,8 +87,25 @@ class ShareGroups:
         group = self.groups.get(group_id)
         result = Result()
         if group is not None and member_id in group.members:
-            self.remove_member(group, member_id, now_ms, result.records)
+            # A session timeout carries no group configs: the broker interval decides. The
+            # remaining members see the new target only at their next heartbeat, which
+            # computes it under the group's own interval anyway.
+            self.remove_member(group, member_id, now_ms, result.records,
+                               self.assignment_interval_ms)
         return result
+
+    # -- assignment interval (KIP-1263) -------------------------------------------------
+
+    def assignment_interval(self, overrides: Mapping[str, str]) -> int:
+        """`GroupMetadataManager.shareGroupAssignmentIntervalMs`: the group's
+        `share.assignment.interval.ms`, else the broker's."""
+        return int(overrides.get("share.assignment.interval.ms", self.assignment_interval_ms))
+
+    @staticmethod
+    def can_compute_target(group: ShareGroup, interval_ms: int, now_ms: int) -> bool:
+        """`GroupMetadataManager.canComputeNextTargetAssignment`."""
+        last = group.assignment_timestamp
+        return last == 0 or interval_ms == 0 or now_ms >= last + interval_ms
 
     # -- shared steps -------------------------------------------------------------------
 
@@ -111,8 +135,9 @@ class ShareGroups:
         return target
 
     def remove_member(self, group: ShareGroup, member_id: str, now_ms: int,
-                      records: list[Any]) -> None:
-        """Tombstones in Kafka's order, a group epoch bump and a new target."""
+                      records: list[Any], interval_ms: int) -> None:
+        """Tombstones in Kafka's order (`shareGroupFenceMember`), a group epoch bump, and a
+        new target when the assignment interval allows it."""
         gid = group.group_id
         records.append(rec.current_assignment_tombstone(gid, member_id))
         records.append(rec.target_member_tombstone(gid, member_id))
@@ -121,7 +146,10 @@ class ShareGroups:
         epoch = group.group_epoch + 1
         names = {n for m in remaining.values() for n in m.subscribed_topic_names}
         records.append(rec.group_metadata(gid, epoch, self.metadata_hash(names)))
-        self.target_records(group, remaining, epoch, now_ms, records)
+        if not remaining:
+            records.append(rec.target_metadata(gid, epoch, 0))
+        elif self.can_compute_target(group, interval_ms, now_ms):
+            self.target_records(group, remaining, epoch, now_ms, records)
 
     # -- admin ----------------------------------------------------------------------------
 
