@@ -103,7 +103,10 @@ def _prim_hint(t: str) -> str:
 # -- encoding ------------------------------------------------------------------------------
 
 
-class Encoder:
+class _VersionBody:
+    """What the encoder and decoder of one struct version share: the version, and whether a
+    field uses the compact (flexible) encoding in it."""
+
     def __init__(self, mod: Module, struct: StructSpec, version: int, flexible: bool) -> None:
         self.mod = mod
         self.struct = struct
@@ -115,6 +118,8 @@ class Encoder:
             return self.version in f.flexible_override
         return self.flexible
 
+
+class Encoder(_VersionBody):
     def body(self) -> list[str]:
         v = self.version
         lines: list[str] = []
@@ -257,18 +262,7 @@ def non_default_expr(f: FieldSpec, var: str, name: str = "") -> str:
 # -- decoding ------------------------------------------------------------------------------
 
 
-class Decoder:
-    def __init__(self, mod: Module, struct: StructSpec, version: int, flexible: bool) -> None:
-        self.mod = mod
-        self.struct = struct
-        self.version = version
-        self.flexible = flexible
-
-    def compact(self, f: FieldSpec) -> bool:
-        if f.flexible_override is not None:
-            return self.version in f.flexible_override
-        return self.flexible
-
+class Decoder(_VersionBody):
     def body(self) -> list[str]:
         v = self.version
         lines = [f"o = _new({self.struct.cls_name})"]

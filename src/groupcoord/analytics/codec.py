@@ -14,6 +14,8 @@ import struct
 from typing import Any
 
 from groupcoord.analytics.schema import F, Layout
+from groupcoord.wire import primitives
+from groupcoord.wire.errors import DecodeError
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -29,19 +31,10 @@ class CodecError(ValueError):
 
 def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Read an unsigned varint (the length encoding of flexible versions)."""
-    result = shift = 0
     try:
-        while True:
-            b = buf[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result, pos
-            shift += 7
-            if shift > 35:
-                raise CodecError("unsigned varint too long")
-    except IndexError:
-        raise CodecError("truncated unsigned varint") from None
+        return primitives.read_uvarint(buf, pos)
+    except DecodeError as exc:
+        raise CodecError(str(exc)) from None
 
 
 def write_uvarint(out: bytearray, value: int) -> None:

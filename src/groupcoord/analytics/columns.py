@@ -14,7 +14,7 @@ declared schema (an int64 column declared ``int`` fails).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -57,8 +57,19 @@ def ddl(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name} {_DDL_TYPES[f.type]}" for f in schema)
 
 
-def _columns(schema: pa.Schema) -> list[list[object]]:
-    return [[] for _ in schema]
+def _batched(schema: pa.Schema, rows: Iterable[tuple[object, ...]]) -> Iterator[pa.RecordBatch]:
+    """Row tuples (in ``schema``'s column order) as Arrow batches of ``CHUNK_ROWS`` rows."""
+    cols: list[list[object]] = [[] for _ in schema]
+    appenders = [c.append for c in cols]
+    for row in rows:
+        for app, v in zip(appenders, row, strict=True):
+            app(v)
+        if len(cols[0]) >= CHUNK_ROWS:
+            yield _batch(schema, cols)
+            for c in cols:
+                c.clear()
+    if cols[0]:
+        yield _batch(schema, cols)
 
 
 def _batch(schema: pa.Schema, cols: list[list[object]]) -> pa.RecordBatch:
@@ -96,25 +107,17 @@ def offset_commit_batches(
 def _python_offset_commits(
     path: str | Path, start: int, end: int | None, coord_partition: int, txns: TxnResolver
 ) -> Iterator[pa.RecordBatch]:
-    cols = _columns(OFFSET_COMMITS)
-    appenders = [c.append for c in cols]
-    for raw in iter_raw_records(path, start, end, txns):
-        if raw.key is None or raw.txn_outcome in ("aborted", "open"):
-            continue
-        row = decode_offset_commit(raw.key, raw.value)
-        if row is None:
-            continue
-        values = (coord_partition, raw.log_offset, raw.timestamp, *row[:4],
-                  row.committed_offset, row.leader_epoch, row.metadata, row.commit_ts,
-                  row.expire_ts, row.value_version, raw.value is None)
-        for app, v in zip(appenders, values, strict=True):
-            app(v)
-        if len(cols[0]) >= CHUNK_ROWS:
-            yield _batch(OFFSET_COMMITS, cols)
-            cols = _columns(OFFSET_COMMITS)
-            appenders = [c.append for c in cols]
-    if cols[0]:
-        yield _batch(OFFSET_COMMITS, cols)
+    def rows() -> Iterator[tuple[object, ...]]:
+        for raw in iter_raw_records(path, start, end, txns):
+            if raw.key is None or raw.txn_outcome in ("aborted", "open"):
+                continue
+            row = decode_offset_commit(raw.key, raw.value)
+            if row is not None:
+                yield (coord_partition, raw.log_offset, raw.timestamp, *row[:4],
+                       row.committed_offset, row.leader_epoch, row.metadata, row.commit_ts,
+                       row.expire_ts, row.value_version, raw.value is None)
+
+    return _batched(OFFSET_COMMITS, rows())
 
 
 FRAMED_TOPICS = frozenset({"__consumer_offsets", "__share_group_state"})
@@ -130,25 +133,19 @@ def coord_record_batches(
     txns: TxnResolver, exclude_types: frozenset[int] = frozenset(),
 ) -> Iterator[pa.RecordBatch]:
     """Bronze rows (raw key/value) of one segment range of an internal topic."""
-    cols = _columns(COORD_RECORDS)
     framed = topic in FRAMED_TOPICS
     # exclusions name __consumer_offsets types; share-state types reuse the numbers 0 and 1
     excluded = exclude_types if topic == "__consumer_offsets" else frozenset()
-    for raw in _raw_records(path, start, end, txns, excluded):
-        rtype = _int16(raw.key) if framed else None
-        if rtype in excluded:
-            continue
-        version = _int16(raw.value) if framed else None
-        values = (topic, coord_partition, raw.log_offset, raw.batch_base_offset, raw.timestamp,
-                  raw.producer_id, raw.is_transactional, raw.txn_outcome, rtype, raw.key,
-                  raw.value, version)
-        for c, v in zip(cols, values, strict=True):
-            c.append(v)
-        if len(cols[0]) >= CHUNK_ROWS:
-            yield _batch(COORD_RECORDS, cols)
-            cols = _columns(COORD_RECORDS)
-    if cols[0]:
-        yield _batch(COORD_RECORDS, cols)
+
+    def rows() -> Iterator[tuple[object, ...]]:
+        for raw in _raw_records(path, start, end, txns, excluded):
+            rtype = _int16(raw.key) if framed else None
+            if rtype not in excluded:
+                yield (topic, coord_partition, raw.log_offset, raw.batch_base_offset,
+                       raw.timestamp, raw.producer_id, raw.is_transactional, raw.txn_outcome,
+                       rtype, raw.key, raw.value, _int16(raw.value) if framed else None)
+
+    return _batched(COORD_RECORDS, rows())
 
 
 def _raw_records(path: str | Path, start: int, end: int | None, txns: TxnResolver,
@@ -168,14 +165,6 @@ def end_offset_batches(
     path: str | Path, start: int, end: int | None, topic: str, partition: int
 ) -> Iterator[pa.RecordBatch]:
     """One row per batch of a data segment, from its header alone (never decompressed)."""
-    cols = _columns(END_OFFSETS)
-    for h in scan_headers(path, start, end):
-        values = (topic, partition, h.max_timestamp, h.base_offset, h.last_offset + 1,
-                  h.records_count, h.size, h.is_control)
-        for c, v in zip(cols, values, strict=True):
-            c.append(v)
-        if len(cols[0]) >= CHUNK_ROWS:
-            yield _batch(END_OFFSETS, cols)
-            cols = _columns(END_OFFSETS)
-    if cols[0]:
-        yield _batch(END_OFFSETS, cols)
+    return _batched(END_OFFSETS, (
+        (topic, partition, h.max_timestamp, h.base_offset, h.last_offset + 1, h.records_count,
+         h.size, h.is_control) for h in scan_headers(path, start, end)))

@@ -134,14 +134,17 @@ def burrow_timeline(commits: pa.Table, ends: pa.Table, ticks_ms: list[int],
     tomb = g.t.column("tombstone").to_numpy(zero_copy_only=False)
     topic, part = g.t.column("topic")[0].as_py(), g.t.column("partition")[0].as_py()
     gids = g.t.column("group_id")
+    # The broker side of each evaluation is the same for every group on the partition.
+    ticks = np.asarray(ticks_ms, dtype=np.int64)
+    end_at = dict(zip(ticks_ms, eo.at(ticks).tolist(), strict=True))
+    steps = np.arange(cfg.intervals, dtype=np.int64) * OFFSET_REFRESH_MS
+    recent_at = dict(zip(ticks_ms, eo.at(ticks[:, None] - steps).tolist(), strict=True))
     rows: list[tuple[object, ...]] = []
     for lo, hi in g.ranges():
         gid = gids[lo].as_py()
         for tick, ring in _rings(g.ts[lo:hi], g.committed[lo:hi], lags[lo:hi], tomb[lo:hi],
                                  ticks_ms, cfg):
-            recent = eo.at(np.array([tick - k * OFFSET_REFRESH_MS for k in range(cfg.intervals)]))
-            r = evaluate_partition(ring, int(eo.at(np.array([tick]))[0]), recent.tolist(), tick,
-                                   cfg)
+            r = evaluate_partition(ring, end_at[tick], recent_at[tick], tick, cfg)
             rows.append((tick, gid, topic, part, r.status.name, int(r.status), r.current_lag,
                          r.complete, r.window_start_offset, r.window_end_offset, r.lag_trend))
     return pa.Table.from_pylist([dict(zip(BURROW_SCHEMA.names, r, strict=True)) for r in rows],
