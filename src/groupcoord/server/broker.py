@@ -4,6 +4,13 @@ Mirrors Kafka's `BrokerServer` startup/shutdown for one node: open the data dir 
 recovery), load topic metadata, start the coordinator runtime (shards load lazily), then
 bind the listeners. Appends go through `append` so the fsync policy and fetch wake-ups
 are applied in one place (`ReplicaManager.appendRecords` for a single replica).
+
+A disk that refuses a write is a `KafkaStorageError` for that append only: the partition log
+has already cut off whatever the failed write left, and with `fsync=always` a batch whose
+fsync failed is removed again before the error is raised, so nothing unacknowledged stays
+behind an acknowledged offset and nothing acknowledged is ever handed out again. Kafka takes
+the whole log dir offline instead and needs a restart; here every later append simply tries
+again, so the broker serves again as soon as the disk does.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
 from groupcoord.server.txn_log import load_producer_state, track_append
 from groupcoord.server.waiters import FetchWaiters
+from groupcoord.storage.config import KafkaStorageError
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
@@ -62,7 +70,7 @@ class Broker:
         from groupcoord.storage import LogManager
 
         cfg = self.config
-        self.logs = LogManager(cfg.data_dir)
+        self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
         self.logs.load_all()
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs
@@ -153,8 +161,14 @@ class Broker:
     def flush_dirty(self) -> None:
         dirty, self._dirty = self._dirty, set()
         for plog in dirty:
-            if not plog.closed:
+            if plog.closed:
+                continue
+            try:
                 plog.flush()
+            except KafkaStorageError as exc:
+                # Acknowledged under fsync=interval, so not undone; retried next interval.
+                log.error("%s", exc)
+                self._dirty.add(plog)
 
     # -- the append path -------------------------------------------------------------------
 
@@ -162,8 +176,9 @@ class Broker:
                now_ms: int | None = None, **kwargs: Any) -> AppendInfo:
         """Append batches to a partition, apply the fsync policy and wake fetchers.
 
-        Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`) and
-        `KeyError` for an unknown partition.
+        Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`,
+        `KafkaStorageError` with nothing of the batch left in the log) and `KeyError` for an
+        unknown partition.
         """
         plog = self.topics.log(topic, partition)
         if plog is None:
@@ -174,12 +189,16 @@ class Broker:
         # Loaded before the append: the rebuild must not see this batch as well.
         state = self.producer_state(topic, partition)
         info = plog.append(data, now_ms=now_ms, **kwargs)
-        track_append(state, plog, data, info.headers)
         policy = self.config.fsync
         if policy == "always":
-            plog.flush()
+            try:
+                plog.flush()
+            except KafkaStorageError:
+                plog.truncate_to(info.base_offset)
+                raise
         elif policy == "interval":
             self._dirty.add(plog)
+        track_append(state, plog, data, info.headers)
         self.waiters.notify((topic, partition))
         return info
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024
 FSYNC_POLICIES = ("always", "interval", "never")
 
@@ -53,6 +55,8 @@ class BrokerConfig:
     fetch_max_sessions: int = 1000
     rack: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # Where storage's writes go: the disk, or a fault injector in tests and the test broker.
+    file_io: FileIO = OS_FILE_IO
 
     def __post_init__(self) -> None:
         if self.fsync not in FSYNC_POLICIES:

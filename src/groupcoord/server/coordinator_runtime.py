@@ -115,6 +115,7 @@ class ShardTask:
         while True:
             item = await queue.get()
             done: list[tuple[asyncio.Future[Any] | None, Any]] = []
+            drain_start = self.runtime.log_end_offset(self.partition)
             try:
                 self._run_one(item, done)
                 while not queue.empty():
@@ -123,7 +124,11 @@ class ShardTask:
                 if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
                     self.runtime.flush_shard(self.partition)
             except Exception:
-                # The append (or its fsync) failed: nothing drained so far is durable.
+                # The append (or its fsync) failed. Nothing drained so far was answered, so
+                # its records are cut off again: every caller gets an error and the reload
+                # rebuilds exactly the state of what was acknowledged before.
+                self.runtime.written.pop(self.partition, None)
+                self.runtime.discard_from(self.partition, drain_start)
                 done.append((item[2], None))
                 for fut, _ in done:
                     if fut is not None and not fut.done():
@@ -351,6 +356,18 @@ class CoordinatorRuntime:
         plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
         if plog is not None:
             plog.flush()
+
+    def log_end_offset(self, partition: int) -> int:
+        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
+        return 0 if plog is None else plog.log_end_offset
+
+    def discard_from(self, partition: int, offset: int) -> None:
+        """Remove the shard's records at and after `offset` (never acknowledged)."""
+        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
+        if plog is not None and plog.log_end_offset > offset:
+            log.error("shard %d: removing unacknowledged records from offset %d to %d",
+                      partition, offset, plog.log_end_offset)
+            plog.truncate_to(offset)
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)

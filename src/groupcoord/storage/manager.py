@@ -13,17 +13,25 @@ Rules kept here:
   segments written after the last flush.
 - Per-topic overrides (Kafka names such as ``retention.ms`` or snake_case) apply on top of
   the manager's default ``LogConfig``.
+- Internal topics (``__consumer_offsets``, ``__share_group_state``, ``__transaction_state``)
+  are checked in full on every load, whatever the recovery point says: they are replayed
+  from their first batch anyway, and a damaged batch read without the check would end the
+  replay early and drop every commit after it.
+- A checkpoint that cannot be written (full disk) is logged and left as it was: an older
+  recovery point only means more checking at the next start.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.storage.config import LogConfig, RecoveryReport
+from groupcoord.storage.config import LogConfig, RecoveryReport, StorageError
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.metadata import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -33,6 +41,8 @@ from groupcoord.storage.metadata import (
 )
 
 TopicPartition = tuple[str, int]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,8 +66,10 @@ class LogManager:
     """Owns ``data_dir`` and the ``PartitionLog`` of every partition in it."""
 
     def __init__(self, data_dir: str, default_config: LogConfig | None = None,
-                 topic_configs: dict[str, dict[str, Any]] | None = None) -> None:
+                 topic_configs: dict[str, dict[str, Any]] | None = None,
+                 io: FileIO = OS_FILE_IO) -> None:
         self.data_dir = data_dir
+        self.io = io
         self.default_config = default_config or LogConfig()
         self.topic_configs: dict[str, dict[str, Any]] = dict(topic_configs or {})
         self.logs: dict[TopicPartition, PartitionLog] = {}
@@ -92,8 +104,9 @@ class LogManager:
             if tp is None or not os.path.isdir(full) or tp in self.logs:
                 continue
             # No recovery point means no clean checkpoint: verify every segment.
+            point = 0 if tp[0].startswith("__") else points.get(tp, 0)
             log = PartitionLog.open(full, self.config_for(tp[0]), log_start_offset=starts.get(
-                tp, 0), recovery_point=points.get(tp, 0), now_ms=now_ms)
+                tp, 0), recovery_point=point, now_ms=now_ms, io=self.io)
             self.logs[tp] = log
             if log.topic_id is not None:
                 self.topic_ids[tp[0]] = log.topic_id
@@ -112,7 +125,7 @@ class LogManager:
         if log is not None:
             return log
         log = PartitionLog.open(self._dir(topic, partition), self.config_for(topic),
-                                topic_id=topic_id)
+                                topic_id=topic_id, io=self.io)
         if log.topic_id is not None:
             self.topic_ids[topic] = log.topic_id
         self.logs[(topic, partition)] = log
@@ -148,21 +161,32 @@ class LogManager:
         return deleted
 
     def checkpoint(self) -> None:
-        """Persist log start offsets and recovery points."""
+        """Persist log start offsets and recovery points (logged, not raised, on failure)."""
         starts = {tp: log.log_start_offset for tp, log in self.logs.items()}
         points = {tp: log.recovery_point for tp, log in self.logs.items()}
-        write_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT), starts)
-        write_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT), points)
+        try:
+            write_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT), starts,
+                             self.io)
+            write_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT), points,
+                             self.io)
+        except OSError as exc:
+            logger.error("%s: writing the offset checkpoints failed: %s", self.data_dir, exc)
 
     def flush_all(self) -> None:
-        for log in self.logs.values():
-            log.flush()
+        self._flush_each()
         self.checkpoint()
 
     def close(self) -> None:
-        for log in self.logs.values():
-            log.flush()
+        self._flush_each()
         self.checkpoint()
         for log in self.logs.values():
             log.close()
         self.logs.clear()
+
+    def _flush_each(self) -> None:
+        """fsync every log; one that fails keeps its old recovery point and is logged."""
+        for log in self.logs.values():
+            try:
+                log.flush()
+            except StorageError as exc:
+                logger.error("%s", exc)
