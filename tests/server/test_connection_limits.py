@@ -15,6 +15,7 @@ from broker_inproc import InProcBroker, RawClient, run
 
 from groupcoord.apis.registry import ApiSpec, load_handlers
 from groupcoord.server.connection_limits import ConnectionLimits
+from groupcoord.server.connection_quotas import ConnectionQuotas, Refusal
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.wire.generated.metadata import (
     MetadataRequest,
@@ -163,3 +164,31 @@ def test_negative_idle_time_disables_expiry(tmp_path: Path) -> None:
             assert await _served(client)
 
     run(go())
+
+
+class _FailingOnce(ConnectionQuotas):
+    """Accounting that fails for the first connection, as a bug on the accept path would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    def inc(self, address: str) -> Refusal | None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("accounting bug")
+        return super().inc(address)
+
+
+def test_an_accept_error_is_logged_and_the_listener_keeps_accepting(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async def go() -> None:
+        async with InProcBroker(tmp_path, _handlers()) as b:
+            _limits(b).quotas = _FailingOnce()
+            assert await (await b.client()).closed()
+            assert await _served(await b.client())
+
+    with caplog.at_level(logging.INFO, logger="groupcoord.server"):
+        run(go())
+    assert ("error while accepting a connection: RuntimeError('accounting bug')"
+            in _messages(caplog))

@@ -72,21 +72,31 @@ class Acceptor:
         self._tasks = [loop.create_task(self._accept_loop(sock)) for sock in self.sockets]
 
     async def _accept_loop(self, listen_sock: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        limits = self._limits
-        while True:
-            await limits.wait_for_slot()
+        while listen_sock.fileno() != -1:
             try:
-                sock, peer = await loop.sock_accept(listen_sock)
-            except OSError as exc:
-                if exc.errno in _RESOURCE_ERRNOS:
-                    limits.accept_failed(exc)
-                    await asyncio.sleep(_RESOURCE_RETRY_S)
-                continue  # ECONNABORTED and the like: the client gave up, take the next
-            address = str(peer[0])
-            if not limits.admit(address):
+                await self._accept_one(listen_sock)
+            except Exception as exc:  # noqa: BLE001 - as Kafka's acceptor: log, keep accepting
+                self._limits.accept_crashed(exc)
+                await asyncio.sleep(_RESOURCE_RETRY_S)
+
+    async def _accept_one(self, listen_sock: socket.socket) -> None:
+        limits = self._limits
+        await limits.wait_for_slot()
+        try:
+            sock, peer = await asyncio.get_running_loop().sock_accept(listen_sock)
+        except OSError as exc:
+            if exc.errno in _RESOURCE_ERRNOS:
+                limits.accept_failed(exc)
+                await asyncio.sleep(_RESOURCE_RETRY_S)
+            return  # ECONNABORTED and the like: the client gave up, take the next
+        address = str(peer[0])
+        admitted = False
+        try:
+            admitted = limits.admit(address)
+        finally:
+            if not admitted:  # refused, or the check itself failed
                 sock.close()
-                continue
+        if admitted:
             await self._serve(sock, address)
 
     async def _serve(self, sock: socket.socket, address: str) -> None:

@@ -73,7 +73,6 @@ class ConnectionLimits:
         self._timer: asyncio.TimerHandle | None = None
         self._log = ThrottledLog(log, clock)
         self.idle_closed = 0
-        self.fd_blocked = 0
 
     # -- the acceptor's side ---------------------------------------------------------------
 
@@ -104,7 +103,6 @@ class ConnectionLimits:
                           "%s=%d reached: new connections wait until one closes",
                           MAX_CONNECTIONS, self.quotas.max_connections)
             return
-        self.fd_blocked += 1
         budget = self.fd_budget
         self._log.log(cause, logging.WARNING,
                       "open files limit %s nearly reached (%d connections, %d other files, "
@@ -115,6 +113,11 @@ class ConnectionLimits:
         """accept() ran out of descriptors or memory despite the budget."""
         self.fd_budget.measure(self.quotas.total)
         self._log.log("accept", logging.WARNING, "accepting a connection failed: %s", exc)
+
+    def accept_crashed(self, exc: Exception) -> None:
+        """A bug on the accept path: logged with its traceback, the listener keeps going."""
+        if self._log.log("crash", logging.ERROR, "error while accepting a connection: %r", exc):
+            log.error("traceback of the accept error", exc_info=exc)
 
     def admit(self, address: str) -> bool:
         """Count a new connection from `address`, or log why it is refused."""
