@@ -16,7 +16,19 @@ from broker_inproc import InProcBroker, RawClient, run
 from groupcoord.apis.registry import ApiSpec, load_handlers
 from groupcoord.server.connection_limits import ConnectionLimits
 from groupcoord.server.connection_quotas import ConnectionQuotas, Refusal
+from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from groupcoord.wire.generated.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+)
+from groupcoord.wire.generated.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from groupcoord.wire.generated.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -192,3 +204,30 @@ def test_an_accept_error_is_logged_and_the_listener_keeps_accepting(
         run(go())
     assert ("error while accepting a connection: RuntimeError('accounting bug')"
             in _messages(caplog))
+
+
+def test_limits_described_as_static_read_only_broker_configs(tmp_path: Path) -> None:
+    names = ["max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+             "connections.max.idle.ms"]
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path, max_connections_per_ip=7,
+                                max_connections_per_ip_overrides="127.0.0.1:9",
+                                connections_max_idle_ms=1234) as b:
+            c = await b.client()
+            describe = DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=4, resource_name="0", configuration_keys=names)])
+            resp = await c.call(describe, 4, DescribeConfigsResponse)
+            assert [(e.name, e.value, e.config_source, e.read_only)
+                    for e in resp.results[0].configs] == [
+                ("max.connections", "2147483647", 4, True),
+                ("max.connections.per.ip", "7", 4, True),
+                ("max.connections.per.ip.overrides", "127.0.0.1:9", 4, True),
+                ("connections.max.idle.ms", "1234", 4, True)]
+            alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+                resource_type=4, resource_name="", configs=[AlterableConfig(
+                    name="max.connections.per.ip", config_operation=0, value="1")])])
+            resp = await c.call(alter, 1, IncrementalAlterConfigsResponse)
+            assert resp.responses[0].error_code == ErrorCode.INVALID_CONFIG
+
+    run(go())
