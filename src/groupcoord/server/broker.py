@@ -19,8 +19,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.server.acceptor import Acceptor, bind_listener
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
+from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
 from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
 from groupcoord.server.txn_log import load_producer_state, track_append
@@ -50,7 +52,8 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config.fetch_max_sessions)
         self.advertised = config.advertised()
         self.bound: list[Listener] = []
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[Acceptor] = []
+        self.connection_limits: ConnectionLimits | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._dirty: set[Any] = set()
         self._compacted: dict[tuple[str, int], tuple[int, int]] = {}
@@ -86,13 +89,14 @@ class Broker:
         self.handlers = self._handlers
         dispatcher = Dispatcher(self, self.handlers)
         loop = asyncio.get_running_loop()
+        limits = self.connection_limits = build_connection_limits(cfg)
         for listener in cfg.listeners:
-            server = await loop.create_server(
-                lambda: KafkaConnection(dispatcher, cfg.max_request_size),
-                listener.host, listener.port, reuse_address=True, backlog=1024)
+            server = Acceptor(
+                await bind_listener(listener.host, listener.port), limits,
+                lambda address: KafkaConnection(dispatcher, cfg.max_request_size, limits, address))
+            server.start()
             self._servers.append(server)
-            port = server.sockets[0].getsockname()[1]
-            self.bound.append(Listener(listener.host, port))
+            self.bound.append(Listener(listener.host, server.port))
         self.advertised = cfg.advertised(self.bound[0].port)
         if cfg.fsync == "interval":
             self._tasks.append(loop.create_task(self._flush_loop()))
@@ -121,6 +125,8 @@ class Broker:
             await self.shares.stop()
         for server in self._servers:
             await server.wait_closed()
+        if self.connection_limits is not None:
+            self.connection_limits.stop()
         if self.logs is not None:
             self.logs.close()
 
