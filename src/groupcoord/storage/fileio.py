@@ -61,6 +61,15 @@ class FileIO:
         os.replace(tmp, path)
 
 
+def fsync_dir(path: str) -> None:
+    """Make a directory's entries (a new, renamed or removed file) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)

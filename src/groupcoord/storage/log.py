@@ -48,7 +48,7 @@ from groupcoord.storage.config import (
     RecordBatchTooLargeError,
     RecoveryReport,
 )
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
 from groupcoord.storage.metadata import read_partition_metadata, write_partition_metadata
 from groupcoord.storage.segment import LogSegment, iter_file_batches
 
@@ -58,14 +58,6 @@ _EMPTY = memoryview(b"")
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class PartitionLog:
@@ -90,11 +82,12 @@ class PartitionLog:
     def open(cls, path: str, config: LogConfig | None = None, *,
              log_start_offset: int = 0, recovery_point: int | None = None,
              now_ms: int | None = None, topic_id: bytes | None = None,
-             io: FileIO = OS_FILE_IO) -> PartitionLog:
+             io: FileIO = OS_FILE_IO, clean_shutdown: bool = False) -> PartitionLog:
         """Open or create the log at ``path``, recovering it; see ``recovery_report``.
 
         Only segments holding offsets at or past ``recovery_point`` (default: the last
-        segment) are CRC-checked. A given ``topic_id`` is written to ``partition.metadata``.
+        segment) are CRC-checked, none after a ``clean_shutdown``. A given ``topic_id`` is
+        written to ``partition.metadata``.
         """
         from groupcoord.storage.recovery import load_segments
 
@@ -105,7 +98,8 @@ class PartitionLog:
             write_partition_metadata(path, topic_id, io)
             stored_id = topic_id
         segments, report = load_segments(path, cfg, log_start_offset, recovery_point,
-                                         _now_ms() if now_ms is None else now_ms, io)
+                                         _now_ms() if now_ms is None else now_ms, io,
+                                         clean_shutdown)
         log = cls(path, cfg, segments, max(log_start_offset, segments[0].base_offset), io)
         log.active.open_for_append()
         log.topic_id = stored_id
@@ -210,7 +204,7 @@ class PartitionLog:
             if old.size:
                 old.flush()  # before anything changes, so a failed fsync leaves it active
             seg = LogSegment(self.path, base, self.config.index_interval_bytes, self.io)
-            _fsync_dir(self.path)  # make the new segment's directory entry durable
+            fsync_dir(self.path)  # make the new segment's directory entry durable
         except OSError as exc:
             raise KafkaStorageError(f"rolling {self.path} at offset {base} failed: {exc}") from exc
         if old.size == 0:
@@ -275,15 +269,51 @@ class PartitionLog:
             for _, view in iter_file_batches(seg.fd, found[0], seg.size):
                 yield parse_header(view)
 
-    def iter_batches(self, from_offset: int | None = None) -> Iterator[memoryview]:
-        """Whole stored batches from the one containing ``from_offset`` (for replay)."""
-        start = self.log_start_offset if from_offset is None else from_offset
-        for i in range(self._segment_index(start), len(self.segments)):
+    def iter_batches(self) -> Iterator[memoryview]:
+        """Every stored batch from the log start, CRC-checked (the replay of internal topics).
+
+        Closed segments are not checked at start-up after a clean shutdown, as in Kafka; a
+        replay reads every byte anyway, so it checks as it goes, and a damaged segment is
+        repaired on the spot (``LogSegment.recover``: damage set aside, every valid batch
+        kept) and read on from the first offset not yet returned.
+        """
+        start = self.log_start_offset
+        repaired: set[int] = set()
+        i = self._segment_index(start)
+        while i < len(self.segments):
             seg = self.segments[i]
-            found = seg.find_batch(start)
-            if found is not None:
-                for _, view in iter_file_batches(seg.fd, found[0], seg.size):
-                    yield view
+            end = 0
+            damaged = False
+            for pos, view in iter_file_batches(seg.fd, 0, seg.size):
+                try:
+                    header = validate(view)
+                except CorruptRecordError:
+                    damaged = True
+                    break
+                end = pos + header.size
+                if header.last_offset < start:
+                    continue
+                if header.base_offset < start and start > self.log_start_offset:
+                    damaged = True  # offsets went backwards: not a batch this log wrote
+                    break
+                start = header.last_offset + 1
+                yield view
+            if (damaged or end != seg.size) and seg.base_offset not in repaired:
+                repaired.add(seg.base_offset)
+                self._repair(seg, last=seg is self.active)
+                continue
+            i += 1
+
+    def _repair(self, seg: LogSegment, last: bool) -> None:
+        from groupcoord.storage.recovery import report_segment_repair
+
+        result = seg.recover(verify=True, save_tail=not last)
+        report_segment_repair(self.recovery_report, seg, result)
+        if last:
+            seg.open_for_append()
+        else:
+            seg.offset_index.close()
+            seg.time_index.close()
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """First offset whose timestamp is >= ``timestamp`` (ListOffsets), as (offset, ts).

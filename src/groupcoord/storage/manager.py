@@ -13,10 +13,11 @@ Rules kept here:
   segments written after the last flush.
 - Per-topic overrides (Kafka names such as ``retention.ms`` or snake_case) apply on top of
   the manager's default ``LogConfig``.
-- Internal topics (``__consumer_offsets``, ``__share_group_state``, ``__transaction_state``)
-  are checked in full on every load, whatever the recovery point says: they are replayed
-  from their first batch anyway, and a damaged batch read without the check would end the
-  replay early and drop every commit after it.
+- ``.kafka_cleanshutdown`` (Kafka's marker) is written last by a clean ``close`` and removed
+  by the next load: with it, no segment is CRC-scanned at start-up (Kafka's
+  ``LogManager`` skips recovery the same way); without it, segments past the recovery
+  point are. Internal topics are checked batch by batch when they are replayed
+  (``PartitionLog.iter_batches``), so damage there never ends a replay early.
 - A checkpoint that cannot be written (full disk) is logged and left as it was: an older
   recovery point only means more checking at the next start.
 """
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.storage.config import LogConfig, RecoveryReport, StorageError
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.metadata import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -41,6 +42,7 @@ from groupcoord.storage.metadata import (
 )
 
 TopicPartition = tuple[str, int]
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class LogManager:
 
     def load_all(self, now_ms: int | None = None) -> list[RecoveryReport]:
         """Open every partition directory, recovering each; return their reports."""
+        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
         starts = read_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT))
         points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT))
         reports = []
@@ -104,13 +108,17 @@ class LogManager:
             if tp is None or not os.path.isdir(full) or tp in self.logs:
                 continue
             # No recovery point means no clean checkpoint: verify every segment.
-            point = 0 if tp[0].startswith("__") else points.get(tp, 0)
             log = PartitionLog.open(full, self.config_for(tp[0]), log_start_offset=starts.get(
-                tp, 0), recovery_point=point, now_ms=now_ms, io=self.io)
+                tp, 0), recovery_point=points.get(tp, 0), now_ms=now_ms, io=self.io,
+                clean_shutdown=clean)
             self.logs[tp] = log
             if log.topic_id is not None:
                 self.topic_ids[tp[0]] = log.topic_id
             reports.append(log.recovery_report)
+        if clean:
+            # From here on the logs are written again: a crash must not look clean.
+            os.unlink(marker)
+            fsync_dir(self.data_dir)
         return reports
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -160,8 +168,9 @@ class LogManager:
                 deleted += log.delete_expired(now_ms)
         return deleted
 
-    def checkpoint(self) -> None:
-        """Persist log start offsets and recovery points (logged, not raised, on failure)."""
+    def checkpoint(self) -> bool:
+        """Persist log start offsets and recovery points (logged, not raised, on failure);
+        True if both were written."""
         starts = {tp: log.log_start_offset for tp, log in self.logs.items()}
         points = {tp: log.recovery_point for tp, log in self.logs.items()}
         try:
@@ -171,22 +180,35 @@ class LogManager:
                              self.io)
         except OSError as exc:
             logger.error("%s: writing the offset checkpoints failed: %s", self.data_dir, exc)
+            return False
+        return True
 
     def flush_all(self) -> None:
         self._flush_each()
         self.checkpoint()
 
     def close(self) -> None:
-        self._flush_each()
-        self.checkpoint()
+        clean = self._flush_each()
+        clean = self.checkpoint() and clean
         for log in self.logs.values():
             log.close()
         self.logs.clear()
+        if clean:
+            try:
+                self.io.replace_file(os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE), b"")
+                fsync_dir(self.data_dir)
+            except OSError as exc:
+                logger.error("%s: writing the clean-shutdown marker failed: %s",
+                             self.data_dir, exc)
 
-    def _flush_each(self) -> None:
-        """fsync every log; one that fails keeps its old recovery point and is logged."""
+    def _flush_each(self) -> bool:
+        """fsync every log; one that fails keeps its old recovery point and is logged.
+        True if every log is on disk."""
+        ok = True
         for log in self.logs.values():
             try:
                 log.flush()
             except StorageError as exc:
                 logger.error("%s", exc)
+                ok = False
+        return ok

@@ -15,6 +15,9 @@ Rules kept here:
   they are damage (set aside, ERROR).
 - Segments before the recovery point keep their index files unless those are missing or
   inconsistent, in which case they are rebuilt by a scan.
+- After a clean shutdown (``.kafka_cleanshutdown``) no segment is scanned: the last one's end
+  is found from its offset index and a short header walk, as Kafka trusts a cleanly closed
+  log; a walk that does not end exactly at the file's end falls back to a full recovery.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ def segment_bases(path: str) -> list[int]:
 
 
 def load_segments(path: str, cfg: LogConfig, log_start_offset: int,
-                  recovery_point: int | None, now_ms: int,
-                  io: FileIO = OS_FILE_IO) -> tuple[list[LogSegment], RecoveryReport]:
+                  recovery_point: int | None, now_ms: int, io: FileIO = OS_FILE_IO,
+                  clean_shutdown: bool = False) -> tuple[list[LogSegment], RecoveryReport]:
     """Open every segment of ``path``, recovering as described in the module docstring."""
     _resolve_leftovers(path)
     report = RecoveryReport(path)
@@ -76,13 +79,13 @@ def load_segments(path: str, cfg: LogConfig, log_start_offset: int,
     for i, seg in enumerate(segments):
         last = i == len(segments) - 1
         upper = segments[i + 1].base_offset if not last else None
-        must_check = last or (recovery_point is not None and upper is not None
-                              and upper > recovery_point)
+        must_check = not clean_shutdown and (
+            last or (recovery_point is not None and upper is not None and upper > recovery_point))
         if must_check:
             result = seg.recover(verify=True, save_tail=not last)
-            _account(report, seg, result)
-        elif not seg.load_indexes():
-            _account(report, seg, seg.recover(verify=True, save_tail=True))
+            report_segment_repair(report, seg, result)
+        elif not seg.load_indexes() or (last and not seg.find_end()):
+            report_segment_repair(report, seg, seg.recover(verify=True, save_tail=not last))
             report.indexes_rebuilt += 1
         else:
             seg.next_offset = upper if upper is not None else seg.next_offset
@@ -95,7 +98,8 @@ def load_segments(path: str, cfg: LogConfig, log_start_offset: int,
     return segments, report
 
 
-def _account(report: RecoveryReport, seg: LogSegment, result: SegmentRecovery) -> None:
+def report_segment_repair(report: RecoveryReport, seg: LogSegment,
+                          result: SegmentRecovery) -> None:
     """Add one segment's repair to the report and tell the operator about it."""
     report.segments_recovered += 1
     report.damaged.extend(result.damaged)

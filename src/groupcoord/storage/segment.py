@@ -133,6 +133,28 @@ class LogSegment:
                 self.first_batch_timestamp = first.max_timestamp
         return True
 
+    def find_end(self) -> bool:
+        """After a clean shutdown: the next offset and the index bookkeeping from the last
+        index entry and a header walk to the end; False if the walk does not fit the file."""
+        positions = self.offset_index.positions
+        pos = positions[-1] if positions else 0
+        walked_from = pos
+        last: BatchHeader | None = None
+        while pos < self.size:
+            header = self.read_header(pos)
+            if header is None or header.batch_length < MIN_BATCH_LENGTH:
+                return False
+            last = header
+            pos += header.size
+        if pos != self.size:
+            return False
+        if last is not None:
+            self.next_offset = last.last_offset + 1
+        elif self.size:
+            return False
+        self.bytes_since_last_index_entry = self.size - walked_from
+        return True
+
     def recover(self, verify: bool = True, resync: bool = True,
                 save_tail: bool = False) -> SegmentRecovery:
         """Scan the whole file, rebuild indexes and repair what is damaged.
@@ -306,12 +328,14 @@ class LogSegment:
             off = 0
             while len(block) - off >= HEADER_SIZE:
                 header = parse_header(block, off)
+                if header.batch_length < MIN_BATCH_LENGTH:
+                    return None  # damaged bytes: no batch can be located past them
                 if header.base_offset + header.last_offset_delta >= offset:
                     return pos + off, header
                 off += header.batch_length + LOG_OVERHEAD
             if off == 0:
                 header_at = self.read_header(pos)
-                if header_at is None:
+                if header_at is None or header_at.batch_length < MIN_BATCH_LENGTH:
                     return None
                 if header_at.last_offset >= offset:
                     return pos, header_at
