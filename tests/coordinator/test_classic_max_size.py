@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+import test_property_replay as replay_props
 from classic_burst import REBALANCE_MS, SESSION_MS, Burst, Kind, RecordingHarness, Stage
 from coord_harness import GROUP, Harness
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from groupcoord.coordinator.classic.group import ClassicGroup
 from groupcoord.coordinator.classic.state import ClassicGroupState
@@ -177,3 +180,38 @@ def test_limit_below_one_is_refused_at_start_up() -> None:
             GroupCoordinatorConfig.from_properties({name: "0"})
     with pytest.raises(ValueError, match="group.share.max.size"):
         GroupCoordinatorConfig.from_properties({"group.share.max.size": "1001"})
+
+
+LIMIT_STEP = st.tuples(
+    st.sampled_from(["join", "join", "join", "rejoin", "sync", "heartbeat", "heartbeat",
+                     "leave", "crash", "advance", "advance", "restart"]),
+    st.integers(0, 5), st.integers(0, 1_000))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(LIMIT_STEP, min_size=1, max_size=80))
+def test_limit_holds_for_any_sequence_and_across_restarts(steps: list) -> None:
+    """Random joins (direct, MEMBER_ID_REQUIRED, static), syncs, heartbeats, leaves,
+    crashes, clock moves and restarts under a limit that changes between 1 and 3: the
+    group never grows past the limit, never grows at all while over a lowered one, and
+    replay rebuilds the live state after every step."""
+    limit = 2
+    h = Harness(GroupCoordinatorConfig(group_max_size=limit))
+    clients = [replay_props.Client(i) for i in range(6)]
+    max_gen = [0]
+    before = 0
+    for action, index, arg in steps:
+        if action == "restart":
+            limit = 1 + arg % 3
+            h.restart(GroupCoordinatorConfig(group_max_size=limit))
+            for c in clients:  # their connections broke: parked replies never come
+                c.join_token = c.sync_token = None
+        else:
+            replay_props.act(h, clients[index], action, arg)
+        while sum(replay_props.poll(h, c) for c in clients):
+            pass
+        found = h.shard.classic.get(GROUP)
+        now = 0 if found is None else len(found.members)
+        assert now <= max(limit, before), (before, now, limit)
+        before = now
+        replay_props.check(h, max_gen)

@@ -15,14 +15,16 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_inproc import RawClient
+from broker_inproc import InProcBroker, RawClient
 from helpers.broker import BrokerFactory
 
 from groupcoord.coordinator.classic.consumer_protocol import encode_subscription
 from groupcoord.wire.errors import ErrorCode as E
+from groupcoord.wire.generated import incremental_alter_configs as iac
 from groupcoord.wire.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -54,6 +56,7 @@ FIRST_WAVE = 60
 BURST_DEADLINE_S = 60.0
 GROUP = "burst-group"
 SUBSCRIPTION = encode_subscription(["burst-topic"])
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
 
 
 class StartLine:
@@ -284,3 +287,26 @@ def test_consumer_protocol_burst_admits_exactly_the_limit(
     broker.restart()
     described = asyncio.run(describe_consumer(broker.port))
     assert sorted(m.member_id for m in described.members) == member_ids
+
+
+def test_no_group_level_size_limit_as_in_kafka(tmp_path: Path) -> None:
+    """Kafka's `GroupConfig` has no per-group size limit (the limits are broker
+    settings): IncrementalAlterConfigs on a GROUP resource refuses the names."""
+    async def scenario() -> list[tuple[int, str | None]]:
+        async with InProcBroker(tmp_path) as broker:
+            client = await broker.client()
+            answers = []
+            for name in ("consumer.max.size", "group.max.size", "share.max.size"):
+                resource = iac.AlterConfigsResource(
+                    resource_type=GROUP_RESOURCE, resource_name=GROUP,
+                    configs=[iac.AlterableConfig(name=name, config_operation=0, value="1")])
+                response = await client.call(
+                    iac.IncrementalAlterConfigsRequest(resources=[resource]), 1,
+                    iac.IncrementalAlterConfigsResponse)
+                answers.append((response.responses[0].error_code,
+                                response.responses[0].error_message))
+            return answers
+
+    answers = asyncio.run(scenario())
+    assert [code for code, _ in answers] == [E.INVALID_CONFIG] * 3, answers
+    assert all("Unknown group config name" in (message or "") for _, message in answers)
