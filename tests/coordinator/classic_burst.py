@@ -24,6 +24,8 @@ from coord_harness import GROUP, Harness
 from groupcoord.coordinator.classic.group import ClassicGroup
 from groupcoord.coordinator.result import Result
 from groupcoord.wire.errors import ErrorCode as E
+from groupcoord.wire.generated.join_group import JoinGroupResponse
+from groupcoord.wire.generated.sync_group import SyncGroupResponse
 
 # Long enough that nobody expires while the crowd is driven (the simulated time stays far
 # below): the only way out of the group is GROUP_MAX_SIZE_REACHED.
@@ -179,7 +181,7 @@ class Burst:
             elif code != E.NONE:
                 self.other_errors.append((j.member_id, code))
 
-    def _on_join(self, j: Joiner, token: int, response: Any) -> None:
+    def _on_join(self, j: Joiner, token: int, response: JoinGroupResponse | None) -> None:
         if response is None:
             j.token = token
             self.waiting[token] = j
@@ -201,7 +203,7 @@ class Burst:
             self.other_errors.append((j.member_id, code))
             self._move(j, Stage.REJOIN)
 
-    def _on_sync(self, j: Joiner, token: int, response: Any) -> None:
+    def _on_sync(self, j: Joiner, token: int, response: SyncGroupResponse | None) -> None:
         if response is None:
             j.token = token
             self.waiting[token] = j

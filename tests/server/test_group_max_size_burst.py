@@ -16,7 +16,6 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from broker_inproc import InProcBroker, RawClient
@@ -29,11 +28,15 @@ from groupcoord.wire.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
+from groupcoord.wire.generated.consumer_group_describe import (
+    DescribedGroup as ConsumerDescribedGroup,
+)
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
 from groupcoord.wire.generated.describe_groups import (
+    DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
@@ -89,7 +92,7 @@ class StartLine:
 class ClassicOutcome:
     k: int
     client: RawClient
-    response: Any
+    response: JoinGroupResponse
 
 
 def join_version(k: int) -> int:
@@ -100,7 +103,7 @@ def instance_of(k: int) -> str | None:
     return f"instance-{k}" if k % 3 == 2 else None
 
 
-async def classic_join(client: RawClient, k: int, member_id: str = "") -> Any:
+async def classic_join(client: RawClient, k: int, member_id: str = "") -> JoinGroupResponse:
     """JoinGroup until the answer is not MEMBER_ID_REQUIRED."""
     while True:
         request = JoinGroupRequest(
@@ -140,7 +143,7 @@ async def sync(outcome: ClassicOutcome) -> int:
     return int(response.error_code)
 
 
-async def describe_classic(port: int) -> Any:
+async def describe_classic(port: int) -> DescribedGroup:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     client = RawClient(reader, writer)
     try:
@@ -238,7 +241,8 @@ def test_classic_burst_admits_exactly_the_limit(broker_factory: BrokerFactory) -
     assert sorted(m.member_id for m in described.members) == member_ids
 
 
-async def consumer_joiner(port: int, k: int, line: StartLine) -> tuple[RawClient, Any]:
+async def consumer_joiner(port: int, k: int, line: StartLine
+                          ) -> tuple[RawClient, ConsumerGroupHeartbeatResponse]:
     client = await line.connect(port)
     request = ConsumerGroupHeartbeatRequest(
         group_id=GROUP, member_id=f"{k:08d}-0000-4000-8000-000000000000", member_epoch=0,
@@ -249,7 +253,7 @@ async def consumer_joiner(port: int, k: int, line: StartLine) -> tuple[RawClient
     return client, response
 
 
-async def describe_consumer(port: int) -> Any:
+async def describe_consumer(port: int) -> ConsumerDescribedGroup:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     client = RawClient(reader, writer)
     try:
