@@ -24,6 +24,7 @@ from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
 from groupcoord.server.fetch_sessions import FetchSessionCache
+from groupcoord.server.log_cleaner import LogCleaner
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
 from groupcoord.server.txn_log import load_producer_state, track_append
 from groupcoord.server.waiters import FetchWaiters
@@ -63,6 +64,7 @@ class Broker:
         self.groups: Any = None
         self.shares: Any = None
         self.transactions: Any = None
+        self.cleaner = LogCleaner()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -114,6 +116,7 @@ class Broker:
             server.close()
         for conn in list(self.connections):
             conn.close()
+        self.cleaner.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -137,22 +140,23 @@ class Broker:
             self.flush_dirty()
 
     async def _retention_loop(self) -> None:
-        """Kafka's log retention and cleaner threads, as one periodic pass on the loop."""
+        """Kafka's log retention and cleaner threads: retention as a periodic pass on the
+        loop (it only unlinks files), compaction in the cleaner's worker process."""
         passes = 0
         while True:
             await asyncio.sleep(MAINTENANCE_INTERVAL_S)
             passes += 1
             try:
-                self.compact_logs()
+                await self.compact_logs_in_background()
                 if passes % 10 == 0:
                     self.logs.delete_expired()
             except Exception:
                 log.exception("log maintenance pass failed")
 
-    def compact_logs(self) -> None:
-        """Compact logs with `cleanup.policy=compact` whose inactive segments changed."""
-        from groupcoord.storage.compaction import compact
-
+    def _cleaning_due(self) -> list[tuple[tuple[str, int], Any, tuple[int, int], int | None]]:
+        """Logs with `cleanup.policy=compact` whose closed segments changed since their last
+        cleaning: (partition, log, marker, first unstable offset)."""
+        due = []
         for tp, plog in list(self.logs.logs.items()):
             inactive = len(plog.segments) - 1
             if "compact" not in plog.config.cleanup_policy or inactive < 1:
@@ -160,9 +164,32 @@ class Broker:
             marker = (inactive, plog.segments[-1].base_offset)
             if self._compacted.get(tp) != marker:
                 # Open transactions are not cleaned (Kafka's first uncleanable offset).
-                first_unstable = self.producer_state(*tp).first_unstable_offset()
-                compact(plog, first_unstable_offset=first_unstable)
-                self._compacted[tp] = marker
+                due.append((tp, plog, marker, self.producer_state(*tp).first_unstable_offset()))
+        return due
+
+    def compact_logs(self) -> None:
+        """Compact every due log in this thread (tests and tools; the broker cleans in the
+        background)."""
+        from groupcoord.storage.compaction import compact
+
+        for tp, plog, marker, first_unstable in self._cleaning_due():
+            compact(plog, first_unstable_offset=first_unstable)
+            self._compacted[tp] = marker
+
+    async def compact_logs_in_background(self) -> None:
+        """Compact every due log, the heavy part in the cleaner process (`log_cleaner`)."""
+        from groupcoord.storage.compaction import apply_cleaned, plan_cleaning
+
+        for tp, plog, marker, first_unstable in self._cleaning_due():
+            job = plan_cleaning(plog, first_unstable_offset=first_unstable)
+            outcome = await self.cleaner.clean(job)
+            if plog.closed or self.logs.get(*tp) is not plog:
+                continue  # the topic was deleted meanwhile
+            result = apply_cleaned(plog, job, outcome)
+            self._compacted[tp] = marker
+            if result.records_removed:
+                log.info("cleaned %s-%d: %d records removed, %d -> %d bytes", tp[0], tp[1],
+                         result.records_removed, result.bytes_before, result.bytes_after)
 
     def flush_dirty(self) -> None:
         dirty, self._dirty = self._dirty, set()

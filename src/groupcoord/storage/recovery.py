@@ -3,8 +3,8 @@
 Mirrors ``org.apache.kafka.storage.internals.log.LogLoader``.
 
 Rules kept here:
-- Leftovers of interrupted operations are resolved first: ``*.cleaned`` and ``*.deleted``
-  files are removed and ``*.swap`` files replace the segment they were written for, as the
+- Leftovers of interrupted operations are resolved first: the cleaner's ``cleaner-tmp``
+  directory and ``*.cleaned`` and ``*.deleted`` files are removed and ``*.swap`` files replace the segment they were written for, as the
   log cleaner's crash recovery does.
 - Segments at or past the recovery point (by default: the last one) are re-read in full and
   every batch's CRC is checked. Damage followed by valid batches is cut out and set aside
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 
 from groupcoord.storage.config import LogConfig, RecoveryReport
 from groupcoord.storage.damage import DamagedRange
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 
 def _resolve_leftovers(path: str) -> None:
+    shutil.rmtree(os.path.join(path, "cleaner-tmp"), ignore_errors=True)
     for name in os.listdir(path):
         full = os.path.join(path, name)
         if name.endswith(_LEFTOVER_SUFFIXES):
