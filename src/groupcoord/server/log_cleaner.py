@@ -78,7 +78,12 @@ class LogCleaner:
         takes tens of milliseconds), then reap it."""
         loop = asyncio.get_running_loop()
         gone: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(proc.sentinel, lambda: gone.done() or gone.set_result(None))
+
+        def on_exit() -> None:
+            if not gone.done():
+                gone.set_result(None)
+
+        loop.add_reader(proc.sentinel, on_exit)
         try:
             await asyncio.wait_for(gone, timeout_s)
         except TimeoutError:
