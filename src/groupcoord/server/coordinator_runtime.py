@@ -1,8 +1,10 @@
 """The coordinator runtime: one asyncio task per `__consumer_offsets` shard.
 
 Mirrors Kafka's `CoordinatorRuntime` (coordinator-common) for a single node. Each shard
-task owns its `GroupCoordinatorShard`: it replays the shard's partition on first use,
-then runs queued operations one at a time. Per operation it appends `result.records` to
+task owns its `GroupCoordinatorShard`: it replays the shard's partition on first use (in
+slices of a few milliseconds, so other APIs are served while a large partition loads; the
+shard's own requests queue until the replay ends), then runs queued operations one at a
+time. Per operation it appends `result.records` to
 `__consumer_offsets-<p>` as one uncompressed batch, replays them, and releases the
 response and deferred replies only after the append (with `--fsync always`, after one
 fsync covering every operation drained from the queue: a group commit). Timers are keyed
@@ -35,7 +37,7 @@ from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     encode_records_batch,
-    replay_log,
+    replay_log_in_steps,
 )
 
 if TYPE_CHECKING:
@@ -47,6 +49,8 @@ log = logging.getLogger("groupcoord.coordinator")
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 COORDINATOR_NOT_AVAILABLE = 15
+# Longest stretch a loading shard holds the event loop before letting other work run.
+LOAD_SLICE_S = 0.005
 UNKNOWN_SERVER_ERROR = -1
 
 Operation = Callable[[Any, Any, int], Any]
@@ -76,7 +80,10 @@ class ShardTask:
 
     # -- loading ---------------------------------------------------------------------------
 
-    def _load(self) -> None:
+    async def _load(self) -> None:
+        """Replay the shard's partition, giving the loop back every few milliseconds so a
+        large `__consumer_offsets` never stalls other APIs; requests for this shard queue
+        until the replay ends."""
         rt = self.runtime
         # Only an existing partition is replayed; the directory is created by the first
         # append, so read-only calls (ListGroups over every shard) create nothing.
@@ -85,7 +92,16 @@ class ShardTask:
         if hasattr(self.shard, "on_topics_changed"):
             self.shard.on_topics_changed(rt.topics_image(), now_ms())
         self.producers = ProducerEpochs()
-        count = replay_log(plog, self.shard, self.producers)
+        loop = asyncio.get_running_loop()
+        count = 0
+        # One shard replays at a time (Kafka's loader is one thread too), so what the loop
+        # gives to loading is one slice per turn, whatever the number of shards.
+        async with rt.loading:
+            slice_end = loop.time() + LOAD_SLICE_S
+            for count in replay_log_in_steps(plog, self.shard, self.producers, step_batches=1):
+                if loop.time() >= slice_end:
+                    await asyncio.sleep(0)
+                    slice_end = loop.time() + LOAD_SLICE_S
         if count:
             log.info("loaded %d records into shard %d", count, self.partition)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
@@ -101,7 +117,7 @@ class ShardTask:
     async def _main(self) -> None:
         while True:
             try:
-                self._load()
+                await self._load()
                 await self._serve()
             except asyncio.CancelledError:
                 raise
@@ -283,6 +299,7 @@ class CoordinatorRuntime:
         self.shard_factory = shard_factory or self._default_factory
         self.shards: dict[int, ShardTask] = {}
         self.written: dict[int, bool] = {}
+        self.loading = asyncio.Lock()
         self._tokens = itertools.count(1)
         self._op_context: Any = None
         self._image: Any = None
