@@ -131,7 +131,8 @@ class Dispatcher:
         if spec.error_response is not None:
             return spec.error_response(request, version, code)
         response = spec.response_cls()
-        if "error_code" not in getattr(type(response), "__slots__", ()):
+        # `_FIELDS`, not `__slots__`: a subclass (the share APIs' v0 codecs) adds no slots.
+        if "error_code" not in response._FIELDS:
             conn.protocol_error(f"api key {spec.api_key} failed with error {code}")
             return None
         response.error_code = code
