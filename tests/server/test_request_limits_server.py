@@ -34,6 +34,10 @@ from hypothesis import strategies as st
 
 from groupcoord.apis.registry import handlers
 from groupcoord.wire.errors import ErrorCode as E
+from groupcoord.wire.generated.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from groupcoord.wire.generated.join_group import (
     JoinGroupRequest,
     JoinGroupRequestProtocol,
@@ -50,6 +54,11 @@ from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
+)
+from groupcoord.wire.generated.sync_group import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
 )
 from groupcoord.wire.messages import WireStruct
 
@@ -199,6 +208,61 @@ def test_oversized_group_id_of_the_issue_then_the_connection_serves(tmp_path: Pa
     finally:
         logging.getLogger("groupcoord").removeHandler(errors)
     assert errors.messages == []
+
+
+def test_writes_over_max_message_bytes_fail_only_their_operation(tmp_path: Path) -> None:
+    """Fields within the string limit can still add up to a batch `__consumer_offsets`
+    refuses (max.message.bytes, 1,048,588): Kafka fails that write with
+    RecordTooLargeException, answered UNKNOWN_SERVER_ERROR; the shard keeps serving."""
+    many_topics = ["t" * 30_000 + str(i) for i in range(40)]  # 1.2 MB of topic names
+
+    def heartbeat(topics: list[str], member_id: str, epoch: int) -> Any:
+        return ConsumerGroupHeartbeatRequest(
+            group_id="cg", member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=5_000,
+            subscribed_topic_names=topics, topic_partitions=[])
+
+    def join(member_id: str, metadata: bytes) -> JoinGroupRequest:
+        return JoinGroupRequest(
+            group_id="classic", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+            member_id=member_id, protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=metadata)])
+
+    def sync(member_id: str, generation: int) -> SyncGroupRequest:
+        return SyncGroupRequest(
+            group_id="classic", generation_id=generation, member_id=member_id,
+            protocol_type="consumer", protocol_name="range",
+            assignments=[SyncGroupRequestAssignment(member_id=member_id, assignment=b"a")])
+
+    async def scenario() -> None:
+        async with InProcBroker(tmp_path) as running:
+            running.broker.topics.create("t", 1, {})
+            client = await running.client()
+            refused = await client.call(heartbeat(many_topics, "m" * 22, 0), 1,
+                                        ConsumerGroupHeartbeatResponse)
+            assert refused.error_code == E.UNKNOWN_SERVER_ERROR
+            joined = await client.call(heartbeat(["t"], "m" * 22, 0), 1,
+                                       ConsumerGroupHeartbeatResponse)
+            assert (joined.error_code, joined.member_epoch) == (0, 1)
+
+            first = await client.call(join("", b"\x00" * 2_000_000), 9, JoinGroupResponse)
+            member = first.member_id
+            big = await client.call(join(member, b"\x00" * 2_000_000), 9, JoinGroupResponse)
+            assert big.error_code == 0
+            synced = await client.call(sync(member, big.generation_id), 5, SyncGroupResponse)
+            assert synced.error_code == E.UNKNOWN_SERVER_ERROR
+            # The member rejoins with a subscription the log can hold, and the group forms.
+            small = await client.call(join(member, b"\x00" * 16), 9, JoinGroupResponse)
+            assert small.error_code == 0 and small.generation_id > big.generation_id
+            synced = await client.call(sync(member, small.generation_id), 5, SyncGroupResponse)
+            assert (synced.error_code, synced.assignment) == (0, b"a")
+
+    errors = ErrorLog()
+    logging.getLogger("groupcoord").addHandler(errors)
+    try:
+        asyncio.run(scenario())
+    finally:
+        logging.getLogger("groupcoord").removeHandler(errors)
+    assert errors.messages == []  # no shard failed, none reloaded
 
 
 # -- the fuzz test, driven by the JSON specs ------------------------------------------------
