@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from groupcoord.apis.registry import handlers
 from groupcoord.wire.errors import ErrorCode as E
+from groupcoord.wire.generated import describe_share_group_offsets
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -263,6 +264,25 @@ def test_writes_over_max_message_bytes_fail_only_their_operation(tmp_path: Path)
     finally:
         logging.getLogger("groupcoord").removeHandler(errors)
     assert errors.messages == []  # no shard failed, none reloaded
+
+
+def test_all_share_offsets_of_a_group_without_state_metadata_answer(tmp_path: Path) -> None:
+    """Found by fuzzing: null topics for a group with no ShareGroupStatePartitionMetadata
+    used to park the reply forever (a None read result means "parked" to the runtime)."""
+    m = describe_share_group_offsets
+
+    async def scenario() -> None:
+        async with InProcBroker(tmp_path) as running:
+            client = await running.client()
+            for version in (0, 1):
+                response = await client.call(m.DescribeShareGroupOffsetsRequest(groups=[
+                    m.DescribeShareGroupOffsetsRequestGroup(group_id="never-seen",
+                                                            topics=None)]),
+                    version, m.DescribeShareGroupOffsetsResponse)
+                assert [(g.group_id, g.error_code, g.topics) for g in response.groups] == [
+                    ("never-seen", 0, [])]
+
+    asyncio.run(scenario())
 
 
 # -- the fuzz test, driven by the JSON specs ------------------------------------------------
