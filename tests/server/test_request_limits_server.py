@@ -170,6 +170,29 @@ def test_every_coordinator_api_answers_oversized_fields(
     assert errors.messages == []
 
 
+@pytest.mark.parametrize("case", cases(), ids=lambda c: c.id)
+def test_longest_accepted_fields_fit_the_coordinator(tmp_path: Path, case: HostileCase) -> None:
+    """The limit is what the records hold: 32,767-byte values (ASCII and 3-byte UTF-8) go
+    through the coordinator, its records and the log without failing a shard."""
+    response_cls = handlers()[case.build("x").API_KEY].response_cls
+
+    async def scenario() -> None:
+        for n, value in enumerate(("x" * 32_767, "\u20ac" * 10_922)):
+            async with InProcBroker(tmp_path / str(n)) as running:
+                running.broker.topics.create("t", 1, {})
+                client = await running.client()
+                response = await client.call(case.build(value), case.version, response_cls)
+                assert E.UNKNOWN_SERVER_ERROR not in error_codes(response)
+
+    errors = ErrorLog()
+    logging.getLogger("groupcoord").addHandler(errors)
+    try:
+        asyncio.run(scenario())
+    finally:
+        logging.getLogger("groupcoord").removeHandler(errors)
+    assert errors.messages == []
+
+
 def test_oversized_group_id_of_the_issue_then_the_connection_serves(tmp_path: Path) -> None:
     def commit(group_id: str) -> OffsetCommitRequest:
         return OffsetCommitRequest(
