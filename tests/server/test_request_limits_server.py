@@ -34,7 +34,11 @@ from hypothesis import strategies as st
 
 from groupcoord.apis.registry import handlers
 from groupcoord.wire.errors import ErrorCode as E
-from groupcoord.wire.generated import describe_share_group_offsets
+from groupcoord.wire.generated import (
+    add_partitions_to_txn,
+    describe_share_group_offsets,
+    init_producer_id,
+)
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -287,6 +291,47 @@ def test_writes_over_max_message_bytes_fail_only_their_operation(tmp_path: Path)
     finally:
         logging.getLogger("groupcoord").removeHandler(errors)
     assert errors.messages == []  # no shard failed, none reloaded
+
+
+def test_transaction_state_over_max_message_bytes_changes_nothing(tmp_path: Path) -> None:
+    """A transaction whose `__transaction_state` record would exceed the partition's
+    max.message.bytes: UNKNOWN_SERVER_ERROR (Kafka's TransactionStateManager mapping of
+    MESSAGE_TOO_LARGE), the transaction unchanged and still usable."""
+    m = add_partitions_to_txn
+
+    def add(pid: int, epoch: int, partitions: list[int]) -> Any:
+        return m.AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="tx", v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[m.AddPartitionsToTxnTopic(name="t", partitions=partitions)])
+
+    def codes(response: Any) -> set[int]:
+        return {p.partition_error_code for t in response.results_by_topic_v3_and_below
+                for p in t.results_by_partition}
+
+    async def scenario() -> None:
+        async with InProcBroker(tmp_path) as running:
+            running.broker.topics.create("t", 400, {})
+            running.broker.topics.set_configs("__transaction_state", {"max.message.bytes": "1000"})
+            client = await running.client()
+            init = await client.call(init_producer_id.InitProducerIdRequest(
+                transactional_id="tx", transaction_timeout_ms=60_000, producer_id=-1,
+                producer_epoch=-1), 4, init_producer_id.InitProducerIdResponse)
+            assert init.error_code == 0
+            pid, epoch = init.producer_id, init.producer_epoch
+            refused = await client.call(add(pid, epoch, list(range(400))), 3,
+                                        m.AddPartitionsToTxnResponse)
+            assert codes(refused) == {E.UNKNOWN_SERVER_ERROR}
+            added = await client.call(add(pid, epoch, [0]), 3, m.AddPartitionsToTxnResponse)
+            assert codes(added) == {0}
+
+    errors = ErrorLog()
+    logging.getLogger("groupcoord").addHandler(errors)
+    try:
+        asyncio.run(scenario())
+    finally:
+        logging.getLogger("groupcoord").removeHandler(errors)
+    assert errors.messages == []
 
 
 def test_all_share_offsets_of_a_group_without_state_metadata_answer(tmp_path: Path) -> None:
