@@ -110,3 +110,11 @@ def test_incremental_alter_configs_error_goes_to_every_resource() -> None:
     response = incremental_alter_configs.error_response(request, 1, int(E.INVALID_REQUEST))
     assert [(r.resource_type, r.resource_name, r.error_code) for r in response.responses] == [
         (32, "g", E.INVALID_REQUEST), (2, "t", E.INVALID_REQUEST)]
+
+
+def test_every_served_request_class_can_be_walked() -> None:
+    # The walk learns each class's string-bearing fields from its default instance.
+    from groupcoord.apis.registry import handlers
+
+    for spec in handlers().values():
+        assert check_request(spec.request_cls(), 1 << 20) is None

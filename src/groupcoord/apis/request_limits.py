@@ -27,7 +27,10 @@ strings, config names and values). An API whose response cannot carry an error c
 connection, which is exactly Kafka's answer.
 
 Cost: no field can be longer than the frame holding it, so a frame of at most 32,767
-bytes (every heartbeat) is accepted after one comparison; only larger frames are walked.
+bytes (every heartbeat) is accepted after one comparison; only larger frames are walked,
+and only through the fields of each class that can hold a string (a field's type is the
+same in every version, so a class's default instance tells which fields are numbers or
+bytes).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def check_request(request: WireStruct, frame_size: int) -> FieldRejection | None
     """
     if frame_size <= MAX_STRING_BYTES:
         return None
-    found = _first_oversized(request)
+    found = _scan(request, _text_fields(type(request)))
     if found is None:
         return None
     path, size = found
@@ -89,39 +92,61 @@ def _oversized_size(text: str) -> int:
     return size if size > MAX_STRING_BYTES else 0
 
 
-def _first_oversized(message: WireStruct) -> tuple[str, int] | None:
-    """(dotted field path, UTF-8 size) of the first string over the limit, in spec order."""
-    for name in message._FIELDS:
+_NO_STRINGS = (int, bool, float, bytes)
+_TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _text_fields(cls: type[WireStruct]) -> tuple[str, ...]:
+    """The fields of `cls` that may hold a string, directly or nested: all but those whose
+    default value is a number or bytes (strings, arrays, structs and nullable fields)."""
+    fields = _TEXT_FIELDS.get(cls)
+    if fields is None:
+        defaults = cls()
+        fields = _TEXT_FIELDS[cls] = tuple(
+            name for name in cls._FIELDS
+            if not isinstance(getattr(defaults, name), _NO_STRINGS))
+    return fields
+
+
+def _scan(message: WireStruct, fields: tuple[str, ...]) -> tuple[str, int] | None:
+    """(dotted field path, UTF-8 size) of the first string over the limit among `fields`
+    of `message`, in spec order."""
+    for name in fields:
         value = getattr(message, name)
         kind = type(value)
         if kind is str:
-            size = _oversized_size(value)
-            if size:
-                return name, size
+            if len(value) > _ALWAYS_FITS:
+                size = _oversized_size(value)
+                if size:
+                    return name, size
         elif kind is list:
-            found = _first_oversized_item(value)
-            if found is not None:
-                return (name if found[0] == "" else f"{name}.{found[0]}"), found[1]
+            if value:
+                found = _scan_array(value)
+                if found is not None:
+                    return (f"{name}.{found[0]}" if found[0] else name), found[1]
         elif isinstance(value, WireStruct):
-            found = _first_oversized(value)
+            found = _scan(value, _text_fields(kind))
             if found is not None:
                 return f"{name}.{found[0]}", found[1]
     return None
 
 
-def _first_oversized_item(items: list[object]) -> tuple[str, int] | None:
-    """Like `_first_oversized` over an array: the path inside an element ("" for a
-    string element itself)."""
-    for item in items:
-        if type(item) is str:
-            size = _oversized_size(item)
-            if size:
-                return "", size
-        elif isinstance(item, WireStruct):
-            found = _first_oversized(item)
-            if found is not None:
-                return found
-        else:
-            # Arrays hold one element type; ints, bytes and uuids have no length limit.
-            return None
+def _scan_array(items: list[object]) -> tuple[str, int] | None:
+    """Like `_scan` over an array of one element type: the path inside the element ("" for
+    a string element itself)."""
+    first = items[0]
+    if type(first) is str:
+        for item in items:
+            if len(item) > _ALWAYS_FITS:  # type: ignore[arg-type]
+                size = _oversized_size(item)  # type: ignore[arg-type]
+                if size:
+                    return "", size
+    elif isinstance(first, WireStruct):
+        fields = _text_fields(type(first))
+        if fields:
+            for item in items:
+                found = _scan(item, fields)  # type: ignore[arg-type]
+                if found is not None:
+                    return found
+    # Arrays of ints and uuids have no length limit.
     return None
