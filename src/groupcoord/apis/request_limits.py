@@ -20,8 +20,9 @@ failure into `InvalidRequestException` and `SocketServer` closes the connection.
 Our choice (issue 10): the same limit, 32,767 bytes for every string field of every
 request, but answered with a Kafka error so the client learns why and the connection stays
 usable: INVALID_GROUP_ID (24) when the field is a group id, as Kafka answers a group id it
-cannot accept (`GroupMetadataManager.throwIfEmptyString`, `KafkaApis` for DescribeGroups /
-DeleteGroups); INVALID_REQUEST (42, Kafka's `InvalidRequestException`) for every other
+cannot accept (`GroupCoordinatorService.isGroupIdNotEmpty` for JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, OffsetCommit ...); INVALID_REQUEST (42, Kafka's
+`InvalidRequestException`) for every other
 field (member and instance ids, protocol names, topic names, transactional ids, metadata
 strings, config names and values). An API whose response cannot carry an error closes the
 connection, which is exactly Kafka's answer.
