@@ -2,35 +2,35 @@
 Kafka error over a real connection and never reach a coordinator shard.
 
 - every case of `helpers.hostile_requests` (group id, member id, instance id, protocol
-  names, topics, metadata strings, transactional ids, config names) against one broker: the
-  exact error code in the response, the connection still usable, no shard task created, no
-  record in `__consumer_offsets`, `__share_group_state` or `__transaction_state`, no error
-  logged;
+  names, topics, metadata strings, transactional ids, config names), v0 of the share APIs
+  included, against one broker: the exact error code in the response, the connection still
+  usable, no shard task created, no record in `__consumer_offsets`, `__share_group_state`
+  or `__transaction_state`, no error logged;
+- 32,767-byte values of the same fields go through the coordinator without failing a shard;
 - the 40,000-byte group id of the issue, then ordinary requests on the same connection;
-- a fuzz test walking the JSON specs of the coordinator requests (the generator's own
-  parser): for every string field of every flexible version served, a random valid request
-  (hypothesis) with an oversized value in that field. The expected code comes from the
-  spec, not from the implementation's table: INVALID_GROUP_ID where the spec marks the
-  field `"entityType": "groupId"` (or names it GroupId), INVALID_REQUEST elsewhere.
-  OffsetDelete has no flexible version, so its strings cannot exceed 32,767 bytes.
+- fields within the limit adding up to a write over `max.message.bytes` (consumer group,
+  classic group, transaction): the operation fails with Kafka's code, the shard serves on.
+
+The fuzz test driven by the specs is `test_request_fields_fuzz.py`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_inproc import InProcBroker, RawClient
+from broker_inproc import InProcBroker
 from helpers.hostile_requests import OVERSIZED, HostileCase, cases
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from request_fields_support import (
+    BrokerThread,
+    ErrorLog,
+    assert_answered,
+    error_codes,
+    error_log,
+    run_checked,
+)
 
 from groupcoord.apis.registry import handlers
 from groupcoord.wire.errors import ErrorCode as E
@@ -65,78 +65,12 @@ from groupcoord.wire.generated.sync_group import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
-from groupcoord.wire.messages import WireStruct
-
-_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(_ROOT / "tests" / "wire"))
-sys.path.insert(0, str(_ROOT / "tools"))
-import gen_messages
-from gen_spec import FieldSpec, StructSpec, load_json, snake
-from wire_strategies import Case, all_cases, instance, struct_class
-
-INTERNAL_TOPICS = ("__consumer_offsets", "__share_group_state", "__transaction_state")
-COORDINATOR_API_KEYS = (8, 9, 10, 11, 12, 13, 14, 15, 16, 22, 24, 25, 26, 28, 42, 44, 47,
-                        68, 69, 76, 77, 78, 79, 84, 90, 91, 92)
-
-
-class ErrorLog(logging.Handler):
-    """Every ERROR the broker logs (a shard failure, a failed handler or encoder)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-class BrokerThread:
-    """An in-process broker on its own event loop thread, driven synchronously (hypothesis
-    examples are plain functions)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.inproc = InProcBroker(data_dir)
-        self.run(self.inproc.__aenter__())
-        self.client: RawClient = self.run(self.inproc.client())
-
-    def run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
-
-    def call(self, request: Any, version: int) -> Any:
-        response_cls = handlers()[request.API_KEY].response_cls
-        return self.run(self.client.call(request, version, response_cls))
-
-    def untouched(self) -> bool:
-        """No coordinator shard loaded, no share partition, no internal record written."""
-        async def check() -> bool:
-            broker = self.inproc.broker
-            ends = []
-            for name in INTERNAL_TOPICS:
-                info = broker.topics.get(name)
-                for partition in range(info.num_partitions if info else 0):
-                    plog = broker.topics.log(name, partition)
-                    ends.append(plog.log_end_offset if plog is not None else 0)
-            return not broker.groups.shards and not broker.shares.partitions and not any(ends)
-        result: bool = self.run(check())
-        return result
-
-    def close(self) -> None:
-        self.run(self.inproc.__aexit__(None, None, None))
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
 
 
 @pytest.fixture(scope="module")
 def errors() -> Iterator[ErrorLog]:
-    handler = ErrorLog()
-    logger = logging.getLogger("groupcoord")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+    with error_log() as handler:
+        yield handler
 
 
 @pytest.fixture(scope="module")
@@ -144,25 +78,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory, errors: ErrorLog) -> Iterat
     running = BrokerThread(tmp_path_factory.mktemp("limits"))
     yield running
     running.close()
-
-
-def error_codes(message: WireStruct) -> set[int]:
-    """Every error code anywhere in a response."""
-    codes: set[int] = set()
-    for name in message._FIELDS:
-        value = getattr(message, name)
-        if name.endswith("error_code"):
-            codes.add(value)
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, WireStruct):
-                codes |= error_codes(item)
-    return codes
-
-
-def assert_answered(response: WireStruct, code: int) -> None:
-    codes = error_codes(response)
-    assert code in codes and codes <= {0, code}, codes
 
 
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c.id)
@@ -205,13 +120,7 @@ def test_longest_accepted_fields_fit_the_coordinator(tmp_path: Path, case: Hosti
                 response = await client.call(case.build(value), case.version, response_cls)
                 assert E.UNKNOWN_SERVER_ERROR not in error_codes(response)
 
-    errors = ErrorLog()
-    logging.getLogger("groupcoord").addHandler(errors)
-    try:
-        asyncio.run(scenario())
-    finally:
-        logging.getLogger("groupcoord").removeHandler(errors)
-    assert errors.messages == []
+    run_checked(scenario())
 
 
 def test_oversized_group_id_of_the_issue_then_the_connection_serves(tmp_path: Path) -> None:
@@ -246,13 +155,7 @@ def test_oversized_group_id_of_the_issue_then_the_connection_serves(tmp_path: Pa
             first = await client.call(join("g"), 9, JoinGroupResponse)
             assert first.error_code == E.MEMBER_ID_REQUIRED and first.member_id
 
-    errors = ErrorLog()
-    logging.getLogger("groupcoord").addHandler(errors)
-    try:
-        asyncio.run(scenario())
-    finally:
-        logging.getLogger("groupcoord").removeHandler(errors)
-    assert errors.messages == []
+    run_checked(scenario())
 
 
 def test_writes_over_max_message_bytes_fail_only_their_operation(tmp_path: Path) -> None:
@@ -301,13 +204,7 @@ def test_writes_over_max_message_bytes_fail_only_their_operation(tmp_path: Path)
             synced = await client.call(sync(member, small.generation_id), 5, SyncGroupResponse)
             assert (synced.error_code, synced.assignment) == (0, b"a")
 
-    errors = ErrorLog()
-    logging.getLogger("groupcoord").addHandler(errors)
-    try:
-        asyncio.run(scenario())
-    finally:
-        logging.getLogger("groupcoord").removeHandler(errors)
-    assert errors.messages == []  # no shard failed, none reloaded
+    run_checked(scenario())
 
 
 def test_transaction_state_over_max_message_bytes_changes_nothing(tmp_path: Path) -> None:
@@ -342,13 +239,7 @@ def test_transaction_state_over_max_message_bytes_changes_nothing(tmp_path: Path
             added = await client.call(add(pid, epoch, [0]), 3, m.AddPartitionsToTxnResponse)
             assert codes(added) == {0}
 
-    errors = ErrorLog()
-    logging.getLogger("groupcoord").addHandler(errors)
-    try:
-        asyncio.run(scenario())
-    finally:
-        logging.getLogger("groupcoord").removeHandler(errors)
-    assert errors.messages == []
+    run_checked(scenario())
 
 
 def test_all_share_offsets_of_a_group_without_state_metadata_answer(tmp_path: Path) -> None:
@@ -367,152 +258,7 @@ def test_all_share_offsets_of_a_group_without_state_metadata_answer(tmp_path: Pa
                 assert [(g.group_id, g.error_code, g.topics) for g in response.groups] == [
                     ("never-seen", 0, [])]
 
-    asyncio.run(scenario())
+    run_checked(scenario())
 
 
 # -- the fuzz test, driven by the JSON specs ------------------------------------------------
-
-@dataclass(frozen=True)
-class Target:
-    """A string field (dotted attribute path) of a coordinator request, and its versions."""
-
-    case: Case
-    path: tuple[FieldSpec, ...]
-    versions: tuple[int, ...]
-    code: int
-
-    @property
-    def id(self) -> str:
-        return f"{self.case.spec.name}.{'.'.join(f.attr for f in self.path)}"
-
-
-def _group_id_paths(spec_name: str) -> set[tuple[str, ...]]:
-    """Paths (snake_case) the raw spec marks as group ids."""
-    raw = load_json(gen_messages.SPEC_DIR / "messages" / f"{spec_name}.json")
-    found: set[tuple[str, ...]] = set()
-
-    def walk(fields: list[dict[str, Any]], prefix: tuple[str, ...]) -> None:
-        for field in fields:
-            path = (*prefix, snake(field["name"]))
-            if field.get("entityType") == "groupId" or field["name"] == "GroupId":
-                found.add(path)
-            walk(field.get("fields", []), path)
-    walk(raw["fields"], ())
-    return found
-
-
-def _string_paths(struct: StructSpec, version: int,
-                  prefix: tuple[FieldSpec, ...] = ()) -> Iterator[tuple[FieldSpec, ...]]:
-    for field in struct.fields:
-        if version not in field.versions:
-            continue
-        path = (*prefix, field)
-        if field.type == "string" or (field.is_array and field.elem == "string"):
-            yield path
-        elif field.struct is not None:
-            yield from _string_paths(field.struct, version, path)
-
-
-def fuzz_targets() -> list[Target]:
-    table = handlers()
-    targets: dict[tuple[str, tuple[str, ...]], tuple[Case, tuple[FieldSpec, ...], list[int]]] = {}
-    for case in all_cases():
-        spec = case.spec
-        if spec.kind != "request" or spec.api_key not in COORDINATOR_API_KEYS:
-            continue
-        served = table[spec.api_key]
-        for version in range(served.min_version, served.max_version + 1):
-            # Share API v0 (3.9 early access) is hand-coded outside the 4.3 specs.
-            if not served.is_flexible(version) or version not in spec.valid:
-                continue
-            for path in _string_paths(spec.root, version):
-                key = (spec.name, tuple(f.attr for f in path))
-                targets.setdefault(key, (case, path, []))[2].append(version)
-    result = []
-    for (name, attrs), (case, path, versions) in sorted(targets.items(), key=lambda kv: kv[0]):
-        code = E.INVALID_GROUP_ID if attrs in _group_id_paths(name) else E.INVALID_REQUEST
-        result.append(Target(case, path, tuple(versions), int(code)))
-    return result
-
-
-#: Oversized values: one to four UTF-8 bytes per character, just over or far over the limit.
-OVERSIZED_TEXT = st.builds(
-    lambda char, extra: char * (32_767 // len(char.encode()) + 1 + extra),
-    st.sampled_from(["g", "\x00", "\u00e9", "\u20ac", "\U0001F600"]),
-    st.integers(0, 20_000))
-
-
-def _put(owner: type, message: Any, path: tuple[FieldSpec, ...], value: str) -> None:
-    """Set the field at `path` to `value`, adding an element to empty arrays on the way."""
-    field, rest = path[0], path[1:]
-    current = getattr(message, field.attr)
-    if not rest:
-        if field.is_array:
-            setattr(message, field.attr, [*(current or []), value])
-        else:
-            setattr(message, field.attr, value)
-        return
-    assert field.struct is not None
-    element_cls = struct_class(owner, field.struct)
-    if field.is_array:
-        if not current:
-            current = [element_cls()]
-            setattr(message, field.attr, current)
-        _put(owner, current[-1], rest, value)
-    else:
-        if current is None:
-            current = element_cls()
-            setattr(message, field.attr, current)
-        _put(owner, current, rest, value)
-
-
-_ELEMENT_DEFAULTS: dict[str, Any] = {"string": "x", "uuid": bytes(16), "bool": False,
-                                     "bytes": b""}
-
-
-def _fill(owner: type, message: Any, struct: StructSpec, version: int) -> None:
-    """Give every array of the request at least one element, so that each part of Kafka's
-    error response (per group, topic, partition, key or resource) has an entry to carry
-    the error code."""
-    for field in struct.fields:
-        if version not in field.versions:
-            continue
-        value = getattr(message, field.attr)
-        if field.is_array:
-            if not value:
-                element = (struct_class(owner, field.struct)() if field.struct is not None
-                           else _ELEMENT_DEFAULTS.get(field.elem, 0))
-                value = [element]
-                setattr(message, field.attr, value)
-            if field.struct is not None:
-                for element in value:
-                    _fill(owner, element, field.struct, version)
-        elif field.struct is not None and value is not None:
-            _fill(owner, value, field.struct, version)
-
-
-TARGETS = fuzz_targets()
-
-
-def test_fuzz_targets_cover_every_coordinator_api() -> None:
-    apis = {t.case.spec.api_key for t in TARGETS}
-    # OffsetDelete (47) has no flexible version: int16 lengths bound its strings.
-    assert apis == set(COORDINATOR_API_KEYS) - {47}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.id)
-@settings(max_examples=3, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large])
-@given(data=st.data())
-def test_fuzz_oversized_fields_from_the_specs(broker: BrokerThread, errors: ErrorLog,
-                                              target: Target, data: st.DataObject) -> None:
-    version = data.draw(st.sampled_from(target.versions), label="version")
-    request = data.draw(instance(target.case, version), label="request")
-    _fill(target.case.cls, request, target.case.spec.root, version)
-    _put(target.case.cls, request, target.path, data.draw(OVERSIZED_TEXT, label="value"))
-    response = broker.call(request, version)
-    assert_answered(response, target.code)
-    assert broker.untouched()
-    assert errors.messages == []
