@@ -77,6 +77,20 @@ class BrokerThread:
         response_cls = handlers()[request.API_KEY].response_cls
         return self.run(self.client.call(request, version, response_cls))
 
+    def call_on_new_connection(self, request: Any, version: int, timeout: float) -> Any:
+        """`call` on a connection of its own (closed afterwards), so that a reply the
+        coordinator parks cannot hold up later requests; TimeoutError if none came."""
+        response_cls = handlers()[request.API_KEY].response_cls
+
+        async def exchange() -> Any:
+            client = await self.inproc.client()
+            try:
+                return await client.call(request, version, response_cls, timeout)
+            finally:
+                self.inproc.clients.remove(client)
+                await client.close()
+        return self.run(exchange())
+
     def untouched(self) -> bool:
         """No coordinator shard loaded, no share partition, no internal record written."""
         async def check() -> bool:
