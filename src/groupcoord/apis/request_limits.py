@@ -24,7 +24,11 @@ cannot accept (`GroupCoordinatorService.isGroupIdNotEmpty` for JoinGroup, SyncGr
 Heartbeat, LeaveGroup, OffsetCommit ...); INVALID_REQUEST (42, Kafka's
 `InvalidRequestException`) for every other
 field (member and instance ids, protocol names, topic names, transactional ids, metadata
-strings, config names and values). An API whose response cannot carry an error closes the
+strings, config names and values). The whole request is refused, as its parse fails in
+Kafka, so no per-field code applies: not INVALID_TOPIC_EXCEPTION for a topic name (Kafka's
+group APIs answer an illegal but parseable topic name UNKNOWN_TOPIC_OR_PARTITION), and
+Kafka has no transactional-id code (`TransactionCoordinator.handleInitProducerId` answers an
+empty one INVALID_REQUEST). An API whose response cannot carry an error closes the
 connection, which is exactly Kafka's answer.
 
 Cost: no field can be longer than the frame holding it, so a frame of at most 32,767
