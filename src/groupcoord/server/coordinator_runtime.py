@@ -214,13 +214,13 @@ class ShardTask:
             batch = encode_records_batch(records, now_ms(), pid, epoch)
         except ValueError as exc:
             raise WriteRefused(str(exc)) from exc
+        # A missing partition is left to the append, which fail-stops the shard.
         plog = self.runtime.broker.topics.log(OFFSETS_TOPIC, self.partition)
-        limit = plog.config.max_message_bytes if plog is not None else len(batch)
-        if len(batch) > limit:
+        if plog is not None and len(batch) > plog.config.max_message_bytes:
             raise WriteRefused(
                 f"Message batch size is {len(batch)} bytes in append to partition "
                 f"{OFFSETS_TOPIC}-{self.partition} which exceeds the maximum configured "
-                f"size of {limit}.")
+                f"size of {plog.config.max_message_bytes}.")
         return batch
 
     def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
