@@ -10,7 +10,11 @@ response and deferred replies only after the append (with `--fsync always`, afte
 fsync covering every operation drained from the queue: a group commit). Timers are keyed
 soft state armed with `loop.call_at`; a fired timer is an ordinary queued operation. An
 append failure fail-stops the shard: pending callers get COORDINATOR_NOT_AVAILABLE and the
-shard reloads from its log. Group events go to `__group_events` (see `group_events`).
+shard reloads from its log. Records the log cannot take (a batch over the partition's
+`max.message.bytes`, a value its record version cannot hold) fail only their operation,
+before anything is appended: Kafka's runtime refuses such an atomic write with
+`RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
+as UNKNOWN_SERVER_ERROR. Group events go to `__group_events` (see `group_events`).
 
 Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
 a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
@@ -57,6 +61,11 @@ Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
 QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn]
+
+
+class WriteRefused(Exception):
+    """An operation's records cannot be written (too large, or not encodable): that
+    operation fails, nothing is appended and the shard keeps serving."""
 
 
 def now_ms() -> int:
@@ -176,7 +185,13 @@ class ShardTask:
             log.exception("coordinator operation failed on shard %d", self.partition)
             done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
             return
-        self._release(done, self._apply(result, txn), fut, op_ctx)
+        try:
+            applied = self._apply(result, txn)
+        except WriteRefused as exc:
+            log.warning("write refused on shard %d: %s", self.partition, exc)
+            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
+            return
+        self._release(done, applied, fut, op_ctx)
 
     def _call(self, op: Operation, op_ctx: Any = None) -> Any:
         if op_ctx is None:
@@ -193,7 +208,7 @@ class ShardTask:
         records = getattr(result, "records", None)
         if records:
             pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
-            batch = encode_records_batch(records, now_ms(), pid, epoch)
+            batch = self._encode(records, pid, epoch)
             # A failure here propagates to _main: fail-stop and reload.
             info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch, now_ms())
             self.runtime.written[self.partition] = True
@@ -213,6 +228,21 @@ class ShardTask:
         if events:
             group_events.write(self.runtime.broker, events)
         return result
+
+    def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
+        """The operation's batch; WriteRefused when the log would refuse it."""
+        try:
+            batch = encode_records_batch(records, now_ms(), pid, epoch)
+        except ValueError as exc:
+            raise WriteRefused(str(exc)) from exc
+        # A missing partition is left to the append, which fail-stops the shard.
+        plog = self.runtime.broker.topics.log(OFFSETS_TOPIC, self.partition)
+        if plog is not None and len(batch) > plog.config.max_message_bytes:
+            raise WriteRefused(
+                f"Message batch size is {len(batch)} bytes in append to partition "
+                f"{OFFSETS_TOPIC}-{self.partition} which exceeds the maximum configured "
+                f"size of {plog.config.max_message_bytes}.")
+        return batch
 
     def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
                  fut: asyncio.Future[Any] | None = None, op_ctx: Any = None) -> None:
