@@ -217,6 +217,45 @@ def test_offset_admin_apis(tmp_path: Path) -> None:
     run(go())
 
 
+def test_alter_offsets_creates_the_group_and_describe_all_answers(tmp_path: Path) -> None:
+    """KAFKA-19662: AlterShareGroupOffsets creates an unknown share group; DescribeShare-
+    GroupOffsets with null topics answers (no topics) for an unknown group and for a group
+    with no initialized partitions instead of never replying."""
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            setup(b)
+            c = await b.client()
+
+            def describe_all(group: str) -> Any:
+                return dso.DescribeShareGroupOffsetsRequest(groups=[
+                    dso.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)])
+            for version in (0, 1):
+                resp = await c.call(describe_all("unknown"), version,
+                                    dso.DescribeShareGroupOffsetsResponse, 5.0)
+                assert (resp.groups[0].error_code, resp.groups[0].topics) == (0, [])
+            await join(c)  # a share group whose partitions are not initialized yet
+            hb = sgh.ShareGroupHeartbeatRequest(group_id="bare", member_id="m1",
+                                                member_epoch=0, subscribed_topic_names=["x"])
+            assert (await c.call(hb, 1, sgh.ShareGroupHeartbeatResponse)).error_code == 0
+            resp = await c.call(describe_all("bare"), 1, dso.DescribeShareGroupOffsetsResponse,
+                                5.0)
+            assert (resp.groups[0].error_code, resp.groups[0].topics) == (0, [])
+            alter = alt.AlterShareGroupOffsetsRequest(group_id="fresh", topics=[
+                alt.AlterShareGroupOffsetsRequestTopic(topic_name=T, partitions=[
+                    alt.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                               start_offset=3)])])
+            got = await c.call(alter, 0, alt.AlterShareGroupOffsetsResponse, 5.0)
+            assert got.error_code == 0 and got.responses[0].partitions[0].error_code == 0
+            resp = await c.call(describe_all("fresh"), 1, dso.DescribeShareGroupOffsetsResponse,
+                                5.0)
+            part = resp.groups[0].topics[0].partitions[0]
+            assert (part.start_offset, part.lag) == (3, 7)
+            hb = sgh.ShareGroupHeartbeatRequest(group_id="fresh", member_id="m9",
+                                                member_epoch=0, subscribed_topic_names=[T])
+            assert (await c.call(hb, 1, sgh.ShareGroupHeartbeatResponse)).error_code == 0
+    run(go())
+
+
 def test_state_survives_restart(tmp_path: Path) -> None:
     async def first() -> bytes:
         async with InProcBroker(tmp_path) as b:

@@ -2,7 +2,8 @@
 a group, and (v1, KIP-1226) its lag (`GroupCoordinatorService.describeShareGroupOffsets`).
 
 Null topics = every share-partition ShareGroupStatePartitionMetadata lists as initialized
-(`describeShareGroupAllOffsets`). A partition without state
+(`describeShareGroupAllOffsets`); an unknown group, or one with none initialized, answers
+no topics. A partition without state
 answers start offset -1. An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION per
 partition. A group id used by a classic or consumer group is GROUP_ID_NOT_FOUND.
 """
@@ -64,8 +65,8 @@ async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
     before it was kept), the share-partitions with state."""
     def read(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return state_ops.initialized_partitions(shard, group_id)
-    initialized: dict[bytes, set[int]] | None = await ctx.groups.call(group_id, read)
-    if initialized is None:
+    initialized: dict[bytes, set[int]] | str = await ctx.groups.call(group_id, read)
+    if isinstance(initialized, str):  # state_ops.LEGACY_STATE
         return dict(ctx.shares.state_partitions(group_id))
     return initialized
 
