@@ -256,6 +256,33 @@ def test_alter_offsets_creates_the_group_and_describe_all_answers(tmp_path: Path
     run(go())
 
 
+def test_max_bytes_or_max_records_zero_fetches_nothing_at_once(tmp_path: Path) -> None:
+    """`SharePartitionManager.processShareFetch`: MaxBytes 0 (fetch.max.bytes=0) or
+    MaxRecords 0 completes at once with no records, even with MaxWaitMs set."""
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            tid = setup(b)
+            c = await b.client()
+            await set_configs(c, G, share_auto_offset_reset="earliest")
+            await join(c)
+            epoch = 0
+            for max_bytes, max_records in ((0, 100), (1 << 20, 0)):
+                req = sf.ShareFetchRequest(
+                    group_id=G, member_id="m1", share_session_epoch=epoch, max_wait_ms=5_000,
+                    min_bytes=1, max_bytes=max_bytes, max_records=max_records,
+                    topics=[sf.FetchTopic(topic_id=tid, partitions=[
+                        sf.FetchPartition(partition_index=0)])])
+                started = time.monotonic()
+                resp = await c.call(req, 1, sf.ShareFetchResponse, 3.0)
+                assert time.monotonic() - started < 2.0
+                assert resp.error_code == 0 and acquired(resp) == []
+                assert not any(p.records for t in resp.responses for p in t.partitions)
+                epoch += 1
+            resp = await fetch(c, tid, epoch)
+            assert acquired(resp) == [(0, 9, 1)]
+    run(go())
+
+
 def test_state_survives_restart(tmp_path: Path) -> None:
     async def first() -> bytes:
         async with InProcBroker(tmp_path) as b:
