@@ -37,6 +37,7 @@ from groupcoord.server import share_admin
 from groupcoord.server.log_records import keyed_records
 from groupcoord.server.shard_log import encode_records_batch
 from groupcoord.server.share_configs import GroupConfigStore
+from groupcoord.storage.transactions import collect_aborted_txns
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
@@ -197,12 +198,21 @@ class ShareRuntime:
         if sp.start_offset < plog.log_start_offset:
             sp.move_start_offset(plog.log_start_offset)
         offset = sp.next_fetch_offset()
-        if offset >= plog.log_end_offset or sp.in_flight_count() >= sp.config.max_record_locks \
+        upper = plog.log_end_offset
+        if sp.config.read_committed:
+            upper = int(self.broker.producer_state(topic_name, sp.partition)
+                        .last_stable_offset(upper))
+        if offset >= upper or sp.in_flight_count() >= sp.config.max_record_locks \
                 and offset >= sp.end_offset:
             return None, []
-        data = plog.read(offset, max_bytes)
+        data = plog.read(offset, max_bytes, upper)
         spans = _batch_spans(data)
-        acquired = sp.acquire(member_id, now_ms(), [(b, last, c) for b, last, c, _, _ in spans],
+        aborted = _aborted_batches(plog, offset, upper, data) if sp.config.read_committed \
+            else frozenset()
+        # A batch of an aborted transaction is, like a control batch, never delivered: it
+        # is archived when first reached (`maybeFilterAbortedTransactionalAcquiredRecords`).
+        acquired = sp.acquire(member_id, now_ms(),
+                              [(b, last, c or b in aborted) for b, last, c, _, _ in spans],
                               max_records, record_limit)
         self.persist(sp, topic_name)
         if not acquired:
@@ -284,3 +294,18 @@ def _batch_spans(data: memoryview) -> list[tuple[int, int, bool, int, int]]:
                       pos, pos + len(view)))
         pos += len(view)
     return spans
+
+
+def _aborted_batches(plog: Any, offset: int, upper: int, data: memoryview) -> frozenset[int]:
+    """Base offsets of the transactional batches in `data` whose transaction aborted
+    (`SharePartition.fetchAbortedTransactionRecordBatches`)."""
+    from groupcoord.logformat.batch import iter_batches
+
+    found = collect_aborted_txns(plog, offset, upper)
+    if not found:
+        return frozenset()
+    return frozenset(
+        header.base_offset for header, _view in iter_batches(data)
+        if header.is_transactional and not header.is_control
+        and any(t.producer_id == header.producer_id
+                and t.first_offset <= header.base_offset <= t.last_offset for t in found))

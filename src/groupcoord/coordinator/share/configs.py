@@ -82,6 +82,7 @@ def share_config(overrides: Mapping[str, str]) -> ShareConfig:
         delivery_count_limit=int(get("share.delivery.count.limit")),
         max_record_locks=int(get("share.partition.max.record.locks")),
         auto_offset_reset=get("share.auto.offset.reset").lower(),
+        read_committed=get("share.isolation.level").lower() == "read_committed",
     )
 
 

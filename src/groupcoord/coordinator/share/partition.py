@@ -69,6 +69,9 @@ class ShareConfig:
     delivery_count_limit: int = 5
     max_record_locks: int = 2_000
     auto_offset_reset: str = "latest"
+    # `share.isolation.level`: read_committed reads up to the last stable offset and never
+    # delivers records of aborted transactions (`SharePartition` archives them).
+    read_committed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
