@@ -25,7 +25,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.share.configs import by_duration_ms, share_config
+from groupcoord.coordinator.config import GroupCoordinatorConfig
+from groupcoord.coordinator.share.configs import broker_defaults, by_duration_ms, share_config
 from groupcoord.coordinator.share.partition import Acquired, SharePartition
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
 from groupcoord.coordinator.share.state_store import (
@@ -63,6 +64,9 @@ class ShareRuntime:
         self.partitions: dict[SPKey, SharePartition] = {}
         self.sessions = ShareSessionCache(max_sessions)
         self.group_configs = GroupConfigStore(broker.config.data_dir)
+        # `group.share.*` broker settings (`serve --group-config`): defaults of group configs.
+        self.defaults = broker_defaults(GroupCoordinatorConfig.from_properties(
+            broker.config.extra))
         self._timers: dict[SPKey, tuple[int, asyncio.TimerHandle]] = {}
 
     # -- start-up ---------------------------------------------------------------------------
@@ -105,7 +109,7 @@ class ShareRuntime:
         return sp
 
     def _initialize(self, key: SPKey, topic_name: str) -> SharePartition:
-        config = share_config(self.group_configs.get(key[0]))
+        config = share_config(self.group_configs.get(key[0]), self.defaults)
         sp = SharePartition(*key, config)
         persisted = self.store.get(key)
         if persisted is not None and persisted.start_offset >= 0:
@@ -251,13 +255,13 @@ class ShareRuntime:
 
     def reconfigure(self, group_id: str) -> None:
         """Apply changed group configs to the group's live share-partitions."""
-        config = share_config(self.group_configs.get(group_id))
+        config = share_config(self.group_configs.get(group_id), self.defaults)
         for key, sp in self.partitions.items():
             if key[0] == group_id:
                 sp.config = config
 
     def lock_duration_ms(self, group_id: str) -> int:
-        return share_config(self.group_configs.get(group_id)).record_lock_duration_ms
+        return share_config(self.group_configs.get(group_id), self.defaults).record_lock_duration_ms
 
 
     # -- admin (DescribeShareGroupOffsets / Alter / Delete, `groupcoord groups`) ---------
