@@ -82,6 +82,7 @@ def test_read_committed_skips_an_aborted_transaction(broker: Any) -> None:
     producer.begin_transaction()
     for i in range(100):
         producer.produce(topic, b"aborted-%d" % i, partition=0)
+    assert producer.flush(30) == 0  # written, then aborted (abort alone purges the queue)
     producer.abort_transaction(30)
     producer.begin_transaction()
     for i in range(10):
@@ -96,6 +97,22 @@ def test_read_committed_skips_an_aborted_transaction(broker: Any) -> None:
         sc.close()
     values = sorted(m.value() for m in got + extra)
     assert values == sorted(b"committed-%d" % i for i in range(10))
+    # Check the broker too: the aborted records (offsets 0-99, marker 100) were archived,
+    # not handed out, and the committed ones (101-110) accepted, so nothing is left.
+    start, lag = start_offset_and_lag(broker.bootstrap, group)
+    assert start >= 111 and lag == 0, (start, lag)
+
+
+def start_offset_and_lag(bootstrap: str, group: str) -> tuple[int, int]:
+    from groupcoord.cli.wire_client import WireClient
+    from groupcoord.wire.generated import describe_share_group_offsets as dso
+
+    with WireClient(bootstrap) as client:
+        describe = dso.DescribeShareGroupOffsetsRequest(groups=[
+            dso.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)])
+        response, _ = client.request(describe, 1)
+    (partition,) = [p for t in response.groups[0].topics for p in t.partitions]
+    return partition.start_offset, partition.lag
 
 
 def test_fetch_max_bytes_zero_fetches_nothing(broker: Any) -> None:
