@@ -60,6 +60,7 @@ class GroupCoordinatorConfig:
     group_share_max_record_lock_duration_ms: int = 60_000
     group_share_delivery_count_limit: int = 5
     group_share_partition_max_record_locks: int = 2_000
+    group_share_max_share_sessions: int = 2_000
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -124,6 +125,8 @@ class GroupCoordinatorConfig:
         within("group.share.delivery.count.limit", self.group_share_delivery_count_limit, 2, 10)
         within("group.share.partition.max.record.locks",
                self.group_share_partition_max_record_locks, 100, 10_000)
+        within("group.share.max.share.sessions", self.group_share_max_share_sessions, 1,
+               INT32_MAX)
         within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
                self.group_share_min_record_lock_duration_ms,
                self.group_share_max_record_lock_duration_ms)

@@ -58,15 +58,16 @@ def now_ms() -> int:
 class ShareRuntime:
     """All share-partitions and share sessions of the broker."""
 
-    def __init__(self, broker: Broker, max_sessions: int = 2000) -> None:
+    def __init__(self, broker: Broker) -> None:
+        # `group.share.*` broker settings (`serve --group-config`): the share-session limit
+        # and the defaults of group configs.
+        settings = GroupCoordinatorConfig.from_properties(broker.config.extra)
         self.broker = broker
         self.store = ShareStateStore()
         self.partitions: dict[SPKey, SharePartition] = {}
-        self.sessions = ShareSessionCache(max_sessions)
+        self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
         self.group_configs = GroupConfigStore(broker.config.data_dir)
-        # `group.share.*` broker settings (`serve --group-config`): defaults of group configs.
-        self.defaults = broker_defaults(GroupCoordinatorConfig.from_properties(
-            broker.config.extra))
+        self.defaults = broker_defaults(settings)
         self._timers: dict[SPKey, tuple[int, asyncio.TimerHandle]] = {}
 
     # -- start-up ---------------------------------------------------------------------------

@@ -79,6 +79,7 @@ def test_broker_settings_are_the_defaults_of_group_configs() -> None:
     {"group.share.delivery.count.limit": "11"},
     {"group.share.partition.max.record.locks": "99"},
     {"group.share.min.record.lock.duration.ms": "30001"},
+    {"group.share.max.share.sessions": "0"},
 ])
 def test_broker_share_settings_are_range_checked(props: dict[str, str]) -> None:
     with pytest.raises(ValueError):
