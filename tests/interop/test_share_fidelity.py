@@ -309,3 +309,27 @@ def test_alter_offsets_creates_the_group_the_consumer_starts_there(broker: Any) 
     finally:
         sc.close()
     assert sorted(m.offset() for m in got) == [6, 7, 8, 9]
+
+
+def test_close_reports_stale_acknowledgements_as_errors(broker_factory: Any) -> None:
+    """Acknowledgements sent after the lock ran out (1 s broker lock) are rejected with
+    INVALID_RECORD_STATE, and close() still delivers that result to the callback."""
+    broker = broker_factory.create(extra_args=SHORT_LOCK)
+    topic, group = "fid-close-stale", "fid-close-stale-g"
+    create_topic(broker.bootstrap, topic)
+    group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest")
+    produce(broker.bootstrap, topic, [b"s%d" % i for i in range(3)])
+    sc = consumer(broker.bootstrap, group, share_acknowledgement_mode="explicit")
+    seen: list[tuple[dict[Any, set[int]], Any]] = []
+    sc.set_acknowledgement_commit_callback(lambda offsets, exc: seen.append((offsets, exc)))
+    sc.subscribe([topic])
+    try:
+        got = poll_until(sc, 3, 20, explicit=True)
+        time.sleep(2.0)
+        sc.commit_async()
+    finally:
+        sc.close()
+    assert len(got) == 3
+    errors = [exc for _offsets, exc in seen if exc is not None]
+    assert errors and all(e.args[0].code() == ck.KafkaError.INVALID_RECORD_STATE
+                          for e in errors), seen
