@@ -99,6 +99,7 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
         session.rotation = (session.rotation + 1) % len(partitions)
         partitions = partitions[session.rotation:] + partitions[:session.rotation]
     record_limit = version >= 2 and request.share_acquire_mode == RECORD_LIMIT_MODE
+    batch_size = request.batch_size if version >= 1 else 0
     got, keys = False, []
     for topic_id, index in partitions:
         topic, code = support.resolve(ctx, topic_id, index)
@@ -112,7 +113,7 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
             continue
         sp = ctx.shares.partition(request.group_id, topic, index)
         records, acquired = ctx.shares.acquire(sp, topic.name, request.member_id, budget,
-                                               max_bytes, record_limit)
+                                               max_bytes, record_limit, batch_size)
         if not acquired:
             continue
         got = True

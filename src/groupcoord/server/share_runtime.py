@@ -194,7 +194,7 @@ class ShareRuntime:
     # -- fetch and acknowledge ----------------------------------------------------------------
 
     def acquire(self, sp: SharePartition, topic_name: str, member_id: str, max_records: int,
-                max_bytes: int, record_limit: bool = False
+                max_bytes: int, record_limit: bool = False, batch_size: int = 0
                 ) -> tuple[memoryview | None, list[Acquired]]:
         """Read the log from the next fetch offset, acquire, and return the covering bytes."""
         plog = self.broker.topics.log(topic_name, sp.partition)
@@ -218,7 +218,7 @@ class ShareRuntime:
         # is archived when first reached (`maybeFilterAbortedTransactionalAcquiredRecords`).
         acquired = sp.acquire(member_id, now_ms(),
                               [(b, last, c or b in aborted) for b, last, c, _, _ in spans],
-                              max_records, record_limit)
+                              max_records, record_limit, batch_size)
         self.persist(sp, topic_name)
         if not acquired:
             return None, []
