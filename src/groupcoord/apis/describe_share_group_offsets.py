@@ -66,9 +66,9 @@ async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
     def read(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return state_ops.initialized_partitions(shard, group_id)
     initialized: dict[bytes, set[int]] | str = await ctx.groups.call(group_id, read)
-    if isinstance(initialized, str):  # state_ops.LEGACY_STATE
-        return dict(ctx.shares.state_partitions(group_id))
-    return initialized
+    if isinstance(initialized, dict):
+        return initialized
+    return dict(ctx.shares.state_partitions(group_id))  # state_ops.LEGACY_STATE
 
 
 async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup:
