@@ -217,6 +217,72 @@ def test_offset_admin_apis(tmp_path: Path) -> None:
     run(go())
 
 
+def test_alter_offsets_creates_the_group_and_describe_all_answers(tmp_path: Path) -> None:
+    """KAFKA-19662: AlterShareGroupOffsets creates an unknown share group; DescribeShare-
+    GroupOffsets with null topics answers (no topics) for an unknown group and for a group
+    with no initialized partitions instead of never replying."""
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            setup(b)
+            c = await b.client()
+
+            def describe_all(group: str) -> Any:
+                return dso.DescribeShareGroupOffsetsRequest(groups=[
+                    dso.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)])
+            for version in (0, 1):
+                resp = await c.call(describe_all("unknown"), version,
+                                    dso.DescribeShareGroupOffsetsResponse, 5.0)
+                assert (resp.groups[0].error_code, resp.groups[0].topics) == (0, [])
+            await join(c)  # a share group whose partitions are not initialized yet
+            hb = sgh.ShareGroupHeartbeatRequest(group_id="bare", member_id="m1",
+                                                member_epoch=0, subscribed_topic_names=["x"])
+            assert (await c.call(hb, 1, sgh.ShareGroupHeartbeatResponse)).error_code == 0
+            resp = await c.call(describe_all("bare"), 1, dso.DescribeShareGroupOffsetsResponse,
+                                5.0)
+            assert (resp.groups[0].error_code, resp.groups[0].topics) == (0, [])
+            alter = alt.AlterShareGroupOffsetsRequest(group_id="fresh", topics=[
+                alt.AlterShareGroupOffsetsRequestTopic(topic_name=T, partitions=[
+                    alt.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                               start_offset=3)])])
+            got = await c.call(alter, 0, alt.AlterShareGroupOffsetsResponse, 5.0)
+            assert got.error_code == 0 and got.responses[0].partitions[0].error_code == 0
+            resp = await c.call(describe_all("fresh"), 1, dso.DescribeShareGroupOffsetsResponse,
+                                5.0)
+            part = resp.groups[0].topics[0].partitions[0]
+            assert (part.start_offset, part.lag) == (3, 7)
+            hb = sgh.ShareGroupHeartbeatRequest(group_id="fresh", member_id="m9",
+                                                member_epoch=0, subscribed_topic_names=[T])
+            assert (await c.call(hb, 1, sgh.ShareGroupHeartbeatResponse)).error_code == 0
+    run(go())
+
+
+def test_max_bytes_or_max_records_zero_fetches_nothing_at_once(tmp_path: Path) -> None:
+    """`SharePartitionManager.processShareFetch`: MaxBytes 0 (fetch.max.bytes=0) or
+    MaxRecords 0 completes at once with no records, even with MaxWaitMs set."""
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            tid = setup(b)
+            c = await b.client()
+            await set_configs(c, G, share_auto_offset_reset="earliest")
+            await join(c)
+            epoch = 0
+            for max_bytes, max_records in ((0, 100), (1 << 20, 0)):
+                req = sf.ShareFetchRequest(
+                    group_id=G, member_id="m1", share_session_epoch=epoch, max_wait_ms=5_000,
+                    min_bytes=1, max_bytes=max_bytes, max_records=max_records,
+                    topics=[sf.FetchTopic(topic_id=tid, partitions=[
+                        sf.FetchPartition(partition_index=0)])])
+                started = time.monotonic()
+                resp = await c.call(req, 1, sf.ShareFetchResponse, 3.0)
+                assert time.monotonic() - started < 2.0
+                assert resp.error_code == 0 and acquired(resp) == []
+                assert not any(p.records for t in resp.responses for p in t.partitions)
+                epoch += 1
+            resp = await fetch(c, tid, epoch)
+            assert acquired(resp) == [(0, 9, 1)]
+    run(go())
+
+
 def test_state_survives_restart(tmp_path: Path) -> None:
     async def first() -> bytes:
         async with InProcBroker(tmp_path) as b:

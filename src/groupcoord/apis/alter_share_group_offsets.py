@@ -1,7 +1,8 @@
 """AlterShareGroupOffsets (API 91, v0): set the start offset of share-partitions
-(`GroupCoordinatorService.alterShareGroupOffsets`). The group must be an existing share
-group (GROUP_ID_NOT_FOUND otherwise, as `GroupMetadataManager.shareGroup` throws) with no
-members (NON_EMPTY_GROUP); an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION for
+(`GroupCoordinatorService.alterShareGroupOffsets`). An existing share group must have no
+members (NON_EMPTY_GROUP); an unknown group id is created as an empty share group (KAFKA-19662,
+`getOrMaybeCreateShareGroup(groupId, true)`); a classic or consumer group id is
+GROUP_ID_NOT_FOUND; an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION for
 that partition. As in Kafka, the altered partitions are first written initializing in
 ShareGroupStatePartitionMetadata, the new start offset is persisted as a ShareSnapshot with
 no in-flight records, and then they are written initialized."""

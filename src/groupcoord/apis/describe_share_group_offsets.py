@@ -2,7 +2,8 @@
 a group, and (v1, KIP-1226) its lag (`GroupCoordinatorService.describeShareGroupOffsets`).
 
 Null topics = every share-partition ShareGroupStatePartitionMetadata lists as initialized
-(`describeShareGroupAllOffsets`). A partition without state
+(`describeShareGroupAllOffsets`); an unknown group, or one with none initialized, answers
+no topics. A partition without state
 answers start offset -1. An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION per
 partition. A group id used by a classic or consumer group is GROUP_ID_NOT_FOUND.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import share_group_members
-from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_share_group_offsets import (
@@ -63,14 +63,12 @@ async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
     """`describeShareGroupAllOffsets`: the initialized share-partitions of
     ShareGroupStatePartitionMetadata; for a group that never had that record (state written
     before it was kept), the share-partitions with state."""
-    def read(shard: Any, op_ctx: Any, now_ms: int) -> Result:
-        # A None response would park the reply (the runtime's deferred-reply convention),
-        # so "no record" travels inside a one-element tuple.
-        return Result(response=(state_ops.initialized_partitions(shard, group_id).response,))
-    (initialized,) = await ctx.groups.call(group_id, read)
-    if initialized is None:
-        return dict(ctx.shares.state_partitions(group_id))
-    return initialized
+    def read(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        return state_ops.initialized_partitions(shard, group_id)
+    initialized: dict[bytes, set[int]] | str = await ctx.groups.call(group_id, read)
+    if isinstance(initialized, dict):
+        return initialized
+    return dict(ctx.shares.state_partitions(group_id))  # state_ops.LEGACY_STATE
 
 
 async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup:

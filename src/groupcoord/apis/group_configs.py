@@ -18,7 +18,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer import group_config
 from groupcoord.coordinator.consumer.group_config import CONSUMER_CONFIG_DOCS
-from groupcoord.coordinator.share.configs import SHARE_CONFIGS, validate
+from groupcoord.coordinator.share.configs import SHARE_CONFIGS, broker_defaults, validate
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_configs import (
     DescribeConfigsResourceResult,
@@ -39,10 +39,13 @@ def coordinator_config(ctx: Any) -> GroupCoordinatorConfig:
 
 def _definitions(ctx: Any) -> list[tuple[str, str, str, str]]:
     """(name, default, kind, doc) of every group config, consumer names first."""
-    consumer_defaults = group_config.defaults(coordinator_config(ctx))
+    broker = coordinator_config(ctx)
+    consumer_defaults = group_config.defaults(broker)
+    share_defaults = broker_defaults(broker)
     return [(name, consumer_defaults[name], "int", doc)
             for name, doc in CONSUMER_CONFIG_DOCS.items()] + [
-        (d.name, d.default, d.kind, d.doc) for d in SHARE_CONFIGS.values()]
+        (d.name, share_defaults.get(d.name, d.default), d.kind, d.doc)
+        for d in SHARE_CONFIGS.values()]
 
 
 def _check_name(resource: Any) -> str:
@@ -102,7 +105,7 @@ async def alter(ctx: Any, resource: Any, validate_only: bool) -> None:
                            f"Config value append/subtract is not allowed for config "
                            f"[{op.name}] as it is not a list type")
         if op.name not in CONSUMER_CONFIG_DOCS:
-            _validated(validate, op.name, changes[op.name])
+            _validated(validate, op.name, changes[op.name], coordinator_config(ctx))
     _validated(group_config.validate, coordinator_config(ctx),
                ctx.shares.group_configs.get(group_id), changes)
     session = changes.get("share.session.timeout.ms")

@@ -6,7 +6,8 @@ Order: validate the member id; update the share session (epoch rules in
 `coordinator.share.sessions`); apply acknowledgements; on epoch -1 release the member's
 records and return; otherwise acquire from the session's partitions, parking the request
 (long poll) until something is acquired or MaxWaitMs passes. v0 (Kafka 3.9) has no
-MaxRecords, so the Java consumer's default of 500 applies; v2 IsRenewAck fetches nothing.
+MaxRecords, so the Java consumer's default of 500 applies; v2 IsRenewAck fetches nothing,
+and so does MaxBytes 0 or MaxRecords 0 (answered at once).
 """
 
 from __future__ import annotations
@@ -69,7 +70,15 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     return _response(ctx, group_id, version, results)
 
 
+def _nothing_requested(request: Any, version: int) -> bool:
+    """`SharePartitionManager.processShareFetch`: MaxRecords 0 or MaxBytes 0 asks for no
+    data, so the fetch completes at once with no partitions (and no long poll)."""
+    return request.max_bytes == 0 or (version >= 1 and request.max_records == 0)
+
+
 async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Results) -> None:
+    if _nothing_requested(request, version):
+        return
     deadline = ctx.now_ms() + max(0, request.max_wait_ms)
     while True:
         got, keys = _acquire_all(ctx, request, version, session, results)
@@ -90,6 +99,7 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
         session.rotation = (session.rotation + 1) % len(partitions)
         partitions = partitions[session.rotation:] + partitions[:session.rotation]
     record_limit = version >= 2 and request.share_acquire_mode == RECORD_LIMIT_MODE
+    batch_size = request.batch_size if version >= 1 else 0
     got, keys = False, []
     for topic_id, index in partitions:
         topic, code = support.resolve(ctx, topic_id, index)
@@ -103,7 +113,7 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
             continue
         sp = ctx.shares.partition(request.group_id, topic, index)
         records, acquired = ctx.shares.acquire(sp, topic.name, request.member_id, budget,
-                                               max_bytes, record_limit)
+                                               max_bytes, record_limit, batch_size)
         if not acquired:
             continue
         got = True

@@ -53,6 +53,14 @@ class GroupCoordinatorConfig:
     group_share_heartbeat_interval_ms: int = 5_000
     group_share_max_size: int = 200
     group_share_assignment_interval_ms: int = 1_000
+    # `ShareGroupConfig`: the broker defaults of a share-partition's settings, and the
+    # range a group's `share.record.lock.duration.ms` must fall in.
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 2_000
+    group_share_max_share_sessions: int = 2_000
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -105,3 +113,24 @@ class GroupCoordinatorConfig:
                              f"{', '.join(MIGRATION_POLICIES)}")
         if not self.group_consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")
+        self._validate_share()
+
+    def _validate_share(self) -> None:
+        """`ShareGroupConfig.CONFIG_DEF` ranges and `ShareGroupConfig.validate`."""
+        def within(name: str, value: int, low: int, high: int) -> None:
+            if not low <= value <= high:
+                raise ValueError(f"{name}={value} must be within [{low}, {high}]")
+        within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
+               1_000, 3_600_000)
+        within("group.share.min.record.lock.duration.ms",
+               self.group_share_min_record_lock_duration_ms, 1_000, 30_000)
+        within("group.share.max.record.lock.duration.ms",
+               self.group_share_max_record_lock_duration_ms, 30_000, 3_600_000)
+        within("group.share.delivery.count.limit", self.group_share_delivery_count_limit, 2, 10)
+        within("group.share.partition.max.record.locks",
+               self.group_share_partition_max_record_locks, 100, 10_000)
+        within("group.share.max.share.sessions", self.group_share_max_share_sessions, 1,
+               INT32_MAX)
+        within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
+               self.group_share_min_record_lock_duration_ms,
+               self.group_share_max_record_lock_duration_ms)

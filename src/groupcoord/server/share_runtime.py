@@ -25,7 +25,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.share.configs import by_duration_ms, share_config
+from groupcoord.coordinator.config import GroupCoordinatorConfig
+from groupcoord.coordinator.share.configs import broker_defaults, by_duration_ms, share_config
 from groupcoord.coordinator.share.partition import Acquired, SharePartition
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
 from groupcoord.coordinator.share.state_store import (
@@ -37,6 +38,7 @@ from groupcoord.server import share_admin
 from groupcoord.server.log_records import keyed_records
 from groupcoord.server.shard_log import encode_records_batch
 from groupcoord.server.share_configs import GroupConfigStore
+from groupcoord.storage.transactions import collect_aborted_txns
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
@@ -56,12 +58,16 @@ def now_ms() -> int:
 class ShareRuntime:
     """All share-partitions and share sessions of the broker."""
 
-    def __init__(self, broker: Broker, max_sessions: int = 2000) -> None:
+    def __init__(self, broker: Broker) -> None:
+        # `group.share.*` broker settings (`serve --group-config`): the share-session limit
+        # and the defaults of group configs.
+        settings = GroupCoordinatorConfig.from_properties(broker.config.extra)
         self.broker = broker
         self.store = ShareStateStore()
         self.partitions: dict[SPKey, SharePartition] = {}
-        self.sessions = ShareSessionCache(max_sessions)
+        self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
         self.group_configs = GroupConfigStore(broker.config.data_dir)
+        self.defaults = broker_defaults(settings)
         self._timers: dict[SPKey, tuple[int, asyncio.TimerHandle]] = {}
 
     # -- start-up ---------------------------------------------------------------------------
@@ -104,7 +110,7 @@ class ShareRuntime:
         return sp
 
     def _initialize(self, key: SPKey, topic_name: str) -> SharePartition:
-        config = share_config(self.group_configs.get(key[0]))
+        config = share_config(self.group_configs.get(key[0]), self.defaults)
         sp = SharePartition(*key, config)
         persisted = self.store.get(key)
         if persisted is not None and persisted.start_offset >= 0:
@@ -188,7 +194,7 @@ class ShareRuntime:
     # -- fetch and acknowledge ----------------------------------------------------------------
 
     def acquire(self, sp: SharePartition, topic_name: str, member_id: str, max_records: int,
-                max_bytes: int, record_limit: bool = False
+                max_bytes: int, record_limit: bool = False, batch_size: int = 0
                 ) -> tuple[memoryview | None, list[Acquired]]:
         """Read the log from the next fetch offset, acquire, and return the covering bytes."""
         plog = self.broker.topics.log(topic_name, sp.partition)
@@ -197,13 +203,22 @@ class ShareRuntime:
         if sp.start_offset < plog.log_start_offset:
             sp.move_start_offset(plog.log_start_offset)
         offset = sp.next_fetch_offset()
-        if offset >= plog.log_end_offset or sp.in_flight_count() >= sp.config.max_record_locks \
+        upper = plog.log_end_offset
+        if sp.config.read_committed:
+            upper = int(self.broker.producer_state(topic_name, sp.partition)
+                        .last_stable_offset(upper))
+        if offset >= upper or sp.in_flight_count() >= sp.config.max_record_locks \
                 and offset >= sp.end_offset:
             return None, []
-        data = plog.read(offset, max_bytes)
+        data = plog.read(offset, max_bytes, upper)
         spans = _batch_spans(data)
-        acquired = sp.acquire(member_id, now_ms(), [(b, last, c) for b, last, c, _, _ in spans],
-                              max_records, record_limit)
+        aborted = _aborted_batches(plog, offset, upper, data) if sp.config.read_committed \
+            else frozenset()
+        # A batch of an aborted transaction is, like a control batch, never delivered: it
+        # is archived when first reached (`maybeFilterAbortedTransactionalAcquiredRecords`).
+        acquired = sp.acquire(member_id, now_ms(),
+                              [(b, last, c or b in aborted) for b, last, c, _, _ in spans],
+                              max_records, record_limit, batch_size)
         self.persist(sp, topic_name)
         if not acquired:
             return None, []
@@ -241,13 +256,13 @@ class ShareRuntime:
 
     def reconfigure(self, group_id: str) -> None:
         """Apply changed group configs to the group's live share-partitions."""
-        config = share_config(self.group_configs.get(group_id))
+        config = share_config(self.group_configs.get(group_id), self.defaults)
         for key, sp in self.partitions.items():
             if key[0] == group_id:
                 sp.config = config
 
     def lock_duration_ms(self, group_id: str) -> int:
-        return share_config(self.group_configs.get(group_id)).record_lock_duration_ms
+        return share_config(self.group_configs.get(group_id), self.defaults).record_lock_duration_ms
 
 
     # -- admin (DescribeShareGroupOffsets / Alter / Delete, `groupcoord groups`) ---------
@@ -284,3 +299,18 @@ def _batch_spans(data: memoryview) -> list[tuple[int, int, bool, int, int]]:
                       pos, pos + len(view)))
         pos += len(view)
     return spans
+
+
+def _aborted_batches(plog: Any, offset: int, upper: int, data: memoryview) -> frozenset[int]:
+    """Base offsets of the transactional batches in `data` whose transaction aborted
+    (`SharePartition.fetchAbortedTransactionRecordBatches`)."""
+    from groupcoord.logformat.batch import iter_batches
+
+    found = collect_aborted_txns(plog, offset, upper)
+    if not found:
+        return frozenset()
+    return frozenset(
+        header.base_offset for header, _view in iter_batches(data)
+        if header.is_transactional and not header.is_control
+        and any(t.producer_id == header.producer_id
+                and t.first_offset <= header.base_offset <= t.last_offset for t in found))

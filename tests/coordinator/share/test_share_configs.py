@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.share.configs import by_duration_ms, share_config, validate
+from groupcoord.coordinator.config import GroupCoordinatorConfig
+from groupcoord.coordinator.share.configs import (
+    broker_defaults,
+    by_duration_ms,
+    share_config,
+    validate,
+)
 
 
 @pytest.mark.parametrize(("name", "value"), [
@@ -40,3 +46,41 @@ def test_share_config_overrides_and_defaults() -> None:
     cfg = share_config({"share.delivery.count.limit": "3"})
     assert (cfg.delivery_count_limit, cfg.record_lock_duration_ms, cfg.max_record_locks,
             cfg.auto_offset_reset) == (3, 30_000, 2_000, "latest")
+
+
+def test_broker_settings_are_the_defaults_of_group_configs() -> None:
+    """`group.share.record.lock.duration.ms` and friends (`ShareGroupConfig`) are what a
+    share-partition uses when its group sets nothing; the group's value wins."""
+    broker = GroupCoordinatorConfig.from_properties({
+        "group.share.record.lock.duration.ms": "1000",
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.delivery.count.limit": "3",
+        "group.share.partition.max.record.locks": "5000",
+        "share.isolation.level": "read_committed",  # not a broker setting: ignored
+    })
+    defaults = broker_defaults(broker)
+    cfg = share_config({}, defaults)
+    assert (cfg.record_lock_duration_ms, cfg.delivery_count_limit, cfg.max_record_locks,
+            cfg.read_committed) == (1000, 3, 5000, False)
+    cfg = share_config({"share.record.lock.duration.ms": "20000",
+                        "share.isolation.level": "read_committed"}, defaults)
+    assert (cfg.record_lock_duration_ms, cfg.read_committed) == (20000, True)
+    # The group's lock duration is bounded by the broker's min/max settings.
+    validate("share.record.lock.duration.ms", "1000", broker)
+    with pytest.raises(ValueError):
+        validate("share.record.lock.duration.ms", "1000")
+    with pytest.raises(ValueError):
+        validate("share.record.lock.duration.ms", "60001", broker)
+
+
+@pytest.mark.parametrize("props", [
+    {"group.share.record.lock.duration.ms": "999"},
+    {"group.share.record.lock.duration.ms": "10000"},  # below the 15000 minimum
+    {"group.share.delivery.count.limit": "11"},
+    {"group.share.partition.max.record.locks": "99"},
+    {"group.share.min.record.lock.duration.ms": "30001"},
+    {"group.share.max.share.sessions": "0"},
+])
+def test_broker_share_settings_are_range_checked(props: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        GroupCoordinatorConfig.from_properties(props)

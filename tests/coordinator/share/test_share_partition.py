@@ -195,3 +195,26 @@ def test_record_limit_mode_splits_batches() -> None:
     assert sp.end_offset == 3
     assert sp.acquire("m2", 0, batches((0, 4), (5, 9)), 4, record_limit=True) == [
         Acquired(3, 6, 1)]
+
+
+@pytest.mark.parametrize(("batch_size", "expected"), [
+    (0, [(0, 11)]),                       # no BatchSize: one run
+    (12, [(0, 11)]),                      # not more records than BatchSize
+    (5, [(0, 7), (8, 11)]),               # cut at the first batch base >= 5 past the start
+    (4, [(0, 3), (4, 7), (8, 11)]),
+    (1, [(0, 3), (4, 7), (8, 11)]),       # never inside a log batch
+])
+def test_batch_size_splits_acquired_records_at_log_batches(
+        batch_size: int, expected: list[tuple[int, int]]) -> None:
+    """`SharePartition.createBatches`: in batch-optimized mode the acquired records are
+    reported in pieces of at least BatchSize records, cut at log batch boundaries."""
+    sp = new_sp()
+    got = sp.acquire("m1", 0, batches((0, 3), (4, 7), (8, 11)), 100, batch_size=batch_size)
+    assert got == [Acquired(a, b, 1) for a, b in expected]
+
+
+def test_record_limit_mode_is_never_split() -> None:
+    sp = new_sp()
+    got = sp.acquire("m1", 0, batches((0, 3), (4, 7), (8, 11)), 6, record_limit=True,
+                     batch_size=2)
+    assert got == [Acquired(0, 5, 1)]

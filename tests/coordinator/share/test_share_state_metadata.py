@@ -74,10 +74,40 @@ def test_failed_initialization_is_forgotten_and_retried() -> None:
     assert state_ops.begin_initialize(h.shard, G).response == begin.response
 
 
-def test_alter_and_delete_offsets_need_an_empty_existing_share_group() -> None:
+def test_alter_offsets_creates_a_missing_share_group() -> None:
+    """KAFKA-19662: AlterShareGroupOffsets on an unknown group id creates the share group
+    (its record 15 does); with no valid partition nothing is written and no group made."""
     h = harness()
     parts = {T1: TopicInit("a", frozenset({0}))}
-    assert state_ops.begin_alter_offsets(h.shard, "nope", parts).response == \
+    assert state_ops.begin_alter_offsets(h.shard, "nothing", {}).records == []
+    result = state_ops.begin_alter_offsets(h.shard, "new", parts)
+    assert result.response == ErrorCode.NONE
+    (record,) = result.records
+    assert record.key.RECORD_TYPE == 15 and record.key.group_id == "new"
+    h.apply(result)
+    h.apply(state_ops.complete_initialize(h.shard, "new", parts))
+    group = h.shard.share.get("new")
+    assert group is not None and not group.members
+    assert group.state_metadata is not None
+    assert group.state_metadata.initialized_partitions() == {T1: {0}}
+    assert h.shard.share.get("nothing") is None
+    assert h.fresh_replay().snapshot() == h.shard.snapshot()
+
+
+def test_initialized_partitions_always_answers() -> None:
+    """A None response parks the caller: an unknown group answers an empty map."""
+    h = harness()
+    assert state_ops.initialized_partitions(h.shard, "nope").response == {}
+    hb(h, "m1", 0, ["a"])
+    assert state_ops.initialized_partitions(h.shard, G).response == state_ops.LEGACY_STATE
+    initialize(h)
+    assert state_ops.initialized_partitions(h.shard, G).response == {T1: {0, 1, 2}}
+
+
+def test_alter_and_delete_offsets_need_an_empty_share_group() -> None:
+    h = harness()
+    parts = {T1: TopicInit("a", frozenset({0}))}
+    assert state_ops.begin_delete_offsets(h.shard, "nope", [T1], {}).response.error_code == \
         ErrorCode.GROUP_ID_NOT_FOUND
     hb(h, "m1", 0, ["a"])
     initialize(h)

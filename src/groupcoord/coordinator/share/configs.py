@@ -1,7 +1,7 @@
 """Group-level dynamic configs of share groups (Kafka `GroupConfig`, the `share.*` part).
 
 Set per group with IncrementalAlterConfigs on a GROUP resource; unset names fall back to
-the broker value. `validate` raises `ValueError` with Kafka's kind of message for an
+the broker value (`group.share.*`, `broker_defaults`), else Kafka's default. `validate` raises `ValueError` with Kafka's kind of message for an
 unknown name or a value out of the broker's range (`GroupConfig.validate`).
 """
 
@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.partition import ShareConfig
+
+DEFAULT_BROKER = GroupCoordinatorConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +53,29 @@ SHARE_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in (
 )}
 
 
-def validate(name: str, value: str | None) -> None:
+def broker_defaults(config: GroupCoordinatorConfig) -> dict[str, str]:
+    """The group configs whose default is a broker setting (`ShareGroupConfig`'s
+    `group.share.*`), by group config name."""
+    return {
+        "share.session.timeout.ms": str(config.group_share_session_timeout_ms),
+        "share.heartbeat.interval.ms": str(config.group_share_heartbeat_interval_ms),
+        "share.record.lock.duration.ms": str(config.group_share_record_lock_duration_ms),
+        "share.delivery.count.limit": str(config.group_share_delivery_count_limit),
+        "share.partition.max.record.locks": str(config.group_share_partition_max_record_locks),
+        "share.assignment.interval.ms": str(config.group_share_assignment_interval_ms),
+    }
+
+
+def validate(name: str, value: str | None,
+             broker: GroupCoordinatorConfig = DEFAULT_BROKER) -> None:
     definition = SHARE_CONFIGS.get(name)
     if definition is None:
         raise ValueError(f"Unknown group config name: {name}")
     if value is None:
         return
+    if name == "share.record.lock.duration.ms":  # `GroupConfig.validateValues`
+        definition = replace(definition, low=broker.group_share_min_record_lock_duration_ms,
+                             high=broker.group_share_max_record_lock_duration_ms)
     if definition.kind == "int":
         try:
             number = int(value)
@@ -73,15 +93,20 @@ def validate(name: str, value: str | None) -> None:
                          f"String must be one of: {', '.join(definition.choices)}")
 
 
-def share_config(overrides: Mapping[str, str]) -> ShareConfig:
-    """The effective share-partition settings of a group."""
+def share_config(overrides: Mapping[str, str],
+                 defaults: Mapping[str, str] | None = None) -> ShareConfig:
+    """The effective share-partition settings of a group: its overrides, else the broker's
+    `defaults` (`broker_defaults`), else Kafka's defaults."""
     def get(name: str) -> str:
-        return overrides.get(name, SHARE_CONFIGS[name].default)
+        if name in overrides:
+            return overrides[name]
+        return (defaults or {}).get(name, SHARE_CONFIGS[name].default)
     return ShareConfig(
         record_lock_duration_ms=int(get("share.record.lock.duration.ms")),
         delivery_count_limit=int(get("share.delivery.count.limit")),
         max_record_locks=int(get("share.partition.max.record.locks")),
         auto_offset_reset=get("share.auto.offset.reset").lower(),
+        read_committed=get("share.isolation.level").lower() == "read_committed",
     )
 
 

@@ -69,6 +69,9 @@ class ShareConfig:
     delivery_count_limit: int = 5
     max_record_locks: int = 2_000
     auto_offset_reset: str = "latest"
+    # `share.isolation.level`: read_committed reads up to the last stable offset and never
+    # delivers records of aborted transactions (`SharePartition` archives them).
+    read_committed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,22 @@ def _runs(items: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int, in
         else:
             out.append([offset, offset, a, b])
     return [(r[0], r[1], r[2], r[3]) for r in out]
+
+
+def _split(run: Acquired, bases: Sequence[int], batch_size: int) -> list[Acquired]:
+    """`createBatches`: cut `run` at the first log batch base at least `batch_size`
+    offsets past the current piece's start, so pieces hold whole log batches."""
+    if run.last_offset - run.first_offset + 1 <= batch_size:
+        return [run]
+    pieces, first = [], run.first_offset
+    for base in bases:
+        if base > run.last_offset:
+            break
+        if base > first and base - first >= batch_size:
+            pieces.append(Acquired(first, base - 1, run.delivery_count))
+            first = base
+    pieces.append(Acquired(first, run.last_offset, run.delivery_count))
+    return pieces
 
 
 class SharePartition:
@@ -195,12 +214,15 @@ class SharePartition:
         return self.end_offset - self.start_offset
 
     def acquire(self, member_id: str, now_ms: int, batches: Sequence[tuple[int, int, bool]],
-                max_records: int, record_limit: bool = False) -> list[Acquired]:
+                max_records: int, record_limit: bool = False,
+                batch_size: int = 0) -> list[Acquired]:
         """Acquire up to `max_records` records covered by the log `batches` read.
 
         New records are acquired in whole batches (Kafka's batch-optimized mode, which may
         exceed `max_records`), or exactly up to `max_records` with `record_limit`
-        (ShareFetch v2 ShareAcquireMode 1).
+        (ShareFetch v2 ShareAcquireMode 1). In batch-optimized mode a run longer than
+        `batch_size` (ShareFetch BatchSize; 0 = none) is reported in pieces cut at log
+        batch boundaries (`SharePartition.createBatches`).
 
         `batches` are (base offset, last offset, is_control) in log order, starting at or
         before `next_fetch_offset()`. Offsets in control batches or between batches are
@@ -224,7 +246,11 @@ class SharePartition:
         if new_budget > 0:
             self._acquire_new(member_id, deadline, batches, new_budget, got, record_limit)
         self._advance_start()
-        return [Acquired(f, last, count) for f, last, count, _ in _runs(got)]
+        runs = [Acquired(f, last, count) for f, last, count, _ in _runs(got)]
+        if record_limit or batch_size <= 0:
+            return runs
+        bases = [base for base, _last, _control in batches]
+        return [piece for run in runs for piece in _split(run, bases, batch_size)]
 
     def _acquire_one(self, offset: int, rec: InFlight, member_id: str, deadline: int) -> None:
         self._move(offset, rec, RecordState.ACQUIRED)

@@ -40,6 +40,10 @@ class DeleteOffsetsPlan:
     no_state: tuple[bytes, ...] = ()
 
 
+# The answer of `initialized_partitions` for a share group whose state predates record 15.
+LEGACY_STATE = "legacy-state"
+
+
 def _other_kind(shard: GroupCoordinatorShard, group_id: str) -> bool:
     consumer = getattr(shard, "consumer", None)
     return shard.classic.get(group_id) is not None or (
@@ -103,9 +107,15 @@ def uninitialize(shard: GroupCoordinatorShard, group_id: str, failed: PartitionM
 
 def begin_alter_offsets(shard: GroupCoordinatorShard, group_id: str,
                         parts: TopicInits) -> Result:
-    """`alterShareGroupOffsets`: the group must be an empty share group; the altered
-    partitions are written as initializing. Response: a Kafka error code."""
-    code, group = _empty_share_group(shard, group_id)
+    """`alterShareGroupOffsets`: an existing share group must be empty; a missing one is
+    created (`getOrMaybeCreateShareGroup(groupId, true)`, KAFKA-19662) by the record 15
+    that writes the altered partitions as initializing. Response: a Kafka error code."""
+    if shard.share.get(group_id) is None and not _other_kind(shard, group_id):
+        # Nothing is written when no partition is valid, so no group is left behind.
+        group: ShareGroup | None = ShareGroup(group_id)
+        code: int = ErrorCode.NONE
+    else:
+        code, group = _empty_share_group(shard, group_id)
     if code != ErrorCode.NONE or group is None:
         return Result(response=code)
     if not parts:
@@ -146,8 +156,12 @@ def complete_delete_offsets(shard: GroupCoordinatorShard, group_id: str,
 
 
 def initialized_partitions(shard: GroupCoordinatorShard, group_id: str) -> Result:
-    """`initializedShareGroupPartitions`; None when the group has no record 15."""
+    """`initializedShareGroupPartitions`. The response is never None (that would park the
+    caller): `LEGACY_STATE` for a share group without record 15, whose state predates it,
+    and an empty map for no group at all, as Kafka answers an unknown group."""
     group = shard.share.get(group_id)
-    if group is None or _other_kind(shard, group_id) or group.state_metadata is None:
-        return Result(response=None)
+    if group is None or _other_kind(shard, group_id):
+        return Result(response={})
+    if group.state_metadata is None:
+        return Result(response=LEGACY_STATE)
     return Result(response=group.state_metadata.initialized_partitions())
