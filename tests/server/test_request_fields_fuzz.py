@@ -335,8 +335,11 @@ def test_fuzz_hostile_values_from_the_specs(busy_broker: BrokerThread, errors: E
     _bound_waits(request)
     _set_at(target.case.cls, request, target.path,
             _hostile_value(target.case.cls, target.path[-1], data))
+    # A request that may park its reply gets a short wait; any other must be answered, and
+    # 20,000-element arrays on a loaded machine take seconds, so the bound is generous.
+    parking = request.API_KEY in PARKING_API_KEYS
     try:
-        busy_broker.call_on_new_connection(request, version, timeout=5.0)
+        busy_broker.call_on_new_connection(request, version, timeout=5.0 if parking else 120.0)
     except TimeoutError:
-        assert request.API_KEY in PARKING_API_KEYS
+        assert parking, f"api key {request.API_KEY} was never answered"
     assert errors.messages == []
