@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from helpers.wire_client import Pending, WireConnection
 
 from conformance.conversation import Conversation
@@ -39,13 +41,21 @@ SESSION_TIMEOUT_MS = 30_000
 REBALANCE_TIMEOUT_MS = 30_000
 
 
+# The embedded consumer protocol starts with its int16 version (`ConsumerProtocol`), which
+# the generated struct's body does not carry.
+CONSUMER_PROTOCOL_VERSION = 1
+_VERSION_PREFIX = struct.pack(">h", CONSUMER_PROTOCOL_VERSION)
+
+
 def subscription(topics: list[str]) -> bytes:
-    return ConsumerProtocolSubscription(topics=topics, owned_partitions=[]).encode(1)
+    body = ConsumerProtocolSubscription(topics=topics, owned_partitions=[])
+    return _VERSION_PREFIX + body.encode(CONSUMER_PROTOCOL_VERSION)
 
 
 def assignment(topic: str, partitions: list[int]) -> bytes:
-    return ConsumerProtocolAssignment(
-        assigned_partitions=[AssignedPartitions(topic=topic, partitions=partitions)]).encode(1)
+    body = ConsumerProtocolAssignment(
+        assigned_partitions=[AssignedPartitions(topic=topic, partitions=partitions)])
+    return _VERSION_PREFIX + body.encode(CONSUMER_PROTOCOL_VERSION)
 
 
 def join_request(group: str, member_id: str = "", *, instance_id: str | None = None,

@@ -21,6 +21,10 @@ from helpers.wire_client import Pending, WireConnection
 from conformance.normalise import Symbols, Tree, normalise
 from groupcoord.logformat.batch import SimpleRecord, build_batch
 from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from groupcoord.wire.generated.create_topics import (
     CreatableTopic,
     CreateTopicsRequest,
@@ -119,7 +123,31 @@ class Conversation:
         if result.error_code != ErrorCode.NONE:
             raise AssertionError(f"{self.broker}: CreateTopics {name}: {result.error_code}")
         self.wait_until(lambda: self._has_leaders(name, partitions), f"metadata of {name}")
+        probes = iter(range(1_000_000))
+        self.wait_until(lambda: self._coordinator_sees(name, partitions, next(probes)),
+                        f"the group coordinator's view of {name}")
+        self.symbols.bind("topic", result.topic_id, f"topic:{suffix}")
         return Topic(name, result.topic_id, partitions)
+
+    def _coordinator_sees(self, topic: str, partitions: int, attempt: int) -> bool:
+        """Whether a probe consumer group is assigned all of `topic`'s partitions.
+
+        Kafka's group coordinator applies a metadata image after the metadata cache that
+        answers Metadata does, so a topic can be listed before a heartbeat can be assigned
+        it. Each attempt is a new member of a probe group (a new member bumps the epoch and
+        rehashes the topic metadata), which then leaves.
+        """
+        group, member = f"{topic}-probe", f"probe{attempt:017d}"
+        joined = self.quiet(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=30_000,
+            subscribed_topic_names=[topic], topic_partitions=[]), 1,
+            ConsumerGroupHeartbeatResponse)
+        self.quiet(ConsumerGroupHeartbeatRequest(group_id=group, member_id=member,
+                                                 member_epoch=-1), 1,
+                   ConsumerGroupHeartbeatResponse)
+        if joined.error_code != ErrorCode.NONE or joined.assignment is None:
+            return False
+        return sum(len(tp.partitions) for tp in joined.assignment.topic_partitions) == partitions
 
     def _has_leaders(self, name: str, partitions: int) -> bool:
         meta = self.quiet(MetadataRequest(topics=[MetadataRequestTopic(name=name)],
