@@ -30,9 +30,11 @@ def _delete_op(group_ids: list[str]) -> Any:
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     names = list(request.groups_names)
     results: dict[str, DeletableGroupResult] = {}
-    valid = [g for g in names if g]
+    # Only a null id is invalid: Kafka keeps "" deletable for backward compatibility
+    # (`GroupCoordinatorService.deleteGroups`), so it is looked up and not found.
+    valid = [g for g in names if g is not None]
     for g in names:
-        if not g:
+        if g is None:
             results[g] = DeletableGroupResult(group_id=g, error_code=ErrorCode.INVALID_GROUP_ID)
     for partition, group_ids in by_partition(ctx, valid).items():
         try:
