@@ -16,6 +16,7 @@ from groupcoord.wire.generated.consumer_protocol_assignment import (
 from groupcoord.wire.generated.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
+from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from groupcoord.wire.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.wire.generated.join_group import (
     JoinGroupRequest,
@@ -124,3 +125,9 @@ def stable_single_member(c: Conversation, group: str, topic: str = "t",
     sync(c, "m1 sync", group, joined.generation_id, joined.member_id,
          {joined.member_id: assignment(topic, [0])})
     return joined
+
+
+def describe_groups(c: Conversation, step: str, *groups: str,
+                    version: int = 5) -> DescribeGroupsResponse:
+    return c.call(step, DescribeGroupsRequest(groups=list(groups)), version,
+                  DescribeGroupsResponse)

@@ -104,6 +104,23 @@ class Conversation:
     def record(self, step: str, value: object) -> None:
         self.transcript.append((step, normalise(value, self.symbols)))
 
+    def call_retrying(self, step: str, request: WireStruct, version: int,
+                      response_type: type[W], retriable: frozenset[int]) -> W:
+        """`call`, but first retry (unrecorded) while the answer's error_code is retriable,
+        as a client does: Kafka answers COORDINATOR_LOAD_IN_PROGRESS while it loads a
+        coordinator partition for the first time after start-up."""
+        response: W | None = None
+
+        def settled() -> bool:
+            nonlocal response
+            response = self.quiet(request, version, response_type)
+            return response.error_code not in retriable  # type: ignore[attr-defined]
+
+        self.wait_until(settled, f"{step}: a non-retriable answer")
+        assert response is not None
+        self.record(step, response)
+        return response
+
     # -- unrecorded steps -------------------------------------------------------------------
 
     def quiet(self, request: WireStruct, version: int, response_type: type[W],

@@ -2,19 +2,23 @@
 
 Apache Kafka runs first: a scenario that fails there is a wrong scenario, not a finding, and
 is reported as such. A difference names the step, the field paths that differ, and both
-normalised values.
+normalised values. With CONFORMANCE_TRANSCRIPTS=<dir> both transcripts are written there.
 """
 
 from __future__ import annotations
 
+import os
 import pprint
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from conformance.conversation import Conversation
 from conformance.normalise import Tree
 
 Scenario = Callable[[Conversation], None]
+# Set to a directory to keep both normalised transcripts of every scenario (for reading).
+TRANSCRIPTS_ENV = "CONFORMANCE_TRANSCRIPTS"
 
 
 @dataclass(frozen=True)
@@ -69,4 +73,11 @@ def run_both(kafka: Endpoint, ours: Endpoint, name: str, scenario: Scenario) -> 
     except AssertionError as exc:
         raise AssertionError(f"the scenario itself fails against Apache Kafka: {exc}") from exc
     mine = run_scenario(ours, name, scenario)
+    dump = os.environ.get(TRANSCRIPTS_ENV)
+    if dump:
+        for broker, transcript in (("kafka", theirs), ("groupcoord", mine)):
+            path = Path(dump, f"{name}.{broker}.txt")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(f"## {step}\n{pprint.pformat(tree)}\n"
+                                    for step, tree in transcript))
     compare(theirs, mine)

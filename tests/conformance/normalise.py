@@ -11,6 +11,9 @@ these rules apply, by field name, at any depth (docs/conformance.md lists them w
   one response is recognised in the next.
 - topic ids (`topic_id`): random per broker; the id of a topic the scenario created becomes
   `topic:<its name>`, any other `topic-N` in order of appearance (the zero UUID stays zero).
+- producer ids (`producer_id`, `ongoing_txn_producer_id`): allocated by the broker's producer
+  id manager (blocks from the controller in Kafka); each becomes `producer-N` in order of
+  appearance (-1 stays). Producer epochs are compared as they are.
 - node identity (`node_id`, `leader_id` of a partition leader, `host`, `port`,
   `coordinator_node_id`): become `<node>`, `<host>`, `<port>` when they name a broker (-1 stays).
 - `error_message`: Kafka's free text; compared as present (`<message>`) or null.
@@ -49,6 +52,7 @@ TIME_FIELDS = frozenset({"transaction_start_time_ms", "log_append_time_ms", "com
                          "last_timestamp", "timestamp", "expiration_timestamp_ms"})
 
 
+PRODUCER_ID_FIELDS = frozenset({"producer_id", "ongoing_txn_producer_id"})
 EPOCH_FIELDS = frozenset({"member_epoch", "group_epoch", "assignment_epoch"})
 
 
@@ -115,6 +119,8 @@ def _field_rule(name: str, symbols: Symbols) -> Callable[[Symbols, Any], Any] | 
         return _member_id
     if name == "topic_id":
         return _topic_id
+    if name in PRODUCER_ID_FIELDS:
+        return lambda s, v: s.name("producer", v) if isinstance(v, int) and v >= 0 else v
     if name in symbols.epoch_fields:
         return _epoch
     if name in NODE_FIELDS:
@@ -151,6 +157,8 @@ def normalise(value: Any, symbols: Symbols) -> Tree:
             else:
                 tree[field] = normalise(raw, symbols)
         return tree
+    if isinstance(value, dict):
+        return {key: normalise(item, symbols) for key, item in value.items()}
     if isinstance(value, list):
         items = [normalise(item, symbols) for item in value]
         return sorted(items, key=repr)
