@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import share_group_members
+from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_share_group_offsets import (
@@ -62,9 +63,12 @@ async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
     """`describeShareGroupAllOffsets`: the initialized share-partitions of
     ShareGroupStatePartitionMetadata; for a group that never had that record (state written
     before it was kept), the share-partitions with state."""
-    def read(shard: Any, op_ctx: Any, now_ms: int) -> Any:
-        return state_ops.initialized_partitions(shard, group_id)
-    initialized: dict[bytes, set[int]] | None = await ctx.groups.call(group_id, read)
+    def read(shard: Any, op_ctx: Any, now_ms: int) -> Result:
+        # The answer travels in a tuple: a None response is the runtime's sign to park the
+        # request for a later reply, and a group without the record answers None.
+        return Result(response=(state_ops.initialized_partitions(shard, group_id).response,))
+    answer: tuple[dict[bytes, set[int]] | None] = await ctx.groups.call(group_id, read)
+    initialized = answer[0]
     if initialized is None:
         return dict(ctx.shares.state_partitions(group_id))
     return initialized
