@@ -104,7 +104,15 @@ def uninitialize(shard: GroupCoordinatorShard, group_id: str, failed: PartitionM
 def begin_alter_offsets(shard: GroupCoordinatorShard, group_id: str,
                         parts: TopicInits) -> Result:
     """`alterShareGroupOffsets`: the group must be an empty share group; the altered
-    partitions are written as initializing. Response: a Kafka error code."""
+    partitions are written as initializing. Response: a Kafka error code.
+
+    A missing group is created, empty (`getOrMaybeCreateShareGroup(groupId, true)`,
+    KAFKA-19662): the ShareGroupStatePartitionMetadata record materialises it on replay, so
+    nothing is kept when no partition was valid."""
+    if shard.share.get(group_id) is None and not _other_kind(shard, group_id):
+        if not parts:
+            return _nothing()
+        return _write(ShareGroup(group_id), smd.with_initializing(None, parts))
     code, group = _empty_share_group(shard, group_id)
     if code != ErrorCode.NONE or group is None:
         return Result(response=code)
