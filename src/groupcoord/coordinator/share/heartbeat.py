@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.coordinator.consumer.errors import is_blank
 from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.share import records as rec
 from groupcoord.coordinator.share.group import ShareGroup, ShareMember
@@ -76,9 +77,11 @@ class ShareHeartbeat:
         if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
             # KafkaApis rejects it before the coordinator, with no error message.
             raise HeartbeatError(ErrorCode.INVALID_REQUEST)
-        if not req.group_id:
+        if is_blank(req.member_id):
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        if is_blank(req.group_id):
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
-        if req.rack_id == "":
+        if req.rack_id is not None and is_blank(req.rack_id):
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if req.member_epoch == 0 and not req.subscribed_topic_names:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST,
