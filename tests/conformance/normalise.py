@@ -4,8 +4,8 @@ A decoded response becomes a plain tree (dicts of field name -> value, lists, sc
 these rules apply, by field name, at any depth (docs/conformance.md lists them with reasons):
 
 - `throttle_time_ms`: dropped (quota state, not group semantics).
-- member ids (`member_id`, `leader`, `member_id` of nested members, `leader_id` of a classic
-  JoinGroup): the broker generates them (`clientId-UUID` in Kafka's `ClassicGroup.generateMemberId`),
+- member ids (`member_id` at any depth, `leader` of a classic JoinGroup, `assignor_member_id`,
+  and the string lists named `members`): the broker generates them (`clientId-UUID` in Kafka's `ClassicGroup.generateMemberId`),
   so each distinct value becomes `member-N` in the order it first appears in the scenario's
   transcript; "" stays "". The same mapping holds for the whole scenario, so a member named in
   one response is recognised in the next.
@@ -50,8 +50,6 @@ MEMBER_ID_FIELDS = frozenset({"member_id", "leader", "assignor_member_id"})
 NODE_FIELDS = frozenset({"node_id", "coordinator_node_id", "leader_id"})
 TIME_FIELDS = frozenset({"transaction_start_time_ms", "log_append_time_ms", "commit_timestamp",
                          "last_timestamp", "timestamp", "expiration_timestamp_ms"})
-
-
 PRODUCER_ID_FIELDS = frozenset({"producer_id", "ongoing_txn_producer_id"})
 EPOCH_FIELDS = frozenset({"member_epoch", "group_epoch", "assignment_epoch"})
 
