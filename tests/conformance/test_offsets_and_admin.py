@@ -7,6 +7,7 @@ Mirrors `OffsetMetadataManager` (commit validation per group kind, fetch, delete
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 from conformance import classic, consumer
@@ -19,6 +20,16 @@ from conformance.offsets import (
     delete_offsets,
     fetch,
     list_own_groups,
+)
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from groupcoord.wire.generated.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
 )
 from groupcoord.wire.generated.offset_commit import OffsetCommitResponse
 from groupcoord.wire.generated.offset_fetch import (
@@ -225,3 +236,52 @@ def test_list_groups_by_state_and_type(differential: Run) -> None:
         list_own_groups(c, "list unknown type", types=["nonsense"])
         list_own_groups(c, "list unknown state", states=["Nonsense"])
     differential(scenario)
+
+
+def test_find_coordinator_versions_and_key_types(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        group = c.name("g")
+        for version in (0, 1, 3):
+            c.call(f"group coordinator v{version}",
+                   FindCoordinatorRequest(key=group, key_type=0), version,
+                   FindCoordinatorResponse)
+        c.call("batched group and empty keys v4",
+               FindCoordinatorRequest(key_type=0, coordinator_keys=[group, ""]), 4,
+               FindCoordinatorResponse)
+        c.call("transaction coordinator v6",
+               FindCoordinatorRequest(key_type=1, coordinator_keys=[c.name("txn")]), 6,
+               FindCoordinatorResponse)
+        # The share key names a topic id; a fixed one keeps the key the same on both brokers
+        # (the coordinator partition is a hash of the key, the topic is not looked up).
+        share_key = f"{group}:{uuid_text(bytes(range(16)))}:0"
+        request = FindCoordinatorRequest(key_type=2, coordinator_keys=[share_key])
+        c.wait_until(lambda: c.quiet(request, 6, FindCoordinatorResponse).coordinators[0]
+                     .error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                     "the share coordinator (Kafka creates __share_group_state on first use)")
+        c.call("share coordinator v6",
+               FindCoordinatorRequest(key_type=2, coordinator_keys=[share_key, "malformed"]),
+               6, FindCoordinatorResponse)
+        c.call("unknown key type v6",
+               FindCoordinatorRequest(key_type=9, coordinator_keys=[group]), 6,
+               FindCoordinatorResponse)
+    differential(scenario)
+
+
+def test_describe_with_authorized_operations(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        classic_group, consumer_group = c.name("classic"), c.name("consumer")
+        classic.stable_single_member(c, classic_group, topic.name, topics=(topic.name,))
+        consumer.join(c, "consumer join", consumer_group, M1, [topic.name])
+        c.call("DescribeGroups with operations", DescribeGroupsRequest(
+            groups=[classic_group, consumer_group], include_authorized_operations=True), 5,
+            DescribeGroupsResponse)
+        c.call("ConsumerGroupDescribe with operations", ConsumerGroupDescribeRequest(
+            group_ids=[consumer_group], include_authorized_operations=True), 1,
+            ConsumerGroupDescribeResponse)
+    differential(scenario)
+
+
+def uuid_text(raw: bytes) -> str:
+    """Kafka's `Uuid.toString`: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
