@@ -234,3 +234,19 @@ def test_first_join_raw_epoch(differential: Run) -> None:
         joined = join(c, "join", c.name("g"), M1, [topic.name])
         c.record("raw member epoch", joined.member_epoch)
     differential(scenario)
+
+
+def test_malformed_classic_metadata_during_migration(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        join(c, "consumer join", group, M1, [topic.name])
+        request = classic.join_request(group, topics=(topic.name,))
+        request.protocols[0].metadata = b"\x00\x05garbage"
+        c.call("classic join with unparseable subscription", request, classic.JOIN_VERSION,
+               classic.JoinGroupResponse)
+        request.protocols[0].metadata = b""
+        c.call("classic join with empty subscription", request, classic.JOIN_VERSION,
+               classic.JoinGroupResponse)
+        describe(c, "describe: the consumer member alone", group)
+    differential(scenario)

@@ -274,3 +274,36 @@ def test_share_group_created_by_alter_offsets_describes_epoch_one(differential: 
         alter_offsets(c, "alter creates the group", group, topic.name, {0: 0})
         describe(c, "describe the created group", group)
     differential(scenario)
+
+
+def deliver_until_archived(c: Conversation, group: str, topic: Topic) -> None:
+    """Release a record until `group.share.delivery.count.limit` (5) archives it."""
+    c.produce(topic, 0, [b"poison"])
+    alter_offsets(c, "start at the beginning", group, topic.name, {0: 0})
+    join_until_assigned(c, group, M1, topic)
+    epoch = 0
+    for attempt in range(1, 6):
+        share_fetch(c, f"delivery {attempt}", group, M1, epoch, topic)
+        acknowledge(c, f"release {attempt}", group, M1, epoch + 1, topic, [(0, 0, RELEASE)])
+        epoch += 2
+    share_fetch(c, "nothing left after the limit", group, M1, epoch, topic, max_wait_ms=100)
+
+
+def test_delivery_count_limit_archives_a_record(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        deliver_until_archived(c, c.name("g"), c.create_topic("t"))
+    differential(scenario)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Kafka 4.4 moves a record at the delivery count limit through ARCHIVING to the KIP-1191 "
+    "dead-letter flow (SharePartition.initiateDLQAndArchive) after the acknowledgement has "
+    "updated the start offset, so the persisted start offset stays 0 until a later state "
+    "change; groupcoord archives at once and describes start offset 1"))
+def test_start_offset_after_the_delivery_count_limit(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        deliver_until_archived(c, group, topic)
+        describe_offsets(c, "start offset after the archived record", group, topic.name)
+    differential(scenario)
