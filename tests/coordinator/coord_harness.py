@@ -97,10 +97,20 @@ class Harness:
 
     def fresh_replay(self) -> GroupCoordinatorShard:
         """A new shard loaded from the log's bytes, as at start-up."""
-        other = GroupCoordinatorShard(0, self.config, SequentialIds())
+        # The id source carries on, so ids handed out after a restart stay unique.
+        other = GroupCoordinatorShard(0, self.config, self.ids)
         for rec in self.log:
             other.replay(decode_record(rec.key_bytes(), rec.value_bytes()))
         return other
+
+    def restart(self, config: GroupCoordinatorConfig | None = None) -> None:
+        """Reload the shard from the log's bytes, as a broker restart does, optionally
+        under changed settings; soft state (timers) is re-derived by `on_loaded`."""
+        if config is not None:
+            self.config = config
+        self.shard = self.fresh_replay()
+        self.timers.clear()
+        self.apply(self.shard.on_loaded(self.now))
 
     # -- requests ----------------------------------------------------------------------
     def join(self, member_id: str = "", version: int = 9, group_id: str = GROUP,

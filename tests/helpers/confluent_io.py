@@ -28,10 +28,15 @@ class AckLog:
 
     acked: dict[tuple[int, int], bytes] = field(default_factory=dict)
     failed: list[bytes] = field(default_factory=list)
+    # Offsets acknowledged twice for different records: an offset handed out again.
+    reused: list[tuple[int, int]] = field(default_factory=list)
 
     def on_delivery(self, err: Any, msg: Any) -> None:
         if err is None:
-            self.acked[(msg.partition(), msg.offset())] = msg.value()
+            key = (msg.partition(), msg.offset())
+            if key in self.acked and self.acked[key] != msg.value():
+                self.reused.append(key)
+            self.acked[key] = msg.value()
         else:
             self.failed.append(msg.value())
 

@@ -69,3 +69,22 @@ def test_serve_announces_and_stops_cleanly(tmp_path: Path) -> None:
     rest = proc.stderr.read().decode()
     assert "listening on" not in rest and "Traceback" not in rest
     assert (tmp_path / "data" / "meta.properties").exists()
+
+
+def test_connection_limit_flags_map_to_config(tmp_path: Path) -> None:
+    cfg = config_from_args(build_parser().parse_args(["--data-dir", str(tmp_path)]))
+    assert cfg.max_connections == cfg.max_connections_per_ip == 2**31 - 1
+    assert cfg.max_connections_per_ip_overrides == ""
+    assert cfg.connections_max_idle_ms == 600000
+    cfg = config_from_args(build_parser().parse_args([
+        "--data-dir", str(tmp_path), "--max-connections", "10", "--max-connections-per-ip",
+        "0", "--max-connections-per-ip-overrides", "127.0.0.1:5,::1:2",
+        "--connections-max-idle-ms", "-1"]))
+    assert (cfg.max_connections, cfg.max_connections_per_ip) == (10, 0)
+    assert cfg.max_connections_per_ip_overrides == "127.0.0.1:5,::1:2"
+    assert cfg.connections_max_idle_ms == -1
+    for bad in (["--max-connections-per-ip", "0"], ["--max-connections", "-1"],
+                ["--max-connections-per-ip-overrides", "host"],
+                ["--max-connections", str(2**31)]):
+        with pytest.raises(ValueError):
+            config_from_args(build_parser().parse_args(["--data-dir", str(tmp_path), *bad]))

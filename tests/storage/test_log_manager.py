@@ -9,6 +9,7 @@ from pathlib import Path
 
 from storage_helpers import make_batch
 
+from groupcoord.logformat.batch import parse_header
 from groupcoord.storage.manager import LogManager, parse_partition_dir
 from groupcoord.storage.metadata import (
     read_checkpoint,
@@ -87,3 +88,54 @@ def test_parse_partition_dir() -> None:
     assert parse_partition_dir("t-0.abc-delete") is None
     assert parse_partition_dir("nodash") is None
     assert parse_partition_dir("-3") is None
+
+
+def test_clean_shutdown_marker_skips_the_scan_and_a_crash_does_not(tmp_path: Path) -> None:
+    marker = tmp_path / ".kafka_cleanshutdown"
+    mgr = LogManager(str(tmp_path))
+    log = mgr.get_or_create("orders", 0, TOPIC_ID)
+    for _ in range(50):
+        log.append(make_batch(value_size=300))
+    mgr.close()
+    assert marker.exists()
+
+    mgr = LogManager(str(tmp_path))
+    [report] = mgr.load_all()
+    assert report.segments_recovered == 0, "a cleanly closed log is not scanned"
+    assert not marker.exists(), "the marker must go as soon as the logs are written again"
+    log = mgr.get("orders", 0)
+    assert log is not None and log.log_end_offset == 50
+    assert log.append(make_batch()).base_offset == 50
+    log.flush()
+    # A crash now: no close, so no marker; the next load scans and repairs.
+    path = log.active.log_path
+    with open(path, "ab") as f:
+        f.write(b"torn" * 10)
+    mgr = LogManager(str(tmp_path))
+    [report] = mgr.load_all()
+    assert report.segments_recovered == 1 and report.bytes_truncated == 40
+    reopened = mgr.get("orders", 0)
+    assert reopened is not None and reopened.log_end_offset == 51
+    mgr.close()
+
+
+def test_replay_repairs_damage_a_clean_start_did_not_scan(tmp_path: Path) -> None:
+    mgr = LogManager(str(tmp_path))
+    log = mgr.get_or_create("__consumer_offsets", 3)
+    for _ in range(40):
+        log.append(make_batch(value_size=100))
+    mgr.close()
+    path = tmp_path / "__consumer_offsets-3" / "00000000000000000000.log"
+    with open(path, "r+b") as f:
+        f.seek(900)
+        f.write(b"\xaa" * 64)
+    mgr = LogManager(str(tmp_path))
+    mgr.load_all()
+    log = mgr.get("__consumer_offsets", 3)
+    assert log is not None
+    offsets = [parse_header(v).base_offset for v in log.iter_batches()]
+    [damage] = log.recovery_report.damaged
+    assert offsets == [o for o in range(40) if o != damage.first_offset]
+    assert damage.resume_offset == damage.first_offset + 1
+    assert [parse_header(v).base_offset for v in log.iter_batches()] == offsets
+    mgr.close()

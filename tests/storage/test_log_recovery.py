@@ -91,33 +91,40 @@ def test_flipped_byte_in_last_batch(log_dir: str) -> None:
     log.close()
 
 
-def test_flipped_byte_in_middle_drops_the_rest(log_dir: str) -> None:
+def test_flipped_byte_in_middle_skips_only_that_batch(log_dir: str) -> None:
     path, sizes = _write(log_dir, 6)
     with open(path, "r+b") as f:
         f.seek(sizes[0] + sizes[1] + 30)
         f.write(b"\xff\xff")
     log = _reopen(log_dir)
     report = log.recovery_report
-    assert log.log_end_offset == 2
-    assert report.bytes_truncated == sum(sizes[2:]) and report.batches_dropped == 4
+    assert log.log_end_offset == 6 and report.bytes_truncated == 0
+    [damage] = report.damaged
+    assert (damage.position, damage.length) == (sizes[0] + sizes[1], sizes[2])
+    assert (damage.first_offset, damage.resume_offset) == (2, 3)
+    data = log.read(0, 1 << 20)
+    assert [validate(v).base_offset for _, v in iter_batches(data)] == [0, 1, 3, 4, 5]
     log.close()
 
 
-def test_corruption_in_unflushed_earlier_segment_drops_later_segments(log_dir: str) -> None:
+def test_damaged_tail_of_closed_segment_keeps_later_segments(log_dir: str) -> None:
     log = PartitionLog.open(log_dir, LogConfig(segment_bytes=600))
     for _ in range(12):
         log.append(make_batch(1, value_size=150))
     first = log.segments[0]
     second_base = log.segments[1].base_offset
-    path, count = first.log_path, len(log.segments)
+    path, count, end = first.log_path, len(log.segments), log.log_end_offset
     log.close()
     with open(path, "r+b") as f:
         f.seek(os.path.getsize(path) - 3)
         f.write(b"\x00\x01\x02")
     log = PartitionLog.open(log_dir, LogConfig(segment_bytes=600), recovery_point=0)
     report = log.recovery_report
-    assert report.segments_deleted == count - 1
-    assert log.log_end_offset == second_base - 1 and len(log.segments) == 1
+    [damage] = report.damaged
+    assert damage.first_offset == second_base - 1 and damage.saved_to is not None
+    assert log.log_end_offset == end and len(log.segments) == count
+    batches = [validate(v).base_offset for _, v in iter_batches(log.read(0, 1 << 20))]
+    assert second_base - 1 not in batches
     log.close()
 
 

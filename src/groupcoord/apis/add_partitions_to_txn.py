@@ -74,6 +74,16 @@ def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_
     return _results(dict.fromkeys(partitions, code))
 
 
+def error_response(request: AddPartitionsToTxnRequest, version: int,
+                   code: int) -> AddPartitionsToTxnResponse:
+    """Kafka's `AddPartitionsToTxnRequest.getErrorResponse`: v0-3 have no top-level error,
+    so every partition of the request carries it."""
+    if version >= 4:
+        return AddPartitionsToTxnResponse(error_code=code)
+    errors = {(t.name, p): code for t in request.v3_and_below_topics for p in t.partitions}
+    return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_results(errors))
+
+
 async def handle(ctx: RequestContext, header: Any, request: AddPartitionsToTxnRequest,
                  version: int) -> AddPartitionsToTxnResponse:
     if version < 4:

@@ -64,11 +64,10 @@ async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
     ShareGroupStatePartitionMetadata; for a group that never had that record (state written
     before it was kept), the share-partitions with state."""
     def read(shard: Any, op_ctx: Any, now_ms: int) -> Result:
-        # The answer travels in a tuple: a None response is the runtime's sign to park the
-        # request for a later reply, and a group without the record answers None.
+        # A None response would park the reply (the runtime's deferred-reply convention),
+        # so "no record" travels inside a one-element tuple.
         return Result(response=(state_ops.initialized_partitions(shard, group_id).response,))
-    answer: tuple[dict[bytes, set[int]] | None] = await ctx.groups.call(group_id, read)
-    initialized = answer[0]
+    (initialized,) = await ctx.groups.call(group_id, read)
     if initialized is None:
         return dict(ctx.shares.state_partitions(group_id))
     return initialized

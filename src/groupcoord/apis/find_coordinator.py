@@ -43,6 +43,17 @@ def key_error(key: str, key_type: int, version: int) -> int:
     return 0
 
 
+def error_response(request: FindCoordinatorRequest, version: int,
+                   code: int) -> FindCoordinatorResponse:
+    """Kafka's `FindCoordinatorRequest.getErrorResponse`: from v4 the error goes to every
+    key, since the top-level error code is gone."""
+    if version < 4:
+        return FindCoordinatorResponse(error_code=code, node_id=-1, host="", port=-1)
+    return FindCoordinatorResponse(coordinators=[
+        Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code)
+        for key in request.coordinator_keys])
+
+
 async def handle(ctx: RequestContext, header: Any, request: FindCoordinatorRequest,
                  version: int) -> FindCoordinatorResponse:
     node, host, port = ctx.config.node_id, ctx.advertised_host, ctx.advertised_port

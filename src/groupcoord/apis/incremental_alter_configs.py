@@ -106,6 +106,15 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
                 dynamic[key] = value
 
 
+def error_response(request: IncrementalAlterConfigsRequest, version: int,
+                   code: int) -> IncrementalAlterConfigsResponse:
+    """Kafka's `IncrementalAlterConfigsRequest.getErrorResponse`: every resource fails."""
+    return IncrementalAlterConfigsResponse(responses=[
+        AlterConfigsResourceResponse(error_code=code, resource_type=r.resource_type,
+                                     resource_name=r.resource_name)
+        for r in request.resources])
+
+
 async def handle(ctx: RequestContext, header: Any, request: IncrementalAlterConfigsRequest,
                  version: int) -> IncrementalAlterConfigsResponse:
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)

@@ -15,7 +15,8 @@ coordinator's word that the partition was added (KIP-890 verification, as
 `ReplicaManager.appendRecordsWithTransactionVerification` with its error translation:
 fenced -> INVALID_PRODUCER_EPOCH, not added -> TRANSACTION_ABORTABLE from v11 and
 INVALID_TXN_STATE before, coordinator busy -> NOT_ENOUGH_REPLICAS); a non-transactional
-batch while the producer's transaction is open -> INVALID_TXN_STATE. With acks=0 no
+batch while the producer's transaction is open -> INVALID_TXN_STATE. A disk that refuses the
+write answers KAFKA_STORAGE_ERROR for that partition (retriable; the log kept nothing of it). With acks=0 no
 response is sent at all (a failed acks=0 produce closes the connection instead, as Kafka
 does). The stored bytes are the client's bytes; storage rewrites the base offset (and
 LogAppendTime if the topic says so). acks=-1 equals acks=1 here: this node is the whole ISR.
@@ -23,6 +24,7 @@ LogAppendTime if the topic says so). acks=-1 equals acks=1 here: this node is th
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Any
 
@@ -36,7 +38,11 @@ from groupcoord.logformat.batch import (
     TRANSACTIONAL_MASK,
     parse_header,
 )
-from groupcoord.storage.config import InvalidRecordError, RecordBatchTooLargeError
+from groupcoord.storage.config import (
+    InvalidRecordError,
+    KafkaStorageError,
+    RecordBatchTooLargeError,
+)
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.produce import (
@@ -45,6 +51,8 @@ from groupcoord.wire.generated.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
+
+log = logging.getLogger("groupcoord.server")
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
@@ -61,6 +69,7 @@ _E_INVALID_TOPIC = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
 _E_ACKS = int(ErrorCode.INVALID_REQUIRED_ACKS)
 _E_COMPRESSION = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
 _E_TXN_AUTH = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+_E_STORAGE = int(ErrorCode.KAFKA_STORAGE_ERROR)
 ZSTD = 4
 # Verification answers translated for the producer (ReplicaManager, KIP-890).
 _VERIFY_RETRIABLE = frozenset({int(ErrorCode.CONCURRENT_TRANSACTIONS),
@@ -165,6 +174,11 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
         return resp
     except InvalidRecordError:
         resp.error_code = _E_CORRUPT
+        return resp
+    except KafkaStorageError as exc:
+        # Nothing of the batch stayed in the log; the producer retries (a retriable error).
+        log.warning("produce to %s-%d: %s", topic.name, partition, exc)
+        resp.error_code = _E_STORAGE
         return resp
     if state is not None and header.base_sequence >= 0:
         state.record(header.producer_id, header.producer_epoch, header.base_sequence,

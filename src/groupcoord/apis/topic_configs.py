@@ -89,6 +89,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("offsets.topic.replication.factor", TYPE_SHORT, "1"),
     ConfigDef("group.initial.rebalance.delay.ms", TYPE_INT, "3000"),
     ConfigDef("socket.request.max.bytes", TYPE_INT, "104857600"),
+    ConfigDef("max.connections", TYPE_INT, "2147483647"),
+    ConfigDef("max.connections.per.ip", TYPE_INT, "2147483647"),
+    ConfigDef("max.connections.per.ip.overrides", TYPE_STRING, ""),
+    ConfigDef("connections.max.idle.ms", TYPE_LONG, "600000"),
     ConfigDef("log.retention.hours", TYPE_INT, "168"),
     ConfigDef("log.roll.hours", TYPE_INT, "168"),
     *(ConfigDef(d.synonym, d.type, d.default, choices=d.choices)
@@ -97,7 +101,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
 )
 
 
-READ_ONLY_BROKER_CONFIGS = frozenset({"node.id", "broker.id", "log.dirs"})
+# The connection limits are dynamic in Kafka; here they are fixed at start-up.
+READ_ONLY_BROKER_CONFIGS = frozenset({
+    "node.id", "broker.id", "log.dirs", "max.connections", "max.connections.per.ip",
+    "max.connections.per.ip.overrides", "connections.max.idle.ms"})
 
 
 def validate_value(definition: ConfigDef, value: str | None) -> str | None:
@@ -162,6 +169,10 @@ def static_broker_configs(config: object) -> dict[str, str]:
         "offsets.topic.num.partitions": str(get("offsets_partitions")),
         "group.initial.rebalance.delay.ms": str(get("group_initial_rebalance_delay_ms")),
         "socket.request.max.bytes": str(get("max_request_size")),
+        "max.connections": str(get("max_connections")),
+        "max.connections.per.ip": str(get("max_connections_per_ip")),
+        "max.connections.per.ip.overrides": str(get("max_connections_per_ip_overrides")),
+        "connections.max.idle.ms": str(get("connections_max_idle_ms")),
     }
 
 

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
+from groupcoord.server.connection_quotas import INT_MAX
+from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
 
 log = logging.getLogger("groupcoord")
 
@@ -41,6 +43,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "group.consumer.session.timeout.ms=45000 (repeatable)")
     p.add_argument("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE,
                    help="largest request frame accepted (socket.request.max.bytes)")
+    p.add_argument("--max-connections", type=int, default=INT_MAX,
+                   help="broker-wide connection limit; beyond it new connections wait "
+                        "(max.connections)")
+    p.add_argument("--max-connections-per-ip", type=int, default=INT_MAX,
+                   help="connections allowed from one address; more are closed at once "
+                        "(max.connections.per.ip)")
+    p.add_argument("--max-connections-per-ip-overrides", default="", metavar="HOST:N,...",
+                   help="per-address limits overriding --max-connections-per-ip "
+                        "(max.connections.per.ip.overrides)")
+    p.add_argument("--connections-max-idle-ms", type=int, default=CONNECTIONS_MAX_IDLE_MS_DEFAULT,
+                   help="close connections idle this long; -1 never (connections.max.idle.ms)")
     p.add_argument("--log-level", default="info",
                    choices=("debug", "info", "warning", "error"))
     return p
@@ -64,6 +77,10 @@ def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
         group_initial_rebalance_delay_ms=ns.group_initial_rebalance_delay_ms,
         offsets_partitions=ns.offsets_partitions,
         max_request_size=ns.max_request_size,
+        max_connections=ns.max_connections,
+        max_connections_per_ip=ns.max_connections_per_ip,
+        max_connections_per_ip_overrides=ns.max_connections_per_ip_overrides,
+        connections_max_idle_ms=ns.connections_max_idle_ms,
         extra=_group_configs(ns.group_config),
     )
 
@@ -83,7 +100,9 @@ def _group_configs(items: list[str]) -> dict[str, str]:
 
 async def serve(config: BrokerConfig) -> None:
     from groupcoord.server.broker import Broker
+    from groupcoord.server.fd_limits import raise_nofile_limit
 
+    raise_nofile_limit()  # connections and log segments share the descriptor table
     broker = Broker(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

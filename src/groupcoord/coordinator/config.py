@@ -83,10 +83,14 @@ class GroupCoordinatorConfig:
         return config
 
     def validate(self) -> None:
-        """Kafka's start-up checks of the consumer-group settings (`GroupCoordinatorConfig`)."""
+        """Kafka's start-up checks of the group settings (`GroupCoordinatorConfig`)."""
         def within(name: str, value: int, low: int, high: int) -> None:
             if not low <= value <= high:
                 raise ValueError(f"{name}={value} must be within [{low}, {high}]")
+        # A limit below one would let the first member of an Empty group over it.
+        within("group.max.size", self.group_max_size, 1, INT32_MAX)
+        within("group.consumer.max.size", self.group_consumer_max_size, 1, INT32_MAX)
+        within("group.share.max.size", self.group_share_max_size, 1, 1000)
         within("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
                self.group_consumer_min_session_timeout_ms,
                self.group_consumer_max_session_timeout_ms)

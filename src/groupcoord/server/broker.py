@@ -4,6 +4,13 @@ Mirrors Kafka's `BrokerServer` startup/shutdown for one node: open the data dir 
 recovery), load topic metadata, start the coordinator runtime (shards load lazily), then
 bind the listeners. Appends go through `append` so the fsync policy and fetch wake-ups
 are applied in one place (`ReplicaManager.appendRecords` for a single replica).
+
+A disk that refuses a write is a `KafkaStorageError` for that append only: the partition log
+has already cut off whatever the failed write left, and with `fsync=always` a batch whose
+fsync failed is removed again before the error is raised, so nothing unacknowledged stays
+behind an acknowledged offset and nothing acknowledged is ever handed out again. Kafka takes
+the whole log dir offline instead and needs a restart; here every later append simply tries
+again, so the broker serves again as soon as the disk does.
 """
 
 from __future__ import annotations
@@ -12,12 +19,16 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.server.acceptor import Acceptor, bind_listener
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
+from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
 from groupcoord.server.fetch_sessions import FetchSessionCache
+from groupcoord.server.log_cleaner import LogCleaner
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
 from groupcoord.server.txn_log import load_producer_state, track_append
 from groupcoord.server.waiters import FetchWaiters
+from groupcoord.storage.config import KafkaStorageError
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
@@ -42,7 +53,8 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config.fetch_max_sessions)
         self.advertised = config.advertised()
         self.bound: list[Listener] = []
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[Acceptor] = []
+        self.connection_limits: ConnectionLimits | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._dirty: set[Any] = set()
         self._compacted: dict[tuple[str, int], tuple[int, int]] = {}
@@ -52,6 +64,7 @@ class Broker:
         self.groups: Any = None
         self.shares: Any = None
         self.transactions: Any = None
+        self.cleaner = LogCleaner()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -62,7 +75,7 @@ class Broker:
         from groupcoord.storage import LogManager
 
         cfg = self.config
-        self.logs = LogManager(cfg.data_dir)
+        self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
         self.logs.load_all()
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs
@@ -78,13 +91,14 @@ class Broker:
         self.handlers = self._handlers
         dispatcher = Dispatcher(self, self.handlers)
         loop = asyncio.get_running_loop()
+        limits = self.connection_limits = build_connection_limits(cfg)
         for listener in cfg.listeners:
-            server = await loop.create_server(
-                lambda: KafkaConnection(dispatcher, cfg.max_request_size),
-                listener.host, listener.port, reuse_address=True, backlog=1024)
+            server = Acceptor(
+                await bind_listener(listener.host, listener.port), limits,
+                lambda address: KafkaConnection(dispatcher, cfg.max_request_size, limits, address))
+            server.start()
             self._servers.append(server)
-            port = server.sockets[0].getsockname()[1]
-            self.bound.append(Listener(listener.host, port))
+            self.bound.append(Listener(listener.host, server.port))
         self.advertised = cfg.advertised(self.bound[0].port)
         if cfg.fsync == "interval":
             self._tasks.append(loop.create_task(self._flush_loop()))
@@ -102,6 +116,7 @@ class Broker:
             server.close()
         for conn in list(self.connections):
             conn.close()
+        self.cleaner.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -113,6 +128,8 @@ class Broker:
             await self.shares.stop()
         for server in self._servers:
             await server.wait_closed()
+        if self.connection_limits is not None:
+            self.connection_limits.stop()
         if self.logs is not None:
             self.logs.close()
 
@@ -123,22 +140,23 @@ class Broker:
             self.flush_dirty()
 
     async def _retention_loop(self) -> None:
-        """Kafka's log retention and cleaner threads, as one periodic pass on the loop."""
+        """Kafka's log retention and cleaner threads: retention as a periodic pass on the
+        loop (it only unlinks files), compaction in the cleaner's worker process."""
         passes = 0
         while True:
             await asyncio.sleep(MAINTENANCE_INTERVAL_S)
             passes += 1
             try:
-                self.compact_logs()
+                await self.compact_logs_in_background()
                 if passes % 10 == 0:
                     self.logs.delete_expired()
             except Exception:
                 log.exception("log maintenance pass failed")
 
-    def compact_logs(self) -> None:
-        """Compact logs with `cleanup.policy=compact` whose inactive segments changed."""
-        from groupcoord.storage.compaction import compact
-
+    def _cleaning_due(self) -> list[tuple[tuple[str, int], Any, tuple[int, int], int | None]]:
+        """Logs with `cleanup.policy=compact` whose closed segments changed since their last
+        cleaning: (partition, log, marker, first unstable offset)."""
+        due = []
         for tp, plog in list(self.logs.logs.items()):
             inactive = len(plog.segments) - 1
             if "compact" not in plog.config.cleanup_policy or inactive < 1:
@@ -146,15 +164,44 @@ class Broker:
             marker = (inactive, plog.segments[-1].base_offset)
             if self._compacted.get(tp) != marker:
                 # Open transactions are not cleaned (Kafka's first uncleanable offset).
-                first_unstable = self.producer_state(*tp).first_unstable_offset()
-                compact(plog, first_unstable_offset=first_unstable)
-                self._compacted[tp] = marker
+                due.append((tp, plog, marker, self.producer_state(*tp).first_unstable_offset()))
+        return due
+
+    def compact_logs(self) -> None:
+        """Compact every due log in this thread (tests and tools; the broker cleans in the
+        background)."""
+        from groupcoord.storage.compaction import compact
+
+        for tp, plog, marker, first_unstable in self._cleaning_due():
+            compact(plog, first_unstable_offset=first_unstable)
+            self._compacted[tp] = marker
+
+    async def compact_logs_in_background(self) -> None:
+        """Compact every due log, the heavy part in the cleaner process (`log_cleaner`)."""
+        from groupcoord.storage.compaction import apply_cleaned, plan_cleaning
+
+        for tp, plog, marker, first_unstable in self._cleaning_due():
+            job = plan_cleaning(plog, first_unstable_offset=first_unstable)
+            outcome = await self.cleaner.clean(job)
+            if plog.closed or self.logs.get(*tp) is not plog:
+                continue  # the topic was deleted meanwhile
+            result = apply_cleaned(plog, job, outcome)
+            self._compacted[tp] = marker
+            if result.records_removed:
+                log.info("cleaned %s-%d: %d records removed, %d -> %d bytes", tp[0], tp[1],
+                         result.records_removed, result.bytes_before, result.bytes_after)
 
     def flush_dirty(self) -> None:
         dirty, self._dirty = self._dirty, set()
         for plog in dirty:
-            if not plog.closed:
+            if plog.closed:
+                continue
+            try:
                 plog.flush()
+            except KafkaStorageError as exc:
+                # Acknowledged under fsync=interval, so not undone; retried next interval.
+                log.error("%s", exc)
+                self._dirty.add(plog)
 
     # -- the append path -------------------------------------------------------------------
 
@@ -162,8 +209,9 @@ class Broker:
                now_ms: int | None = None, **kwargs: Any) -> AppendInfo:
         """Append batches to a partition, apply the fsync policy and wake fetchers.
 
-        Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`) and
-        `KeyError` for an unknown partition.
+        Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`,
+        `KafkaStorageError` with nothing of the batch left in the log) and `KeyError` for an
+        unknown partition.
         """
         plog = self.topics.log(topic, partition)
         if plog is None:
@@ -174,12 +222,16 @@ class Broker:
         # Loaded before the append: the rebuild must not see this batch as well.
         state = self.producer_state(topic, partition)
         info = plog.append(data, now_ms=now_ms, **kwargs)
-        track_append(state, plog, data, info.headers)
         policy = self.config.fsync
         if policy == "always":
-            plog.flush()
+            try:
+                plog.flush()
+            except KafkaStorageError:
+                plog.truncate_to(info.base_offset)
+                raise
         elif policy == "interval":
             self._dirty.add(plog)
+        track_append(state, plog, data, info.headers)
         self.waiters.notify((topic, partition))
         return info
 

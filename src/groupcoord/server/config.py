@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from groupcoord.server.connection_quotas import INT_MAX, parse_overrides, validate_limits
+from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024
 FSYNC_POLICIES = ("always", "interval", "never")
 
@@ -51,8 +55,15 @@ class BrokerConfig:
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
     message_max_bytes: int = 1048588
     fetch_max_sessions: int = 1000
+    max_connections: int = INT_MAX
+    max_connections_per_ip: int = INT_MAX
+    # Kafka's string form, `host:count,host:count`.
+    max_connections_per_ip_overrides: str = ""
+    connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS_DEFAULT
     rack: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # Where storage's writes go: the disk, or a fault injector in tests and the test broker.
+    file_io: FileIO = OS_FILE_IO
 
     def __post_init__(self) -> None:
         if self.fsync not in FSYNC_POLICIES:
@@ -61,6 +72,8 @@ class BrokerConfig:
             raise ValueError("default_partitions must be >= 1")
         if self.offsets_partitions < 1:
             raise ValueError("offsets_partitions must be >= 1")
+        validate_limits(self.max_connections, self.max_connections_per_ip,
+                        parse_overrides(self.max_connections_per_ip_overrides))
 
     def advertised(self, bound_port: int | None = None) -> Listener:
         """The address clients are told to use (Metadata, FindCoordinator)."""

@@ -12,6 +12,9 @@ Closing is graceful towards requests already read: after a protocol error, a cli
 response owed to a request read before that point is still written, then the connection
 closes. Kafka reads one request at a time per connection, so it has answered all of those
 before it meets the bad frame or the EOF; answering them keeps that behaviour.
+
+With `ConnectionLimits` the connection holds a quota slot for its client address from
+construction until `connection_lost`, and reports reads and writes for idle expiry.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from groupcoord.server.connection_limits import ConnectionLimits
     from groupcoord.server.dispatch import Dispatcher
 
 log = logging.getLogger("groupcoord.server")
@@ -46,9 +50,13 @@ class _Slot:
 class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client; the dispatcher does the per-request work."""
 
-    def __init__(self, dispatcher: Dispatcher, max_request_size: int) -> None:
+    def __init__(self, dispatcher: Dispatcher, max_request_size: int,
+                 limits: ConnectionLimits | None = None, quota_address: str = "") -> None:
         self._dispatcher = dispatcher
         self._max = max_request_size
+        self._limits = limits
+        self.quota_address = quota_address
+        self.quota_held = limits is not None
         self._chunks: list[bytes] = []
         self._have = 0
         self._need = 0
@@ -74,6 +82,8 @@ class KafkaConnection(asyncio.Protocol):
             self.client_host = kafka_client_host(str(peer[0]))
             self.peer = f"{peer[0]}:{peer[1]}"
         self._dispatcher.connection_opened(self)
+        if self._limits is not None:
+            self._limits.opened(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -84,6 +94,8 @@ class KafkaConnection(asyncio.Protocol):
         self._out = []
         self._chunks = []
         self._dispatcher.connection_closed(self)
+        if self._limits is not None:
+            self._limits.closed(self)
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -101,6 +113,8 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        if self._limits is not None:
+            self._limits.touch(self)
         if self._chunks:
             # Finishing a frame that spans reads: join once, when it is complete.
             self._chunks.append(data)
@@ -171,6 +185,8 @@ class KafkaConnection(asyncio.Protocol):
         out, self._out = self._out, []
         if out and self._transport is not None:
             self._transport.writelines(out)
+            if self._limits is not None:
+                self._limits.touch(self)
 
     def _update_reading(self) -> None:
         transport = self._transport
@@ -183,6 +199,10 @@ class KafkaConnection(asyncio.Protocol):
         elif not want_pause and self._paused_read:
             transport.resume_reading()
             self._paused_read = False
+
+    def has_pending_responses(self) -> bool:
+        """Requests read and not yet answered (a parked JoinGroup, a long-poll Fetch)."""
+        return bool(self._slots) or bool(self._out)
 
     def protocol_error(self, reason: str) -> None:
         """Close the connection after a client protocol violation: exactly one log line."""

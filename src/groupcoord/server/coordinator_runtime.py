@@ -1,14 +1,20 @@
 """The coordinator runtime: one asyncio task per `__consumer_offsets` shard.
 
 Mirrors Kafka's `CoordinatorRuntime` (coordinator-common) for a single node. Each shard
-task owns its `GroupCoordinatorShard`: it replays the shard's partition on first use,
-then runs queued operations one at a time. Per operation it appends `result.records` to
+task owns its `GroupCoordinatorShard`: it replays the shard's partition on first use (in
+slices of a few milliseconds, so other APIs are served while a large partition loads; the
+shard's own requests queue until the replay ends), then runs queued operations one at a
+time. Per operation it appends `result.records` to
 `__consumer_offsets-<p>` as one uncompressed batch, replays them, and releases the
 response and deferred replies only after the append (with `--fsync always`, after one
 fsync covering every operation drained from the queue: a group commit). Timers are keyed
 soft state armed with `loop.call_at`; a fired timer is an ordinary queued operation. An
 append failure fail-stops the shard: pending callers get COORDINATOR_NOT_AVAILABLE and the
-shard reloads from its log. Group events go to `__group_events` (see `group_events`).
+shard reloads from its log. Records the log cannot take (a batch over the partition's
+`max.message.bytes`, a value its record version cannot hold) fail only their operation,
+before anything is appended: Kafka's runtime refuses such an atomic write with
+`RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
+as UNKNOWN_SERVER_ERROR. Group events go to `__group_events` (see `group_events`).
 
 Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
 a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
@@ -35,7 +41,7 @@ from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     encode_records_batch,
-    replay_log,
+    replay_log_in_steps,
 )
 
 if TYPE_CHECKING:
@@ -47,12 +53,19 @@ log = logging.getLogger("groupcoord.coordinator")
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 COORDINATOR_NOT_AVAILABLE = 15
+# Longest stretch a loading shard holds the event loop before letting other work run.
+LOAD_SLICE_S = 0.005
 UNKNOWN_SERVER_ERROR = -1
 
 Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
 QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn]
+
+
+class WriteRefused(Exception):
+    """An operation's records cannot be written (too large, or not encodable): that
+    operation fails, nothing is appended and the shard keeps serving."""
 
 
 def now_ms() -> int:
@@ -76,7 +89,10 @@ class ShardTask:
 
     # -- loading ---------------------------------------------------------------------------
 
-    def _load(self) -> None:
+    async def _load(self) -> None:
+        """Replay the shard's partition, giving the loop back every few milliseconds so a
+        large `__consumer_offsets` never stalls other APIs; requests for this shard queue
+        until the replay ends."""
         rt = self.runtime
         # Only an existing partition is replayed; the directory is created by the first
         # append, so read-only calls (ListGroups over every shard) create nothing.
@@ -85,7 +101,16 @@ class ShardTask:
         if hasattr(self.shard, "on_topics_changed"):
             self.shard.on_topics_changed(rt.topics_image(), now_ms())
         self.producers = ProducerEpochs()
-        count = replay_log(plog, self.shard, self.producers)
+        loop = asyncio.get_running_loop()
+        count = 0
+        # One shard replays at a time (Kafka's loader is one thread too), so what the loop
+        # gives to loading is one slice per turn, whatever the number of shards.
+        async with rt.loading:
+            slice_end = loop.time() + LOAD_SLICE_S
+            for count in replay_log_in_steps(plog, self.shard, self.producers, step_batches=1):
+                if loop.time() >= slice_end:
+                    await asyncio.sleep(0)
+                    slice_end = loop.time() + LOAD_SLICE_S
         if count:
             log.info("loaded %d records into shard %d", count, self.partition)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
@@ -101,7 +126,7 @@ class ShardTask:
     async def _main(self) -> None:
         while True:
             try:
-                self._load()
+                await self._load()
                 await self._serve()
             except asyncio.CancelledError:
                 raise
@@ -115,6 +140,7 @@ class ShardTask:
         while True:
             item = await queue.get()
             done: list[tuple[asyncio.Future[Any] | None, Any]] = []
+            drain_start = self.runtime.log_end_offset(self.partition)
             try:
                 self._run_one(item, done)
                 while not queue.empty():
@@ -123,7 +149,11 @@ class ShardTask:
                 if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
                     self.runtime.flush_shard(self.partition)
             except Exception:
-                # The append (or its fsync) failed: nothing drained so far is durable.
+                # The append (or its fsync) failed. Nothing drained so far was answered, so
+                # its records are cut off again: every caller gets an error and the reload
+                # rebuilds exactly the state of what was acknowledged before.
+                self.runtime.written.pop(self.partition, None)
+                self.runtime.discard_from(self.partition, drain_start)
                 done.append((item[2], None))
                 for fut, _ in done:
                     if fut is not None and not fut.done():
@@ -155,7 +185,13 @@ class ShardTask:
             log.exception("coordinator operation failed on shard %d", self.partition)
             done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
             return
-        self._release(done, self._apply(result, txn), fut, op_ctx)
+        try:
+            applied = self._apply(result, txn)
+        except WriteRefused as exc:
+            log.warning("write refused on shard %d: %s", self.partition, exc)
+            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
+            return
+        self._release(done, applied, fut, op_ctx)
 
     def _call(self, op: Operation, op_ctx: Any = None) -> Any:
         if op_ctx is None:
@@ -172,7 +208,7 @@ class ShardTask:
         records = getattr(result, "records", None)
         if records:
             pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
-            batch = encode_records_batch(records, now_ms(), pid, epoch)
+            batch = self._encode(records, pid, epoch)
             # A failure here propagates to _main: fail-stop and reload.
             info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch, now_ms())
             self.runtime.written[self.partition] = True
@@ -192,6 +228,21 @@ class ShardTask:
         if events:
             group_events.write(self.runtime.broker, events)
         return result
+
+    def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
+        """The operation's batch; WriteRefused when the log would refuse it."""
+        try:
+            batch = encode_records_batch(records, now_ms(), pid, epoch)
+        except ValueError as exc:
+            raise WriteRefused(str(exc)) from exc
+        # A missing partition is left to the append, which fail-stops the shard.
+        plog = self.runtime.broker.topics.log(OFFSETS_TOPIC, self.partition)
+        if plog is not None and len(batch) > plog.config.max_message_bytes:
+            raise WriteRefused(
+                f"Message batch size is {len(batch)} bytes in append to partition "
+                f"{OFFSETS_TOPIC}-{self.partition} which exceeds the maximum configured "
+                f"size of {plog.config.max_message_bytes}.")
+        return batch
 
     def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
                  fut: asyncio.Future[Any] | None = None, op_ctx: Any = None) -> None:
@@ -278,6 +329,7 @@ class CoordinatorRuntime:
         self.shard_factory = shard_factory or self._default_factory
         self.shards: dict[int, ShardTask] = {}
         self.written: dict[int, bool] = {}
+        self.loading = asyncio.Lock()
         self._tokens = itertools.count(1)
         self._op_context: Any = None
         self._image: Any = None
@@ -351,6 +403,18 @@ class CoordinatorRuntime:
         plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
         if plog is not None:
             plog.flush()
+
+    def log_end_offset(self, partition: int) -> int:
+        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
+        return 0 if plog is None else plog.log_end_offset
+
+    def discard_from(self, partition: int, offset: int) -> None:
+        """Remove the shard's records at and after `offset` (never acknowledged)."""
+        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
+        if plog is not None and plog.log_end_offset > offset:
+            log.error("shard %d: removing unacknowledged records from offset %d to %d",
+                      partition, offset, plog.log_end_offset)
+            plog.truncate_to(offset)
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)

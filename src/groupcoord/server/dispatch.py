@@ -2,9 +2,10 @@
 
 Mirrors Kafka's `RequestChannel` / `KafkaApis.handle` / `RequestContext.parseRequest`: an
 unknown API key, an unsupported version (except ApiVersions, answered at v0 with
-UNSUPPORTED_VERSION) or an undecodable body closes the connection; an `ApiError` raised by
-a handler becomes the response's error code; an unexpected exception is logged once and
-answered with UNKNOWN_SERVER_ERROR.
+UNSUPPORTED_VERSION) or an undecodable body closes the connection; a string field longer
+than the coordinator's records can hold is answered with its error before the handler
+runs (`apis.request_limits`); an `ApiError` raised by a handler becomes the response's
+error code; an unexpected exception is logged once and answered with UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.context import RawResponse, RequestHeader
 from groupcoord.apis.errors import ApiError
+from groupcoord.apis.request_limits import FieldRejection, check_request
 from groupcoord.server.framing import (
     API_VERSIONS_KEY,
     FrameError,
@@ -83,18 +85,25 @@ class Dispatcher:
         if stop > end:
             conn.protocol_error(f"api key {api_key} v{version} request runs past its frame")
             return
+        rejection = check_request(request, end - start)
         header = RequestHeader(api_key, version, correlation_id, client_id)
         ctx = self._ctx_cls(self.broker, conn, header)
         slot = conn.new_slot()
         ctx.slot = slot
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
-        slot.task = loop.create_task(self._run(conn, slot, spec, ctx, header, request))
+        slot.task = loop.create_task(
+            self._run(conn, slot, spec, ctx, header, request, rejection))
 
     async def _run(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, ctx: Any,
-                   header: RequestHeader, request: Any) -> None:
+                   header: RequestHeader, request: Any,
+                   rejection: FieldRejection | None = None) -> None:
         version = header.request_api_version
         try:
+            if rejection is not None:
+                log.debug("api key %d v%d refused: %s", spec.api_key, version,
+                          rejection.message)
+                raise ApiError(rejection.code, rejection.message)
             response = await spec.handler(ctx, header, request, version)
         except ApiError as exc:
             response = self._error_response(conn, spec, request, version, exc.code)
@@ -122,7 +131,8 @@ class Dispatcher:
         if spec.error_response is not None:
             return spec.error_response(request, version, code)
         response = spec.response_cls()
-        if "error_code" not in getattr(type(response), "__slots__", ()):
+        # `_FIELDS`, not `__slots__`: a subclass (the share APIs' v0 codecs) adds no slots.
+        if "error_code" not in response._FIELDS:
             conn.protocol_error(f"api key {spec.api_key} failed with error {code}")
             return None
         response.error_code = code

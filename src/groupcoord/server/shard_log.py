@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from groupcoord.wire.errors import ErrorCode
@@ -94,24 +95,37 @@ class ProducerEpochs:
 
 def replay_log(plog: Any, shard: Any, producers: ProducerEpochs | None = None) -> int:
     """Replay every record of the partition into `shard`; return how many were applied."""
+    count = 0
+    for count in replay_log_in_steps(plog, shard, producers):
+        pass
+    return count
+
+
+def replay_log_in_steps(plog: Any, shard: Any, producers: ProducerEpochs | None = None,
+                        step_batches: int = 256) -> Iterator[int]:
+    """`replay_log` that yields the running record count every `step_batches` batches (and
+    once at the end), so a loader can give the event loop back between steps."""
     if plog is None:
-        return 0
+        yield 0
+        return
     from groupcoord.logformat.batch import decode_records, parse_header
 
     count = 0
-    for view in plog.iter_batches():
+    for batches, view in enumerate(plog.iter_batches(), 1):
         header = parse_header(view)
         pid = header.producer_id if header.is_transactional else NO_PRODUCER_ID
         if header.is_control:
             if pid != NO_PRODUCER_ID:
                 count += _replay_markers(view, header, shard, producers)
-            continue
-        if producers is not None and pid != NO_PRODUCER_ID:
-            producers.observe(pid, header.producer_epoch)
-        for rec in decode_records(view):
-            count += _replay_record(shard, rec, header.base_offset + rec.offset_delta, pid,
-                                    header.producer_epoch)
-    return count
+        else:
+            if producers is not None and pid != NO_PRODUCER_ID:
+                producers.observe(pid, header.producer_epoch)
+            for rec in decode_records(view):
+                count += _replay_record(shard, rec, header.base_offset + rec.offset_delta, pid,
+                                        header.producer_epoch)
+        if batches % step_batches == 0:
+            yield count
+    yield count
 
 
 def _replay_record(shard: Any, rec: Any, offset: int, pid: int, epoch: int) -> int:

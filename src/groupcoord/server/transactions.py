@@ -9,7 +9,9 @@ leads every partition at coordinator epoch 0.
 
 Rules kept:
 - the decisions are the pure `TransactionCoordinator`'s; here a transit's record is appended
-  (one uncompressed batch, fsync per broker policy) and only then applied;
+  (one uncompressed batch, fsync per broker policy) and only then applied; a record over
+  the partition's `max.message.bytes` (a transaction holding very many partitions) changes
+  nothing and answers UNKNOWN_SERVER_ERROR, as Kafka maps MESSAGE_TOO_LARGE;
 - markers go to data partitions through `txn_log.write_marker` and to `__consumer_offsets`
   through the group coordinator's `complete_transaction`; a partition leaves the
   transaction's to-do set when its marker is written (or the partition is gone, or it
@@ -44,7 +46,7 @@ from groupcoord.logformat.transaction_records import (
 )
 from groupcoord.server.log_records import keyed_records
 from groupcoord.server.txn_log import write_marker
-from groupcoord.storage.config import StorageError
+from groupcoord.storage.config import RecordBatchTooLargeError, StorageError
 from groupcoord.wire.errors import DecodeError
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 COORDINATOR_EPOCH = 0
 COORDINATOR_NOT_AVAILABLE = 15
+UNKNOWN_SERVER_ERROR = -1
 # Marker answers after which the partition needs no marker any more.
 _MARKER_DONE = frozenset({0, 3, 16, 47, 52})  # NONE, UNKNOWN_TOPIC_OR_PARTITION,
 # NOT_COORDINATOR (no such offsets partition), INVALID_PRODUCER_EPOCH, COORDINATOR_FENCED
@@ -134,6 +137,11 @@ class TransactionRuntime:
         batch = build_batch([(encode_key(op.tid), value, (), now)], base_timestamp=now)
         try:
             self.broker.append(TXN_TOPIC, self.partition_for(op.tid), batch, now)
+        except RecordBatchTooLargeError as exc:
+            # TransactionStateManager.appendTransactionToLog: MESSAGE_TOO_LARGE becomes
+            # UNKNOWN_SERVER_ERROR (not retriable: the same transition would fail again).
+            log.warning("transition of %r refused by %s: %s", op.tid[:256], TXN_TOPIC, exc)
+            return UNKNOWN_SERVER_ERROR
         except (OSError, StorageError, KeyError):
             log.exception("append to %s failed for %r", TXN_TOPIC, op.tid)
             return COORDINATOR_NOT_AVAILABLE

@@ -3,6 +3,7 @@
 from groupcoord.storage.config import (
     AppendInfo,
     InvalidRecordError,
+    KafkaStorageError,
     LogConfig,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -15,6 +16,7 @@ from groupcoord.storage.manager import LogManager, TopicInfo
 __all__ = [
     "AppendInfo",
     "InvalidRecordError",
+    "KafkaStorageError",
     "LogConfig",
     "LogManager",
     "OffsetOutOfRangeError",

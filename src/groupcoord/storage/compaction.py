@@ -16,8 +16,16 @@ Rules kept here:
   (as ``filterTo`` does for magic 2, so producer state survives), its producer fields,
   timestamps and compression codec; its CRC is recomputed. A batch with nothing removed is
   copied byte for byte. A batch left with no records is dropped. Control batches are kept.
-- A cleaned segment is written to ``<base>.log.cleaned``, renamed to ``.log.swap`` and then
-  over the ``.log``; recovery finishes or discards an interrupted swap.
+- Cleaning is three steps so the expensive one can run in another process (the broker's
+  cleaner, ``server.log_cleaner``) while the log keeps serving: ``plan_cleaning`` (on the
+  log's thread: which closed segments, their sizes, the aborted transactions, the horizon),
+  ``run_clean_job`` (files only: reads the planned segments by path and writes each cleaned
+  segment with its indexes under ``<partition>/cleaner-tmp/``) and ``apply_cleaned`` (on the
+  log's thread: swaps each result in, unless retention or truncation changed that segment
+  meanwhile). ``compact`` runs the three in a row.
+- A swap renames the cleaned ``.log`` to ``<base>.log.swap`` first (the commit point),
+  moves its index files in, then renames the swap over the ``.log``; recovery finishes an
+  interrupted swap and rebuilds its indexes, and removes a stale ``cleaner-tmp``.
 - Transactions (Kafka's ``CleanedTransactionMetadata``): nothing at or past the first
   unstable offset (the oldest open transaction) is cleaned, and the data batches of aborted
   transactions (known from the ``.txnindex`` files) neither count as the latest value of a
@@ -27,9 +35,10 @@ Rules kept here:
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
@@ -39,8 +48,11 @@ from groupcoord.logformat.batch import (
     decode_records,
     parse_header,
 )
+from groupcoord.storage.fileio import fsync_dir
 from groupcoord.storage.log import PartitionLog
-from groupcoord.storage.segment import LogSegment, iter_file_batches
+from groupcoord.storage.segment import LogSegment, iter_file_batches, segment_name
+
+CLEANER_TMP = "cleaner-tmp"
 
 KeyFn = Callable[[Record], bytes | None]
 
@@ -83,19 +95,24 @@ def _is_aborted(header: BatchHeader, aborted: Aborted) -> bool:
                for first, last in aborted.get(header.producer_id, ()))
 
 
-def _build_offset_map(segments: list[LogSegment], key_fn: KeyFn,
+def _build_offset_map(segments: list[tuple[int, str, int]], key_fn: KeyFn,
                       aborted: Aborted | None = None) -> dict[bytes, int]:
-    """key -> offset of its latest record across ``segments`` (the cleaner's OffsetMap)."""
+    """key -> offset of its latest record across ``(base, path, size)`` segments (the
+    cleaner's OffsetMap)."""
     latest: dict[bytes, int] = {}
-    for seg in segments:
-        for _, view in iter_file_batches(seg.fd, 0, seg.size):
-            header = parse_header(view)
-            if header.is_control or (aborted and _is_aborted(header, aborted)):
-                continue
-            for rec in decode_records(view):
-                key = key_fn(rec)
-                if key is not None:
-                    latest[key] = header.base_offset + rec.offset_delta
+    for _, path, size in segments:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for _, view in iter_file_batches(fd, 0, size):
+                header = parse_header(view)
+                if header.is_control or (aborted and _is_aborted(header, aborted)):
+                    continue
+                for rec in decode_records(view):
+                    key = key_fn(rec)
+                    if key is not None:
+                        latest[key] = header.base_offset + rec.offset_delta
+        finally:
+            os.close(fd)
     return latest
 
 
@@ -136,56 +153,123 @@ def _filter_batch(view: memoryview, key_fn: KeyFn, latest: dict[bytes, int],
     return rebuilt, removed
 
 
-def _clean_segment(log: PartitionLog, index: int, key_fn: KeyFn, latest: dict[bytes, int],
-                   horizon_ms: int, aborted: Aborted | None = None) -> int:
-    """Rewrite segment ``index`` of ``log``; return the number of records removed."""
-    seg = log.segments[index]
-    cleaned_path = seg.log_path + ".cleaned"
+@dataclass(frozen=True)
+class CleanJob:
+    """What to clean, fixed on the log's thread: ``(base offset, path, size)`` of each
+    closed segment, the aborted transactions, the tombstone horizon and the index interval."""
+
+    directory: str
+    segments: list[tuple[int, str, int]]
+    aborted: Aborted
+    horizon_ms: int
+    index_interval_bytes: int
+    key_fn: KeyFn = record_key
+
+
+@dataclass
+class CleanOutcome:
+    """Per cleaned segment: base offset -> (records removed, size it was cleaned from)."""
+
+    cleaned: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+def plan_cleaning(log: PartitionLog, now_ms: int | None = None,
+                  delete_retention_ms: int | None = None,
+                  first_unstable_offset: int | None = None,
+                  key_fn: KeyFn = record_key) -> CleanJob:
+    """The closed segments wholly below ``first_unstable_offset`` and what cleaning needs."""
+    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    retention = log.config.delete_retention_ms if delete_retention_ms is None \
+        else delete_retention_ms
+    segs = log.segments
+    cleanable = [s for i, s in enumerate(segs[:-1])
+                 if first_unstable_offset is None or segs[i + 1].base_offset <= first_unstable_offset]
+    return CleanJob(log.path, [(s.base_offset, s.log_path, s.size) for s in cleanable],
+                    _aborted_ranges(log), now - retention, log.config.index_interval_bytes, key_fn)
+
+
+def run_clean_job(job: CleanJob) -> CleanOutcome:
+    """Write each planned segment that loses records, with its indexes, to the cleaner's
+    temporary directory. Touches nothing the log uses; safe in another process."""
+    tmp = os.path.join(job.directory, CLEANER_TMP)
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    latest = _build_offset_map(job.segments, job.key_fn, job.aborted)
+    outcome = CleanOutcome()
+    for base, path, size in job.segments:
+        removed = _write_cleaned(tmp, base, path, size, job, latest)
+        if removed:
+            outcome.cleaned[base] = (removed, size)
+    return outcome
+
+
+def _write_cleaned(tmp: str, base: int, path: str, size: int, job: CleanJob,
+                   latest: dict[bytes, int]) -> int:
     removed = 0
-    with open(cleaned_path, "wb") as out:
-        for _, view in iter_file_batches(seg.fd, 0, seg.size):
-            batch, dropped = _filter_batch(view, key_fn, latest, horizon_ms, aborted)
-            removed += dropped
-            if batch is not None:
-                out.write(batch)
-        out.flush()
-        os.fsync(out.fileno())
+    out_path = os.path.join(tmp, segment_name(base) + ".log")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with open(out_path, "wb") as out:
+            for _, view in iter_file_batches(fd, 0, size):
+                batch, dropped = _filter_batch(view, job.key_fn, latest, job.horizon_ms,
+                                               job.aborted)
+                removed += dropped
+                if batch is not None:
+                    out.write(batch)
+            out.flush()
+            os.fsync(out.fileno())
+    finally:
+        os.close(fd)
     if not removed:
-        os.unlink(cleaned_path)
+        os.unlink(out_path)
         return 0
+    cleaned = LogSegment(tmp, base, job.index_interval_bytes)
+    cleaned.recover(verify=False)  # writes its .index and .timeindex
+    cleaned.close()
+    return removed
+
+
+def apply_cleaned(log: PartitionLog, job: CleanJob, outcome: CleanOutcome) -> CompactionResult:
+    """Swap every cleaned segment into ``log`` whose segment is still there, unchanged."""
+    tmp = os.path.join(job.directory, CLEANER_TMP)
+    result = CompactionResult(bytes_before=sum(size for _, _, size in job.segments))
+    for base, (removed, size) in outcome.cleaned.items():
+        index = next((i for i, s in enumerate(log.segments[:-1]) if s.base_offset == base),
+                     None)
+        if index is None or log.segments[index].size != size:
+            continue  # deleted or truncated while it was being cleaned
+        log.segments[index] = _swap_in(log, log.segments[index], tmp)
+        result.segments_cleaned += 1
+        result.records_removed += removed
+    shutil.rmtree(tmp, ignore_errors=True)
+    fsync_dir(log.path)
+    sizes = {s.base_offset: s.size for s in log.segments[:-1]}
+    result.bytes_after = sum(sizes.get(base, 0) for base, _, _ in job.segments)
+    return result
+
+
+def _swap_in(log: PartitionLog, seg: LogSegment, tmp: str) -> LogSegment:
+    stem = segment_name(seg.base_offset)
     swap_path = seg.log_path + ".swap"
-    os.replace(cleaned_path, swap_path)
+    os.replace(os.path.join(tmp, stem + ".log"), swap_path)
+    for index_path in (seg.offset_index.path, seg.time_index.path):
+        os.replace(os.path.join(tmp, os.path.basename(index_path)), index_path)
     seg.close()
     os.replace(swap_path, seg.log_path)
-    fresh = LogSegment(log.path, seg.base_offset, log.config.index_interval_bytes)
-    fresh.recover(verify=False)
+    fresh = LogSegment(log.path, seg.base_offset, log.config.index_interval_bytes, log.io)
+    if not fresh.load_indexes():
+        fresh.recover(verify=False)
     fresh.offset_index.close()
     fresh.time_index.close()
+    fresh.next_offset = seg.next_offset
     fresh.created_ms = seg.created_ms
-    log.segments[index] = fresh
-    return removed
+    return fresh
 
 
 def compact(log: PartitionLog, key_fn: KeyFn = record_key, now_ms: int | None = None,
             delete_retention_ms: int | None = None,
             first_unstable_offset: int | None = None) -> CompactionResult:
     """Clean every inactive segment of ``log`` wholly below ``first_unstable_offset``
-    in place (see the module rules)."""
-    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-    retention = log.config.delete_retention_ms if delete_retention_ms is None \
-        else delete_retention_ms
-    cleanable = log.segments[:-1]
-    if first_unstable_offset is not None:
-        segs = log.segments
-        cleanable = [s for i, s in enumerate(cleanable)
-                     if segs[i + 1].base_offset <= first_unstable_offset]
-    result = CompactionResult(bytes_before=sum(s.size for s in cleanable))
-    aborted = _aborted_ranges(log)
-    latest = _build_offset_map(cleanable, key_fn, aborted)
-    for index in range(len(cleanable)):
-        removed = _clean_segment(log, index, key_fn, latest, now - retention, aborted)
-        if removed:
-            result.segments_cleaned += 1
-            result.records_removed += removed
-    result.bytes_after = sum(s.size for s in log.segments[:-1])
-    return result
+    in place, in this thread (see the module rules)."""
+    job = plan_cleaning(log, now_ms, delete_retention_ms, first_unstable_offset, key_fn)
+    return apply_cleaned(log, job, run_clean_job(job))

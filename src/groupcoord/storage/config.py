@@ -10,9 +10,12 @@ Mirrors ``org.apache.kafka.storage.internals.log.LogConfig`` (topic-level ``segm
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groupcoord.logformat.batch import CREATE_TIME, BatchHeader
+
+if TYPE_CHECKING:
+    from groupcoord.storage.damage import DamagedRange
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -72,7 +75,7 @@ class RecoveryReport:
     indexes_rebuilt: int = 0
     bytes_truncated: int = 0
     batches_dropped: int = 0
-    segments_deleted: int = 0
+    damaged: list[DamagedRange] = field(default_factory=list)
 
     @property
     def last_offset(self) -> int:
@@ -81,11 +84,16 @@ class RecoveryReport:
 
     @property
     def clean(self) -> bool:
-        return self.bytes_truncated == 0 and self.segments_deleted == 0
+        return self.bytes_truncated == 0 and not self.damaged
 
 
 class StorageError(Exception):
     """Base of the storage errors the server maps to Kafka error codes."""
+
+
+class KafkaStorageError(StorageError):
+    """The disk refused a write, fsync or truncate (KAFKA_STORAGE_ERROR); nothing of the
+    failed append is left in the log."""
 
 
 class OffsetOutOfRangeError(StorageError):

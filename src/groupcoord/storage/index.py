@@ -13,36 +13,88 @@ Rules kept here:
 - Time entries only grow: an entry is added only when its timestamp exceeds the last one.
 - ``load`` rejects a file whose size is not a multiple of the entry size or whose entries
   are not monotonic; the caller then rebuilds from the log.
+- An index is derived data: a failed write of an entry never fails the append it belongs
+  to. The file is removed instead (a missing index is rebuilt from the log on load) and the
+  in-memory entries stay complete; the next ``rewrite`` puts a whole file back.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from bisect import bisect_right
 
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+
+logger = logging.getLogger(__name__)
 
 
 class IndexCorruptError(ValueError):
     """An index file cannot be trusted and must be rebuilt."""
 
 
-class OffsetIndex:
+class _IndexFile:
+    """The file under an index: appends that degrade to "rebuild me" instead of failing."""
+
+    def __init__(self, path: str, io: FileIO) -> None:
+        self.path = path
+        self.io = io
+        self._fd = -1
+
+    def open_for_append(self) -> None:
+        self._fd = self.io.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append_entry(self, entry: bytes) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.io.write_all(self._fd, entry)
+        except OSError as exc:
+            # A torn entry would misalign the file: drop it and let the next load rebuild.
+            logger.error("%s: index write failed (%s); the index will be rebuilt", self.path,
+                         exc)
+            self.close()
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+    def replace_with(self, data: bytes) -> None:
+        reopen = self._fd >= 0
+        self.close()
+        try:
+            self.io.replace_file(self.path, data)
+        except OSError as exc:
+            logger.error("%s: index rewrite failed (%s); the index will be rebuilt", self.path,
+                         exc)
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            return
+        if reopen:
+            self.open_for_append()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self.io.close(self._fd)
+            self._fd = -1
+
+
+class OffsetIndex(_IndexFile):
     """Relative offset -> file position, sparse."""
 
     ENTRY_SIZE = _OFFSET_ENTRY.size
 
-    def __init__(self, path: str, base_offset: int) -> None:
-        self.path = path
+    def __init__(self, path: str, base_offset: int, io: FileIO = OS_FILE_IO) -> None:
+        super().__init__(path, io)
         self.base_offset = base_offset
         self.offsets: list[int] = []  # relative offsets
         self.positions: list[int] = []
-        self._fd = -1
-
-    def open_for_append(self) -> None:
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def load(self, log_size: int) -> None:
         """Read entries from disk; raise ``IndexCorruptError`` if inconsistent."""
@@ -67,8 +119,7 @@ class OffsetIndex:
         # ``positions``, so ``positions`` must never be the shorter list.
         self.positions.append(position)
         self.offsets.append(rel)
-        if self._fd >= 0:
-            os.write(self._fd, _OFFSET_ENTRY.pack(rel, position))
+        self.append_entry(_OFFSET_ENTRY.pack(rel, position))
 
     def lookup(self, offset: int) -> int:
         """File position to start scanning from for ``offset`` (0 if before all entries)."""
@@ -77,12 +128,8 @@ class OffsetIndex:
 
     def rewrite(self) -> None:
         """Replace the file with the in-memory entries (after rebuild or truncation)."""
-        data = b"".join(_OFFSET_ENTRY.pack(o, p) for o, p in zip(self.offsets, self.positions))
-        reopen = self._fd >= 0
-        self.close()
-        _replace_file(self.path, data)
-        if reopen:
-            self.open_for_append()
+        self.replace_with(b"".join(_OFFSET_ENTRY.pack(o, p)
+                                   for o, p in zip(self.offsets, self.positions)))
 
     def truncate_to_position(self, position: int) -> None:
         """Drop entries pointing at or past ``position`` and rewrite the file."""
@@ -90,26 +137,17 @@ class OffsetIndex:
         del self.offsets[keep:], self.positions[keep:]
         self.rewrite()
 
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
 
-
-class TimeIndex:
+class TimeIndex(_IndexFile):
     """Timestamp -> relative offset, sparse and monotonic in timestamp."""
 
     ENTRY_SIZE = _TIME_ENTRY.size
 
-    def __init__(self, path: str, base_offset: int) -> None:
-        self.path = path
+    def __init__(self, path: str, base_offset: int, io: FileIO = OS_FILE_IO) -> None:
+        super().__init__(path, io)
         self.base_offset = base_offset
         self.timestamps: list[int] = []
         self.offsets: list[int] = []  # relative offsets
-        self._fd = -1
-
-    def open_for_append(self) -> None:
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def load(self) -> None:
         with open(self.path, "rb") as f:
@@ -137,8 +175,7 @@ class TimeIndex:
         rel = offset - self.base_offset
         self.offsets.append(rel)  # before timestamps, for readers bisecting timestamps
         self.timestamps.append(timestamp)
-        if self._fd >= 0:
-            os.write(self._fd, _TIME_ENTRY.pack(timestamp, rel))
+        self.append_entry(_TIME_ENTRY.pack(timestamp, rel))
 
     def lookup(self, timestamp: int) -> int:
         """Offset to start scanning from: the entry with the largest timestamp < target."""
@@ -146,12 +183,8 @@ class TimeIndex:
         return self.base_offset + self.offsets[i - 1] if i else self.base_offset
 
     def rewrite(self) -> None:
-        data = b"".join(_TIME_ENTRY.pack(t, o) for t, o in zip(self.timestamps, self.offsets))
-        reopen = self._fd >= 0
-        self.close()
-        _replace_file(self.path, data)
-        if reopen:
-            self.open_for_append()
+        self.replace_with(b"".join(_TIME_ENTRY.pack(t, o)
+                                   for t, o in zip(self.timestamps, self.offsets)))
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries whose offset is >= ``offset`` and rewrite the file."""
@@ -159,18 +192,3 @@ class TimeIndex:
         keep = bisect_right(self.offsets, rel - 1)
         del self.timestamps[keep:], self.offsets[keep:]
         self.rewrite()
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-def _replace_file(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (write temp, fsync, rename)."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -6,6 +6,10 @@ Rules kept here:
 - Produce bytes are stored as the client sent them: each batch is validated (magic, length,
   CRC, offset range) and only the fields outside the records are rewritten in a copy
   (base offset, partition leader epoch, and for LogAppendTime the max timestamp and CRC).
+- An append is all or nothing: a failed or short write is cut off again before the
+  ``KafkaStorageError`` is raised, and an fsync that fails raises it too (the caller then
+  removes the unacknowledged batch with ``truncate_to``); the disk's errors never leave
+  bytes behind that a later append would be written after.
 - An append is a single write to the active segment; the segment rolls before the write if
   it would exceed ``segment_bytes``, is older than ``segment_ms``, its index is full, or the
   new offsets no longer fit an int32 relative to its base.
@@ -38,11 +42,13 @@ from groupcoord.logformat.batch import (
 from groupcoord.storage.config import (
     AppendInfo,
     InvalidRecordError,
+    KafkaStorageError,
     LogConfig,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecoveryReport,
 )
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
 from groupcoord.storage.metadata import read_partition_metadata, write_partition_metadata
 from groupcoord.storage.segment import LogSegment, iter_file_batches
 
@@ -54,21 +60,14 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class PartitionLog:
     """The segments of one ``<topic>-<partition>`` directory."""
 
     def __init__(self, path: str, config: LogConfig, segments: list[LogSegment],
-                 log_start_offset: int) -> None:
+                 log_start_offset: int, io: FileIO = OS_FILE_IO) -> None:
         self.path = path
         self.config = config
+        self.io = io
         self.segments = segments
         self._bases = [s.base_offset for s in segments]
         self.log_start_offset = log_start_offset
@@ -82,11 +81,13 @@ class PartitionLog:
     @classmethod
     def open(cls, path: str, config: LogConfig | None = None, *,
              log_start_offset: int = 0, recovery_point: int | None = None,
-             now_ms: int | None = None, topic_id: bytes | None = None) -> PartitionLog:
+             now_ms: int | None = None, topic_id: bytes | None = None,
+             io: FileIO = OS_FILE_IO, clean_shutdown: bool = False) -> PartitionLog:
         """Open or create the log at ``path``, recovering it; see ``recovery_report``.
 
         Only segments holding offsets at or past ``recovery_point`` (default: the last
-        segment) are CRC-checked. A given ``topic_id`` is written to ``partition.metadata``.
+        segment) are CRC-checked, none after a ``clean_shutdown``. A given ``topic_id`` is
+        written to ``partition.metadata``.
         """
         from groupcoord.storage.recovery import load_segments
 
@@ -94,11 +95,12 @@ class PartitionLog:
         os.makedirs(path, exist_ok=True)
         stored_id = read_partition_metadata(path)
         if topic_id is not None and stored_id != topic_id:
-            write_partition_metadata(path, topic_id)
+            write_partition_metadata(path, topic_id, io)
             stored_id = topic_id
         segments, report = load_segments(path, cfg, log_start_offset, recovery_point,
-                                         _now_ms() if now_ms is None else now_ms)
-        log = cls(path, cfg, segments, max(log_start_offset, segments[0].base_offset))
+                                         _now_ms() if now_ms is None else now_ms, io,
+                                         clean_shutdown)
+        log = cls(path, cfg, segments, max(log_start_offset, segments[0].base_offset), io)
         log.active.open_for_append()
         log.topic_id = stored_id
         report.log_start_offset = log.log_start_offset
@@ -150,6 +152,7 @@ class PartitionLog:
             next_offset = header.last_offset + 1
             pos += header.size
         first, last = headers[0], headers[-1]
+        self.active.repair_torn_tail()
         self._maybe_roll(len(buf), first.base_offset, last.last_offset, now)
         self.active.append(buf, headers)
         max_ts = max(h.max_timestamp for h in headers)
@@ -197,20 +200,24 @@ class PartitionLog:
         """Close the active segment for appends and start a new one."""
         base = self.log_end_offset if base_offset is None else base_offset
         old = self.active
+        try:
+            if old.size:
+                old.flush()  # before anything changes, so a failed fsync leaves it active
+            seg = LogSegment(self.path, base, self.config.index_interval_bytes, self.io)
+            fsync_dir(self.path)  # make the new segment's directory entry durable
+        except OSError as exc:
+            raise KafkaStorageError(f"rolling {self.path} at offset {base} failed: {exc}") from exc
         if old.size == 0:
             old.delete()
             self.segments.pop()
             self._bases.pop()
         else:
             old.on_become_inactive()
-            old.flush()
-        seg = LogSegment(self.path, base, self.config.index_interval_bytes)
         seg.next_offset = base
         seg.created_ms = _now_ms() if now_ms is None else now_ms
         seg.open_for_append()
         self.segments.append(seg)
         self._bases.append(base)
-        _fsync_dir(self.path)  # make the new segment's directory entry durable
         return seg
 
     # -- reading ---------------------------------------------------------------------------
@@ -262,15 +269,51 @@ class PartitionLog:
             for _, view in iter_file_batches(seg.fd, found[0], seg.size):
                 yield parse_header(view)
 
-    def iter_batches(self, from_offset: int | None = None) -> Iterator[memoryview]:
-        """Whole stored batches from the one containing ``from_offset`` (for replay)."""
-        start = self.log_start_offset if from_offset is None else from_offset
-        for i in range(self._segment_index(start), len(self.segments)):
+    def iter_batches(self) -> Iterator[memoryview]:
+        """Every stored batch from the log start, CRC-checked (the replay of internal topics).
+
+        Closed segments are not checked at start-up after a clean shutdown, as in Kafka; a
+        replay reads every byte anyway, so it checks as it goes, and a damaged segment is
+        repaired on the spot (``LogSegment.recover``: damage set aside, every valid batch
+        kept) and read on from the first offset not yet returned.
+        """
+        start = self.log_start_offset
+        repaired: set[int] = set()
+        i = self._segment_index(start)
+        while i < len(self.segments):
             seg = self.segments[i]
-            found = seg.find_batch(start)
-            if found is not None:
-                for _, view in iter_file_batches(seg.fd, found[0], seg.size):
-                    yield view
+            end = 0
+            damaged = False
+            for pos, view in iter_file_batches(seg.fd, 0, seg.size):
+                try:
+                    header = validate(view)
+                except CorruptRecordError:
+                    damaged = True
+                    break
+                end = pos + header.size
+                if header.last_offset < start:
+                    continue
+                if header.base_offset < start and start > self.log_start_offset:
+                    damaged = True  # offsets went backwards: not a batch this log wrote
+                    break
+                start = header.last_offset + 1
+                yield view
+            if (damaged or end != seg.size) and seg.base_offset not in repaired:
+                repaired.add(seg.base_offset)
+                self._repair(seg, last=seg is self.active)
+                continue
+            i += 1
+
+    def _repair(self, seg: LogSegment, last: bool) -> None:
+        from groupcoord.storage.recovery import report_segment_repair
+
+        result = seg.recover(verify=True, save_tail=not last)
+        report_segment_repair(self.recovery_report, seg, result)
+        if last:
+            seg.open_for_append()
+        else:
+            seg.offset_index.close()
+            seg.time_index.close()
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """First offset whose timestamp is >= ``timestamp`` (ListOffsets), as (offset, ts).
@@ -364,7 +407,7 @@ class PartitionLog:
         seg.time_index.close()
         if seg.base_offset >= offset:
             seg.delete()
-            fresh = LogSegment(self.path, offset, self.config.index_interval_bytes)
+            fresh = LogSegment(self.path, offset, self.config.index_interval_bytes, self.io)
             fresh.next_offset = offset
             self.segments[-1] = fresh
             self._bases[-1] = offset
@@ -377,16 +420,27 @@ class PartitionLog:
     # -- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync every segment written since the last flush; advance the recovery point."""
-        for seg in self.segments:
-            seg.flush()
-        self.recovery_point = self.log_end_offset
+        """fsync every segment written since the last flush; advance the recovery point.
+
+        ``KafkaStorageError`` if the disk refuses: what was written since the last flush
+        may not be durable, and the recovery point stays where it was.
+        """
+        end = self.log_end_offset
+        try:
+            for seg in self.segments:
+                seg.flush()
+        except OSError as exc:
+            raise KafkaStorageError(f"fsync of {self.path} failed: {exc}") from exc
+        self.recovery_point = end
 
     def close(self) -> None:
         """Flush and close every file; the log object is unusable afterwards."""
         if self.closed:
             return
-        self.flush()
+        try:
+            self.flush()
+        except KafkaStorageError:
+            pass  # the recovery point stays behind, so the next load checks these bytes
         for seg in self.segments:
             seg.close()
         self.closed = True

@@ -13,17 +13,26 @@ Rules kept here:
   segments written after the last flush.
 - Per-topic overrides (Kafka names such as ``retention.ms`` or snake_case) apply on top of
   the manager's default ``LogConfig``.
+- ``.kafka_cleanshutdown`` (Kafka's marker) is written last by a clean ``close`` and removed
+  by the next load: with it, no segment is CRC-scanned at start-up (Kafka's
+  ``LogManager`` skips recovery the same way); without it, segments past the recovery
+  point are. Internal topics are checked batch by batch when they are replayed
+  (``PartitionLog.iter_batches``), so damage there never ends a replay early.
+- A checkpoint that cannot be written (full disk) is logged and left as it was: an older
+  recovery point only means more checking at the next start.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.storage.config import LogConfig, RecoveryReport
+from groupcoord.storage.config import LogConfig, RecoveryReport, StorageError
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.metadata import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -33,6 +42,9 @@ from groupcoord.storage.metadata import (
 )
 
 TopicPartition = tuple[str, int]
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,8 +68,10 @@ class LogManager:
     """Owns ``data_dir`` and the ``PartitionLog`` of every partition in it."""
 
     def __init__(self, data_dir: str, default_config: LogConfig | None = None,
-                 topic_configs: dict[str, dict[str, Any]] | None = None) -> None:
+                 topic_configs: dict[str, dict[str, Any]] | None = None,
+                 io: FileIO = OS_FILE_IO) -> None:
         self.data_dir = data_dir
+        self.io = io
         self.default_config = default_config or LogConfig()
         self.topic_configs: dict[str, dict[str, Any]] = dict(topic_configs or {})
         self.logs: dict[TopicPartition, PartitionLog] = {}
@@ -80,6 +94,8 @@ class LogManager:
 
     def load_all(self, now_ms: int | None = None) -> list[RecoveryReport]:
         """Open every partition directory, recovering each; return their reports."""
+        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
         starts = read_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT))
         points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT))
         reports = []
@@ -93,11 +109,16 @@ class LogManager:
                 continue
             # No recovery point means no clean checkpoint: verify every segment.
             log = PartitionLog.open(full, self.config_for(tp[0]), log_start_offset=starts.get(
-                tp, 0), recovery_point=points.get(tp, 0), now_ms=now_ms)
+                tp, 0), recovery_point=points.get(tp, 0), now_ms=now_ms, io=self.io,
+                clean_shutdown=clean)
             self.logs[tp] = log
             if log.topic_id is not None:
                 self.topic_ids[tp[0]] = log.topic_id
             reports.append(log.recovery_report)
+        if clean:
+            # From here on the logs are written again: a crash must not look clean.
+            os.unlink(marker)
+            fsync_dir(self.data_dir)
         return reports
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -112,7 +133,7 @@ class LogManager:
         if log is not None:
             return log
         log = PartitionLog.open(self._dir(topic, partition), self.config_for(topic),
-                                topic_id=topic_id)
+                                topic_id=topic_id, io=self.io)
         if log.topic_id is not None:
             self.topic_ids[topic] = log.topic_id
         self.logs[(topic, partition)] = log
@@ -147,22 +168,47 @@ class LogManager:
                 deleted += log.delete_expired(now_ms)
         return deleted
 
-    def checkpoint(self) -> None:
-        """Persist log start offsets and recovery points."""
+    def checkpoint(self) -> bool:
+        """Persist log start offsets and recovery points (logged, not raised, on failure);
+        True if both were written."""
         starts = {tp: log.log_start_offset for tp, log in self.logs.items()}
         points = {tp: log.recovery_point for tp, log in self.logs.items()}
-        write_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT), starts)
-        write_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT), points)
+        try:
+            write_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT), starts,
+                             self.io)
+            write_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT), points,
+                             self.io)
+        except OSError as exc:
+            logger.error("%s: writing the offset checkpoints failed: %s", self.data_dir, exc)
+            return False
+        return True
 
     def flush_all(self) -> None:
-        for log in self.logs.values():
-            log.flush()
+        self._flush_each()
         self.checkpoint()
 
     def close(self) -> None:
-        for log in self.logs.values():
-            log.flush()
-        self.checkpoint()
+        clean = self._flush_each()
+        clean = self.checkpoint() and clean
         for log in self.logs.values():
             log.close()
         self.logs.clear()
+        if clean:
+            try:
+                self.io.replace_file(os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE), b"")
+                fsync_dir(self.data_dir)
+            except OSError as exc:
+                logger.error("%s: writing the clean-shutdown marker failed: %s",
+                             self.data_dir, exc)
+
+    def _flush_each(self) -> bool:
+        """fsync every log; one that fails keeps its old recovery point and is logged.
+        True if every log is on disk."""
+        ok = True
+        for log in self.logs.values():
+            try:
+                log.flush()
+            except StorageError as exc:
+                logger.error("%s", exc)
+                ok = False
+        return ok

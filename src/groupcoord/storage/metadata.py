@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import os
 
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+
 PARTITION_METADATA = "partition.metadata"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -31,18 +33,14 @@ def topic_id_from_str(text: str) -> bytes:
     return raw
 
 
-def atomic_write(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def atomic_write(path: str, text: str, io: FileIO = OS_FILE_IO) -> None:
+    io.replace_file(path, text.encode("utf-8"))
 
 
-def write_partition_metadata(partition_dir: str, topic_id: bytes) -> None:
+def write_partition_metadata(partition_dir: str, topic_id: bytes,
+                             io: FileIO = OS_FILE_IO) -> None:
     text = f"version: 0\ntopic_id: {topic_id_to_str(topic_id)}\n"
-    atomic_write(os.path.join(partition_dir, PARTITION_METADATA), text)
+    atomic_write(os.path.join(partition_dir, PARTITION_METADATA), text, io)
 
 
 def read_partition_metadata(partition_dir: str) -> bytes | None:
@@ -58,10 +56,11 @@ def read_partition_metadata(partition_dir: str) -> bytes | None:
     return topic_id_from_str(fields["topic_id"].strip())
 
 
-def write_checkpoint(path: str, entries: dict[tuple[str, int], int]) -> None:
+def write_checkpoint(path: str, entries: dict[tuple[str, int], int],
+                     io: FileIO = OS_FILE_IO) -> None:
     lines = [f"{topic} {partition} {offset}" for (topic, partition), offset in
              sorted(entries.items())]
-    atomic_write(path, "\n".join(["0", str(len(lines)), *lines]) + "\n")
+    atomic_write(path, "\n".join(["0", str(len(lines)), *lines]) + "\n", io)
 
 
 def read_checkpoint(path: str) -> dict[tuple[str, int], int]:

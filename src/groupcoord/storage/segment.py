@@ -3,8 +3,8 @@
 Mirrors ``org.apache.kafka.storage.internals.log.LogSegment``.
 
 Rules kept here:
-- The log file stays open for the segment's life; an append is one ``os.write`` of the
-  already-validated batch bytes, reads are ``os.pread`` so they share the page cache and
+- The log file stays open for the segment's life; an append is one write of the
+  already-validated batch bytes (through the injected ``FileIO``), reads are ``os.pread`` so they share the page cache and
   never move a file position another reader depends on.
 - Index entries are added as in ``LogSegment.append``: once more than
   ``index_interval_bytes`` were written since the last entry, the next batch gets an
@@ -12,8 +12,10 @@ Rules kept here:
   timestamp so far -> its offset).
 - A batch is located by an in-memory index lookup and then a short forward scan of headers;
   nothing scans a segment from its start on the read path.
-- ``recover`` re-validates every batch (CRC, magic, offsets ascending) and truncates at the
-  first bad one, rebuilding both indexes, like ``LogSegment.recover``.
+- ``recover`` re-validates every batch (CRC, magic, offsets ascending) and rebuilds both
+  indexes, like ``LogSegment.recover``; unlike it, invalid bytes followed by valid batches
+  are cut out and set aside (``storage.damage``) rather than taking the valid batches with
+  them, and only an invalid tail is truncated.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from groupcoord.logformat.batch import (
     HEADER_SIZE,
@@ -33,6 +35,9 @@ from groupcoord.logformat.batch import (
     parse_header,
     validate,
 )
+from groupcoord.storage.config import KafkaStorageError
+from groupcoord.storage.damage import DamagedRange, find_next_batch, rewrite_without, save_aside
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
 from groupcoord.storage.txn_index import TransactionIndex
 
@@ -48,11 +53,13 @@ def segment_name(base_offset: int) -> str:
 
 @dataclass
 class SegmentRecovery:
-    """What ``LogSegment.recover`` found: valid end, and what was cut off behind it."""
+    """What ``LogSegment.recover`` found: valid end, what was cut off behind it, and the
+    damaged ranges cut out between valid batches."""
 
     valid_bytes: int
     truncated_bytes: int
     batches_dropped: int
+    damaged: list[DamagedRange] = field(default_factory=list)
 
 
 def iter_file_batches(fd: int, start: int, end: int) -> Iterator[tuple[int, memoryview]]:
@@ -85,15 +92,17 @@ def iter_file_batches(fd: int, start: int, end: int) -> Iterator[tuple[int, memo
 class LogSegment:
     """A segment file with its indexes, open for reads and (if active) appends."""
 
-    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int,
+                 io: FileIO = OS_FILE_IO) -> None:
         stem = os.path.join(directory, segment_name(base_offset))
         self.base_offset = base_offset
         self.log_path = stem + ".log"
         self.index_interval_bytes = index_interval_bytes
-        self.offset_index = OffsetIndex(stem + ".index", base_offset)
-        self.time_index = TimeIndex(stem + ".timeindex", base_offset)
-        self.txn_index = TransactionIndex(stem + ".txnindex", base_offset)
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.io = io
+        self.offset_index = OffsetIndex(stem + ".index", base_offset, io)
+        self.time_index = TimeIndex(stem + ".timeindex", base_offset, io)
+        self.txn_index = TransactionIndex(stem + ".txnindex", base_offset, io)
+        self.fd = io.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = os.fstat(self.fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -102,6 +111,9 @@ class LogSegment:
         self.first_batch_timestamp: int | None = None
         self.created_ms = int(os.fstat(self.fd).st_mtime * 1000)
         self.dirty = False
+        # Set when a failed append could not be undone: the file holds bytes past ``size``
+        # that must be cut before anything else is written behind them.
+        self.torn_tail = False
 
     # -- loading -----------------------------------------------------------------------
 
@@ -121,8 +133,68 @@ class LogSegment:
                 self.first_batch_timestamp = first.max_timestamp
         return True
 
-    def recover(self, verify: bool = True) -> SegmentRecovery:
-        """Scan the whole file, rebuild indexes, truncate after the last good batch."""
+    def find_end(self) -> bool:
+        """After a clean shutdown: the next offset and the index bookkeeping from the last
+        index entry and a header walk to the end; False if the walk does not fit the file."""
+        positions = self.offset_index.positions
+        pos = positions[-1] if positions else 0
+        walked_from = pos
+        last: BatchHeader | None = None
+        while pos < self.size:
+            header = self.read_header(pos)
+            if header is None or header.batch_length < MIN_BATCH_LENGTH:
+                return False
+            last = header
+            pos += header.size
+        if pos != self.size:
+            return False
+        if last is not None:
+            self.next_offset = last.last_offset + 1
+        elif self.size:
+            return False
+        self.bytes_since_last_index_entry = self.size - walked_from
+        return True
+
+    def recover(self, verify: bool = True, resync: bool = True,
+                save_tail: bool = False) -> SegmentRecovery:
+        """Scan the whole file, rebuild indexes and repair what is damaged.
+
+        Invalid bytes followed by valid batches are set aside and cut out of the file
+        (``storage.damage``, with ``resync``); invalid bytes at the end are truncated, and
+        with ``save_tail`` (a closed segment, where no write can have been torn) first set
+        aside and reported as damage too.
+        """
+        damaged: list[DamagedRange] = []
+        while True:
+            stop = self._scan(verify)
+            if stop >= self.size or not resync:
+                break
+            resume = find_next_batch(self.fd, stop + 1, self.size, self.next_offset)
+            if resume is None:
+                break
+            resume_offset = self._base_offset_at(resume)
+            saved = save_aside(self.fd, self.log_path, stop, resume - stop, self.io)
+            damaged.append(DamagedRange(self.log_path, stop, resume - stop, self.next_offset,
+                                        resume_offset, saved))
+            self._cut_out(stop, resume - stop)
+        valid = stop
+        dropped = self.size - valid
+        batches = self._count_frames(valid) if dropped else 0
+        if dropped and save_tail:
+            saved = save_aside(self.fd, self.log_path, valid, dropped, self.io)
+            damaged.append(DamagedRange(self.log_path, valid, dropped, self.next_offset,
+                                        self.next_offset, saved))
+        if dropped:
+            self.io.ftruncate(self.fd, valid)
+            self.size = valid
+        self.offset_index.rewrite()
+        self.time_index.rewrite()
+        # Aborts whose markers were cut off are no longer aborts of this log.
+        self.txn_index.truncate_to(self.next_offset)
+        return SegmentRecovery(valid, dropped, batches, damaged)
+
+    def _scan(self, verify: bool) -> int:
+        """Index every valid batch from the start; the position of the first invalid one."""
         self.offset_index.offsets, self.offset_index.positions = [], []
         self.time_index.timestamps, self.time_index.offsets = [], []
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
@@ -138,16 +210,18 @@ class LogSegment:
                 break
             self._track(header, pos)
             valid = pos + header.size
-        dropped = self.size - valid
-        batches = self._count_frames(valid) if dropped else 0
-        if dropped:
-            os.ftruncate(self.fd, valid)
-            self.size = valid
-        self.offset_index.rewrite()
-        self.time_index.rewrite()
-        # Aborts whose markers were cut off are no longer aborts of this log.
-        self.txn_index.truncate_to(self.next_offset)
-        return SegmentRecovery(valid, dropped, batches)
+        return valid
+
+    def _base_offset_at(self, position: int) -> int:
+        base_offset, _ = _PREFIX.unpack(os.pread(self.fd, _PREFIX.size, position))
+        return int(base_offset)
+
+    def _cut_out(self, position: int, length: int) -> None:
+        """Rewrite the file without ``length`` bytes at ``position``; reopen it."""
+        rewrite_without(self.fd, self.log_path, self.size, [(position, length)], self.io)
+        self.io.close(self.fd)
+        self.fd = self.io.open(self.log_path, os.O_RDWR | os.O_APPEND, 0o644)
+        self.size -= length
 
     def _count_frames(self, start: int) -> int:
         """Best-effort count of batch frames (whole or torn) from ``start`` to the end."""
@@ -185,11 +259,18 @@ class LogSegment:
         self.time_index.open_for_append()
 
     def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
-        """Write already-validated batches with one ``write`` and index them."""
+        """Write already-validated batches and index them; all or nothing.
+
+        A failed or short write is cut off again before the error is raised (as
+        ``KafkaStorageError``), so no later append lands behind unreadable bytes.
+        """
+        self.repair_torn_tail()
         position = self.size
-        written = os.write(self.fd, data)
-        if written != len(data):
-            raise OSError(f"short write to {self.log_path}: {written} of {len(data)}")
+        try:
+            self.io.write_all(self.fd, data)
+        except OSError as exc:
+            self.cut_back(position)
+            raise KafkaStorageError(f"append to {self.log_path} failed: {exc}") from exc
         # Size before next_offset: a concurrent reader may then see bytes past the log end
         # offset it read (harmless, fetches are bounded by max_offset) but never a log end
         # offset whose batch is not readable yet.
@@ -206,9 +287,30 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
 
+    def cut_back(self, size: int) -> None:
+        """Remove whatever a failed write left past ``size``; if even that fails, remember
+        it so ``repair_torn_tail`` retries before the next write."""
+        try:
+            self.io.ftruncate(self.fd, size)
+        except OSError:
+            self.torn_tail = True
+        else:
+            self.torn_tail = False
+        self.size = size
+
+    def repair_torn_tail(self) -> None:
+        """Cut bytes a failed write left behind; ``KafkaStorageError`` while impossible."""
+        if not self.torn_tail:
+            return
+        try:
+            self.io.ftruncate(self.fd, self.size)
+        except OSError as exc:
+            raise KafkaStorageError(f"{self.log_path} still holds a torn write: {exc}") from exc
+        self.torn_tail = False
+
     def flush(self) -> None:
         if self.dirty:
-            os.fsync(self.fd)
+            self.io.fsync(self.fd)
             self.dirty = False
         self.txn_index.flush()
 
@@ -226,12 +328,14 @@ class LogSegment:
             off = 0
             while len(block) - off >= HEADER_SIZE:
                 header = parse_header(block, off)
+                if header.batch_length < MIN_BATCH_LENGTH:
+                    return None  # damaged bytes: no batch can be located past them
                 if header.base_offset + header.last_offset_delta >= offset:
                     return pos + off, header
                 off += header.batch_length + LOG_OVERHEAD
             if off == 0:
                 header_at = self.read_header(pos)
-                if header_at is None:
+                if header_at is None or header_at.batch_length < MIN_BATCH_LENGTH:
                     return None
                 if header_at.last_offset >= offset:
                     return pos, header_at
@@ -293,8 +397,7 @@ class LogSegment:
             return 0
         position = found[0]
         removed = self.size - position
-        os.ftruncate(self.fd, position)
-        self.size = position
+        self.cut_back(position)  # never raises: a failed cut is retried before the next write
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(offset)
         self.txn_index.truncate_to(offset)
@@ -306,7 +409,7 @@ class LogSegment:
         self.time_index.close()
         self.txn_index.close()
         if self.fd >= 0:
-            os.close(self.fd)
+            self.io.close(self.fd)
             self.fd = -1
 
     def delete(self) -> None:

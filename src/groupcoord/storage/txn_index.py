@@ -12,18 +12,26 @@ Rules kept:
 - `collect(fetch_offset, upper_bound)` returns the entries overlapping the fetch range and
   whether the search is complete, i.e. an entry's last stable offset reached the upper
   bound (Kafka's `collectAbortedTxns`), so later segments need not be read.
-Entries are few; they are kept in memory after the first load.
+Entries are few; they are kept in memory after the first load, and memory is what reads
+use. A failed write of the file removes it instead of failing the append it belongs to: the
+producer-state scan that runs before a partition's first transactional read or write
+rebuilds a missing index from the log's markers (`storage.transactions.sync_aborted_txns`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from typing import NamedTuple
 
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
 CURRENT_VERSION = 0
+
+logger = logging.getLogger(__name__)
 
 
 class AbortedTxn(NamedTuple):
@@ -36,8 +44,9 @@ class AbortedTxn(NamedTuple):
 class TransactionIndex:
     """The `.txnindex` of one segment."""
 
-    def __init__(self, path: str, start_offset: int) -> None:
+    def __init__(self, path: str, start_offset: int, io: FileIO = OS_FILE_IO) -> None:
         self.path = path
+        self.io = io
         self.start_offset = start_offset
         self._entries: list[AbortedTxn] | None = None
         self._fd = -1
@@ -65,9 +74,9 @@ class TransactionIndex:
 
     def _open(self) -> int:
         if self._fd < 0:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = self.io.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             # Cut a torn trailing entry so appends stay aligned.
-            os.ftruncate(self._fd, len(self.entries) * ENTRY_SIZE)
+            self.io.ftruncate(self._fd, len(self.entries) * ENTRY_SIZE)
         return self._fd
 
     def append(self, txn: AbortedTxn) -> None:
@@ -75,9 +84,13 @@ class TransactionIndex:
         if entries and entries[-1].last_offset >= txn.last_offset:
             raise ValueError(f"aborted transaction last offset {txn.last_offset} is not above "
                              f"{entries[-1].last_offset} in {self.path}")
-        fd = self._open()
-        os.pwrite(fd, _ENTRY.pack(CURRENT_VERSION, *txn), len(entries) * ENTRY_SIZE)
         entries.append(txn)
+        try:
+            fd = self._open()
+            self.io.pwrite(fd, _ENTRY.pack(CURRENT_VERSION, *txn), (len(entries) - 1) * ENTRY_SIZE)
+        except OSError as exc:
+            self._drop_file(exc)
+            return
         self.dirty = True
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
@@ -100,20 +113,38 @@ class TransactionIndex:
         if not entries and self._fd < 0 and not os.path.exists(self.path):
             self._entries = []
             return
-        fd = self._open()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, b"".join(_ENTRY.pack(CURRENT_VERSION, *t) for t in entries), 0)
         self._entries = list(entries)
+        try:
+            fd = self._open()
+            self.io.ftruncate(fd, 0)
+            self.io.pwrite(fd, b"".join(_ENTRY.pack(CURRENT_VERSION, *t) for t in entries), 0)
+        except OSError as exc:
+            self._drop_file(exc)
+            return
         self.dirty = True
 
     def flush(self) -> None:
         if self.dirty and self._fd >= 0:
-            os.fsync(self._fd)
+            try:
+                self.io.fsync(self._fd)
+            except OSError as exc:
+                self._drop_file(exc)
         self.dirty = False
+
+    def _drop_file(self, exc: OSError) -> None:
+        """The file can no longer be trusted: remove it; memory stays right and a later
+        producer-state scan writes it again."""
+        logger.error("%s: write failed (%s); the index will be rebuilt from the log", self.path,
+                     exc)
+        self.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
     def close(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)
+            self.io.close(self._fd)
             self._fd = -1
 
     def delete(self) -> None:

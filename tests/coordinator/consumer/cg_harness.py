@@ -30,8 +30,13 @@ class CgHarness(Harness):
 
     def set_topics(self, topics: dict[str, int]) -> None:
         self.version += 1
-        image = TopicsImage.of([(n, tid(n), c) for n, c in topics.items()], self.version)
-        self.apply(self.shard.on_topics_changed(image, self.now))
+        self.image = TopicsImage.of([(n, tid(n), c) for n, c in topics.items()], self.version)
+        self.apply(self.shard.on_topics_changed(self.image, self.now))
+
+    def restart(self, config: GroupCoordinatorConfig | None = None) -> None:
+        super().restart(config)
+        # The reloaded shard learns the topics as the server's would, from the metadata.
+        self.apply(self.shard.on_topics_changed(self.image, self.now))
 
     def hb(self, member_id: str = "", epoch: int = 0, *, group_id: str = GROUP,
            topics: list[str] | None = None, regex: str | None = None,

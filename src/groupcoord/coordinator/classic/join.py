@@ -53,21 +53,35 @@ class JoinArgs:
         return [n for n, _ in self.protocols]
 
 
-def accept_joining_member(group: ClassicGroup, member_id: str, max_size: int) -> bool:
+def accept_joining_member(group: ClassicGroup, args: JoinArgs, max_size: int) -> bool:
+    """`GroupMetadataManager.acceptJoiningMember`, tightened so `group.members` never
+    grows past `max_size`.
+
+    Kafka admits a newcomer during PreparingRebalance while fewer than `max_size` members
+    await a join, so a full group that starts a rebalance briefly holds more members
+    than the limit (existing members that have not rejoined yet, plus the newcomers), and
+    a static member that never rejoins stays past the join phase. Here a member keeps
+    its seat until it is removed: a newcomer needs a free seat in every state, and only
+    rejoining members are ranked by the awaiting count, which still lets the last of them
+    be kicked out when the limit was lowered. A static member re-registering under a new
+    id replaces itself and adds no one (as `throwIfConsumerGroupIsFull` does).
+    """
     if group.is_in(S.EMPTY, S.DEAD):
         return True
+    existing = group.members.get(args.member_id)
+    if existing is None:
+        if args.member_id == "" and group.static_member_id(args.instance_id) is not None:
+            return True
+        return len(group.members) < max_size
     if group.is_in(S.PREPARING_REBALANCE):
-        # Counting awaiting members lets the last rejoining members be the ones kicked out.
-        existing = group.members.get(member_id)
-        return (existing is not None and existing.awaiting_join) or \
-            group.num_awaiting_join() < max_size
-    return group.has_member(member_id) or len(group.members) < max_size
+        return existing.awaiting_join or group.num_awaiting_join() < max_size
+    return True
 
 
 def join(group: ClassicGroup, args: JoinArgs, ctx: OpContext, ids: IdSource,
          fx: Effects) -> object | None:
     """Run a join against `group`; returns the direct response or None when parked."""
-    if not accept_joining_member(group, args.member_id, fx.config.group_max_size):
+    if not accept_joining_member(group, args, fx.config.group_max_size):
         group.remove(args.member_id)
         return responses.join_error(args.version, ErrorCode.GROUP_MAX_SIZE_REACHED, "")
     if args.member_id == "":

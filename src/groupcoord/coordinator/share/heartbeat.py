@@ -109,11 +109,13 @@ class ShareHeartbeat:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
                                  f"Share group {req.group_id} not found.")
         member = group.members.get(req.member_id) if group is not None else None
+        # `throwIfShareGroupIsFull` runs before the member lookup: any id the full group
+        # does not know is refused, whatever its epoch.
+        if member is None and group is not None and len(group.members) >= self.m.max_size:
+            raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED)
         if member is None:
             if req.member_epoch != 0:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, _not_a_member(req))
-            if group is not None and len(group.members) >= self.m.max_size:
-                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED)
             return ShareMember(req.member_id), True
         epoch = req.member_epoch
         if epoch != 0 and epoch > member.member_epoch:

@@ -1,0 +1,99 @@
+"""The log cleaner: compaction's heavy work in a worker process, off the event loop.
+
+Mirrors what Kafka's `LogCleaner` threads are for: cleaning a full 100 MB segment of
+`__consumer_offsets` decodes two million records, about 6 s of Python, and on the event loop
+that froze every connection. Here the loop only plans (`storage.compaction.plan_cleaning`)
+and swaps the results in (`apply_cleaned`); `run_clean_job` runs in a spawned process that
+reads the planned closed segments by path and writes cleaned copies beside them. Appends,
+reads, rolls and retention go on meanwhile; a segment that changed while it was cleaned is
+left as it is. One job at a time per broker, as one cleaner thread; `stop` terminates a job
+in flight (its files are removed at the next load).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+
+from groupcoord.storage.compaction import CleanJob, CleanOutcome, run_clean_job
+
+log = logging.getLogger("groupcoord.server")
+
+
+def _work(job: CleanJob, conn: Connection) -> None:
+    """The worker process: clean, send the outcome (or the error) back."""
+    try:
+        conn.send(run_clean_job(job))
+    except (OSError, ValueError) as exc:  # a full disk, a damaged batch: the log is untouched
+        conn.send(RuntimeError(f"cleaning {job.directory} failed: {exc!r}"))
+    finally:
+        conn.close()
+
+
+class LogCleaner:
+    def __init__(self) -> None:
+        self._context = multiprocessing.get_context("spawn")
+        self._running: BaseProcess | None = None
+
+    async def clean(self, job: CleanJob) -> CleanOutcome:
+        """Run `job` in a worker process; its outcome, or the worker's error raised."""
+        loop = asyncio.get_running_loop()
+        receiver, sender = self._context.Pipe(duplex=False)
+        proc = self._context.Process(target=_work, args=(job, sender), daemon=True,
+                                     name="groupcoord-cleaner")
+        proc.start()
+        sender.close()
+        self._running = proc
+        done: asyncio.Future[object] = loop.create_future()
+
+        def on_readable() -> None:
+            if done.done():
+                return
+            try:
+                done.set_result(receiver.recv())
+            except (EOFError, OSError) as exc:
+                done.set_exception(RuntimeError(f"cleaner process ended: {exc!r}"))
+
+        loop.add_reader(receiver.fileno(), on_readable)
+        try:
+            answer = await done
+            await self._exited(proc)
+        finally:
+            loop.remove_reader(receiver.fileno())
+            receiver.close()
+            if proc.is_alive():
+                proc.terminate()
+            self._running = None
+        if isinstance(answer, BaseException):
+            raise answer
+        assert isinstance(answer, CleanOutcome)
+        return answer
+
+    @staticmethod
+    async def _exited(proc: BaseProcess, timeout_s: float = 10.0) -> None:
+        """Wait for the worker's exit without blocking the loop (its interpreter shutdown
+        takes tens of milliseconds), then reap it."""
+        loop = asyncio.get_running_loop()
+        gone: asyncio.Future[None] = loop.create_future()
+
+        def on_exit() -> None:
+            if not gone.done():
+                gone.set_result(None)
+
+        loop.add_reader(proc.sentinel, on_exit)
+        try:
+            await asyncio.wait_for(gone, timeout_s)
+        except TimeoutError:
+            log.warning("cleaner process did not exit after its answer; terminating it")
+        finally:
+            loop.remove_reader(proc.sentinel)
+        if proc.is_alive():
+            proc.terminate()
+        proc.join(1)
+
+    def stop(self) -> None:
+        if self._running is not None and self._running.is_alive():
+            self._running.terminate()

@@ -1,0 +1,123 @@
+"""Damage inside a segment: find where valid batches resume, set the bad bytes aside.
+
+Kafka's ``LogSegment.recover`` stops at the first invalid batch and truncates there, which
+turns 64 bad bytes in the middle of a segment into the loss of everything after them. Here
+recovery goes on as ``kafka-dump-log`` can: from the bad position it searches forward for the
+next position that holds a whole, CRC-valid batch whose base offset is not below the offsets
+already seen, keeps every valid batch from there, and moves only the damaged bytes out of the
+segment. A CRC32C match on a wrong position is a 1-in-4-billion accident, and the candidate
+must also carry magic 2 and a length that fits the file.
+
+Rules kept here:
+- The damaged bytes are copied to ``<segment>.log.damaged-<position>`` beside the segment
+  before the segment is rewritten without them, so an operator can still inspect them; a
+  failure to save them is logged and does not stop recovery.
+- The rewrite goes through a ``.log.swap`` file that is fsynced and renamed over the segment,
+  the log cleaner's protocol, so a crash in the middle leaves either the old file or the new
+  one (``storage.recovery`` finishes an interrupted swap).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from dataclasses import dataclass
+
+from groupcoord.logformat.batch import (
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
+    CorruptRecordError,
+    validate,
+)
+from groupcoord.storage.fileio import FileIO
+
+_PREFIX = struct.Struct(">qi")
+_WINDOW = 1 << 20
+_MAGIC_BYTE = bytes([MAGIC])
+DAMAGED_SUFFIX = ".damaged-"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DamagedRange:
+    """Bytes ``[position, position + length)`` of a segment that held no valid batch.
+
+    ``first_offset`` is the first offset the damage may have held (the end of the valid data
+    before it) and ``resume_offset`` the base offset of the first valid batch after it (the
+    segment's next offset when nothing valid follows).
+    """
+
+    segment: str
+    position: int
+    length: int
+    first_offset: int
+    resume_offset: int
+    saved_to: str | None = None
+
+
+def batch_at(fd: int, position: int, end: int, min_offset: int) -> int | None:
+    """Size of a whole valid batch at ``position`` (base offset >= ``min_offset``), or None."""
+    prefix = os.pread(fd, LOG_OVERHEAD + 5, position)
+    if len(prefix) < LOG_OVERHEAD + 5 or prefix[MAGIC_OFFSET] != MAGIC:
+        return None
+    base_offset, length = _PREFIX.unpack_from(prefix)
+    size = length + LOG_OVERHEAD
+    if base_offset < min_offset or length < MIN_BATCH_LENGTH or position + size > end:
+        return None
+    try:
+        validate(os.pread(fd, size, position))
+    except CorruptRecordError:
+        return None
+    return size
+
+
+def find_next_batch(fd: int, start: int, end: int, min_offset: int) -> int | None:
+    """First position in ``[start, end)`` where a whole valid batch begins, or None."""
+    window_start = start + MAGIC_OFFSET
+    while window_start < end:
+        window = os.pread(fd, min(_WINDOW, end - window_start), window_start)
+        if not window:
+            return None
+        i = window.find(_MAGIC_BYTE)
+        while i >= 0:
+            candidate = window_start + i - MAGIC_OFFSET
+            if batch_at(fd, candidate, end, min_offset) is not None:
+                return candidate
+            i = window.find(_MAGIC_BYTE, i + 1)
+        window_start += len(window)
+    return None
+
+
+def save_aside(fd: int, log_path: str, position: int, length: int, io: FileIO) -> str | None:
+    """Copy damaged bytes next to the segment; the file name, or None if that failed."""
+    target = f"{log_path}{DAMAGED_SUFFIX}{position:020d}"
+    try:
+        io.replace_file(target, os.pread(fd, length, position))
+    except OSError as exc:
+        logger.error("%s: could not save %d damaged bytes at position %d aside: %s",
+                     log_path, length, position, exc)
+        return None
+    return target
+
+
+def rewrite_without(fd: int, log_path: str, size: int, cuts: list[tuple[int, int]],
+                    io: FileIO) -> None:
+    """Replace the segment file by its bytes minus the ``(position, length)`` cuts."""
+    swap = log_path + ".swap"
+    out = io.open(swap, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        pos = 0
+        for cut_at, cut_len in [*sorted(cuts), (size, 0)]:
+            while pos < cut_at:
+                chunk = os.pread(fd, min(_WINDOW, cut_at - pos), pos)
+                io.write_all(out, chunk)
+                pos += len(chunk)
+            pos = cut_at + cut_len
+        io.fsync(out)
+    finally:
+        io.close(out)
+    os.replace(swap, log_path)
