@@ -1,7 +1,7 @@
 """Fixtures of the differential suite: one Apache Kafka and one groupcoord per test session.
 
-Every test in this directory is marked `reference` (it needs Java and the Maven-fetched
-broker), so `make test-fast` leaves the whole directory out. The `differential` fixture runs
+Every test in this directory that uses Apache Kafka is marked `reference` (it needs Java and
+the Maven-fetched broker), so `make test-fast` leaves those out. The `differential` fixture runs
 a scenario against both brokers and compares the transcripts (see `differential.py`).
 """
 
@@ -20,8 +20,11 @@ _HERE = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Every test here that needs Apache Kafka (directly or through `differential`) is marked
+    # `reference`; the DSL's own unit tests need no broker and stay in `make test-fast`.
     for item in items:
-        if _HERE in Path(str(item.fspath)).resolve().parents:
+        needs_kafka = "kafka_reference" in getattr(item, "fixturenames", ())
+        if _HERE in Path(str(item.fspath)).resolve().parents and needs_kafka:
             item.add_marker(pytest.mark.reference)
 
 
