@@ -7,8 +7,13 @@ JARS := .cache/jars
 JAR_WHEEL := shigawire-apache-flink-libraries==2.0.0.post1
 JAR_NAMES := kafka-clients.jar lz4-java.jar snappy-java.jar zstd-jni.jar slf4j-api.jar
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+# The reference broker of the conformance suite (tests/conformance): Apache Kafka from Maven
+# Central, its jars flattened into one directory that `java -cp '<dir>/*' kafka.Kafka` runs.
+KAFKA_VERSION := 4.4.0
+REFERENCE := .cache/kafka-$(KAFKA_VERSION)
+MAVEN_REPO := .cache/m2
 
-.PHONY: test test-fast interop demo venv jars java-check browser lint bench clean
+.PHONY: test test-fast interop demo venv jars java-check browser lint bench clean reference conformance
 
 venv: $(VENV)/.installed
 
@@ -43,19 +48,37 @@ $(JARS)/.stamp: Makefile | venv
 	cd $(JARS) && ls $(JAR_NAMES) >/dev/null
 	echo '$(JAR_WHEEL)' > $@
 
+# Stamped by version: a second run with the same KAFKA_VERSION does nothing. The Maven repo
+# is kept beside it so a version bump downloads only what changed.
+reference: $(REFERENCE)/.stamp
+
+$(REFERENCE)/.stamp: tests/reference/pom.xml | java-check
+	@command -v mvn >/dev/null \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
+	rm -rf $(REFERENCE) && mkdir -p $(REFERENCE)
+	mvn -B -q -f tests/reference/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
+	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(REFERENCE))/libs
+	test -f $(REFERENCE)/libs/kafka_2.13-$(KAFKA_VERSION).jar
+	echo '$(KAFKA_VERSION)' > $@
+
 # Headless Chromium for the report rendering test; installed (as root, Debian packages) only
 # when missing, so an existing install is never touched.
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
-# The whole suite: unit, property, server and real-client interop tests.
-test: venv java-check jars browser
+# The whole suite: unit, property, server, real-client interop and conformance tests.
+test: venv java-check jars browser reference
 	$(PYTEST)
 
-# Everything except the real-client interop tests.
+# Everything except the tests that need Java (real clients, Spark, the reference broker).
 test-fast: venv
-	$(PYTEST) -m 'not interop and not spark'
+	$(PYTEST) -m 'not interop and not spark and not reference'
+
+# The differential suite alone: every scenario against Apache Kafka and groupcoord.
+conformance: venv java-check reference
+	$(PYTEST) -m reference tests/conformance
 
 interop: venv java-check jars
 	$(PYTEST) -m interop tests/interop

@@ -28,6 +28,8 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 REQUEST = AlterShareGroupOffsetsRequest
 RESPONSE = AlterShareGroupOffsetsResponse
+# `Errors.UNKNOWN_TOPIC_OR_PARTITION.message()`.
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 
 
 def _topic(ctx: Any, group_id: str, t: Any) -> AlterShareGroupOffsetsResponseTopic:
@@ -45,11 +47,24 @@ def _topic(ctx: Any, group_id: str, t: Any) -> AlterShareGroupOffsetsResponseTop
                 plog = ctx.topics.log(topic.name, p.partition_index)
                 offset = plog.log_end_offset if plog is not None else 0
             ctx.shares.reset_start_offset(group_id, topic, p.partition_index, offset)
+        # Kafka sets the error's default message on an unknown topic or partition.
+        message = UNKNOWN_TOPIC_MESSAGE if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else None
         out.append(AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
-                                                           error_code=code))
+                                                           error_code=code,
+                                                           error_message=message))
     return AlterShareGroupOffsetsResponseTopic(
         topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else bytes(16),
         partitions=out)
+
+
+def _message(code: int, group_id: str) -> str | None:
+    """The message of the exception Kafka throws (`throwIfShareGroupIsNotEmpty`,
+    `getOrMaybeCreateShareGroup`), which `handleOperationException` puts in the response."""
+    if code == ErrorCode.NON_EMPTY_GROUP:
+        return "The group is not empty."
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return f"Group {group_id} is not a share group."
+    return None
 
 
 def _valid_parts(ctx: Any, request: Any) -> dict[bytes, TopicInit]:
@@ -79,7 +94,8 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     except ApiError as exc:
         code = exc.code
     if code != ErrorCode.NONE:
-        return AlterShareGroupOffsetsResponse(error_code=code)
+        return AlterShareGroupOffsetsResponse(error_code=code,
+                                              error_message=_message(code, request.group_id))
     responses = [_topic(ctx, request.group_id, t) for t in request.topics]
     await share_state_init.mark_initialized(ctx, request.group_id, parts)
     return AlterShareGroupOffsetsResponse(responses=responses)

@@ -21,7 +21,9 @@ _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
+# `AclEntry.supportedOperations(GROUP)`: READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS
+# (group configs, KIP-848).
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 UNKNOWN_OPERATIONS = -2147483648
 
 

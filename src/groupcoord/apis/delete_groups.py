@@ -8,7 +8,6 @@ from typing import Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import by_partition
-from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult, DeleteGroupsResponse
 
 API_KEY = 42
@@ -30,11 +29,10 @@ def _delete_op(group_ids: list[str]) -> Any:
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     names = list(request.groups_names)
     results: dict[str, DeletableGroupResult] = {}
-    valid = [g for g in names if g]
-    for g in names:
-        if not g:
-            results[g] = DeletableGroupResult(group_id=g, error_code=ErrorCode.INVALID_GROUP_ID)
-    for partition, group_ids in by_partition(ctx, valid).items():
+    # Kafka answers INVALID_GROUP_ID only for a null id (the field is not nullable, so the
+    # codec never yields one) and keeps "" deletable for backward compatibility
+    # (`GroupCoordinatorService.deleteGroups`): it is looked up like any other id.
+    for partition, group_ids in by_partition(ctx, names).items():
         try:
             for r in await ctx.groups.call_shard(partition, _delete_op(group_ids)):
                 results[r.group_id] = r

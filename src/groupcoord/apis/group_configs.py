@@ -55,6 +55,15 @@ def _check_name(resource: Any) -> str:
     return name
 
 
+def _check_alter_name(resource: Any) -> str:
+    """`ControllerConfigurationValidator.validateGroupName`: "" would be the default group
+    resource, which Kafka does not allow."""
+    name = resource.resource_name or ""
+    if not name:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    return name
+
+
 async def describe(ctx: Any, resource: Any, include_synonyms: bool,
                    include_documentation: bool) -> DescribeConfigsResult:
     result = DescribeConfigsResult(error_code=0, resource_type=GROUP,
@@ -93,7 +102,7 @@ def _validated(check: Any, *args: Any) -> None:
 
 
 async def alter(ctx: Any, resource: Any, validate_only: bool) -> None:
-    group_id = _check_name(resource)
+    group_id = _check_alter_name(resource)
     changes: dict[str, str | None] = {}
     for op in resource.configs:
         if op.config_operation == SET:

@@ -120,7 +120,9 @@ async def handle(ctx: RequestContext, header: Any, request: IncrementalAlterConf
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
-        result = AlterConfigsResourceResponse(error_code=0, resource_type=resource.resource_type,
+        # A success carries a null message, as Kafka's `ApiError.NONE`.
+        result = AlterConfigsResourceResponse(error_code=0, error_message=None,
+                                              resource_type=resource.resource_type,
                                               resource_name=resource.resource_name)
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:

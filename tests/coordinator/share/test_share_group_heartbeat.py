@@ -76,7 +76,7 @@ def test_validation_errors(h: Harness) -> None:
     assert hb(h, "x" * 37, 0, ["a"]).error_code == ErrorCode.INVALID_REQUEST
     assert hb(h, "m", -2, ["a"]).error_code == ErrorCode.INVALID_REQUEST
     assert hb(h, "m", 0, None).error_code == ErrorCode.INVALID_REQUEST
-    assert hb(h, "m", 0, ["a"], group="").error_code == ErrorCode.INVALID_GROUP_ID
+    assert hb(h, "m", 0, ["a"], group="").error_code == ErrorCode.INVALID_REQUEST
     assert hb(h, "m", 3, ["a"], group="nope").error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 

@@ -101,7 +101,10 @@ class ClassicGroups:
         if not request.group_id:
             return fx.result(_leave_response(version, ErrorCode.INVALID_GROUP_ID, [], []))
         if group is None:
-            return fx.result(_leave_response(version, ErrorCode.UNKNOWN_MEMBER_ID, [], []))
+            # GroupCoordinatorService.leaveGroup: a missing group is UNKNOWN_MEMBER_ID for
+            # every member named, under a top-level NONE (promoted to the top before v3).
+            unknown = [int(ErrorCode.UNKNOWN_MEMBER_ID)] * len(leaving)
+            return fx.result(_leave_response(version, ErrorCode.NONE, leaving, unknown))
         if group.is_in(S.DEAD):
             return fx.result(_leave_response(version, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                              [], []))

@@ -53,12 +53,14 @@ def _protocols_ok(group: ConsumerGroup, args: JoinArgs) -> bool:
 
 def join(mgr: Any, group: ConsumerGroup, request: Any, version: int, ctx: OpContext,
          fx: Effects) -> Any:
+    # Errors answer member id "" and generation -1: Kafka throws them from the coordinator
+    # write and `GroupCoordinatorService.joinGroup` builds a blank JoinGroupResponseData.
     args = JoinArgs(request, version)
     cfg = mgr.config
     if cfg.group_consumer_migration_policy == "disabled":
-        return responses.join_error(version, E.INCONSISTENT_GROUP_PROTOCOL, args.member_id)
+        return responses.join_error(version, E.INCONSISTENT_GROUP_PROTOCOL)
     if not _protocols_ok(group, args):
-        return responses.join_error(version, E.INCONSISTENT_GROUP_PROTOCOL, args.member_id)
+        return responses.join_error(version, E.INCONSISTENT_GROUP_PROTOCOL)
     step = Step(mgr, group, fx)
     try:
         member = _find(step, args, version)
@@ -66,9 +68,9 @@ def join(mgr: Any, group: ConsumerGroup, request: Any, version: int, ctx: OpCont
             return responses.join_error(version, E.MEMBER_ID_REQUIRED, new_member_id(mgr))
         sub = parse_subscription(args.protocols[0][1])
     except HeartbeatError as exc:
-        return responses.join_error(version, exc.code, args.member_id)
+        return responses.join_error(version, exc.code)
     except MalformedProtocol:
-        return responses.join_error(version, E.INCONSISTENT_GROUP_PROTOCOL, args.member_id)
+        return responses.join_error(version, E.INCONSISTENT_GROUP_PROTOCOL)
     owned = {tid: ps for t, ps in sub.owned.items()
              if (tid := mgr.image.topic_id(t)) is not None}
     updated = replace(
@@ -81,7 +83,7 @@ def join(mgr: Any, group: ConsumerGroup, request: Any, version: int, ctx: OpCont
         reconciled = update_and_reconcile(step, member, updated, owned, ctx)
     except HeartbeatError as exc:
         fx.records.clear()
-        return responses.join_error(version, exc.code, args.member_id)
+        return responses.join_error(version, exc.code)
     gid, mid = group.group_id, reconciled.member_id
     timers.schedule_session(mgr, gid, reconciled, fx)
     fx.cancel((JOIN, gid, mid))

@@ -43,7 +43,8 @@ def describe_member(m: ConsumerGroupMember, target: Mapping[bytes, frozenset[int
         member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
         member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
         subscribed_topic_names=list(m.subscribed_topic_names),
-        subscribed_topic_regex=m.subscribed_topic_regex,
+        # Kafka's ConsumerGroupMember keeps "" for no regex and describes it as it is.
+        subscribed_topic_regex=m.subscribed_topic_regex or "",
         assignment=_assignment(owned, image), target_assignment=_assignment(target, image),
         member_type=0 if m.classic is not None else 1)
 

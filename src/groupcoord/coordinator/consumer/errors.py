@@ -28,18 +28,24 @@ def _invalid(message: str) -> HeartbeatError:
     return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
 
 
+def is_blank(value: str) -> bool:
+    """Kafka's `Utils.throwIfEmptyString` test: empty after Java's `String.trim`, which
+    drops every leading and trailing character at or below U+0020."""
+    return not value.strip("".join(map(chr, range(0x21))))
+
+
 def validate(request: Any, version: int, config: GroupCoordinatorConfig) -> None:
     """Raise HeartbeatError for a request Kafka rejects before touching the group."""
     epoch = request.member_epoch
-    if not request.group_id:
+    if is_blank(request.group_id):
         raise _invalid("GroupId can't be empty.")
-    if version >= 1 and not request.member_id:
+    if version >= 1 and is_blank(request.member_id):
         raise _invalid("MemberId can't be empty.")
     if not request.member_id and (epoch > 0 or epoch == LEAVE_EPOCH):
         raise _invalid("MemberId can't be empty.")
-    if request.instance_id is not None and not request.instance_id:
+    if request.instance_id is not None and is_blank(request.instance_id):
         raise _invalid("InstanceId can't be empty.")
-    if request.rack_id is not None and not request.rack_id:
+    if request.rack_id is not None and is_blank(request.rack_id):
         raise _invalid("RackId can't be empty.")
     if epoch == 0:
         if request.rebalance_timeout_ms == -1:

@@ -76,8 +76,8 @@ def offset_commit(groups: ClassicGroups, request: Any, version: int, fx: Effects
                   consumer_check: tuple[int, PartitionCheck | None] | None = None,
                   topic_id_of: Callable[[str], bytes | None] | None = None) -> Result:
     """`consumer_check`: the member-epoch verdict when the group is a consumer group."""
-    if not request.group_id:
-        return fx.result(error_response(request, ErrorCode.INVALID_GROUP_ID))
+    # "" is a valid group id here: Kafka keeps offset commits for the empty group id for
+    # backward compatibility (`GroupCoordinatorService.commitOffsets`; only null is invalid).
     if consumer_check is None:
         error, check = _group_error(groups, request, version), None
     else:

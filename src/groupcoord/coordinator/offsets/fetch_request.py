@@ -31,8 +31,8 @@ from groupcoord.wire.generated.offset_fetch import (
 def _fetch_group(shard: Any, group_id: str, topics: Any, member_id: str | None = None,
                  member_epoch: int = -1, require_stable: bool = False
                  ) -> tuple[int, list[FetchedTopic]]:
-    if not group_id:
-        return ErrorCode.INVALID_GROUP_ID, []
+    # "" is a valid group id: Kafka fetches offsets of the empty group id for backward
+    # compatibility (`GroupCoordinatorService.fetchOffsets`; only null is invalid).
     consumer = shard.consumer.get(group_id)
     if consumer is not None:
         error = member_epoch_mod.validate_fetch(consumer, member_id, member_epoch)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.coordinator.consumer.errors import is_blank
 from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.share import records as rec
 from groupcoord.coordinator.share.group import ShareGroup, ShareMember
@@ -70,25 +71,31 @@ class ShareHeartbeat:
             return Result(response=error_response(exc.code, exc.message))
 
     def _validate(self) -> None:
+        # `GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid`: every check
+        # is an InvalidRequestException, an empty group id included, in this order.
         req = self.req
-        if not req.group_id:
-            raise HeartbeatError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty.")
         if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
-            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberId is invalid.")
-        if req.member_epoch < LEAVE_EPOCH:
-            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
-        if req.rack_id == "":
+            # KafkaApis rejects it before the coordinator, with no error message.
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST)
+        if is_blank(req.member_id):
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        if is_blank(req.group_id):
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if req.rack_id is not None and is_blank(req.rack_id):
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if req.member_epoch == 0 and not req.subscribed_topic_names:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST,
                                  "SubscribedTopicNames must be set in first request.")
+        if req.member_epoch < LEAVE_EPOCH:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
     def _leave(self) -> Result:
         group = self.m.get(self.req.group_id)
         if group is None:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND)
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"Share group {self.req.group_id} not found.")
         if self.req.member_id not in group.members:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, _not_a_member(self.req))
         self.m.remove_member(group, self.req.member_id, self.now, self.records,
                              self.assignment_interval_ms)
         response = ShareGroupHeartbeatResponse(member_id=self.req.member_id,
@@ -99,7 +106,8 @@ class ShareHeartbeat:
     def _member(self, group: ShareGroup | None) -> tuple[ShareMember, bool]:
         req = self.req
         if group is None and req.member_epoch != 0:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND)
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"Share group {req.group_id} not found.")
         member = group.members.get(req.member_id) if group is not None else None
         # `throwIfShareGroupIsFull` runs before the member lookup: any id the full group
         # does not know is refused, whatever its epoch.
@@ -107,12 +115,21 @@ class ShareHeartbeat:
             raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED)
         if member is None:
             if req.member_epoch != 0:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, _not_a_member(req))
             return ShareMember(req.member_id), True
         epoch = req.member_epoch
-        if epoch != 0 and (epoch > member.member_epoch or (
-                epoch < member.member_epoch and epoch != member.previous_member_epoch)):
-            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH)
+        if epoch != 0 and epoch > member.member_epoch:
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, (
+                f"The share group member has a greater member epoch ({epoch}) than the one "
+                f"known by the group coordinator ({member.member_epoch}). The member must "
+                "abandon all its partitions and rejoin."))
+        if epoch != 0 and epoch < member.member_epoch and \
+                epoch != member.previous_member_epoch:
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, (
+                f"The share group member has a smaller member epoch ({epoch}) than the one "
+                f"known by the group coordinator ({member.member_epoch}), and it does not "
+                f"match the previous member epoch ({member.previous_member_epoch}). The "
+                "member must abandon all its partitions and rejoin."))
         return member, False
 
     def _join_or_heartbeat(self) -> Result:
@@ -173,3 +190,8 @@ class ShareHeartbeat:
                 for t in sorted(assigned)])
         timer = self.m.session_timer(gid, req.member_id, self.now, self.session_ms)
         return Result(records=self.records, response=response, timers=[timer])
+
+
+def _not_a_member(req: Any) -> str:
+    """`ShareGroup.getOrMaybeCreateMember`'s message for an unknown member."""
+    return f"Member {req.member_id} is not a member of group {req.group_id}."

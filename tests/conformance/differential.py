@@ -1,0 +1,83 @@
+"""Run one scenario against both brokers and compare the two transcripts step by step.
+
+Apache Kafka runs first: a scenario that fails there is a wrong scenario, not a finding, and
+is reported as such. A difference names the step, the field paths that differ, and both
+normalised values. With CONFORMANCE_TRANSCRIPTS=<dir> both transcripts are written there.
+"""
+
+from __future__ import annotations
+
+import os
+import pprint
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.conversation import Conversation
+from conformance.normalise import Tree
+
+Scenario = Callable[[Conversation], None]
+# Set to a directory to keep both normalised transcripts of every scenario (for reading).
+TRANSCRIPTS_ENV = "CONFORMANCE_TRANSCRIPTS"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    broker: str
+    host: str
+    port: int
+
+
+def run_scenario(endpoint: Endpoint, name: str, scenario: Scenario) -> list[tuple[str, Tree]]:
+    conversation = Conversation(endpoint.broker, endpoint.host, endpoint.port, name)
+    try:
+        scenario(conversation)
+    finally:
+        conversation.close()
+    return conversation.transcript
+
+
+def field_differences(ours: Tree, theirs: Tree, path: str = "") -> list[str]:
+    """Paths where two normalised trees differ, with both values."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        out: list[str] = []
+        for key in sorted(set(ours) | set(theirs)):
+            out += field_differences(ours.get(key), theirs.get(key), f"{path}.{key}")
+        return out
+    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
+        out = []
+        for index, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            out += field_differences(a, b, f"{path}[{index}]")
+        return out
+    if ours != theirs:
+        return [f"{path or '.'}: kafka={theirs!r} groupcoord={ours!r}"]
+    return []
+
+
+def compare(kafka: list[tuple[str, Tree]], ours: list[tuple[str, Tree]]) -> None:
+    kafka_steps = [step for step, _ in kafka]
+    our_steps = [step for step, _ in ours]
+    if kafka_steps != our_steps:
+        raise AssertionError(f"steps differ:\n kafka      {kafka_steps}\n groupcoord {our_steps}")
+    for (step, theirs), (_, mine) in zip(kafka, ours, strict=True):
+        differences = field_differences(mine, theirs)
+        if differences:
+            raise AssertionError(
+                f"step {step!r} differs:\n  " + "\n  ".join(differences)
+                + f"\nkafka:\n{pprint.pformat(theirs)}\ngroupcoord:\n{pprint.pformat(mine)}")
+
+
+def run_both(kafka: Endpoint, ours: Endpoint, name: str, scenario: Scenario) -> None:
+    try:
+        theirs = run_scenario(kafka, name, scenario)
+    except AssertionError as exc:
+        raise AssertionError(f"the scenario itself fails against Apache Kafka: {exc}") from exc
+    mine = run_scenario(ours, name, scenario)
+    dump = os.environ.get(TRANSCRIPTS_ENV)
+    if dump:
+        for broker, transcript in (("kafka", theirs), ("groupcoord", mine)):
+            path = Path(dump, f"{name}.{broker}.txt")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(f"## {step}\n{pprint.pformat(tree)}\n"
+                                    for step, tree in transcript))
+    compare(theirs, mine)

@@ -1,0 +1,260 @@
+"""Transactions with offsets, differentially: InitProducerId, AddPartitionsToTxn,
+AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactions and ListTransactions.
+
+Mirrors `TransactionCoordinator` (producer ids and epochs, the transaction state machine) and
+`OffsetMetadataManager`'s transactional offsets (pending until the marker, then committed or
+discarded; `require_stable` fetches see UNSTABLE_OFFSET_COMMIT meanwhile). Requests use the
+versions a pre-KIP-890-part-2 client sends (explicit AddPartitionsToTxn / AddOffsetsToTxn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from conformance import classic
+from conformance.conversation import Conversation, Topic
+from conformance.differential import Scenario
+from conformance.offsets import fetch
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from groupcoord.wire.generated.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopic,
+)
+from groupcoord.wire.generated.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
+from groupcoord.wire.generated.end_txn import EndTxnRequest, EndTxnResponse
+from groupcoord.wire.generated.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
+from groupcoord.wire.generated.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from groupcoord.wire.generated.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+)
+from groupcoord.wire.generated.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+)
+
+Run = Callable[[Scenario], None]
+INIT_VERSION = 4
+ADD_PARTITIONS_VERSION = 3
+ADD_OFFSETS_VERSION = 3
+TXN_COMMIT_VERSION = 3
+END_VERSION = 3
+TXN_TIMEOUT_MS = 60_000
+LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+COMPLETED = frozenset({"CompleteCommit", "CompleteAbort"})
+
+
+@dataclass(frozen=True)
+class Producer:
+    transactional_id: str
+    producer_id: int
+    epoch: int
+
+
+def init(c: Conversation, step: str, transactional_id: str | None,
+         producer_id: int = -1, epoch: int = -1) -> InitProducerIdResponse:
+    return c.call_retrying(step, InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=TXN_TIMEOUT_MS,
+        producer_id=producer_id, producer_epoch=epoch), INIT_VERSION, InitProducerIdResponse,
+        LOADING)
+
+
+def producer(c: Conversation, step: str, suffix: str = "txn") -> Producer:
+    transactional_id = c.name(suffix)
+    response = init(c, step, transactional_id)
+    return Producer(transactional_id, response.producer_id, response.producer_epoch)
+
+
+def add_partitions(c: Conversation, step: str, p: Producer, topic: Topic,
+                   partitions: tuple[int, ...] = (0,)) -> None:
+    c.call(step, AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=p.transactional_id, v3_and_below_producer_id=p.producer_id,
+        v3_and_below_producer_epoch=p.epoch, v3_and_below_topics=[
+            AddPartitionsToTxnTopic(name=topic.name, partitions=list(partitions))]),
+        ADD_PARTITIONS_VERSION, AddPartitionsToTxnResponse)
+
+
+def add_offsets(c: Conversation, step: str, p: Producer, group: str,
+                epoch: int | None = None) -> None:
+    c.call(step, AddOffsetsToTxnRequest(
+        transactional_id=p.transactional_id, producer_id=p.producer_id,
+        producer_epoch=p.epoch if epoch is None else epoch, group_id=group),
+        ADD_OFFSETS_VERSION, AddOffsetsToTxnResponse)
+
+
+def txn_commit(c: Conversation, step: str, p: Producer, group: str, topic: Topic,
+               offsets: dict[int, int], *, epoch: int | None = None, generation: int = -1,
+               member_id: str = "") -> None:
+    c.call(step, TxnOffsetCommitRequest(
+        transactional_id=p.transactional_id, group_id=group, producer_id=p.producer_id,
+        producer_epoch=p.epoch if epoch is None else epoch, generation_id=generation,
+        member_id=member_id, topics=[TxnOffsetCommitRequestTopic(name=topic.name, partitions=[
+            TxnOffsetCommitRequestPartition(partition_index=i, committed_offset=o,
+                                            committed_leader_epoch=-1, committed_metadata="tx")
+            for i, o in offsets.items()])]), TXN_COMMIT_VERSION, TxnOffsetCommitResponse)
+
+
+def end(c: Conversation, step: str, p: Producer, committed: bool,
+        epoch: int | None = None) -> None:
+    c.call(step, EndTxnRequest(transactional_id=p.transactional_id, producer_id=p.producer_id,
+                               producer_epoch=p.epoch if epoch is None else epoch,
+                               committed=committed), END_VERSION, EndTxnResponse)
+
+
+def wait_completed(c: Conversation, p: Producer) -> None:
+    """EndTxn answers once the outcome is prepared; the markers and the Complete* state
+    follow. Wait for that state before looking at the outcome."""
+    def completed() -> bool:
+        described = c.quiet(DescribeTransactionsRequest(transactional_ids=[p.transactional_id]),
+                            0, DescribeTransactionsResponse)
+        return described.transaction_states[0].transaction_state in COMPLETED
+    c.wait_until(completed, f"{p.transactional_id} completed")
+
+
+def wait_stable(c: Conversation, group: str, topic: Topic) -> None:
+    """The transaction markers are written after EndTxn answers; wait until they landed."""
+    def stable() -> bool:
+        response = c.quiet(OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
+            group_id=group, topics=[OffsetFetchRequestTopics(
+                name=topic.name, partition_indexes=[0])])], require_stable=True), 9,
+            OffsetFetchResponse)
+        group_result = response.groups[0]
+        return group_result.error_code == ErrorCode.NONE and all(
+            p.error_code == ErrorCode.NONE for t in group_result.topics for p in t.partitions)
+    c.wait_until(stable, f"stable offsets of {group}")
+
+
+def describe(c: Conversation, step: str, *transactional_ids: str) -> None:
+    c.call(step, DescribeTransactionsRequest(transactional_ids=list(transactional_ids)), 0,
+           DescribeTransactionsResponse)
+
+
+def test_transactional_offsets_commit(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        p = producer(c, "init")
+        add_partitions(c, "add partitions", p, topic)
+        c.produce(topic, 0, [b"a", b"b"], transactional_id=p.transactional_id,
+                  producer_id=p.producer_id, producer_epoch=p.epoch, base_sequence=0)
+        add_offsets(c, "add offsets", p, group)
+        txn_commit(c, "txn offset commit", p, group, topic, {0: 2})
+        fetch(c, "stable fetch while pending", group, [topic], require_stable=True)
+        fetch(c, "plain fetch while pending", group, [topic])
+        describe(c, "describe ongoing", p.transactional_id)
+        end(c, "commit", p, committed=True)
+        wait_completed(c, p)
+        wait_stable(c, group, topic)
+        fetch(c, "fetch after commit", group, [topic], require_stable=True)
+        describe(c, "describe after commit", p.transactional_id)
+    differential(scenario)
+
+
+def test_transactional_offsets_abort(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        p = producer(c, "init")
+        add_offsets(c, "add offsets", p, group)
+        txn_commit(c, "txn offset commit", p, group, topic, {0: 5})
+        end(c, "abort", p, committed=False)
+        wait_completed(c, p)
+        wait_stable(c, group, topic)
+        fetch(c, "fetch after abort", group, [topic], require_stable=True)
+        describe(c, "describe after abort", p.transactional_id)
+    differential(scenario)
+
+
+def test_txn_offset_commit_errors(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        p = producer(c, "init")
+        txn_commit(c, "commit before AddOffsetsToTxn", p, group, topic, {0: 1})
+        add_offsets(c, "add offsets with an old epoch", p, group, epoch=p.epoch - 1)
+        add_offsets(c, "add offsets", p, group)
+        txn_commit(c, "wrong producer epoch", p, group, topic, {0: 1}, epoch=p.epoch + 1)
+        txn_commit(c, "unknown member with a generation", p, group, topic, {0: 1},
+                   generation=3, member_id="nobody")
+        end(c, "abort", p, committed=False)
+    differential(scenario)
+
+
+def test_txn_offset_commit_as_classic_member(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        joined = classic.stable_single_member(c, group, topic.name, topics=(topic.name,))
+        p = producer(c, "init")
+        add_offsets(c, "add offsets", p, group)
+        txn_commit(c, "as member", p, group, topic, {0: 3}, generation=joined.generation_id,
+                   member_id=joined.member_id)
+        txn_commit(c, "wrong generation", p, group, topic, {0: 4},
+                   generation=joined.generation_id + 1, member_id=joined.member_id)
+        end(c, "commit", p, committed=True)
+        wait_stable(c, group, topic)
+        fetch(c, "fetch", group, [topic], require_stable=True)
+    differential(scenario)
+
+
+def test_producer_ids_and_fencing(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        init(c, "idempotent producer", None)
+        first = producer(c, "init")
+        second = init(c, "re-init bumps the epoch", first.transactional_id)
+        end(c, "end with the fenced epoch", first, committed=True)
+        end(c, "end with no transaction", Producer(first.transactional_id, second.producer_id,
+                                                    second.producer_epoch), committed=True)
+        init(c, "re-init with the current id and epoch", first.transactional_id,
+             second.producer_id, second.producer_epoch)
+        init(c, "re-init with a wrong producer id", first.transactional_id,
+             second.producer_id + 1000, second.producer_epoch)
+        end(c, "end of unknown transactional id", Producer(c.name("nobody"), 1, 0),
+            committed=False)
+        init(c, "empty transactional id", "")
+    differential(scenario)
+
+
+def test_describe_and_list_transactions(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        ongoing = producer(c, "init ongoing", "ongoing")
+        add_partitions(c, "add partitions", ongoing, topic)
+        idle = producer(c, "init idle", "idle")
+        describe(c, "describe ongoing, idle and unknown", ongoing.transactional_id,
+                 idle.transactional_id, c.name("unknown"))
+        for step, request in (
+                ("list all", ListTransactionsRequest(state_filters=[], producer_id_filters=[])),
+                ("list Ongoing", ListTransactionsRequest(state_filters=["Ongoing"],
+                                                         producer_id_filters=[])),
+                ("list by producer id", ListTransactionsRequest(
+                    state_filters=[], producer_id_filters=[idle.producer_id])),
+                ("list unknown state", ListTransactionsRequest(state_filters=["Nonsense"],
+                                                               producer_id_filters=[]))):
+            listed = c.quiet(request, 1, ListTransactionsResponse)
+            c.record(step, {"error_code": listed.error_code,
+                            "unknown_state_filters": listed.unknown_state_filters,
+                            "transaction_states": [
+                                s for s in listed.transaction_states
+                                if s.transactional_id.startswith(c.name(""))]})
+        end(c, "abort", ongoing, committed=False)
+    differential(scenario)
