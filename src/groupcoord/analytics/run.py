@@ -191,8 +191,8 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     small = _small_tables(cfg, ing, mem, _topic_sizes(ends), final)
     st.done("membership, rebalances, assignment balance, share state")
     rollup = gold.lag_rollup(plag, out)
-    rate = gold.commit_rate(commits, owners, out)
-    rew = gold.rewinds(commits, out)
+    rate = gold.commit_rate(plag, out)
+    rew = gold.rewinds(plag, out)
     st.done("gold lag_rollup, commit_rate, rewinds")
     summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, groups, final, rew, small,
                               st.timings)
