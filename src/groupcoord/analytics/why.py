@@ -4,7 +4,8 @@ Two sources, same story:
 
 - ``--data-dir``: the log dir itself, without Spark. Only the group's own
   ``__consumer_offsets`` partition is read (Kafka's ``partitionFor``: the Java string hash of
-  the group id modulo the partition count) plus ``__group_events``, and the rebalances are
+  the group id modulo ``offsets.topic.num.partitions``, 50 unless the directories say
+  otherwise; all partitions as a last resort) plus ``__group_events``, and the rebalances are
   rebuilt by the functions the pipeline runs (``membership``, ``rebalance``);
 - ``--out``: the tables of an ``analyze run`` (``gold/rebalances``,
   ``silver/classic_generations``), which also carry the estimated starts of classic
@@ -31,6 +32,7 @@ from groupcoord.analytics.splits import plan
 
 Row = dict[str, Any]
 COMMIT_TYPES = (b"\x00\x00", b"\x00\x01")  # offset commit keys: not membership
+OFFSETS_TOPIC_PARTITIONS = 50  # Kafka's offsets.topic.num.partitions default
 
 
 @dataclass(frozen=True)
@@ -59,16 +61,37 @@ def _group_filter(group: str) -> str:
     return f"^{re.escape(group)}$"
 
 
-def from_data_dir(data_dir: str, group: str) -> GroupHistory:
-    """Decode the group's membership records and events straight from the log dir."""
+def _membership(data_dir: str, partition: int | None) -> membership.MembershipTables:
     from groupcoord.analytics.run import topic_names
 
-    n = len(list_partitions(data_dir, "__consumer_offsets"))
-    part = coordinator_partition(group, n) if n else None
-    rows = [r for r in _raw_rows(data_dir, "__consumer_offsets", part)
+    rows = [r for r in _raw_rows(data_dir, "__consumer_offsets", partition)
             if r["key"] is not None and r["key"][:2] not in COMMIT_TYPES]
     t = membership.build(rows, topic_names(data_dir))
     membership.normalise_epoch_rows(t)
+    return t
+
+
+def _has(t: membership.MembershipTables, group: str) -> bool:
+    return any(r["group_id"] == group for r in t.classic_generations + t.cg_epochs)
+
+
+def group_membership(data_dir: str, group: str) -> membership.MembershipTables:
+    """The membership tables of the partition that holds ``group``: ``partitionFor`` with
+    Kafka's default partition count, then with the count of partition directories (a broker
+    may create them lazily, a fixture may have fewer); every partition if neither has it."""
+    present = {p.partition for p in list_partitions(data_dir, "__consumer_offsets")}
+    for n in dict.fromkeys((OFFSETS_TOPIC_PARTITIONS, len(present))):
+        p = coordinator_partition(group, n) if n else None
+        if p in present:
+            t = _membership(data_dir, p)
+            if _has(t, group):
+                return t
+    return _membership(data_dir, None)
+
+
+def from_data_dir(data_dir: str, group: str) -> GroupHistory:
+    """Decode the group's membership records and events straight from the log dir."""
+    t = group_membership(data_dir, group)
     events = event_dicts(list(_raw_rows(data_dir, "__group_events", None)), _group_filter(group))
     rebs = rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
     return GroupHistory(group, _sorted([r for r in rebs if r["group_id"] == group]),
