@@ -1,8 +1,9 @@
 """``summary.json``, the PNG plots and ``report.html`` of an ``analyze run``.
 
-Only aggregated tables reach the driver: the heatmaps use partition lag bucketed to at most
-``report_data.BUCKETS`` columns in Spark, and only the ``MAX_GROUPS`` worst groups get per-group
-plots. The report embeds every PNG as a data URI, so it is one self-contained file.
+Only aggregated tables reach the driver: the heatmaps and charts use partition lag bucketed
+to at most ``report_data.BUCKETS`` columns in Spark, and only the ``MAX_GROUPS`` worst groups
+get per-group PNG plots. The report (``report``) inlines the heatmap and the Burrow strip as
+data URIs next to its interactive charts, so each page is one self-contained file.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ MAX_GROUPS = 12  # groups charted on the index page (and in the PNGs)
 MAX_PAGES = 200  # groups that get a page of their own when there are more than MAX_GROUPS
 STATIC_PLOTS = (("lag_heatmap", "Lag heatmap (partition x time)"),
                 ("burrow_status", "Burrow status per partition over time"))
-STATUS_RANK = {"ERR": 3, "WARN": 2, "OK": 1, "NOTFOUND": 0}
 
 
 def summary(spark: Any, cfg: RunConfig, span: tuple[int, int], commits: Any, ends: Any,
@@ -28,8 +28,7 @@ def summary(spark: Any, cfg: RunConfig, span: tuple[int, int], commits: Any, end
     lo, hi = span
     group_final = {r["group_id"]: r.asDict(recursive=True)
                    for r in groups.filter(groups.eval_ts_ms == hi).collect()}
-    worst = sorted(group_final.values(),
-                   key=lambda g: (-STATUS_RANK.get(g["status"], 0), -(g["total_lag"] or 0)))
+    worst = [group_final[g] for g in report_data.ordered_groups(group_final)]
     by_group: dict[str, dict[str, str]] = {}
     for (g, topic, p), st in sorted(final.items()):
         by_group.setdefault(g, {})[f"{topic}-{p}"] = st["status"]

@@ -85,20 +85,12 @@ class Table:
     note: str = ""
 
 
-def _members(ids: Any) -> str:
-    return ", ".join(story.short_member(m) for m in ids or []) or "-"
-
-
 def _pct(v: Any) -> str:
     return f"{v * 100:.0f} %"
 
 
 def _dec1(v: Any) -> str:
     return f"{v:,.1f}"
-
-
-def _dec2(v: Any) -> str:
-    return f"{v:,.2f}"
 
 
 N = story.fmt_int
