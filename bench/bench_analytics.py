@@ -269,6 +269,16 @@ def _notes(result: dict[str, Any]) -> list[str]:
             f"{b['pipeline']['seconds'] / a['pipeline']['seconds']:.2f}x"
             for a, b in itertools.pairwise(run))
         stages = ", ".join(f"{k} {v:.0f} s" for k, v in big["pipeline"]["stages_s"].items())
+        pipe_rate = big["records"] / big["pipeline"]["seconds"]
+        worst = max(b["pipeline"]["seconds"] / a["pipeline"]["seconds"]
+                    for a, b in itertools.pairwise(run)) if len(run) > 1 else None
+        notes.append(
+            f"Goal of at least 1 M coordinator records/s through the whole pipeline on "
+            f"`{result['master']}`: {'met' if pipe_rate >= 1_000_000 else 'not met'} "
+            f"({pipe_rate:,.0f} records/s at {big['share'] * 100:.1f} %). Goal of at most "
+            f"2.1x the time per doubling: "
+            + ("not measured" if worst is None else
+               f"{'met' if worst <= 2.1 else 'not met'} (worst step {worst:.2f}x)") + ".")
         notes.append(
             f"Pipeline run time as the volume doubles (2x the records each step): {steps}. "
             "The first run of the session also pays for warming the Python workers. Stages at "
@@ -278,8 +288,14 @@ def _notes(result: dict[str, Any]) -> list[str]:
             notes.append("Pipeline not run at " + ", ".join(
                 f"{r['share'] * 100:.1f} %" for r in skipped) + " (over `--pipeline-max` or "
                 "the `--budget-s` time budget).")
-    notes.append("The machine is shared; the 1-minute load average per row shows how busy "
-                 "it was.")
+    loads = [r["load_1m"][0] for r in result["rows"] if r.get("load_1m")]
+    if loads and max(loads) > 1.5:
+        notes.append(f"This run shared the machine's cores with other jobs (1-minute load "
+                     f"average {min(loads):.1f}-{max(loads):.1f} on 2 cores): absolute times "
+                     "are inflated and noisy, compare rows of one run rather than runs.")
+    else:
+        notes.append("The machine is shared; the 1-minute load average per row shows how "
+                     "busy it was.")
     return notes
 
 

@@ -74,7 +74,7 @@ def e2e(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
         summary = run(spark, RunConfig(str(broker.data_dir), str(out), eval_every_ms=5_000),
                       lambda _line: None)
         yield {"result": result, "offsets": offsets, "out": out, "summary": summary,
-               "lines": lines}
+               "lines": lines, "data_dir": broker.data_dir}
     finally:
         factory.close()
 
@@ -180,3 +180,18 @@ def test_slow_member_is_the_one_behind(e2e: dict[str, Any]) -> None:
     slow = e2e["result"].members["m3-slow"].events_of("assigned")[-1]["parts"]
     behind = {p for p, c in offsets.items() if int(c["lag"]) > 0}
     assert behind and behind <= set(slow), (behind, slow)
+
+
+def test_why_tells_each_rebalance_with_its_cause(e2e: dict[str, Any]) -> None:
+    """`analyze why` on the broker's log dir and on the run's tables: the same story."""
+    from groupcoord.analytics import why
+
+    told = [why.tell(h) for h in (why.from_data_dir(str(e2e["data_dir"]), SCENARIO.group),
+                                  why.from_out_dir(str(e2e["out"]), SCENARIO.group))]
+    assert told[0] == told[1]
+    text = "\n".join(told[0])
+    for who in ("m1", "m2", "m3-slow", "m4-killed"):
+        assert f": {who} joined;" in text, text
+    assert f'm2 left the group: "{LEAVE_REASON}"' in text, text
+    timeout = f"{SCENARIO.session_timeout_ms / 1000:.1f} s"
+    assert f"m4-killed was evicted after {timeout} without a heartbeat" in text, text

@@ -1,10 +1,16 @@
-"""``report.html`` as a person sees it: opened in headless Chromium, every plot must render.
+"""``report.html`` as a person sees it, in headless Chromium.
 
-The pipeline runs once over a short synthetic fixture. Chromium is driven from its command
-line only (no WebDriver): one run loads a copy of the report with a small script appended
-that, on ``load``, writes every image's load status and the page size into the DOM, which
-``--dump-dom`` prints; a second run takes a full-page screenshot of the report itself, kept
-as ``test-artifacts/report-render/report.png`` for a person to look at.
+The pipeline runs once over a short synthetic fixture whose ``story`` group replays the
+demo's script (``fixture_story``: m1, m2, m3-slow and m4-killed join, m2 leaves with a KIP-800
+reason, m4-killed is evicted by its session timeout, m3-slow falls behind). Chromium is driven
+from its command line only (no WebDriver):
+
+- one run loads a copy of the report with a probe script appended that, after ``load``,
+  reads the summary lines, counts the series every chart drew, then works the page as a
+  person would (changes the group and partition selects, zooms, hovers a rebalance, sorts
+  a table) and writes what it saw into the DOM, which ``--dump-dom`` prints;
+- then one screenshot per section (every other section hidden), kept in
+  ``test-artifacts/report-render/`` for a person to look at.
 """
 
 from __future__ import annotations
@@ -21,30 +27,70 @@ from typing import Any
 import pytest
 from helpers.broker import REPO_ROOT
 
+from groupcoord.analytics import fixture_story
 from groupcoord.analytics.fixture import FixtureSpec, generate
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "report-render"
 WINDOW_WIDTH = 1280
-MAX_HEIGHT = 20_000  # Chromium's screenshot surface has limits; the report is far shorter
+MAX_HEIGHT = 12_000  # Chromium's screenshot surface has limits; sections are far shorter
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--hide-scrollbars",
                   "--virtual-time-budget=10000"]
-# Appended to a copy of the report: records what the browser made of every <img>.
+CHARTS = ["chart-lag-records", "chart-lag-seconds", "chart-rebalances", "chart-owners",
+          "chart-commits"]
+SECTIONS = ["summary", *[f"sec-{c}" for c in CHARTS], "tbl-groups", "tbl-rebalances",
+            "tbl-stuck", "tbl-rewinds", "sec-img-0", "sec-img-1"]
+# Appended to a copy of the report: what the page shows, then how it reacts.
 PROBE = """<script>
 window.addEventListener('load', () => {
-  const d = document.documentElement;
-  const out = {images: [...document.images].map(i => ({alt: i.alt, complete: i.complete,
-               width: i.naturalWidth, height: i.naturalHeight, shown: i.clientWidth})),
-               scrollWidth: d.scrollWidth, scrollHeight: d.scrollHeight};
+  const d = document.documentElement, q = s => [...document.querySelectorAll(s)];
+  const charts = () => Object.fromEntries(__CHARTS__.map(id => [id,
+      q('#' + id + ' .series').map(e => ({g: e.dataset.group, p: e.dataset.partition || null}))]));
+  const out = {scrollWidth: d.scrollWidth,
+    images: q('img').map(i => ({alt: i.alt, complete: i.complete, width: i.naturalWidth,
+                                height: i.naturalHeight, shown: i.clientWidth})),
+    sections: Object.fromEntries(__SECTIONS__.map(id => [id,
+      document.getElementById(id) ? document.getElementById(id).offsetHeight : -1])),
+    groups: Object.fromEntries(q('.group').map(g => [g.dataset.group,
+      Object.fromEntries([...g.querySelectorAll('li')].map(li => [li.className,
+        li.textContent.replace(/^\\S+( rebalance)? /, '')]))])),
+    text: document.body.innerText,
+    before: charts()};
+  const gsel = document.getElementById('f-group');
+  gsel.value = 'story'; gsel.dispatchEvent(new Event('change'));
+  out.group = charts();
+  out.partOptions = q('#f-part option').map(o => o.value);
+  const psel = document.getElementById('f-part');
+  psel.value = 't-story-3'; psel.dispatchEvent(new Event('change'));
+  out.partition = charts();
+  const range = () => document.getElementById('zoom-range').textContent;
+  out.zoomBefore = range();
+  const svg = document.querySelector('#chart-lag-records svg'), r = svg.getBoundingClientRect();
+  const at = f => ({clientX: r.left + r.width * f, clientY: r.top + r.height / 2, bubbles: true});
+  svg.dispatchEvent(new MouseEvent('mousedown', at(0.5)));
+  svg.dispatchEvent(new MouseEvent('mousemove', at(0.8)));
+  svg.dispatchEvent(new MouseEvent('mouseup', at(0.8)));
+  out.zoomAfter = range();
+  document.getElementById('zoom-reset').click();
+  out.zoomReset = range();
+  const bars = q('#chart-rebalances rect.series');
+  const last = bars[bars.length - 1], b = last.getBoundingClientRect();
+  last.dispatchEvent(new MouseEvent('mousemove', {clientX: b.left + 1, clientY: b.top + 2,
+                                                  bubbles: true}));
+  const tip = document.querySelector('.tip');
+  out.tooltip = {shown: tip.style.display, text: tip.textContent};
+  const th = q('#tbl-groups th').find(h => h.textContent === 'lag (records)');
+  th.click(); th.click();
+  out.sortedLag = q('#tbl-groups tbody tr').map(tr => Number(tr.cells[3].dataset.v));
   const pre = document.createElement('pre');
   pre.id = 'render-probe';
   pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });
-</script>"""
+</script>""".replace("__CHARTS__", json.dumps(CHARTS)).replace("__SECTIONS__", json.dumps(SECTIONS))
 
 
 def _chromium() -> str:
@@ -88,19 +134,65 @@ def probe(report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
     return dict(json.loads(html.unescape(found.group(1))))
 
 
-def test_every_plot_renders(report: Path, probe: dict[str, Any]) -> None:
-    plots = sorted(p.stem for p in (report.parent / "plots").glob("*.png"))
+def test_story_summary_lines(probe: dict[str, Any]) -> None:
+    """The demo's known events, told at the top of the page."""
+    story = probe["groups"][fixture_story.GROUP]
+    assert story["health"].startswith("WARN: t-story partition 3 is slow (Burrow WARN"), story
+    assert story["health"].endswith("owned by m3-slow"), story  # the slow member, flagged
+    assert re.fullmatch(r"lag now [\d,]+ records, [\d,]+\.\d s behind \(worst: t-story "
+                        r"partition 3, [\d,]+ records\); trend over the last \d+ s: [+-][\d,]+ "
+                        r"records \([+-][\d,]+\.\d records/s\), [+-][\d,]+\.\d s",
+                        story["lag"]), story["lag"]
+    assert story["rebalance"] == ("generation 6 at 2023-11-14 22:16:06.100: m4-killed was "
+                                  "evicted after 45 s without a heartbeat (session timeout); "
+                                  "1 partition moved; 1.1 s")
+    assert probe["groups"]["stopper"]["health"].startswith(
+        "ERR: t-stopper partitions 0, 1, 2, 3 are stopped (Burrow STOP")
+    assert probe["groups"]["churn"]["rebalance"].endswith(
+        'churn-m1 left the group: "the consumer is being closed"; 2 partitions moved; 3.0 s')
+
+
+def test_rebalance_table_tells_joins_and_leaves(probe: dict[str, Any]) -> None:
+    text = probe["text"]
+    assert "m1 joined; 4 partitions moved; 300 ms" in text
+    assert f'm2 left the group: "{fixture_story.LEAVE_REASON}"; 1 partition moved; 600 ms' in text
+
+
+def test_numbers_are_formatted(probe: dict[str, Any]) -> None:
+    text = probe["text"]
+    assert not re.search(r"\d\.\d{4,}", text), "a raw float"
+    assert "{" not in text and "'" not in text.replace("’", ""), "a Python dict or list"
+    assert "-:" not in text and "None" not in text and "nan" not in text.lower().split()
+
+
+def test_charts_respond_to_the_filters(probe: dict[str, Any]) -> None:
+    before, group, part = probe["before"], probe["group"], probe["partition"]
+    for chart in CHARTS:
+        assert before[chart], chart
+        assert {s["g"] for s in before[chart]} > {fixture_story.GROUP}, chart
+        assert group[chart] and {s["g"] for s in group[chart]} == {fixture_story.GROUP}, chart
+    assert probe["partOptions"] == ["", "t-story-0", "t-story-1", "t-story-2", "t-story-3"]
+    for chart in ("chart-lag-records", "chart-lag-seconds"):
+        assert part[chart] == [{"g": fixture_story.GROUP, "p": "t-story-3"}], chart
+    assert {s["p"] for s in part["chart-owners"]} == {"t-story-3"}
+    # m3-slow's partition was m1's (generation 1), then m2's (2), then m3-slow's (3 on)
+    assert len(part["chart-owners"]) == 3
+
+
+def test_zoom_hover_and_sort(probe: dict[str, Any]) -> None:
+    assert probe["zoomAfter"] != probe["zoomBefore"] == probe["zoomReset"]
+    assert probe["tooltip"]["shown"] == "block"
+    assert "m4-killed was evicted after 45 s without a heartbeat" in probe["tooltip"]["text"]
+    assert probe["sortedLag"] == sorted(probe["sortedLag"], reverse=True)
+
+
+def test_static_plots_render_and_the_page_fits(probe: dict[str, Any]) -> None:
     images = probe["images"]
-    assert plots and sorted(i["alt"] for i in images) == plots
-    broken = [i for i in images if not i["complete"] or i["width"] <= 0 or i["height"] <= 0]
-    assert not broken, broken
-    assert all(i["shown"] > 0 for i in images)
-
-
-def test_page_fits_the_window_width(probe: dict[str, Any]) -> None:
-    """Nothing (a wide table, a plot) pushes the page into horizontal scrolling."""
+    assert sorted(i["alt"] for i in images) == ["Burrow status per partition over time",
+                                                "Lag heatmap (partition x time)"]
+    assert all(i["complete"] and i["width"] > 0 and 0 < i["shown"] <= WINDOW_WIDTH
+               for i in images), images
     assert probe["scrollWidth"] <= WINDOW_WIDTH, probe["scrollWidth"]
-    assert all(i["shown"] <= WINDOW_WIDTH for i in probe["images"])
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -110,14 +202,21 @@ def _png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_full_page_screenshot_is_kept(report: Path, probe: dict[str, Any],
-                                      tmp_path: Path) -> None:
+@pytest.mark.parametrize("section", SECTIONS)
+def test_section_screenshot_is_kept(report: Path, probe: dict[str, Any], section: str,
+                                    tmp_path: Path) -> None:
+    height = probe["sections"][section]
+    assert height > 0, section
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / "report.png"
+    shot = ARTIFACTS / f"{section}.png"
     shot.unlink(missing_ok=True)
-    height = min(int(probe["scrollHeight"]), MAX_HEIGHT)
-    _run_chromium([f"--window-size={WINDOW_WIDTH},{height}", f"--screenshot={shot}",
-                   report.as_uri()], tmp_path / "profile-shot")
-    assert _png_size(shot) == (WINDOW_WIDTH, height)
-    # a blank page compresses to almost nothing; six plots and tables do not
-    assert shot.stat().st_size > 100_000
+    page = report.parent / f"only-{section}.html"
+    only = (f"<style>body>h1,body>p.meta{{display:none}}"
+            f"section:not(#{section}):not(:has(#{section})){{display:none}}</style>")
+    page.write_text(report.read_text(encoding="utf-8").replace("</head>", only + "</head>"),
+                    encoding="utf-8")
+    size = min(height + 120, MAX_HEIGHT)
+    _run_chromium([f"--window-size={WINDOW_WIDTH},{size}", f"--screenshot={shot}",
+                   page.as_uri()], tmp_path / "profile-shot")
+    assert _png_size(shot) == (WINDOW_WIDTH, size)
+    assert shot.stat().st_size > 5_000  # a blank page compresses to almost nothing

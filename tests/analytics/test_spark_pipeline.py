@@ -39,8 +39,8 @@ def test_row_counts_reconcile(result: dict[str, Any], fixture_dir: Fixture) -> N
     rows = result["summary"]["rows"]
     assert rows["offset_commits"] == m["commit_rows"]
     assert rows["end_offsets"] == m["data_batches"]
-    assert rows["group_events"] == 3
-    assert rows["classic_generations"] == sum(1 for g in m["groups"] if g != "cg-rebal") + 2
+    assert rows["group_events"] == m["group_events"]
+    assert rows["classic_generations"] == m["classic_generations"]
     assert rows["share_partition_state"] == rows["share_lag"] == len(m["expect_share"]["rows"])
 
 
@@ -82,6 +82,8 @@ def test_rebalances_and_balance(spark: Any, result: dict[str, Any], fixture_dir:
                 and r["to_epoch"] == want["to_epoch"]]
         assert (r["start_ts_ms"], r["end_ts_ms"], r["duration_ms"], r["joined"], r["left"]) == \
             (want["start_ms"], want["end_ms"], want["duration_ms"], want["joined"], want["left"])
+        if "partitions_moved" in want:
+            assert r["partitions_moved"] == want["partitions_moved"], r
     latest = result["summary"]["assignment_balance_latest"]
     assert latest["unbalanced"]["imbalance"] == 2.0
     assert latest["healthy-0"]["imbalance"] == 1.0
@@ -123,7 +125,9 @@ def test_outputs_written(result: dict[str, Any]) -> None:
     assert names == {"lag_heatmap.png", "lag_series.png", "commit_rate.png",
                      "rebalance_timeline.png", "assignment_balance.png", "burrow_status.png"}
     report = (out / "report.html").read_text()
-    assert report.count("data:image/png;base64,") == 6
+    # the heatmap and the Burrow strip are inlined; the rest are interactive charts
+    assert report.count("data:image/png;base64,") == 2
+    assert report.count("class='chart'") == 5
     assert any("gold burrow_status" in line for line in result["lines"])
 
 

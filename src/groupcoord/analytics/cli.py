@@ -1,4 +1,4 @@
-"""``groupcoord analyze {run,dump,gen-fixture,bench}``: the command line of the pipeline.
+"""``groupcoord analyze {run,dump,gen-fixture,bench,why}``: the command line of the pipeline.
 
 ``main(argv)`` returns a process exit code; ``groupcoord.cli`` dispatches ``analyze`` to it
 and ``python -m groupcoord.analytics`` runs it directly (also under ``spark-submit``).
@@ -20,6 +20,11 @@ def _iso_ms(text: str) -> int:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
+
+
+def _time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO time (UTC unless it says otherwise)."""
+    return int(text) if text.isdigit() else _iso_ms(text)
 
 
 def _duration_ms(text: str) -> int:
@@ -63,6 +68,14 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--partitions", type=int, default=4)
     g.add_argument("--rate", type=int, default=10, help="records per partition per second")
     g.add_argument("--healthy-groups", type=int, default=2)
+    w = sub.add_parser("why", help="a group's rebalances and their causes, in words")
+    w.add_argument("group")
+    src = w.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data-dir", help="read the log dir directly (no Spark)")
+    src.add_argument("--out", help="read the tables of an `analyze run` output")
+    w.add_argument("--at", type=_time_ms, help="ISO time or epoch ms: the story around it")
+    w.add_argument("--window", type=_duration_ms, default=300_000,
+                   help="with --at: rebalances within this much of it (5m)")
     b = sub.add_parser("bench", help="decode throughput (and Spark ingest with --spark)")
     b.add_argument("--in", dest="data_dir", required=True)
     b.add_argument("--out", help="write the results as JSON here")
@@ -140,10 +153,19 @@ def _cmd_bench(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_why(a: argparse.Namespace) -> int:
+    from groupcoord.analytics import why
+
+    history = (why.from_data_dir(a.data_dir, a.group) if a.data_dir
+               else why.from_out_dir(a.out, a.group))
+    print("\n".join(why.tell(history, a.at, a.window)))
+    return 0 if history.rebalances else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     handlers = {"run": _cmd_run, "dump": _cmd_dump, "gen-fixture": _cmd_fixture,
-                "bench": _cmd_bench}
+                "bench": _cmd_bench, "why": _cmd_why}
     return handlers[a.cmd](a)
 
 

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.analytics import fixture_records as fr
+from groupcoord.analytics import fixture_story
 from groupcoord.analytics.logwriter import PartitionWriter
 
 T0 = 1_700_000_000_000
 COMMIT_EVERY_MS = 5_000
 COMMIT_PHASE_MS = 500
 ANOMALIES = ("stop", "stall", "slow", "rewind", "rewind-unrecovered", "rebalance",
-             "unbalanced", "churn", "txn")
+             "unbalanced", "churn", "txn", "story")
 
 
 @dataclass
@@ -99,6 +100,11 @@ def _groups(spec: FixtureSpec) -> list[_Group]:
         "unbalanced": lambda: _Group("unbalanced", "unbalanced", 6, _healthy),
         "churn": lambda: _Group("churn", "churn", p, _healthy),
         "txn": lambda: _Group("txn-group", "txn", p, _healthy),
+        # the demo's story (fixture_story): four partitions, one lagging behind m3-slow
+        "story": lambda: _Group(fixture_story.GROUP, "story", 4,
+                                fixture_story.commit_fn(
+                                    spec, T0, COMMIT_EVERY_MS // 1000 * spec.rate),
+                                {fixture_story.SLOW_PARTITION: "WARN"}, "WARN"),
     }
     out += [makers[a]() for a in spec.anomalies]
     for g in out:
@@ -168,6 +174,8 @@ def generate(out: str | Path, spec: FixtureSpec | None = None) -> dict[str, Any]
         coord.offset_value_version["healthy-1"] = 4  # Kafka 4.x's flexible OffsetCommitValue
     commits = _plan_commits(coord, groups, spec)
     membership = fr.plan_membership(coord, groups_by_anomaly(groups), spec, T0, topic_id_for)
+    if "story" in spec.anomalies:
+        membership["expect_rebalances"] += fixture_story.plan_story(coord, spec, T0)
     coord.flush(writers)
     writers.close()
     manifest = _manifest(spec, groups, commits, membership, data_batches, coord)
@@ -220,6 +228,8 @@ def _manifest(spec: FixtureSpec, groups: list[_Group], commits: dict[str, int],
         "commit_rows": sum(commits.values()),
         "aborted_commit_rows": coord.aborted_rows,
         "coordinator_records": coord.record_count,
+        "group_events": coord.events,
+        "classic_generations": coord.classic_generations,
         "rewind_at_ms": T0 + (spec.seconds - 30) * 1000 + COMMIT_PHASE_MS,
         **membership,
     }

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 TXN_PRODUCER_ID = 4242
 EVENTS_TOPIC = "__group_events"
 STABLE, UNREVOKED, UNRELEASED = 0, 1, 2
+SESSION_TIMEOUT_MS = 45_000  # every classic member's, as Kafka's consumer default
 
 
 def key_bytes(record_type: int, **fields: Any) -> bytes:
@@ -48,6 +49,8 @@ class CoordinatorLog:
         self._entries: list[tuple[int, int, str, int, Any]] = []
         self.record_count = 0
         self.aborted_rows = 0
+        self.events = 0
+        self.classic_generations = 0
         self.offset_value_version: dict[str, int] = {}
 
     def _add(self, ts: int, topic: str, partition: int, item: Any) -> None:
@@ -70,6 +73,7 @@ class CoordinatorLog:
 
     def event(self, group: str, ts: int, kind: str, member: str | None, reason: str | None,
               generation: int, **detail: Any) -> None:
+        self.events += 1
         body = {"group_id": group, "kind": kind, "member_id": member, "reason": reason,
                 "generation": generation, "timestamp_ms": ts, "detail": detail}
         self._add(ts, EVENTS_TOPIC, 0, ("batch", [(group.encode(), json.dumps(body).encode())],
@@ -115,10 +119,12 @@ def _assignment(topic: str, parts: list[int]) -> bytes:
 
 
 def classic_generation(log: CoordinatorLog, group: str, generation: int, ts: int,
-                       assignment: dict[str, list[int]]) -> None:
+                       assignment: dict[str, list[int]],
+                       client_id: Callable[[str], str] = lambda m: m.rsplit("-", 1)[-1]) -> None:
     topic = f"t-{group}"
-    members = [{"memberId": m, "clientId": m.rsplit("-", 1)[-1], "clientHost": f"/10.0.0.{i + 1}",
-                "rebalanceTimeout": 300_000, "sessionTimeout": 45_000,
+    log.classic_generations += 1
+    members = [{"memberId": m, "clientId": client_id(m), "clientHost": f"/10.0.0.{i + 1}",
+                "rebalanceTimeout": 300_000, "sessionTimeout": SESSION_TIMEOUT_MS,
                 "subscription": _subscription(topic), "assignment": _assignment(topic, parts)}
                for i, (m, parts) in enumerate(sorted(assignment.items()))]
     value = value_bytes(2, 3, protocolType="consumer", generation=generation, protocol="range",
@@ -136,7 +142,7 @@ def plan_membership(log: CoordinatorLog, groups: dict[str, _Group], spec: Fixtur
                     topic_id_for: Callable[[str], bytes]) -> dict[str, Any]:
     """Write every group's membership records; returns the manifest's expectations."""
     for key, g in groups.items():
-        if key == "rebalance":
+        if key in ("rebalance", "story"):
             continue
         if key == "unbalanced":
             assign = {"unbalanced-a": [0, 1, 2, 3], "unbalanced-b": [4], "unbalanced-c": [5]}

@@ -4,7 +4,9 @@
 end-offset samples and run ``analytics.lag`` on the Arrow tables; the rest are plain aggregations:
 ``group_burrow_status`` (Burrow's group fold: STOP/STALL/REWIND count as ERR),
 ``lag_rollup`` (1-minute buckets), ``commit_rate`` (per group and bucket, with empty commits)
-``rewinds`` (backwards commits and when, if ever, the pre-rewind offset was reached again),
+and ``rewinds`` (backwards commits and when, if ever, the pre-rewind offset was reached
+again), both from the commit rows of ``partition_lag`` (owner and previous commit included,
+so the commits are shuffled once),
 and the estimated start of classic rebalances that have no group event.
 """
 
@@ -97,50 +99,51 @@ def lag_rollup(plag: Any, out: Path, bucket_s: int = 60) -> Any:
     return _write(df, out, "lag_rollup")
 
 
-def commit_rate(commits: Any, owners: Any, out: Path, bucket_s: int = 60) -> Any:
-    """Commits per group, owning member (as of the commit) and minute; ``owners`` holds
-    ownership intervals (group, topic, partition, member, from/to ms), broadcast."""
-    from pyspark.sql import Window
+def commit_rate(plag: Any, out: Path, bucket_s: int = 60) -> Any:
+    """Commits per group, owning member (as of the commit) and minute, from the commit rows
+    of ``partition_lag`` (which carry the owner and the previous commit): no shuffle of the
+    raw commits."""
     from pyspark.sql import functions as F
 
-    w = Window.partitionBy("group_id", "topic", "partition").orderBy("record_ts_ms", "log_offset")
-    bucket = (F.col("record_ts_ms") / 1000 / bucket_s).cast("long") * bucket_s * 1000
-    c = (commits.filter(~F.col("tombstone"))
-         .withColumn("prev_offset", F.lag("committed_offset").over(w))
-         .withColumn("prev_ts", F.lag("record_ts_ms").over(w))
-         .withColumn("bucket_ms", bucket))
-    df = (_owned(c, owners, "record_ts_ms")
+    bucket = (F.col("ts_ms") / 1000 / bucket_s).cast("long") * bucket_s * 1000
+    interval = (F.col("ts_ms") - F.col("prev_commit_ts_ms")) / 1000.0
+    df = (plag.filter(F.col("kind") == "commit").withColumn("bucket_ms", bucket)
           .withColumnRenamed("owner_member_id", "member_id")
           .groupBy("group_id", "member_id", "topic", "bucket_ms")
           .agg(F.count("*").alias("commits"),
                F.countDistinct("partition").alias("partitions_committed"),
-               F.percentile_approx((F.col("record_ts_ms") - F.col("prev_ts")) / 1000.0, 0.5)
-               .alias("median_commit_interval_s"),
-               F.sum(F.when(F.col("committed_offset") == F.col("prev_offset"), 1)
+               F.percentile_approx(interval, 0.5).alias("median_commit_interval_s"),
+               F.sum(F.when(F.col("committed_offset") == F.col("prev_committed_offset"), 1)
                      .otherwise(0)).alias("empty_commits")))
     return _write(df, out, "commit_rate")
 
 
-def rewinds(commits: Any, out: Path) -> Any:
-    from pyspark.sql import Window
+# Above this many backwards commits the recovery lookup joins by sort-merge instead of
+# broadcasting the candidates (rewinds are rare; a log full of them is not).
+BROADCAST_REWINDS = 200_000
+
+
+def rewinds(plag: Any, out: Path) -> Any:
+    """Backwards commits (a commit below the group's previous one on the partition) and
+    when, if ever, a later commit reached the pre-rewind offset again."""
     from pyspark.sql import functions as F
 
     key = ["group_id", "topic", "partition"]
-    w = Window.partitionBy(*key).orderBy("record_ts_ms", "log_offset")
-    live = commits.filter(~F.col("tombstone"))
-    cand = (live.withColumn("from_offset", F.lag("committed_offset").over(w))
-            .filter(F.col("committed_offset") < F.col("from_offset"))
-            .select(*key, F.col("record_ts_ms").alias("ts_ms"), "from_offset",
+    commits = plag.filter(F.col("kind") == "commit")
+    cand = (commits.filter(F.col("committed_offset") < F.col("prev_committed_offset"))
+            .select(*key, "ts_ms", F.col("prev_committed_offset").alias("from_offset"),
                     F.col("committed_offset").alias("to_offset")))
-    later = live.select(*key, F.col("record_ts_ms").alias("later_ts"),
-                        F.col("committed_offset").alias("later_offset"))
-    cond = [cand[k] == later[k] for k in key] + [later["later_ts"] > cand["ts_ms"],
-                                                later["later_offset"] >= cand["from_offset"]]
-    # Rewinds are rare but `later` is every commit: a sort-merge join keeps memory flat,
-    # where a broadcast of `later` exhausted the driver at a few million commits.
-    df = (cand.join(later.hint("merge"), cond, "left")
-          .groupBy(*[cand[k] for k in key], cand["ts_ms"], cand["from_offset"], cand["to_offset"])
-          .agg(F.min("later_ts").alias("recovered_ts_ms"))
+    later = commits.select(*[F.col(k).alias(f"l_{k}") for k in key],
+                           F.col("ts_ms").alias("later_ts"),
+                           F.col("committed_offset").alias("later_offset"))
+    small = cand.count() <= BROADCAST_REWINDS
+    c = F.broadcast(cand) if small else cand
+    cond = [c[k] == later[f"l_{k}"] for k in key] + [later["later_ts"] > c["ts_ms"],
+                                                    later["later_offset"] >= c["from_offset"]]
+    recovered = (later.join(c, cond, "inner")
+                 .groupBy(*key, "ts_ms", "from_offset", "to_offset")
+                 .agg(F.min("later_ts").alias("recovered_ts_ms")))
+    df = (cand.join(recovered, [*key, "ts_ms", "from_offset", "to_offset"], "left")
           .withColumn("rewound_by", F.col("from_offset") - F.col("to_offset"))
           .withColumn("recovered", F.col("recovered_ts_ms").isNotNull()))
     return _write(df, out, "rewinds")

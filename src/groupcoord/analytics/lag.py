@@ -28,6 +28,8 @@ LAG_SCHEMA = pa.schema([
     ("group_id", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
     ("ts_ms", pa.int64()), ("kind", pa.string()), ("committed_offset", pa.int64()),
     ("end_offset", pa.int64()), ("lag_records", pa.int64()), ("lag_seconds", pa.float64()),
+    # commit rows: the group's previous commit on the partition (for commit rate and rewinds)
+    ("prev_committed_offset", pa.int64()), ("prev_commit_ts_ms", pa.int64()),
 ])
 BURROW_SCHEMA = pa.schema([
     ("eval_ts_ms", pa.int64()), ("group_id", pa.string()), ("topic", pa.string()),
@@ -116,11 +118,24 @@ def partition_lag(commits: pa.Table, ends: pa.Table, grid_ms: int, until_ms: int
     secs = np.where((lag > 0) & (appended >= 0), np.maximum(ts - appended, 0) / 1000.0, 0.0)
     kind = np.zeros(len(src), dtype=np.int64)
     kind[live.num_rows:] = 1
+    prev_offset, prev_ts = _previous(g, len(src))
     return pa.Table.from_arrays([
         g.column_at("group_id", src), g.column_at("topic", src),
         g.column_at("partition", src).cast(pa.int32()), pa.array(ts),
         _KINDS.take(pa.array(kind)), pa.array(committed), pa.array(end), pa.array(lag),
-        pa.array(secs)], schema=LAG_SCHEMA)
+        pa.array(secs), prev_offset, prev_ts], schema=LAG_SCHEMA)
+
+
+def _previous(g: _ByGroup, rows: int) -> tuple[pa.Array, pa.Array]:
+    """Each commit's predecessor in its group (null for a group's first commit and for the
+    grid rows that follow the commit rows), so rates and rewinds need no second shuffle."""
+    n = len(g.ts)
+    first = np.zeros(rows, dtype=bool)
+    first[g.bounds[:-1]] = True
+    first[n:] = True
+    before = np.concatenate([[0], np.arange(n - 1), np.zeros(rows - n, dtype=np.int64)]) \
+        if n else np.zeros(rows, dtype=np.int64)
+    return (pa.array(g.committed[before], mask=first), pa.array(g.ts[before], mask=first))
 
 
 def burrow_timeline(commits: pa.Table, ends: pa.Table, ticks_ms: list[int],

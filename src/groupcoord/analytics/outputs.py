@@ -1,24 +1,25 @@
 """``summary.json``, the PNG plots and ``report.html`` of an ``analyze run``.
 
-Only aggregated tables reach the driver: the heatmaps use partition lag bucketed to at most
-``HEAT_BUCKETS`` columns in Spark, and only the ``MAX_GROUPS`` worst groups get per-group
-plots. The report embeds every PNG as a data URI, so it is one self-contained file.
+Only aggregated tables reach the driver: the heatmaps and charts use partition lag bucketed
+to at most ``report_data.BUCKETS`` columns in Spark, and only the ``MAX_GROUPS`` worst groups
+get per-group PNG plots. The report (``report``) inlines the heatmap and the Burrow strip as
+data URIs next to its interactive charts, so each page is one self-contained file.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import plots
+from groupcoord.analytics import plots, report, report_data, story
 from groupcoord.analytics.pipeline import RunConfig
 
-MAX_GROUPS = 12
-HEAT_BUCKETS = 120
-STATUS_RANK = {"ERR": 3, "WARN": 2, "OK": 1, "NOTFOUND": 0}
+MAX_GROUPS = 12  # groups charted on the index page (and in the PNGs)
+MAX_PAGES = 200  # groups that get a page of their own when there are more than MAX_GROUPS
+STATIC_PLOTS = (("lag_heatmap", "Lag heatmap (partition x time)"),
+                ("burrow_status", "Burrow status per partition over time"))
 
 
 def summary(spark: Any, cfg: RunConfig, span: tuple[int, int], commits: Any, ends: Any,
@@ -27,8 +28,7 @@ def summary(spark: Any, cfg: RunConfig, span: tuple[int, int], commits: Any, end
     lo, hi = span
     group_final = {r["group_id"]: r.asDict(recursive=True)
                    for r in groups.filter(groups.eval_ts_ms == hi).collect()}
-    worst = sorted(group_final.values(),
-                   key=lambda g: (-STATUS_RANK.get(g["status"], 0), -(g["total_lag"] or 0)))
+    worst = [group_final[g] for g in report_data.ordered_groups(group_final)]
     by_group: dict[str, dict[str, str]] = {}
     for (g, topic, p), st in sorted(final.items()):
         by_group.setdefault(g, {})[f"{topic}-{p}"] = st["status"]
@@ -64,32 +64,35 @@ def _latest_balance(balance: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _heat_width(lo: int, hi: int, grid_ms: int) -> int:
-    """Bucket width of the heatmaps: at most HEAT_BUCKETS, never finer than the lag grid."""
-    return max(grid_ms, (hi - lo) // HEAT_BUCKETS + 1)
+def _meta(summ: dict[str, Any]) -> str:
+    rows = summ["rows"]
+    counts = ", ".join(f"{story.fmt_int(n)} {name.replace('_', ' ')}"
+                       for name, n in sorted(rows.items()) if n)
+    return (f"{html.escape(story.fmt_ts(summ['start_ms']))} to "
+            f"{html.escape(story.fmt_ts(summ['end_ms']))} UTC "
+            f"({html.escape(story.fmt_seconds(summ['end_ms'] - summ['start_ms']))}) from "
+            f"{html.escape(str(summ['data_dir']))}; Spark {html.escape(summ['spark_version'])} "
+            f"({html.escape(summ['master'])}). Rows: {html.escape(counts)}.")
 
 
-def _heat_rows(plag: Any, chosen: list[str], lo: int, width: int) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
-
-    return [r.asDict() for r in plag.filter((F.col("kind") == "grid")
-                                            & F.col("group_id").isin(chosen))
-            .withColumn("bucket", ((F.col("ts_ms") - lo) / width).cast("int"))
-            .groupBy("group_id", "topic", "partition", "bucket")
-            .agg(F.max("lag_records").alias("lag")).collect()]
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any, groups: Any,
-                     small: dict[str, Any], summ: dict[str, Any]) -> list[Path]:
+def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any,
+                     small: dict[str, Any], summ: dict[str, Any],
+                     final: dict[tuple[str, str, int], dict[str, Any]],
+                     rewinds: list[dict[str, Any]]) -> list[Path]:
+    """The PNG plots under ``plots/`` and the report pages; returns the PNGs."""
     lo, hi = summ["start_ms"], summ["end_ms"]
-    chosen = (summ["worst_groups"] + sorted(summ["groups"]))[:MAX_GROUPS * 2]
-    chosen = list(dict.fromkeys(chosen))[:MAX_GROUPS]
+    got = report_data.collect(plag, small, summ, final, MAX_PAGES)
+    chosen = [v.group for v in got.views[:MAX_GROUPS]]
     pdir = out / "plots"
     pdir.mkdir(parents=True, exist_ok=True)
-    width = _heat_width(lo, hi, summ["grid_ms"])
+    heat = [r for r in got.heat_rows if r["group_id"] in set(chosen)]
     made = [
-        plots.lag_heatmaps(pdir, _heat_rows(plag, chosen, lo, width), small["rebalances"], lo,
-                           hi, (hi - lo) // width + 1),
+        plots.lag_heatmaps(pdir, heat, small["rebalances"], lo, hi,
+                           (hi - lo) // got.width_ms + 1),
         plots.lag_series(pdir, [r.asDict() for r in rollup.filter(
             rollup.group_id.isin(chosen)).collect()]),
         plots.commit_rate(pdir, [r.asDict() for r in rate.filter(
@@ -100,53 +103,16 @@ def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any, 
             burrow.group_id.isin(chosen)).select("eval_ts_ms", "group_id", "topic", "partition",
                                                  "status").collect()]),
     ]
-    write_report(out / "report.html", [p for p in made if p is not None], summ)
-    return [p for p in made if p is not None]
-
-
-def _cell(col: str, value: Any) -> str:
-    """A table cell as a person reads it: times in UTC, lists one item per line, no None."""
-    if value is None:
-        return "-"
-    if col.endswith("_ts_ms") and isinstance(value, int):
-        ts = datetime.fromtimestamp(value / 1000, UTC)
-        return ts.strftime("%Y-%m-%d %H:%M:%S.") + f"{ts.microsecond // 1000:03d}"
-    if isinstance(value, list):
-        return "<br>".join(html.escape(str(v)) for v in value)
-    return html.escape(str(value))
-
-
-def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
-    head = "".join(f"<th>{html.escape(c.removesuffix('_ms') if c.endswith('_ts_ms') else c)}"
-                   "</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(c, r.get(c))}</td>" for c in cols)
-                   + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def write_report(path: Path, images: list[Path], summ: dict[str, Any]) -> None:
-    groups = [{"group": g, **v} for g, v in summ["groups"].items()]
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>groupcoord analyze</title>",
-        ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;vertical-align:top}"
-         "img{max-width:100%}</style>"),
-        "</head><body><h1>Consumer group analytics</h1>",
-        (f"<p>Data: {html.escape(str(summ['data_dir']))}; Spark {summ['spark_version']} "
-         f"({html.escape(summ['master'])}); rows: {html.escape(str(summ['rows']))}</p>"),
-        "<h2>Group status at the end of the data (Burrow)</h2>",
-        _table(groups, ["group", "status", "total_lag", "max_lag", "complete", "lag_trend"]),
-        "<h2>Rebalances</h2>",
-        _table(summ["rebalances"], ["group_id", "group_type", "from_epoch", "to_epoch",
-                                    "start_ts_ms", "end_ts_ms", "duration_ms", "joined", "left",
-                                    "reasons", "estimated"]),
-        "<h2>Stuck consumers</h2>",
-        _table(summ["stuck_consumers"], ["group_id", "topic", "partition", "status",
-                                         "member_id", "client_host", "current_lag"]),
-    ]
-    for img in images:
-        data = base64.b64encode(img.read_bytes()).decode("ascii")
-        parts.append(f"<h2>{html.escape(img.stem.replace('_', ' '))}</h2>"
-                     f"<img alt='{html.escape(img.stem)}' src='data:image/png;base64,{data}'>")
-    parts.append("</body></html>")
-    path.write_text("\n".join(parts), encoding="utf-8")
+    pngs = [p for p in made if p is not None]
+    # the interactive charts cover lag, rebalances, assignment and commit rate; the
+    # heatmap and the Burrow strip have no interactive twin, so they are inlined
+    images = [(title, _data_uri(p)) for p in pngs
+              for stem, title in STATIC_PLOTS if p.stem == stem]
+    groups = [{**summ["groups"][g], "group": g, "partitions": len(summ["groups"][g]["partitions"])}
+              for g in report_data.ordered_groups(summ["groups"])]
+    tables = report.standard_tables(groups, report.rebalance_rows(small["rebalances"],
+                                                                  small["timeouts"]),
+                                    small["stuck"], rewinds)
+    report.write(out, "Consumer group analytics", _meta(summ), got.views, got.charts, tables,
+                 images, MAX_GROUPS, MAX_PAGES)
+    return pngs

@@ -33,6 +33,11 @@ EVENT_CLASSES = {
 }
 
 
+# The events kept, structured, in a rebalance's ``causes`` (``story`` tells them in words).
+CAUSE_KINDS = frozenset(("member_joined", "member_left", "member_expired", "member_fenced",
+                         "member_removed", "rebalance_started"))
+
+
 def event_class(kind: str) -> str:
     """start / end / join / leave / other for a ``__group_events`` kind.
 
@@ -81,8 +86,11 @@ def _row(gtype: str, group: str, frm: int | None, to: int, start: int | None, en
         "duration_ms": None if start is None or end is None else end - start,
         "members_before": len(before), "members_after": len(after),
         "joined": sorted(after - before), "left": sorted(before - after),
-        "reasons": [f"{e['kind']}: {e.get('member_id') or '-'}: {e['reason']}"
+        "reasons": [": ".join(x for x in (e["kind"], e.get("member_id"), e["reason"]) if x)
                     for e in evs if e.get("reason")],
+        "causes": [{"kind": e["kind"], "member_id": e.get("member_id"),
+                    "reason": e.get("reason"), "ts_ms": e["timestamp_ms"]}
+                   for e in evs if e["kind"] in CAUSE_KINDS],
         "partitions_moved": moved, "assignor": assignor, "estimated": estimated,
         "reconciled": [],
     }

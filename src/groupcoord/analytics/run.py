@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import gold, membership, outputs, rebalance, share
+from groupcoord.analytics import gold, membership, outputs, rebalance, share, story
 from groupcoord.analytics.pipeline import (
     Progress,
     RunConfig,
@@ -22,6 +22,19 @@ from groupcoord.analytics.segments import list_partitions
 IngestFn = Callable[[Any, RunConfig, Stages], dict[str, Any]]
 
 
+def _typed(table: Any) -> Any:
+    """Columns whose type a sample of all-null values cannot tell get their real type
+    (``causes`` of rebalances without a member, say), so Spark reads every run alike."""
+    import pyarrow as pa
+
+    causes = pa.list_(pa.struct([("kind", pa.string()), ("member_id", pa.string()),
+                                 ("reason", pa.string()), ("ts_ms", pa.int64())]))
+    if "causes" in table.column_names and table.schema.field("causes").type != causes:
+        i = table.column_names.index("causes")
+        table = table.set_column(i, "causes", table.column("causes").cast(causes))
+    return table
+
+
 def write_rows(rows: list[dict[str, Any]], out: Path, layer: str, name: str) -> int:
     """Write a small driver-side table as a one-file Parquet dataset (Spark-readable)."""
     import pyarrow as pa
@@ -32,7 +45,7 @@ def write_rows(rows: list[dict[str, Any]], out: Path, layer: str, name: str) -> 
     for old in path.glob("*.parquet"):
         old.unlink()
     if rows:
-        pq.write_table(pa.Table.from_pylist(rows), path / "part-00000.parquet")
+        pq.write_table(_typed(pa.Table.from_pylist(rows)), path / "part-00000.parquet")
     return len(rows)
 
 
@@ -86,7 +99,8 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     counts["assignment_balance"] = write_rows(balance, out, "gold", "assignment_balance")
     counts["stuck_consumers"] = write_rows(stuck, out, "gold", "stuck_consumers")
     return {"counts": counts, "rebalances": rebs, "balance": balance, "stuck": stuck,
-            "skipped_unknown": t.skipped_unknown}
+            "skipped_unknown": t.skipped_unknown, "ownership": mem["owners"],
+            "timeouts": story.session_timeouts(t.classic_generations)}
 
 
 def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]) -> tuple[int, int]:
@@ -177,14 +191,15 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     small = _small_tables(cfg, ing, mem, _topic_sizes(ends), final)
     st.done("membership, rebalances, assignment balance, share state")
     rollup = gold.lag_rollup(plag, out)
-    rate = gold.commit_rate(commits, owners, out)
-    rew = gold.rewinds(commits, out)
+    rate = gold.commit_rate(plag, out)
+    rew = gold.rewinds(plag, out)
     st.done("gold lag_rollup, commit_rate, rewinds")
     summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, groups, final, rew, small,
                               st.timings)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     if cfg.plots:
-        outputs.plots_and_report(out, rollup, plag, rate, burrow, groups, small, summary)
+        outputs.plots_and_report(out, rollup, plag, rate, burrow, small, summary, final,
+                                 summary["rewinds"])
         st.done("plots and report.html")
     summary["timings_s"] = st.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))

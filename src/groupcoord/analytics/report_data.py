@@ -1,0 +1,167 @@
+"""What ``report.html`` shows, gathered from the gold tables (Spark side of the report).
+
+Only aggregates reach the driver: partition lag is bucketed in Spark to at most
+``BUCKETS`` points per partition over the analysed range (never finer than the lag grid),
+the per-group lag series (sum of records, worst seconds) is aggregated in Spark for every
+group, and per-partition series and commit counts are collected only for the groups that
+get charts (the worst ``max_groups`` first). Membership-derived rows (rebalances, ownership
+intervals) are already small and on the driver.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.analytics import story
+from groupcoord.analytics.report import ChartData, GroupView
+
+BUCKETS = 120
+STATUS_RANK = {"ERR": 3, "WARN": 2, "OK": 1, "NOTFOUND": 0}
+Row = dict[str, Any]
+PartitionKey = tuple[str, str, int]
+
+
+def bucket_width(lo: int, hi: int, grid_ms: int) -> int:
+    return max(grid_ms, (hi - lo) // BUCKETS + 1)
+
+
+@dataclass
+class Collected:
+    """The report's data: ordered views, chart data, heatmap rows for the PNG."""
+
+    views: list[GroupView]
+    charts: ChartData
+    heat_rows: list[Row]
+    width_ms: int
+
+
+def ordered_groups(groups: dict[str, Row]) -> list[str]:
+    """Worst first: Burrow status, then total lag."""
+    return sorted(groups, key=lambda g: (-STATUS_RANK.get(groups[g]["status"], 0),
+                                         -(groups[g]["total_lag"] or 0), g))
+
+
+def _partition_buckets(plag: Any, lo: int, width: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return (plag.filter(F.col("kind") == "grid")
+            .withColumn("bucket", ((F.col("ts_ms") - lo) / width).cast("int"))
+            .groupBy("group_id", "topic", "partition", "bucket")
+            .agg(F.max("lag_records").alias("lag"), F.max("lag_seconds").alias("lag_s"),
+                 F.max("ts_ms").alias("ts_ms")))
+
+
+def _group_series(pb: Any) -> dict[str, list[story.LagPoint]]:
+    from pyspark.sql import functions as F
+
+    out: dict[str, list[story.LagPoint]] = defaultdict(list)
+    for r in (pb.groupBy("group_id", "bucket")
+              .agg(F.sum("lag").alias("lag"), F.max("lag_s").alias("lag_s"),
+                   F.max("ts_ms").alias("ts_ms")).collect()):
+        out[r["group_id"]].append(story.LagPoint(int(r["ts_ms"]), int(r["lag"] or 0),
+                                                 float(r["lag_s"] or 0.0)))
+    for pts in out.values():
+        pts.sort(key=lambda p: p.ts_ms)
+    return out
+
+
+def _lag_series(rows: list[Row]) -> list[Row]:
+    by: dict[PartitionKey, list[list[float]]] = defaultdict(list)
+    for r in rows:
+        by[(r["group_id"], r["topic"], r["partition"])].append(
+            [r["ts_ms"], r["lag"] or 0, round(r["lag_s"] or 0.0, 3)])
+    return [{"g": g, "t": t, "p": p, "name": f"{g} {t}-{p}", "pts": sorted(pts)}
+            for (g, t, p), pts in sorted(by.items())]
+
+
+def _commit_series(plag: Any, chosen: list[str], lo: int, width: int) -> list[Row]:
+    from pyspark.sql import functions as F
+
+    rows = (plag.filter((F.col("kind") == "commit") & F.col("group_id").isin(chosen))
+            .withColumn("bucket", ((F.col("ts_ms") - lo) / width).cast("int"))
+            .groupBy("group_id", "owner_member_id", "bucket").count().collect())
+    per_minute = 60_000 / width
+    by: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
+    for r in rows:
+        member = story.short_member(r["owner_member_id"]) if r["owner_member_id"] else "no owner"
+        by[(r["group_id"], member)].append([lo + r["bucket"] * width + width // 2,
+                                            round(r["count"] * per_minute, 2)])
+    return [{"g": g, "name": f"{g} {m}", "pts": sorted(pts)} for (g, m), pts in sorted(by.items())]
+
+
+def _rebalance_bars(rebalances: list[Row], timeouts: dict[tuple[str, str], int], hi: int
+                    ) -> list[Row]:
+    out = []
+    for r in rebalances:
+        start = r["start_ts_ms"] if r["start_ts_ms"] is not None else r["end_ts_ms"]
+        if start is None:
+            continue
+        out.append({"g": r["group_id"], "s": start,
+                    "e": r["end_ts_ms"] if r["end_ts_ms"] is not None else hi,
+                    "label": story.epoch_label(r), "text": story.rebalance_sentence(r, timeouts)})
+    return out
+
+
+def _owner_bars(intervals: list[Row], chosen: set[str], lo: int, hi: int) -> list[Row]:
+    out = []
+    for o in intervals:
+        s, e = max(o["from_ts_ms"], lo), min(o["to_ts_ms"], hi)
+        if o["group_id"] in chosen and e > s:
+            out.append({"g": o["group_id"], "t": o["topic"], "p": o["partition"],
+                        "m": story.short_member(o["member_id"]), "s": s, "e": e})
+    return out
+
+
+def group_views(order: list[str], final: dict[PartitionKey, Row], owners: dict[PartitionKey, str],
+                series: dict[str, list[story.LagPoint]], rebalances: list[Row],
+                timeouts: dict[tuple[str, str], int], groups: dict[str, Row], span_ms: int
+                ) -> list[GroupView]:
+    by_group: dict[str, list[PartitionKey]] = defaultdict(list)
+    for key in sorted(final):
+        by_group[key[0]].append(key)
+    last: dict[str, Row] = {}
+    for r in sorted(rebalances, key=lambda r: r.get("end_ts_ms") or r.get("start_ts_ms") or 0):
+        last[r["group_id"]] = r
+    views = []
+    for g in order:
+        keys = by_group.get(g, [])
+        health = story.health_line(groups[g]["status"], [
+            story.PartitionHealth(t, p, final[(g, t, p)]["status"], owners.get((g, t, p)))
+            for _g, t, p in keys])
+        worst_key = max(keys, key=lambda k: final[k]["current_lag"] or 0, default=None)
+        worst = (worst_key[1], worst_key[2], int(final[worst_key]["current_lag"] or 0)) \
+            if worst_key else None
+        pts = series.get(g, [])
+        lag = story.lag_line(None if pts else groups[g]["total_lag"], worst, pts, span_ms)
+        reb = story.rebalance_line(last[g], timeouts) if g in last \
+            else "none in the analysed range"
+        views.append(GroupView(g, groups[g]["status"], health, lag, reb))
+    return views
+
+
+def collect(plag: Any, small: dict[str, Any], summ: dict[str, Any],
+            final: dict[PartitionKey, Row], max_pages: int) -> Collected:
+    lo, hi = summ["start_ms"], summ["end_ms"]
+    width = bucket_width(lo, hi, summ["grid_ms"])
+    order = ordered_groups(summ["groups"])
+    chosen = order[:max_pages]
+    pb = _partition_buckets(plag, lo, width).cache()
+    try:
+        series = _group_series(pb)
+        rows = [r.asDict() for r in pb.filter(pb.group_id.isin(chosen)).collect()]
+    finally:
+        pb.unpersist()
+    timeouts: dict[tuple[str, str], int] = small["timeouts"]
+    owners = {(s["group_id"], s["topic"], s["partition"]): s["member_id"]
+              for s in small["stuck"] if s.get("member_id")}
+    views = group_views(order, final, owners, series, small["rebalances"], timeouts,
+                        summ["groups"], hi - lo)
+    charts = ChartData(lo, hi, _lag_series(rows), _commit_series(plag, chosen, lo, width),
+                       [b for b in _rebalance_bars(small["rebalances"], timeouts, hi)
+                        if b["g"] in set(chosen)],
+                       _owner_bars(small["ownership"], set(chosen), lo, hi))
+    heat = [{"group_id": r["group_id"], "topic": r["topic"], "partition": r["partition"],
+             "bucket": r["bucket"], "lag": r["lag"]} for r in rows]
+    return Collected(views, charts, heat, width)
