@@ -5,7 +5,8 @@ partitions hold ``--commits`` offset commits (batches of 100 records, 10,000 gro
 over five partitions as a busy cluster would), plus a one-partition data topic, then starts
 the broker (a subprocess) and measures from spawn: the first ApiVersions answer, the first
 Produce to the data topic, the first Fetch of it, and the first OffsetFetch of a group
-(answered once its shard has replayed). Three restarts each after a clean and after an
+(answered once its shard has replayed). ``--compare-src`` also starts a broker from another
+checkout's ``src/`` in the same run, for a before/after. Three restarts each after a clean and after an
 unclean shutdown (the unclean one has no `.kafka_cleanshutdown`, so the last segments are
 CRC-scanned first). Results go to stdout and ``bench/results/restart.md``.
 """
@@ -89,11 +90,15 @@ def _recv(sock: socket.socket, n: int) -> bytes:
     return out
 
 
-def measure(data: Path, group: str) -> dict[str, float]:
+def measure(data: Path, group: str, src: Path | None = None) -> dict[str, float]:
+    """One start on `data` (the broker from `src`, a checkout's `src/`, if given)."""
     port = free_port()
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "groupcoord", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--data-dir", str(data)],
+                             f"127.0.0.1:{port}", "--data-dir", str(data)], env=env,
                             cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out: dict[str, float] = {}
     try:
@@ -127,26 +132,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_restart")
     parser.add_argument("--commits", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compare-src", type=Path, default=None,
+                        help="also start the broker from this src/ directory (a checkout of an "
+                             "earlier commit), alternating with this one")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-restart-"))
+    brokers: list[tuple[str, Path | None]] = [("this tree", None)]
+    if args.compare_src is not None:
+        brokers.insert(0, (f"compare: {args.compare_src.parent.name}", args.compare_src))
     try:
         groups = build(data, args.commits)
         rows = []
         for shutdown in ("clean", "unclean"):
-            samples = []
-            for i in range(args.repeats):
-                if shutdown == "unclean":
-                    (data / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
-                samples.append(measure(data, groups[i * 7 % len(groups)]))
-                progress(SECTION, f"{shutdown} #{i + 1}: {samples[-1]}")
-            rows.append((shutdown, {k: statistics.median(s[k] for s in samples)
-                                    for k in samples[0]}))
+            for name, src in brokers:
+                samples = []
+                for i in range(args.repeats):
+                    if shutdown == "unclean":
+                        (data / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+                    samples.append(measure(data, groups[i * 7 % len(groups)], src))
+                    progress(SECTION, f"{name}, {shutdown} #{i + 1}: {samples[-1]}")
+                rows.append((f"{name}, {shutdown}", {k: statistics.median(s[k] for s in samples)
+                                                     for k in samples[0]}))
     finally:
         shutil.rmtree(data, ignore_errors=True)
     lines = [f"# Restart with {args.commits:,} offset commits in __consumer_offsets\n",
              (f"`python -m bench.bench_restart --commits {args.commits}`, median of "
              f"{args.repeats} starts, ms from spawn\n"),
-             "| shutdown | ApiVersions | Produce | Fetch | OffsetFetch (shard loaded) |",
+             "| broker, shutdown | ApiVersions | Produce | Fetch | OffsetFetch (shard loaded) |",
              "|---|---|---|---|---|"]
     for shutdown, m in rows:
         lines.append(f"| {shutdown} | {m['api_versions_ms']:.0f} | {m['produce_ms']:.0f} | "
