@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import tempfile
@@ -112,8 +113,12 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=100)
     args = parser.parse_args()
     rows = asyncio.run(run(args.mb))
+    info = machine_info()
+    load = os.getloadavg()[0]
     lines = [f"# Compaction of a {args.mb} MB compacted segment, probe latency\n",
-             f"`python -m bench.bench_compaction --mb {args.mb}` on {machine_info()}\n",
+             f"Command: `python -m bench.bench_compaction --mb {args.mb}`  ",
+             (f"Date (UTC): {info['date_utc']}; {info['cpu_model']}, {info['cpu_cores']} cores, "
+             f"{info['python']}; 1-minute load average at the end: {load:.1f}\n"),
              "| mode | records | cleaning s | probe answers | max ms | p99 ms | median ms |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:

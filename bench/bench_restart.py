@@ -155,9 +155,12 @@ def main() -> None:
                                                      for k in samples[0]}))
     finally:
         shutil.rmtree(data, ignore_errors=True)
+    command = f"python -m bench.bench_restart --commits {args.commits} --repeats {args.repeats}"
+    if args.compare_src is not None:
+        command += f" --compare-src <checkout of {args.compare_src.parent.name}>/src"
     lines = [f"# Restart with {args.commits:,} offset commits in __consumer_offsets\n",
-             (f"`python -m bench.bench_restart --commits {args.commits}`, median of "
-             f"{args.repeats} starts, ms from spawn\n"),
+             (f"Command: `{command}`; median of {args.repeats} starts, ms from spawn; "
+             f"1-minute load average at the end: {os.getloadavg()[0]:.1f}\n"),
              "| broker, shutdown | ApiVersions | Produce | Fetch | OffsetFetch (shard loaded) |",
              "|---|---|---|---|---|"]
     for shutdown, m in rows:

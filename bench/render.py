@@ -18,7 +18,8 @@ DEFAULT_MARKDOWN = REPO_ROOT / "BENCHMARKS.md"
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 # Benchmarks with their own runners; each writes bench/results/<name>.md (with its command
 # and machine), folded in here so regenerating this file never drops them.
-COMPONENTS = ("classic_groups", "consumer_groups", "assignors", "share", "analytics")
+COMPONENTS = ("classic_groups", "consumer_groups", "assignors", "share", "compaction", "restart",
+              "analytics")
 
 METHOD = """\
 ## Method
