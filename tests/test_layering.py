@@ -20,9 +20,10 @@ ALLOWED: dict[str, set[str]] = {
     "logformat": {"wire"},
     "storage": {"logformat", "wire"},
     "coordinator": {"wire", "logformat"},
-    "apis": {"wire", "logformat", "coordinator", "storage"},
-    "server": {"wire", "logformat", "coordinator", "apis", "storage"},
-    "cli": {"wire", "logformat", "coordinator", "apis", "storage", "server", "analytics"},
+    "security": {"wire", "logformat", "storage"},
+    "apis": {"wire", "logformat", "coordinator", "storage", "security"},
+    "server": {"wire", "logformat", "coordinator", "apis", "storage", "security"},
+    "cli": {"wire", "logformat", "coordinator", "apis", "storage", "server", "analytics", "security"},
     "analytics": {"wire", "logformat"},
 }
 

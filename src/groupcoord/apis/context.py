@@ -9,7 +9,10 @@ handler's own response goes through this context, which the server implements
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from groupcoord.security.principal import KafkaPrincipal
 
 
 class RequestHeader:
@@ -101,6 +104,10 @@ class RequestContext(Protocol):
     connection_id: str
     correlation_id: int
 
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who the connection authenticated as (`User:ANONYMOUS` until it does)."""
+        ...
     @property
     def config(self) -> Any: ...
     @property

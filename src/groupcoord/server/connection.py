@@ -25,6 +25,8 @@ import struct
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.security.principal import ANONYMOUS, KafkaPrincipal
+
 if TYPE_CHECKING:
     from groupcoord.server.connection_limits import ConnectionLimits
     from groupcoord.server.dispatch import Dispatcher
@@ -72,6 +74,8 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = "?"
         self.client_host = ""
         self.connection_id = ""
+        # Replaced by authentication (SASL or a TLS client certificate).
+        self.principal: KafkaPrincipal = ANONYMOUS
 
     # -- asyncio callbacks -------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from groupcoord.apis.context import RequestHeader
+    from groupcoord.security.principal import KafkaPrincipal
     from groupcoord.server.broker import Broker
     from groupcoord.server.connection import KafkaConnection
 
@@ -29,6 +30,10 @@ class BrokerRequestContext:
         self.correlation_id = header.correlation_id
         # This request's response position, set by the dispatcher (see close_connection).
         self.slot: Any = None
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        return self.conn.principal
 
     @property
     def config(self) -> Any:

@@ -1,0 +1,1 @@
+"""Who a connection is and what it may do: principals, authentication and authorization."""
