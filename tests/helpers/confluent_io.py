@@ -114,3 +114,28 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> dict[tuple[int, int
     finally:
         consumer.close()
     return records
+
+
+def create_share_topic(bootstrap: str, topic: str, group: str, partitions: int,
+                       group_configs: dict[str, str]) -> None:
+    """A topic for share group `group`, and the group's dynamic configs (Kafka names, e.g.
+    share.auto.offset.reset) set with IncrementalAlterConfigs on the GROUP resource."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    create_topic(bootstrap, topic, partitions)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+               for name, value in group_configs.items()]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    for fut in admin.incremental_alter_configs([resource]).values():
+        fut.result(timeout=30)
+
+
+def produce_ids(bootstrap: str, topic: str, ids: Iterable[int], partitions: int,
+                batch_records: int = 10_000) -> None:
+    """Record `i` has the value str(i) and goes to partition i % partitions."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                         "batch.num.messages": batch_records})
+    for i in ids:
+        producer.produce(topic, str(i).encode(), partition=i % partitions)
+    assert producer.flush(30) == 0

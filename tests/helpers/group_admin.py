@@ -29,7 +29,7 @@ TIMEOUT_S = 30
 
 
 class JavaGroupAdmin:
-    """Admin client 3.9.1 through the harness modes in GroupAdmin.java."""
+    """The 4.4 Admin client through the harness modes in kafka4/GroupAdmin.java."""
 
     name = "java"
     can_delete_offsets = True

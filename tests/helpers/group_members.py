@@ -163,10 +163,7 @@ def host_factory(client: str, bootstrap: str, topic: str, group: str, assignor: 
                  tmp: Path) -> HostFactory:
     """A function making hosts of `client` for this group; `name` labels the stderr file."""
     if client == "java":
-        classes = java.compile_harness()
-        prefix = ["java", *java.JVM_FLAGS, "-cp",
-                  os.pathsep.join([str(classes), *(str(java.JARS_DIR / j) for j in java.REQUIRED_JARS)]),
-                  "Harness", "group-members"]
+        prefix = java.harness_command("group-members")
     else:
         prefix = [sys.executable, str(MEMBER_HOST), "--client", client]
     args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group,

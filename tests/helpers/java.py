@@ -1,10 +1,14 @@
-"""The Java Kafka client (3.9.1) as a test client, through tests/interop/java/Harness.java.
+"""The Java Kafka client as a test client, through tests/interop/java/Harness.java.
 
-The jars come from `make jars` (see tests/interop/README.md) into `.cache/jars`. The harness
-sources are compiled with `javac` on first use into `tests/interop/java/build/<hash>`, where
-the hash covers the sources, the jar names and the javac version, so an edit recompiles and
-an unchanged tree reuses the classes. The harness prints JSON lines; this module turns them
-into Python values and `Consumed` records.
+Two clients are known. `CLIENT_4_4` (Maven Central, `make client-jars` into
+`.cache/kafka-clients-4.4.0/libs`) runs the interop matrix and is every function's default;
+`CLIENT_3_9` (a PyPI wheel, `make jars` into `.cache/jars`) stays for the share consumer's v0
+RPCs. The harness sources shared by both (`tests/interop/java/*.java`) plus the client's own
+directory (`kafka3/` or `kafka4/`) are compiled with `javac` on first use into
+`tests/interop/java/build/<version>-<hash>`, where the hash covers the sources, the client
+version, its jar names and the javac version, so an edit recompiles and an unchanged tree
+reuses the classes. The harness prints JSON lines; this module turns them into Python values
+and `Consumed` records.
 """
 
 from __future__ import annotations
@@ -25,48 +29,101 @@ from typing import Any
 from helpers.workload import Consumed, Workload
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-JARS_DIR = REPO_ROOT / ".cache" / "jars"
+CACHE = REPO_ROOT / ".cache"
 JAVA_SRC = REPO_ROOT / "tests" / "interop" / "java"
 BUILD_ROOT = JAVA_SRC / "build"
-REQUIRED_JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar",
-                 "slf4j-api.jar")
 # Short-lived client runs: quick start-up matters more than peak JIT performance.
 JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m")
 RUN_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class JavaClient:
+    """One Kafka Java client release the harness runs on."""
+
+    version: str
+    jar_dir: Path
+    # The jars of the classpath; empty means every jar in `jar_dir` (a Maven copy).
+    jar_names: tuple[str, ...]
+    clients_jar: str  # the kafka-clients jar among them
+    sources: str  # the version-specific source directory under tests/interop/java
+    make_target: str  # what fetches the jars
+
+    def jars(self) -> list[Path]:
+        if self.jar_names:
+            return [self.jar_dir / name for name in self.jar_names]
+        return sorted(self.jar_dir.glob("*.jar"))
+
+    def classpath(self) -> str:
+        return os.pathsep.join(str(j) for j in self.jars())
+
+    def unavailable_reason(self) -> str | None:
+        """Why this client cannot run here, or None when it can."""
+        for tool in ("java", "javac"):
+            if shutil.which(tool) is None:
+                return f"{tool} not found (Java 17+ is required)"
+        wanted = [self.jar_dir / n for n in (*self.jar_names, self.clients_jar)]
+        missing = [p.name for p in wanted if not p.is_file()]
+        if missing:
+            return (f"missing {', '.join(sorted(set(missing)))} in {self.jar_dir}: "
+                    f"run `make {self.make_target}`")
+        return None
+
+
+CLIENT_4_4 = JavaClient(
+    version="4.4.0",
+    jar_dir=CACHE / "kafka-clients-4.4.0" / "libs",
+    jar_names=(),
+    clients_jar="kafka-clients-4.4.0.jar",
+    sources="kafka4",
+    make_target="client-jars",
+)
+# The last client whose KafkaShareConsumer speaks v0 of every share RPC (ShareGroupHeartbeat,
+# ShareFetch, ShareAcknowledge): KIP-932 early access.
+CLIENT_3_9 = JavaClient(
+    version="3.9.1",
+    jar_dir=CACHE / "jars",
+    jar_names=("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar",
+               "slf4j-api.jar"),
+    clients_jar="kafka-clients.jar",
+    sources="kafka3",
+    make_target="jars",
+)
+DEFAULT_CLIENT = CLIENT_4_4
 
 
 class HarnessError(RuntimeError):
     """The harness exited with an unexpected code; carries its output."""
 
 
-def unavailable_reason() -> str | None:
-    """Why the Java harness cannot run here, or None when it can."""
-    for tool in ("java", "javac"):
-        if shutil.which(tool) is None:
-            return f"{tool} not found (Java 17+ is required)"
-    missing = [j for j in REQUIRED_JARS if not (JARS_DIR / j).is_file()]
-    if missing:
-        return f"missing {', '.join(missing)} in .cache/jars: run `make jars`"
-    return None
+def unavailable_reason(client: JavaClient = DEFAULT_CLIENT) -> str | None:
+    """Why the Java harness cannot run here with `client`, or None when it can."""
+    return client.unavailable_reason()
 
 
-def _source_hash() -> str:
+def _sources(client: JavaClient) -> list[Path]:
+    return sorted(JAVA_SRC.glob("*.java")) + sorted((JAVA_SRC / client.sources).glob("*.java"))
+
+
+def _source_hash(client: JavaClient) -> str:
     digest = hashlib.sha256()
-    for path in sorted(JAVA_SRC.glob("*.java")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update(",".join(REQUIRED_JARS).encode())
+    for path in _sources(client):
+        digest.update(str(path.relative_to(JAVA_SRC)).encode() + b"\0" + path.read_bytes()
+                      + b"\0")
+    digest.update(client.version.encode() + b"\0")
+    digest.update(",".join(j.name for j in client.jars()).encode())
     version = subprocess.run(["javac", "-version"], capture_output=True, text=True, check=True)
     digest.update((version.stdout + version.stderr).encode())
     return digest.hexdigest()[:16]
 
 
 @functools.cache
-def compile_harness() -> Path:
-    """Compile the harness unless classes for these exact sources exist; returns the dir.
-    Cached per test session: the sources do not change while tests run."""
-    target = BUILD_ROOT / _source_hash()
+def compile_harness(client: JavaClient = DEFAULT_CLIENT) -> Path:
+    """Compile the harness for `client` unless classes for these exact sources exist; returns
+    the dir. Cached per test session: the sources do not change while tests run."""
+    target = BUILD_ROOT / f"{client.version}-{_source_hash(client)}"
     if not (target / "Harness.class").is_file():
-        _compile_into(target)
+        _compile_into(target, client)
     # Classes of older sources are never used again; builds younger than an hour are kept
     # because a concurrent test run with other sources may be using them.
     cutoff = time.time() - 3600
@@ -76,26 +133,30 @@ def compile_harness() -> Path:
     return target
 
 
-def _compile_into(target: Path) -> None:
+def _compile_into(target: Path, client: JavaClient) -> None:
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     # Compile into a scratch dir and rename, so an interrupted build is never reused.
     scratch = Path(tempfile.mkdtemp(prefix="tmp-", dir=BUILD_ROOT))
-    sources = [str(p) for p in sorted(JAVA_SRC.glob("*.java"))]
     result = subprocess.run(
-        ["javac", "-Xlint:all", "-Werror", "-cp", _jar_classpath(), "-d", str(scratch), *sources],
+        ["javac", "-Xlint:all", "-Werror", "-cp", client.classpath(), "-d", str(scratch),
+         *map(str, _sources(client))],
         check=False, capture_output=True, text=True,
     )
     if result.returncode != 0:
         shutil.rmtree(scratch, ignore_errors=True)
-        raise HarnessError(f"javac failed:\n{result.stdout}\n{result.stderr}")
+        raise HarnessError(f"javac failed for client {client.version}:\n{result.stdout}\n"
+                           f"{result.stderr}")
     try:
         scratch.rename(target)
     except OSError:  # another run finished the same build first
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _jar_classpath() -> str:
-    return os.pathsep.join(str(JARS_DIR / j) for j in REQUIRED_JARS)
+def harness_command(mode: str, client: JavaClient = DEFAULT_CLIENT) -> list[str]:
+    """`java ... Harness <mode>` for `client`, compiling first if needed; options follow."""
+    classes = compile_harness(client)
+    return ["java", *JVM_FLAGS, "-cp", os.pathsep.join([str(classes), client.classpath()]),
+            "Harness", mode]
 
 
 @dataclass
@@ -111,11 +172,11 @@ class HarnessRun:
 
 
 def run_harness(mode: str, bootstrap: str, *options: str, expect: tuple[int, ...] = (0,),
-                timeout: float = RUN_TIMEOUT_S) -> HarnessRun:
-    """Run `Harness <mode> --bootstrap <bootstrap> <options...>` and parse its JSON lines."""
-    classes = compile_harness()
-    cmd = ["java", *JVM_FLAGS, "-cp", os.pathsep.join([str(classes), _jar_classpath()]),
-           "Harness", mode, "--bootstrap", bootstrap, *options]
+                timeout: float = RUN_TIMEOUT_S, client: JavaClient = DEFAULT_CLIENT
+                ) -> HarnessRun:
+    """Run `Harness <mode> --bootstrap <bootstrap> <options...>` on `client` and parse its
+    JSON lines."""
+    cmd = [*harness_command(mode, client), "--bootstrap", bootstrap, *options]
     result = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
     events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     run = HarnessRun(result.returncode, events, result.stderr)

@@ -1,6 +1,6 @@
 """KIP-848 consumer groups with real clients: confluent-kafka (librdkafka 2.16, which sends
-ConsumerGroupHeartbeat v1 with its own member id) and the Java 3.9.1 client (v0, the broker
-generates the member id), both with `group.protocol=consumer`.
+ConsumerGroupHeartbeat v1 with its own member id) and the Java 4.4 client (v1 as well,
+with a member id of its own), both with `group.protocol=consumer`.
 
 Members live in separate processes so that one can be killed with SIGKILL. Every member
 prints JSON lines (`assigned`/`revoked`/`lost`, `records`, `committed`, `closed`), the same
@@ -30,6 +30,8 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
+
+pytestmark = pytest.mark.interop
 
 PARTITIONS = 12
 BROKER_ARGS = [
@@ -167,14 +169,10 @@ class Group:
     def _java_cmd(self) -> list[str]:
         from helpers import java
 
-        classes = java.compile_harness()
-        props = ["--prop", "group.protocol=consumer"]
-        if self.assignor:
-            props += ["--prop", f"group.remote.assignor={self.assignor}"]
-        return ["java", *java.JVM_FLAGS, "-cp",
-                os.pathsep.join([str(classes), java._jar_classpath()]), "Harness",
-                "group-members", "--bootstrap", self.bootstrap, "--topic", self.topic,
-                "--group", self.group, *props]
+        assignor = ["--assignor", self.assignor] if self.assignor else []
+        return [*java.harness_command("group-members"), "--bootstrap", self.bootstrap,
+                "--topic", self.topic, "--group", self.group, "--group-protocol", "consumer",
+                *assignor]
 
     def leave(self, idx: int) -> None:
         host = self.hosts.pop(idx)
@@ -313,9 +311,9 @@ def run_scenario(broker: Any, client: str, assignor: str, tmp_group: str) -> Non
         group.start(0)
         group.wait_stable(1)
         member_id = describe(broker.bootstrap, tmp_group)["members"][0]["member_id"]
-        # Java 3.9 sends v0 with an empty id, so the broker's UUID is used; librdkafka
-        # sends v1 with its own (base64) id.
-        assert bool(BROKER_UUID.fullmatch(member_id)) == (client == "java"), member_id
+        # Both clients send v1 with an id of their own (KIP-1082; base64, not the broker's
+        # UUID form, which only a v0 client with an empty id would get).
+        assert not BROKER_UUID.fullmatch(member_id), member_id
         group.start(1)
         group.start(2, own_host=True)  # its own process, so it can be killed alone
         group.wait_stable(3)

@@ -4,7 +4,8 @@ Each client gets its own pair of classic groups on one topic: a live group (two 
 Stable) and a group whose only member consumed everything, committed and left (Empty, with
 committed offsets). Both admin clients must then see what Kafka would return:
 
-- listConsumerGroups with and without a state filter;
+- listing groups (Java: Admin.listGroups; confluent-kafka: list_consumer_groups) with and
+  without a state filter;
 - describeConsumerGroups: state, assignor, members with client id, host as Kafka prints it
   ("/127.0.0.1"), group instance id and assignment;
 - listConsumerGroupOffsets: every partition at its high watermark;

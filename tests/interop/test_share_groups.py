@@ -1,6 +1,6 @@
 """Share groups (KIP-932) with real share consumers: confluent-kafka's `ShareConsumer`
-(librdkafka, ShareGroupHeartbeat v1 / ShareFetch v1-2) and the Java 3.9.1
-`KafkaShareConsumer` (v0 of every share RPC).
+(librdkafka, ShareGroupHeartbeat v1 / ShareFetch v1-2), the Java 4.4 `KafkaShareConsumer`
+(explicit acknowledgement mode) and the Java 3.9.1 one (v0 of every share RPC).
 
 Per client: three consumers on a three-partition topic receive every record; no record is
 held by two consumers at once (a redelivery starts only after the previous holder sent its
@@ -18,11 +18,11 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
+from helpers.confluent_io import create_share_topic, produce_ids
 
 pytestmark = pytest.mark.interop
 
 ck = pytest.importorskip("confluent_kafka")
-admin_mod = pytest.importorskip("confluent_kafka.admin")
 
 RECORDS = 300
 DELIVERY_LIMIT = 3
@@ -36,28 +36,15 @@ def policy(record_id: int) -> str:
 
 def setup_topic(bootstrap: str, topic: str, group: str, partitions: int = 3,
                 **group_configs: str) -> None:
-    admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([admin_mod.NewTopic(topic, partitions, 1)])
-    for fut in futures.values():
-        fut.result(timeout=30)
-    entries = [admin_mod.ConfigEntry(name, value,
-                                     incremental_operation=admin_mod.AlterConfigOpType.SET)
-               for name, value in (("share.auto.offset.reset", "earliest"),
-                                   ("share.delivery.count.limit", str(DELIVERY_LIMIT)),
-                                   *((k.replace("_", "."), v) for k, v in group_configs.items()))]
-    resource = admin_mod.ConfigResource(admin_mod.ResourceType.GROUP, group,
-                                        incremental_configs=entries)
-    for fut in admin.incremental_alter_configs([resource]).values():
-        fut.result(timeout=30)
+    create_share_topic(bootstrap, topic, group, partitions, {
+        "share.auto.offset.reset": "earliest",
+        "share.delivery.count.limit": str(DELIVERY_LIMIT),
+        **{k.replace("_", "."): v for k, v in group_configs.items()}})
 
 
 def produce(bootstrap: str, topic: str, ids: range, partitions: int = 3,
             batch_records: int = 10_000) -> None:
-    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
-                            "batch.num.messages": batch_records})
-    for i in ids:
-        producer.produce(topic, str(i).encode(), partition=i % partitions)
-    assert producer.flush(30) == 0
+    produce_ids(bootstrap, topic, ids, partitions, batch_records)
 
 
 class Ledger:
@@ -265,32 +252,50 @@ def consume_all(bootstrap: str, topic: str, group: str, want: set[int]) -> set[i
 
 def test_java_share_consumers_queue_semantics(broker: Any, java_harness: Any,
                                               tmp_path: Any) -> None:
+    """The 4.4 KafkaShareConsumer, `share.acknowledgement.mode=explicit`: ACCEPT, RELEASE
+    and REJECT per record over the final share RPCs."""
+    from helpers import java
+
+    run_java_share_consumers(broker.bootstrap, java.CLIENT_4_4, tmp_path, "share-jq", "share-jg")
+
+
+def test_java39_share_consumers_sharegroupheartbeat_v0(broker: Any, java39_harness: Any,
+                                                       tmp_path: Any) -> None:
+    """The 3.9 KafkaShareConsumer (KIP-932 early access): ShareGroupHeartbeat, ShareFetch and
+    ShareAcknowledge v0, explicit acknowledgement chosen by its first acknowledge() call."""
+    from helpers import java
+
+    # The harness replaces a 3.9 consumer whose first poll (5 s) is empty, which is about
+    # when its second heartbeat would pick up a target held back by the 1 s assignment
+    # interval: assign at once for this group (Kafka's own tests run with 0 and 1000).
+    run_java_share_consumers(broker.bootstrap, java.CLIENT_3_9, tmp_path, "share-jq39",
+                             "share-jg39", share_assignment_interval_ms="0")
+
+
+def run_java_share_consumers(bootstrap: str, client: Any, tmp_path: Any, topic: str,
+                             group: str, **group_configs: str) -> None:
+    """Three harness share consumers on `client`; every delivery checked by `check_ledger`."""
     import json
     import os
     import subprocess
 
     from helpers import java
 
-    topic, group = "share-jq", "share-jg"
-    # The harness replaces a 3.9 consumer whose first poll (5 s) is empty, which is about
-    # when its second heartbeat would pick up a target held back by the 1 s assignment
-    # interval: assign at once for this group (Kafka's own tests run with 0 and 1000).
-    setup_topic(broker.bootstrap, topic, group, share_assignment_interval_ms="0")
+    setup_topic(bootstrap, topic, group, **group_configs)
     ids = range(RECORDS)
     marks = tmp_path / "marks"
     marks.mkdir()
-    cp = os.pathsep.join([str(java_harness), java._jar_classpath()])
     procs = []
     for i in range(3):
         out = open(tmp_path / f"java{i}.out", "w")  # noqa: SIM115 - closed below
         procs.append((subprocess.Popen(
-            ["java", *java.JVM_FLAGS, "-cp", cp, "Harness", "share-consume",
-             "--bootstrap", broker.bootstrap, "--topic", topic, "--group", group,
+            [*java.harness_command("share-consume", client),
+             "--bootstrap", bootstrap, "--topic", topic, "--group", group,
              "--dir", str(marks), "--limit", str(DELIVERY_LIMIT), "--timeout-ms", "150000"],
             stdout=out, stderr=subprocess.DEVNULL), out))
     # Records are produced once all three have joined, so that they share the work.
-    wait_for_members(broker.bootstrap, group, 3)
-    produce(broker.bootstrap, topic, ids)
+    wait_for_members(bootstrap, group, 3)
+    produce(bootstrap, topic, ids)
     deadline = time.monotonic() + 150
     expected = {f"done-{i}" for i in ids}
     while time.monotonic() < deadline and not expected <= set(os.listdir(marks)):
@@ -298,17 +303,21 @@ def test_java_share_consumers_queue_semantics(broker: Any, java_harness: Any,
     time.sleep(2.0)
     (marks / "stop").touch()
     ledger = Ledger()
+    commit_errors = []
     for index, (proc, out) in enumerate(procs):
         assert proc.wait(60) == 0
         out.close()
         for line in (tmp_path / f"java{index}.out").read_text().splitlines():
             event = json.loads(line)
+            if event.get("event") == "share-commit-error":
+                commit_errors.append(event)
             if event.get("event") != "share-record":
                 continue
             ledger.deliveries[event["id"]].append(
                 [f"java{index}", event["received"], event["sent"], event["kind"], event["count"]])
             if event["kind"] != "RELEASE" or event["count"] >= DELIVERY_LIMIT:
                 ledger.done.add(event["id"])
+    assert commit_errors == []
     check_ledger(ledger, set(ids), 3)
 
 

@@ -1,4 +1,4 @@
-"""Transactions with unmodified clients: the Java KafkaProducer (3.9.1) and confluent-kafka.
+"""Transactions with unmodified clients: the Java KafkaProducer (4.4) and confluent-kafka.
 
 - Committed and aborted transactions: a read_committed consumer (Java and librdkafka) gets
   exactly the committed records, a read_uncommitted one gets every record.

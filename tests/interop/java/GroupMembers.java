@@ -18,7 +18,8 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * {@code group-members --topic T --group G [--assignor NAME] [--prop k=v ...]}: several
+ * {@code group-members --topic T --group G [--group-protocol classic|consumer] [--assignor NAME]
+ * [--prop k=v ...]}: several
  * consumer-group members in one JVM, each a KafkaConsumer on its own thread, controlled over
  * stdin. Same protocol as tests/helpers/member_host.py, so one Python driver serves every
  * client.
@@ -30,7 +31,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <p>stdout: JSON lines with {@code ev} and {@code m}: assigned/revoked/lost ({@code parts}),
  * records ({@code recs}: [partition, offset] pairs of one processed poll), committed
  * ({@code offsets}), commit_failed ({@code error}), closed, error ({@code message}). Each
- * member commits synchronously after processing every non-empty poll.
+ * member commits synchronously after processing every non-empty poll. {@code --assignor} is a
+ * classic strategy short name or, with the consumer protocol, a server-side assignor name.
  */
 final class GroupMembers {
     private static final Map<String, String> ASSIGNORS = Map.of(
@@ -119,15 +121,24 @@ final class GroupMembers {
             p.put("auto.offset.reset", "earliest");
             p.put("group.id", args.get("group"));
             p.put("client.id", "m" + idx);
+            if (!instanceId.isEmpty()) {
+                p.put("group.instance.id", instanceId);
+            }
+            String assignor = args.get("assignor", "");
+            if (args.get("group-protocol", "classic").equals("consumer")) {
+                // The broker owns timeouts and assignment: the 4.x client rejects the classic
+                // settings with group.protocol=consumer.
+                p.put("group.protocol", "consumer");
+                if (!assignor.isEmpty()) {
+                    p.put("group.remote.assignor", assignor);
+                }
+                return p;
+            }
             p.put("session.timeout.ms", "6000");
             p.put("heartbeat.interval.ms", "500");
-            String assignor = args.get("assignor", "");
             if (!assignor.isEmpty()) {
                 p.put("partition.assignment.strategy", "org.apache.kafka.clients.consumer."
                         + ASSIGNORS.getOrDefault(assignor, assignor));
-            }
-            if (!instanceId.isEmpty()) {
-                p.put("group.instance.id", instanceId);
             }
             return p;
         }

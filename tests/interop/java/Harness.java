@@ -1,9 +1,15 @@
 import java.util.List;
+import java.io.IOException;
+import java.io.InputStream;
 import java.util.Map;
+import java.util.Properties;
 
 /**
- * Command-line driver that runs the real Kafka Java client (3.9.1) against a broker for the
- * Python interop tests.
+ * Command-line driver that runs the real Kafka Java client against a broker for the Python
+ * interop tests. The sources in this directory compile against every client the tests use
+ * (4.4 for the matrix, 3.9 for the share consumer's v0 RPCs); {@code kafka3/} and
+ * {@code kafka4/} hold what differs, chiefly {@link ClientModes}: the modes only that client
+ * has.
  *
  * <p>Usage: {@code Harness <mode> --bootstrap HOST:PORT [--option value ...]}. Every line on
  * stdout is one JSON object with an {@code "event"} field; stderr carries the client's own
@@ -23,6 +29,8 @@ import java.util.Map;
  *       ({@link ShareConsumeMode}).</li>
  *   <li>{@code print-workload}: the workload's records without any broker, so tests can
  *       check that Java and Python generate the same bytes.</li>
+ *   <li>{@code client-version}: the version of the kafka-clients jar on the classpath.</li>
+ *   <li>group and share-group admin modes of the 4.x client ({@link ClientModes}).</li>
  * </ul>
  */
 public final class Harness {
@@ -53,22 +61,37 @@ public final class Harness {
             case "create-topic" -> AdminModes.createTopic(args);
             case "group-offsets" -> AdminModes.groupOffsets(args);
             case "print-workload" -> Workload.print(args);
+            case "client-version" -> {
+                Json.emit(Map.of("event", "client-version", "version", clientVersion()));
+                yield 0;
+            }
             case "produce" -> ProduceMode.run(args);
             case "consume-assign" -> ConsumeModes.assign(args);
             case "consume-group" -> ConsumeModes.group(args);
             case "share-consume" -> ShareConsumeMode.run(args);
             case "group-members" -> GroupMembers.run(args);
-            case "list-groups" -> GroupAdmin.listGroups(args);
-            case "describe-groups" -> GroupAdmin.describeGroups(args);
-            case "delete-group-offsets" -> GroupAdmin.deleteGroupOffsets(args);
-            case "delete-groups" -> GroupAdmin.deleteGroups(args);
             case "txn-produce" -> TxnModes.produce(args);
             case "ctp" -> TxnModes.consumeTransformProduce(args);
             default -> {
-                usage("unknown mode " + mode);
-                yield 64;
+                Integer code = ClientModes.run(mode, args);
+                if (code == null) {
+                    usage("unknown mode " + mode + " for client " + clientVersion());
+                }
+                yield code == null ? 64 : code;
             }
         };
+    }
+
+    /** The version kafka-clients records in its jar (the same file in 3.x and 4.x). */
+    static String clientVersion() throws IOException {
+        Properties info = new Properties();
+        try (InputStream in = Harness.class.getClassLoader()
+                .getResourceAsStream("kafka/kafka-version.properties")) {
+            if (in != null) {
+                info.load(in);
+            }
+        }
+        return info.getProperty("version", "unknown");
     }
 
     static void usage(String problem) {

@@ -6,15 +6,19 @@ import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * {@code share-consume --topic T --group G --dir D [--limit N] [--timeout-ms MS]}: a
- * {@link KafkaShareConsumer} (KIP-932 early access in 3.9) that acknowledges explicitly.
+ * {@link KafkaShareConsumer} that acknowledges explicitly ({@link ShareAcks} says how each
+ * client is put in that mode).
  *
  * <p>Record values are decimal ids. The delivery number of a record is counted across
  * processes with marker files {@code D/d-<id>-<k>} (created atomically; a record is never held
@@ -23,7 +27,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * (so it is archived at the delivery limit N); else accept. A record is finished when accepted,
  * rejected or released for the N-th time, marked by {@code D/done-<id>}. The mode stops when
  * the file {@code D/stop} appears or after the timeout. Prints a {@code "share-record"} line per
- * delivery: id, partition, offset, kind, count, received/sent epoch microseconds.
+ * delivery: id, partition, offset, kind, count, received/sent epoch microseconds, and a
+ * {@code "share-commit-error"} line for every partition whose commitSync result is an error.
  */
 final class ShareConsumeMode {
     private ShareConsumeMode() {
@@ -34,12 +39,11 @@ final class ShareConsumeMode {
         defaults.put("group.id", args.get("group"));
         defaults.put("key.deserializer", ByteArrayDeserializer.class.getName());
         defaults.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        ShareAcks.configureExplicit(defaults);
         File dir = new File(args.get("dir"));
         int limit = Integer.parseInt(args.get("limit", "3"));
         long deadline = System.currentTimeMillis() + args.getLong("timeout-ms", 120_000L);
         File stop = new File(dir, "stop");
-        // The 3.9 client settles on implicit acknowledgement when a second poll comes before
-        // any acknowledge() call, so a consumer whose first poll is empty is replaced.
         while (!stop.exists() && System.currentTimeMillis() < deadline) {
             try (KafkaShareConsumer<byte[], byte[]> consumer =
                          new KafkaShareConsumer<>(args.clientProps(defaults))) {
@@ -49,7 +53,7 @@ final class ShareConsumeMode {
                     ConsumerRecords<byte[], byte[]> records =
                             consumer.poll(Duration.ofMillis(first ? 5_000 : 500));
                     if (records.isEmpty()) {
-                        if (first) {
+                        if (first && ShareAcks.MODE_SET_BY_FIRST_POLLS) {
                             break;
                         }
                         continue;
@@ -59,11 +63,21 @@ final class ShareConsumeMode {
                     for (ConsumerRecord<byte[], byte[]> record : records) {
                         handle(consumer, record, dir, limit, received);
                     }
-                    consumer.commitSync(Duration.ofSeconds(30));
+                    reportCommit(consumer.commitSync(Duration.ofSeconds(30)));
                 }
             }
         }
         return 0;
+    }
+
+    private static void reportCommit(Map<TopicIdPartition, Optional<KafkaException>> results) {
+        for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : results.entrySet()) {
+            // The 3.9 client maps a successful partition to null rather than an empty Optional.
+            if (e.getValue() != null && e.getValue().isPresent()) {
+                Json.emit(Map.of("event", "share-commit-error", "partition", e.getKey().partition(),
+                        "error", Harness.describe(e.getValue().get())));
+            }
+        }
     }
 
     private static void handle(KafkaShareConsumer<byte[], byte[]> consumer,

@@ -9,20 +9,23 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
-import org.apache.kafka.clients.admin.ConsumerGroupListing;
-import org.apache.kafka.clients.admin.ListConsumerGroupsOptions;
+import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.MemberDescription;
-import org.apache.kafka.common.ConsumerGroupState;
+import org.apache.kafka.common.GroupState;
+import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * Consumer-group admin modes (Admin client 3.9.1). Per-item failures are reported as the
+ * Group admin modes of the 4.x Admin client (KIP-1043's listGroups; the 3.9 client's
+ * listConsumerGroups is gone from the matrix). Per-item failures are reported as the
  * exception's simple class name in an {@code error} field, so tests can compare them with
  * what Kafka returns.
  *
  * <ul>
- *   <li>{@code list-groups [--states S1,S2]}: one {@code group} line per listed group.</li>
+ *   <li>{@code list-groups [--states S1,S2] [--types classic,consumer,share]}: Admin.listGroups,
+ *       one {@code group} line per listed group (every type unless filtered).</li>
  *   <li>{@code describe-groups --groups G1,G2}: one {@code described} line per group.</li>
  *   <li>{@code delete-group-offsets --group G --topic T --partitions 0,1}: one
  *       {@code offset-deleted} line per partition.</li>
@@ -36,22 +39,25 @@ final class GroupAdmin {
     }
 
     static int listGroups(Args args) throws InterruptedException, ExecutionException, TimeoutException {
-        ListConsumerGroupsOptions options = new ListConsumerGroupsOptions();
-        Set<ConsumerGroupState> states = new HashSet<>();
+        ListGroupsOptions options = new ListGroupsOptions();
+        Set<GroupState> states = new HashSet<>();
         for (String s : Harness.splitCsv(args.get("states", ""))) {
-            states.add(ConsumerGroupState.parse(s));
+            states.add(GroupState.parse(s));
         }
-        if (!states.isEmpty()) {
-            options.inStates(states);
+        Set<GroupType> types = new HashSet<>();
+        for (String t : Harness.splitCsv(args.get("types", ""))) {
+            types.add(GroupType.parse(t));
         }
+        options.inGroupStates(states).withTypes(types);
         try (Admin admin = Admin.create(args.clientProps(Map.of()))) {
-            for (ConsumerGroupListing g : admin.listConsumerGroups(options).all().get(TIMEOUT_S, TimeUnit.SECONDS)) {
+            for (GroupListing g : admin.listGroups(options).all().get(TIMEOUT_S, TimeUnit.SECONDS)) {
                 Map<String, Object> line = new HashMap<>();
                 line.put("event", "group");
                 line.put("groupId", g.groupId());
                 line.put("simple", g.isSimpleConsumerGroup());
-                line.put("state", g.state().map(ConsumerGroupState::toString).orElse(null));
-                line.put("type", g.type().map(Object::toString).orElse(null));
+                line.put("state", g.groupState().map(GroupState::toString).orElse(null));
+                line.put("type", g.type().map(GroupType::toString).orElse(null));
+                line.put("protocol", g.protocol());
                 Json.emit(line);
             }
         }
@@ -80,7 +86,7 @@ final class GroupAdmin {
 
     private static void describe(ConsumerGroupDescription d, Map<String, Object> line) {
         line.put("simple", d.isSimpleConsumerGroup());
-        line.put("state", d.state().toString());
+        line.put("state", d.groupState().toString());
         line.put("assignor", d.partitionAssignor());
         line.put("type", d.type().toString());
         List<Map<String, Object>> members = new ArrayList<>();
@@ -90,6 +96,7 @@ final class GroupAdmin {
             member.put("instanceId", m.groupInstanceId().orElse(null));
             member.put("clientId", m.clientId());
             member.put("host", m.host());
+            member.put("memberEpoch", m.memberEpoch().orElse(null));
             List<List<Object>> parts = new ArrayList<>();
             for (TopicPartition tp : m.assignment().topicPartitions()) {
                 parts.add(List.of(tp.topic(), tp.partition()));
@@ -98,6 +105,7 @@ final class GroupAdmin {
             members.add(member);
         }
         line.put("members", members);
+        line.put("groupEpoch", d.groupEpoch().orElse(null));
     }
 
     static int deleteGroupOffsets(Args args) throws InterruptedException {
@@ -135,7 +143,7 @@ final class GroupAdmin {
     }
 
     /** null on success, else the failure's exception class name. */
-    private static String outcome(KafkaFuture<Void> future) throws InterruptedException {
+    static String outcome(KafkaFuture<Void> future) throws InterruptedException {
         try {
             future.get(TIMEOUT_S, TimeUnit.SECONDS);
             return null;
@@ -144,7 +152,7 @@ final class GroupAdmin {
         }
     }
 
-    private static String errorName(Exception e) {
+    static String errorName(Exception e) {
         Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
         return cause.getClass().getSimpleName();
     }
