@@ -93,8 +93,13 @@ def ensure_jars() -> Path:
 
 
 def _cluster_id() -> str:
-    """A random Kafka cluster id: a UUID in URL-safe base64 without padding, as `Uuid`."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random Kafka cluster id: a UUID in URL-safe base64 without padding, as `Uuid`.
+    Like `Uuid.randomUuid`, never one starting with "-": the storage tool's argument parser
+    would take it for an option (1 start in 64 failed that way)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class ReferenceBroker:

@@ -1,8 +1,9 @@
 """Checks of the interop machinery itself; no broker needed.
 
 The Java harness and `helpers.workload` must generate identical records, otherwise a Java
-round trip would be judged against the wrong expectations; and the harness must fail
-cleanly, with a JSON error, when it cannot reach a broker.
+round trip would be judged against the wrong expectations; the harness must fail cleanly,
+with a JSON error, when it cannot reach a broker; and each client's build must run that
+client's jar.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import base64
 from pathlib import Path
 
 import pytest
+from helpers import java
 from helpers.broker import free_port
 from helpers.java import run_harness
 from helpers.workload import Workload
@@ -40,3 +42,16 @@ def test_java_harness_reports_unreachable_broker(java_harness: Path) -> None:
                       "--prop", "default.api.timeout.ms=2000", "--prop", "request.timeout.ms=1000",
                       expect=(1,))
     assert run.of("error"), run.events
+
+
+@pytest.mark.timeout(120)
+def test_java_harness_runs_the_client_it_names(java_harness: Path, java39_harness: Path) -> None:
+    """Each build runs on its own kafka-clients jar; 3.9 has only the common modes."""
+    for client in (java.CLIENT_4_4, java.CLIENT_3_9):
+        run = run_harness("client-version", "unused:0", client=client)
+        assert run.of("client-version") == [{"event": "client-version",
+                                              "version": client.version}]
+    assert java.DEFAULT_CLIENT is java.CLIENT_4_4
+    refused = run_harness("list-groups", "unused:0", client=java.CLIENT_3_9, expect=(64,))
+    assert refused.of("usage-error") == [{"event": "usage-error",
+                                          "message": "unknown mode list-groups for client 3.9.1"}]
