@@ -13,13 +13,16 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 KAFKA_VERSION := 4.4.0
 REFERENCE := .cache/kafka-$(KAFKA_VERSION)
 MAVEN_REPO := .cache/m2
+# Maven is installed (Debian's package, as root) only when a fetch needs it.
+MVN_CHECK := command -v mvn >/dev/null \
+    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
 # The Java client of the interop matrix (tests/interop/java): kafka-clients and its runtime
 # dependencies from Maven Central. The 3.9 jars of `jars` stay for the share consumer's
 # v0 RPCs (tests/helpers/java.py names both).
 KAFKA_CLIENT_VERSION := $(KAFKA_VERSION)
 CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
 
-.PHONY: test test-fast interop demo venv jars client-jars java-check mvn-check browser lint bench clean reference conformance
+.PHONY: test test-fast interop demo venv jars client-jars java-check browser lint bench clean reference conformance
 
 venv: $(VENV)/.installed
 
@@ -58,7 +61,8 @@ $(JARS)/.stamp: Makefile | venv
 # is kept beside it so a version bump downloads only what changed.
 reference: $(REFERENCE)/.stamp
 
-$(REFERENCE)/.stamp: tests/reference/pom.xml | java-check mvn-check
+$(REFERENCE)/.stamp: tests/reference/pom.xml | java-check
+	@$(MVN_CHECK)
 	rm -rf $(REFERENCE) && mkdir -p $(REFERENCE)
 	mvn -B -q -f tests/reference/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
 	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
@@ -69,17 +73,14 @@ $(REFERENCE)/.stamp: tests/reference/pom.xml | java-check mvn-check
 # The client alone, stamped by version like `reference` and sharing its Maven repo.
 client-jars: $(CLIENT_JARS)/.stamp
 
-$(CLIENT_JARS)/.stamp: tests/interop/java/pom.xml | java-check mvn-check
+$(CLIENT_JARS)/.stamp: tests/interop/java/pom.xml | java-check
+	@$(MVN_CHECK)
 	rm -rf $(CLIENT_JARS) && mkdir -p $(CLIENT_JARS)
 	mvn -B -q -f tests/interop/java/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
 	    -Dkafka.version=$(KAFKA_CLIENT_VERSION) dependency:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(CLIENT_JARS))/libs
 	test -f $(CLIENT_JARS)/libs/kafka-clients-$(KAFKA_CLIENT_VERSION).jar
 	echo '$(KAFKA_CLIENT_VERSION)' > $@
-
-mvn-check:
-	@command -v mvn >/dev/null \
-	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
 
 # Headless Chromium for the report rendering test; installed (as root, Debian packages) only
 # when missing, so an existing install is never touched.
