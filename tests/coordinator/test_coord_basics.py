@@ -4,6 +4,8 @@ replaceGroupInstance, electNewJoinedLeader)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from groupcoord.coordinator.classic.consumer_protocol import (
@@ -18,8 +20,10 @@ from groupcoord.coordinator.classic.state import (
     IllegalStateTransition,
     check_transition,
 )
+from groupcoord.coordinator.consumer.heartbeat import new_member_id
 from groupcoord.coordinator.ids import RandomIds, SequentialIds, format_uuid4
 from groupcoord.coordinator.partitioning import java_string_hash, partition_for
+from groupcoord.wire.kafka_uuid import uuid_text
 
 S = ClassicGroupState
 
@@ -50,6 +54,18 @@ def test_id_sources() -> None:
     assert mid.startswith("c-") and len(mid) == 2 + 36
     u = format_uuid4(bytes(16))
     assert u == "00000000-0000-4000-8000-000000000000"
+    assert seq.uuid() == "3"
+
+
+def test_consumer_group_member_ids_are_kafka_uuids() -> None:
+    """A consumer-group member whose client sent no id (ConsumerGroupHeartbeat v0, a classic
+    JoinGroup into a consumer group) gets `Uuid.randomUuid().toString()`: 22 characters of
+    base64, never one with a "-", not the classic `prefix-UUID` form."""
+    draws = iter([b"\xf8" + bytes(15), bytes(range(16))])
+    mgr = SimpleNamespace(ids=RandomIds(lambda n: next(draws)))
+    member_id = new_member_id(mgr)
+    assert len(member_id) == 22 and "-" not in member_id
+    assert member_id == uuid_text(bytes(range(6)) + b"\x46\x07\x88" + bytes(range(9, 16)))
 
 
 @pytest.mark.parametrize("current,target", [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from groupcoord.server.topics import TopicStore
 from groupcoord.storage import LogManager
 
@@ -74,3 +76,13 @@ def test_broker_compacts_compacted_topics(tmp_path: Path) -> None:
             assert plog.log_end_offset == 6
 
     asyncio.run(go())
+
+
+def test_topic_ids_follow_kafka_uuid_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Topic ids are `Uuid.randomUuid()`s: a draw whose text would contain "-" is redrawn."""
+    draws = iter([b"\xf8" + bytes(15), bytes(range(16))])
+    monkeypatch.setattr("groupcoord.server.topics.os.urandom", lambda n: next(draws))
+    logs, store = _store(tmp_path)
+    topic = store.create("ids", 1, {})
+    assert topic.topic_id[:6] == bytes(range(6)) and topic.topic_id[6] >> 4 == 4
+    logs.close()

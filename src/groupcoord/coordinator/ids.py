@@ -1,8 +1,9 @@
 """Member id sources, injected into the shard so the coordinator stays deterministic.
 
 Kafka generates `prefix + "-" + UUID.randomUUID()` where the prefix is the client id, or
-the group instance id for static members (`ClassicGroup.generateMemberId`). The id ends up
-in the records, so replay never needs the source again.
+the group instance id for static members (`ClassicGroup.generateMemberId`), and a bare
+`Uuid.randomUuid()` (22 characters of base64) for consumer-group members whose client sent
+no id. The id ends up in the records, so replay never needs the source again.
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from groupcoord.wire.kafka_uuid import random_uuid, uuid_text
+
 
 class IdSource(Protocol):
     def member_id(self, prefix: str) -> str: ...
+
+    def uuid(self) -> str: ...
 
 
 def format_uuid4(raw: bytes) -> str:
@@ -33,6 +38,9 @@ class RandomIds:
     def member_id(self, prefix: str) -> str:
         return f"{prefix}-{format_uuid4(self._random_bytes(16))}"
 
+    def uuid(self) -> str:
+        return uuid_text(random_uuid(self._random_bytes))
+
 
 class SequentialIds:
     """Test source: `prefix-1`, `prefix-2`, ... in call order."""
@@ -43,3 +51,7 @@ class SequentialIds:
     def member_id(self, prefix: str) -> str:
         self.counter += 1
         return f"{prefix}-{self.counter}"
+
+    def uuid(self) -> str:
+        self.counter += 1
+        return str(self.counter)

@@ -6,9 +6,9 @@ keeps its cluster id, which clients compare across metadata responses.
 
 from __future__ import annotations
 
-import base64
 import os
-import uuid
+
+from groupcoord.wire.kafka_uuid import random_uuid, uuid_text
 
 META_FILE = "meta.properties"
 
@@ -34,8 +34,7 @@ def load_or_create_cluster_id(data_dir: str, given: str | None) -> str:
     props = _read(path)
     cluster_id = given or props.get("cluster.id")
     if not cluster_id:
-        # Kafka's Uuid.randomUuid().toString(): url-safe base64 of 16 bytes, no padding.
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = uuid_text(random_uuid(os.urandom))
     if props.get("cluster.id") != cluster_id:
         props.update({"version": "1", "cluster.id": cluster_id})
         tmp = path + ".tmp"

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.topic_configs import log_overrides
+from groupcoord.wire.kafka_uuid import random_uuid
 
 if TYPE_CHECKING:
     from groupcoord.storage import LogManager, PartitionLog
@@ -88,7 +88,7 @@ class TopicStore:
         dict.update(self.broker_configs, data.get("broker", {}))
         for name, info in self._logs.topics().items():
             entry = saved.get(name, {})
-            topic_id = info.topic_id or bytes.fromhex(entry.get("id", "")) or uuid.uuid4().bytes
+            topic_id = info.topic_id or bytes.fromhex(entry.get("id", "")) or random_uuid(os.urandom)
             count = max(info.partitions, int(entry.get("partitions", 0)))
             self._add(Topic(name, topic_id, count, name in INTERNAL_TOPICS,
                             dict(entry.get("configs", {}))))
@@ -143,7 +143,7 @@ class TopicStore:
     def create(self, name: str, num_partitions: int, configs: dict[str, str],
                lazy: bool = False) -> Topic:
         """Create a topic; `lazy` (internal topics) defers the partition directories."""
-        topic = Topic(name, uuid.uuid4().bytes, num_partitions,
+        topic = Topic(name, random_uuid(os.urandom), num_partitions,
                       lazy or name in INTERNAL_TOPICS, dict(configs))
         self._logs.topic_configs[name] = log_overrides(topic.configs)
         self._add(topic)

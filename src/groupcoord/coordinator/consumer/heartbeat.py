@@ -48,8 +48,9 @@ def owned_partitions(request: Any) -> dict[bytes, frozenset[int]] | None:
 
 
 def new_member_id(mgr: Any) -> str:
-    # Kafka generates a bare UUID here; the id source's prefix is left empty.
-    return mgr.ids.member_id("").lstrip("-")
+    """Kafka's `Uuid.randomUuid().toString()` (consumerGroupHeartbeat,
+    classicGroupJoinToConsumerGroup), not the classic `prefix-UUID` form."""
+    return str(mgr.ids.uuid())
 
 
 def _validate_epoch(member: ConsumerGroupMember, epoch: int,
