@@ -2,7 +2,7 @@
 
 Usage (from the repository root, with the test dependencies installed):
 
-    python tools/capture_golden.py [--clients confluent-kafka,kafka-python,aiokafka,java]
+    python tools/capture_golden.py [--clients confluent-kafka,kafka-python,aiokafka,java,java-3.9]
 
 A broker (`python -m groupcoord serve`, free loopback port, temporary data dir) is started
 behind the recording proxy of `tests/helpers/wire_capture.py`; the broker advertises the
@@ -39,7 +39,7 @@ from helpers.wire_capture import CapturedFrame, WireCapture
 from groupcoord.wire.api_keys import ApiKey
 
 GOLDEN_DIR = REPO_ROOT / "tests" / "wire" / "golden"
-CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "java")
+CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "java", "java-3.9")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 RECORDS = 6
 POLL_SECONDS = 30.0
@@ -200,10 +200,8 @@ def run_aiokafka(bootstrap: str) -> None:
 # -- Java -------------------------------------------------------------------------------------
 
 
-def _java_version() -> str:
-    from helpers.java import DEFAULT_CLIENT
-
-    with zipfile.ZipFile(DEFAULT_CLIENT.jar_dir / DEFAULT_CLIENT.clients_jar) as jar:
+def _java_version(client: Any) -> str:
+    with zipfile.ZipFile(client.jar_dir / client.clients_jar) as jar:
         props = jar.read("kafka/kafka-version.properties").decode()
     for line in props.splitlines():
         if line.startswith("version="):
@@ -211,31 +209,43 @@ def _java_version() -> str:
     return "unknown"
 
 
-def run_java(bootstrap: str) -> None:
-    """Harness create-topic, produce per codec, classic and consumer group, admin calls."""
-    from helpers.java import run_harness
+def run_java(bootstrap: str, client: Any) -> None:
+    """Harness create-topic, produce per codec, classic and consumer group, admin calls (the
+    group admin modes only on the 4.x client, which has them)."""
+    from helpers.java import CLIENT_3_9, run_harness
 
-    topic, group = "golden-java", "golden-java-group"
-    run_harness("create-topic", bootstrap, "--topic", topic, "--partitions", "3")
+    suffix = "-39" if client is CLIENT_3_9 else ""
+    topic, group = f"golden-java{suffix}", f"golden-java{suffix}-group"
+    run_harness("create-topic", bootstrap, "--topic", topic, "--partitions", "3", client=client)
     for codec in CODECS:
         run_harness("produce", bootstrap, "--topic", topic, "--count", str(RECORDS),
-                    "--base-ts", str(int(time.time() * 1000)), "--compression", codec)
+                    "--base-ts", str(int(time.time() * 1000)), "--compression", codec,
+                    client=client)
     total = str(RECORDS * len(CODECS))
     run_harness("consume-group", bootstrap, "--topic", topic, "--count", total,
-                "--group", group, "--commit", "sync", "--timeout-ms", "30000")
+                "--group", group, "--commit", "sync", "--timeout-ms", "30000", client=client)
     run_harness("consume-group", bootstrap, "--topic", topic, "--count", total,
                 "--group", f"{group}-848", "--group-protocol", "consumer",
-                "--commit", "sync", "--timeout-ms", "30000")
-    run_harness("list-groups", bootstrap)
-    run_harness("describe-groups", bootstrap, "--groups", group)
-    run_harness("group-offsets", bootstrap, "--group", group)
+                "--commit", "sync", "--timeout-ms", "30000", client=client)
+    if client is not CLIENT_3_9:
+        run_harness("list-groups", bootstrap, client=client)
+        run_harness("describe-groups", bootstrap, "--groups", group, client=client)
+    run_harness("group-offsets", bootstrap, "--group", group, client=client)
+
+
+def _java_scenario(name: str) -> tuple[Callable[[str], None], Callable[[], str]]:
+    from helpers.java import CLIENT_3_9, CLIENT_4_4
+
+    client = CLIENT_3_9 if name == "java-3.9" else CLIENT_4_4
+    return (lambda bootstrap: run_java(bootstrap, client)), (lambda: _java_version(client))
 
 
 SCENARIOS: dict[str, tuple[Callable[[str], None], Callable[[], str]]] = {
     "confluent-kafka": (run_confluent, _confluent_version),
     "kafka-python": (run_kafka_python, _kafka_python_version),
     "aiokafka": (run_aiokafka, _aiokafka_version),
-    "java": (run_java, _java_version),
+    "java": _java_scenario("java"),
+    "java-3.9": _java_scenario("java-3.9"),
 }
 
 
@@ -252,9 +262,15 @@ def api_name(api_key: int) -> str:
 
 def select_frames(frames: Iterable[CapturedFrame]) -> dict[tuple[int, int, str], bytes]:
     """One frame per (api key, version, direction): the largest up to the preferred size,
-    else the smallest."""
+    else the smallest. Versions outside the codec's range are left out: the broker answered
+    them UNSUPPORTED_VERSION in an older layout (the 4.4 client's first ApiVersions is v5)."""
+    from groupcoord.wire.messages import REQUESTS
+
     chosen: dict[tuple[int, int, str], bytes] = {}
     for frame in frames:
+        request = REQUESTS.get(frame.api_key)
+        if request is None or not request.MIN_VERSION <= frame.api_version <= request.MAX_VERSION:
+            continue
         key = (frame.api_key, frame.api_version, frame.direction)
         if key not in chosen or _better(frame.data, chosen[key]):
             chosen[key] = frame.data
