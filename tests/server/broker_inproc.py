@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 from typing import Any, Self
 
+from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
 
@@ -98,8 +99,8 @@ class InProcBroker:
     """Async context manager: a started broker; `client()` opens connections to it."""
 
     def __init__(self, data_dir: Path, handlers: dict[int, Any] | None = None,
-                 **overrides: Any) -> None:
-        self.broker = Broker(make_config(data_dir, **overrides), handlers)
+                 clock: Clock | None = None, **overrides: Any) -> None:
+        self.broker = Broker(make_config(data_dir, **overrides), handlers, clock)
         self.clients: list[RawClient] = []
 
     async def __aenter__(self) -> Self:

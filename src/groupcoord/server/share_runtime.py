@@ -11,7 +11,7 @@ persister and `ShareCoordinatorShard` (the share coordinator), joined in one pro
 - Every change a ShareFetch/ShareAcknowledge/lock expiry makes is appended as a
   ShareUpdate (a ShareSnapshot every 500) before the reply is sent, then replayed into the
   store; acquisitions are not persisted, so after a crash acquired records come back.
-- One loop timer per share-partition fires at its earliest lock deadline (keyed soft
+- One clock timer per share-partition fires at its earliest lock deadline (keyed soft
   state, never persisted), and a release wakes parked ShareFetches of that partition.
 
 Single-threaded on the event loop: no locks.
@@ -19,12 +19,11 @@ Single-threaded on the event loop: no locks.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.coordinator.clock import Clock, TimerHandle
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import broker_defaults, by_duration_ms, share_config
 from groupcoord.coordinator.share.partition import Acquired, SharePartition
@@ -51,10 +50,6 @@ STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"
 SPKey = tuple[str, bytes, int]
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class ShareRuntime:
     """All share-partitions and share sessions of the broker."""
 
@@ -63,12 +58,13 @@ class ShareRuntime:
         # and the defaults of group configs.
         settings = GroupCoordinatorConfig.from_properties(broker.config.extra)
         self.broker = broker
+        self.clock: Clock = broker.clock
         self.store = ShareStateStore()
         self.partitions: dict[SPKey, SharePartition] = {}
         self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
         self.group_configs = GroupConfigStore(broker.config.data_dir)
         self.defaults = broker_defaults(settings)
-        self._timers: dict[SPKey, tuple[int, asyncio.TimerHandle]] = {}
+        self._timers: dict[SPKey, tuple[int, TimerHandle]] = {}
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -118,7 +114,7 @@ class ShareRuntime:
         else:
             start = self._reset_offset(topic_name, key[2], config.auto_offset_reset)
             sp.initialize(start, [])
-            self.write(key, [snapshot_record(key, start, [], now_ms())])
+            self.write(key, [snapshot_record(key, start, [], self.clock.now_ms())])
         return sp
 
     def _reset_offset(self, topic_name: str, index: int, policy: str) -> int:
@@ -131,7 +127,7 @@ class ShareRuntime:
             return int(plog.log_start_offset)
         duration = by_duration_ms(policy)
         if duration is not None:
-            found = plog.offset_for_timestamp(now_ms() - duration)
+            found = plog.offset_for_timestamp(self.clock.now_ms() - duration)
             if found is not None:
                 return int(found[0])
         return int(plog.log_end_offset)
@@ -146,8 +142,8 @@ class ShareRuntime:
     def write(self, key: SPKey, records: list[Any]) -> None:
         """Append share-state records and replay them (the persister's write)."""
         partition = share_state_partition(key, STATE_TOPIC_PARTITIONS)
-        batch = encode_records_batch(records, now_ms())
-        self.broker.append(STATE_TOPIC, partition, batch, now_ms())
+        batch = encode_records_batch(records, self.clock.now_ms())
+        self.broker.append(STATE_TOPIC, partition, batch, self.clock.now_ms())
         for record in records:
             self.store.replay(record)
 
@@ -158,7 +154,7 @@ class ShareRuntime:
         if changes is not None:
             start, changed = changes
             self.write(key, self.store.write_records(key, start, changed,
-                                                      sp.durable_batches(), now_ms(),
+                                                      sp.durable_batches(), self.clock.now_ms(),
                                                       sp.state_epoch))
             if sp.next_fetch_offset() < sp.end_offset:
                 self.broker.waiters.notify((topic_name, sp.partition))
@@ -175,9 +171,7 @@ class ShareRuntime:
             del self._timers[key]
         if deadline is None:
             return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, (deadline - now_ms()) / 1000.0)
-        handle = loop.call_at(loop.time() + delay, self._expire, key, topic_name)
+        handle = self.clock.call_at(deadline, lambda: self._expire(key, topic_name))
         self._timers[key] = (deadline, handle)
 
     def _expire(self, key: SPKey, topic_name: str) -> None:
@@ -186,7 +180,7 @@ class ShareRuntime:
         if sp is None:
             return
         try:
-            sp.expire_locks(now_ms())
+            sp.expire_locks(self.clock.now_ms())
             self.persist(sp, topic_name)
         except Exception:
             log.exception("acquisition lock expiry failed for %s", key)
@@ -216,7 +210,7 @@ class ShareRuntime:
             else frozenset()
         # A batch of an aborted transaction is, like a control batch, never delivered: it
         # is archived when first reached (`maybeFilterAbortedTransactionalAcquiredRecords`).
-        acquired = sp.acquire(member_id, now_ms(),
+        acquired = sp.acquire(member_id, self.clock.now_ms(),
                               [(b, last, c or b in aborted) for b, last, c, _, _ in spans],
                               max_records, record_limit, batch_size)
         self.persist(sp, topic_name)
@@ -229,7 +223,7 @@ class ShareRuntime:
     def acknowledge(self, sp: SharePartition, topic_name: str, member_id: str,
                     batches: Sequence[Any]) -> int:
         code = sp.acknowledge(member_id, [(b.first_offset, b.last_offset, b.acknowledge_types)
-                                          for b in batches], now_ms())
+                                          for b in batches], self.clock.now_ms())
         self.persist(sp, topic_name)
         return code
 
@@ -274,11 +268,11 @@ class ShareRuntime:
         return share_admin.groups_with_state(self, group_id)
 
     def reset_start_offset(self, group_id: str, topic: Any, index: int, offset: int) -> None:
-        share_admin.reset_start_offset(self, group_id, topic, index, offset, now_ms())
+        share_admin.reset_start_offset(self, group_id, topic, index, offset, self.clock.now_ms())
 
     def initialize_state(self, group_id: str, parts: dict[bytes, Any],
                          state_epoch: int = 0) -> None:
-        share_admin.initialize_state(self, group_id, parts, state_epoch, now_ms())
+        share_admin.initialize_state(self, group_id, parts, state_epoch, self.clock.now_ms())
 
     def delete_state(self, group_id: str, topic_id: bytes) -> None:
         share_admin.delete_state(self, group_id, topic_id)
