@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -121,6 +122,16 @@ class InProcBroker:
         client = RawClient(reader, writer)
         self.clients.append(client)
         return client
+
+
+async def settle(condition: Callable[[], object], turns: int = 10_000) -> None:
+    """Let the loop run (no time passes on any clock) until `condition` holds; a socket
+    round trip takes a few turns."""
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
 
 
 def run(coro: Any) -> Any:

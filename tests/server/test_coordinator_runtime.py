@@ -4,12 +4,11 @@ parked replies, keyed timers, group events and fail-stop."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from broker_inproc import InProcBroker, run
+from broker_inproc import InProcBroker, run, settle
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import ManualClock
@@ -51,15 +50,6 @@ class FakeShard:
     def on_client_disconnect(self, tokens: list[int]) -> Result:
         self.disconnected.extend(tokens)
         return Result()
-
-
-async def settle(condition: Callable[[], object], turns: int = 10_000) -> None:
-    """Let the loop run (no real time passes) until `condition` holds."""
-    for _ in range(turns):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never held")
 
 
 async def _runtime(b: InProcBroker) -> CoordinatorRuntime:
