@@ -37,6 +37,7 @@ from groupcoord.server import share_admin
 from groupcoord.server.share_configs import GroupConfigStore
 from groupcoord.server.share_state import STATE_TOPIC, ShareStateLog
 from groupcoord.storage.transactions import collect_aborted_txns
+from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
@@ -143,9 +144,10 @@ class ShareRuntime:
                 self.state.write(key, records)
             except ApiError as exc:
                 return int(exc.code)
-        live = self.partitions.get(key)
-        if live is not sp:
-            return 0  # dropped by the write (a reset); nothing of it is live any more
+        if self.partitions.get(key) is not sp:
+            # Dropped meanwhile (its state was reset or deleted): no lock may be handed
+            # out from it; the client retries against the new share-partition.
+            return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         sp.apply_locks(change)
         if change.durable and sp.next_fetch_offset() < sp.end_offset:
             self.broker.waiters.notify((topic_name, sp.partition))
