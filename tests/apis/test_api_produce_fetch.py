@@ -10,7 +10,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from broker_inproc import InProcBroker, RawClient, run
+from broker_inproc import InProcBroker, RawClient, run, settle
 
 from groupcoord.logformat.batch import build_batch, decode_records, iter_batches
 from groupcoord.wire.errors import ErrorCode
@@ -175,7 +175,7 @@ def test_fetch_long_poll_woken_by_append(tmp_path: Path) -> None:
             started = time.monotonic()
             waiting = asyncio.ensure_future(c.call(_fetch("t", 0, max_wait=5000, min_bytes=1),
                                                    12, fetch.FetchResponse))
-            await asyncio.sleep(0.2)
+            await settle(lambda: b.broker.waiters.parked(("t", 0)))
             assert not waiting.done()
             await _send(p, "t", _batch(1))
             resp = await waiting

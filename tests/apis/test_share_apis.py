@@ -12,7 +12,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from broker_inproc import InProcBroker, RawClient, run
+from broker_inproc import InProcBroker, RawClient, run, settle
 
 from groupcoord.apis.share_v0_codec import with_v0
 from groupcoord.logformat.batch import build_batch
@@ -150,14 +150,14 @@ def test_long_poll_wakes_on_append_and_on_release(tmp_path: Path) -> None:
             await fetch(c, tid, 0)
             started = time.monotonic()
             waiting = asyncio.ensure_future(fetch(c, tid, 1, wait=5_000))
-            await asyncio.sleep(0.2)
+            await settle(lambda: b.broker.waiters.parked((T, 0)))
             b.broker.append(T, 0, build_batch([(None, b"x", (), 0)]), 0)
             resp = await waiting
             assert acquired(resp) == [(0, 0, 1)] and time.monotonic() - started < 3
             c2 = await b.client()
             await fetch(c2, tid, 0, member="m2")
             waiting = asyncio.ensure_future(fetch(c2, tid, 1, member="m2", wait=5_000))
-            await asyncio.sleep(0.2)
+            await settle(lambda: b.broker.waiters.parked((T, 0)))
             await ack(c, tid, 2, [(0, 0, [2])])
             assert acquired(await waiting) == [(0, 0, 2)]
     run(go())

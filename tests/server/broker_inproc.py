@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
+from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
 
@@ -98,8 +100,8 @@ class InProcBroker:
     """Async context manager: a started broker; `client()` opens connections to it."""
 
     def __init__(self, data_dir: Path, handlers: dict[int, Any] | None = None,
-                 **overrides: Any) -> None:
-        self.broker = Broker(make_config(data_dir, **overrides), handlers)
+                 clock: Clock | None = None, **overrides: Any) -> None:
+        self.broker = Broker(make_config(data_dir, **overrides), handlers, clock)
         self.clients: list[RawClient] = []
 
     async def __aenter__(self) -> Self:
@@ -120,6 +122,16 @@ class InProcBroker:
         client = RawClient(reader, writer)
         self.clients.append(client)
         return client
+
+
+async def settle(condition: Callable[[], object], turns: int = 10_000) -> None:
+    """Let the loop run (no time passes on any clock) until `condition` holds; a socket
+    round trip takes a few turns."""
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
 
 
 def run(coro: Any) -> Any:

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from broker_inproc import InProcBroker, run
+from broker_inproc import InProcBroker, run, settle
 
 from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import GroupEvent, Reply, Result, ScheduleTimer
 from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
@@ -102,7 +103,7 @@ def test_parked_reply_released_by_later_operation(tmp_path: Path) -> None:
                 return Result(response=None)
 
             parked = asyncio.ensure_future(rt.call("g", park))
-            await asyncio.sleep(0.05)
+            await settle(lambda: tokens)
             assert not parked.done()
             done = await rt.call("g", lambda s, c, n: Result(
                 response="second", deferred=[Reply(tokens[0], "first")]))
@@ -122,25 +123,33 @@ def test_cancelled_parked_call_notifies_shard(tmp_path: Path) -> None:
                 return Result(response=None)
 
             parked = asyncio.ensure_future(rt.call("g", park))
-            await asyncio.sleep(0.05)
+            await settle(lambda: tokens)
             parked.cancel()
-            await asyncio.sleep(0.05)
-            assert rt.shards[rt.partition_for("g")].shard.disconnected == tokens
+            shard = rt.shards[rt.partition_for("g")].shard
+            await settle(lambda: shard.disconnected)
+            assert shard.disconnected == tokens
             await rt.stop()
     run(go())
 
 
 def test_keyed_timers_replace_and_fire_once(tmp_path: Path) -> None:
     async def go() -> None:
-        async with InProcBroker(tmp_path) as b:
+        clock = ManualClock()
+        async with InProcBroker(tmp_path, clock=clock) as b:
             rt = await _runtime(b)
             def arm(s: Any, c: Any, n: int) -> Result:
                 return Result(response="ok", timers=[ScheduleTimer(("hb", "m1"), n + 30),
                                                      ScheduleTimer(("hb", "m1"), n + 60)])
 
             await rt.call("g", arm)
-            await asyncio.sleep(0.3)
             shard = rt.shards[rt.partition_for("g")].shard
+            clock.advance(59)  # the replaced deadline (30) passed: nothing fires
+            await rt.call("g", lambda s, c, n: Result(response="sync"))
+            assert shard.fired == []
+            clock.advance(1)
+            await settle(lambda: shard.fired)
+            clock.advance(1_000)
+            await rt.call("g", lambda s, c, n: Result(response="sync"))
             assert shard.fired == [("hb", "m1")]
             events = b.broker.topics.log("__group_events", 0)
             assert events is not None and events.log_end_offset == 1
@@ -178,7 +187,7 @@ def test_failed_append_fail_stops_the_shard(tmp_path: Path) -> None:
                 await rt.call("g", lambda s, c, n: s.commit("g", 2, n))
             assert info.value.code == 15
             b.broker.append = real_append  # type: ignore[method-assign]
-            await asyncio.sleep(0.3)
+            # Queued behind the reload.
             resp = await rt.call("g", lambda s, c, n: s.commit("g", 3, n))
             # Reloaded from the log: the failed commit never happened.
             assert resp[2] == {("g", "t", 0): 1}

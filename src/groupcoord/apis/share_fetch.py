@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import share_support as support
+from groupcoord.apis.errors import ApiError
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
 from groupcoord.wire.errors import ErrorCode
@@ -111,9 +112,15 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
         keys.append((topic.name, index))
         if budget <= 0 or max_bytes <= 0:
             continue
-        sp = ctx.shares.partition(request.group_id, topic, index)
-        records, acquired = ctx.shares.acquire(sp, topic.name, request.member_id, budget,
-                                               max_bytes, record_limit, batch_size)
+        try:
+            sp = ctx.shares.partition(request.group_id, topic, index)
+            records, acquired = ctx.shares.acquire(sp, topic.name, request.member_id, budget,
+                                                   max_bytes, record_limit, batch_size)
+        except ApiError as exc:
+            # The share state could not be written: nothing was acquired (retriable).
+            data = results.setdefault((topic_id, index), PartitionData(partition_index=index))
+            data.error_code = int(exc.code)
+            continue
         if not acquired:
             continue
         got = True

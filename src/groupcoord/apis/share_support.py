@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 
@@ -90,8 +91,11 @@ def apply_acks(ctx: Any, group_id: str, member_id: str,
         if code == ErrorCode.NONE:
             code = validate_ack_batches(batches, renew_allowed, is_renew_ack)
         if code == ErrorCode.NONE:
-            sp = shares.partition(group_id, topic, index)
-            code = shares.acknowledge(sp, topic.name, member_id, batches)
+            try:
+                sp = shares.partition(group_id, topic, index)
+                code = shares.acknowledge(sp, topic.name, member_id, batches)
+            except ApiError as exc:
+                code = exc.code
         results[(topic_id, index)] = int(code)
     return results
 

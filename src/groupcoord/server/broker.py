@@ -20,6 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
+from groupcoord.server.clock import SystemClock
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
@@ -32,6 +33,7 @@ from groupcoord.storage.config import KafkaStorageError
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
+    from groupcoord.coordinator.clock import Clock
     from groupcoord.storage import AppendInfo
 
 log = logging.getLogger("groupcoord.server")
@@ -43,8 +45,11 @@ MAINTENANCE_INTERVAL_S = 30.0
 class Broker:
     """All shared state of a running broker."""
 
-    def __init__(self, config: BrokerConfig, handlers: dict[int, ApiSpec] | None = None) -> None:
+    def __init__(self, config: BrokerConfig, handlers: dict[int, ApiSpec] | None = None,
+                 clock: Clock | None = None) -> None:
         self.config = config
+        # The one time source of every runtime and request (a ManualClock in tests).
+        self.clock: Clock = clock if clock is not None else SystemClock()
         self._handlers = handlers
         self.handlers: dict[int, ApiSpec] = {}
         self.connections: set[KafkaConnection] = set()

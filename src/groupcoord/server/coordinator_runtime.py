@@ -8,7 +8,8 @@ time. Per operation it appends `result.records` to
 `__consumer_offsets-<p>` as one uncompressed batch, replays them, and releases the
 response and deferred replies only after the append (with `--fsync always`, after one
 fsync covering every operation drained from the queue: a group commit). Timers are keyed
-soft state armed with `loop.call_at`; a fired timer is an ordinary queued operation. An
+soft state armed on the broker's `Clock` (which never fires one before its deadline); a
+fired timer is an ordinary queued operation. An
 append failure fail-stops the shard: pending callers get COORDINATOR_NOT_AVAILABLE and the
 shard reloads from its log. Records the log cannot take (a batch over the partition's
 `max.message.bytes`, a value its record version cannot hold) fail only their operation,
@@ -29,11 +30,11 @@ import asyncio
 import itertools
 import logging
 import os
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.clock import Clock, TimerHandle
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.server import group_events
 from groupcoord.server.coordinator_txn import NOT_COORDINATOR, EndTxnWrite
@@ -68,10 +69,6 @@ class WriteRefused(Exception):
     operation fails, nothing is appended and the shard keeps serving."""
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class ShardTask:
     """One shard: its state object, queue, timers and parked replies."""
 
@@ -82,7 +79,7 @@ class ShardTask:
         self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
-        self.timers: dict[tuple[Any, ...], tuple[int, asyncio.TimerHandle]] = {}
+        self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self._timer_seq = itertools.count(1)
         self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._main())
@@ -99,7 +96,7 @@ class ShardTask:
         plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
         self.shard = rt.shard_factory(self.partition)
         if hasattr(self.shard, "on_topics_changed"):
-            self.shard.on_topics_changed(rt.topics_image(), now_ms())
+            self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
         self.producers = ProducerEpochs()
         loop = asyncio.get_running_loop()
         count = 0
@@ -119,7 +116,7 @@ class ShardTask:
     def _schedule_cleanup(self) -> None:
         interval = self.runtime.cleanup_interval_ms
         if interval > 0 and hasattr(self.shard, "cleanup_expired_offsets"):
-            self.schedule(("__cleanup__",), now_ms() + interval)
+            self.schedule(("__cleanup__",), self.runtime.clock.now_ms() + interval)
 
     # -- the operation loop ----------------------------------------------------------------
 
@@ -196,7 +193,7 @@ class ShardTask:
     def _call(self, op: Operation, op_ctx: Any = None) -> Any:
         if op_ctx is None:
             op_ctx = self.runtime.op_context("", "", 0)
-        return op(self.shard, op_ctx, now_ms())
+        return op(self.shard, op_ctx, self.runtime.clock.now_ms())
 
     def _apply(self, result: Any, txn: Txn = None) -> Any:
         """Append + replay the records, then apply timers and write events."""
@@ -204,13 +201,14 @@ class ShardTask:
             return None
         if isinstance(result, EndTxnWrite):
             # A failed append propagates to _main, as for records: fail-stop and reload.
-            return result.write(self, now_ms())
+            return result.write(self, self.runtime.clock.now_ms())
         records = getattr(result, "records", None)
         if records:
             pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
             batch = self._encode(records, pid, epoch)
             # A failure here propagates to _main: fail-stop and reload.
-            info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch, now_ms())
+            info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch,
+                                              self.runtime.clock.now_ms())
             self.runtime.written[self.partition] = True
             if txn is not None:
                 self.producers.observe(pid, epoch)
@@ -232,7 +230,7 @@ class ShardTask:
     def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
         """The operation's batch; WriteRefused when the log would refuse it."""
         try:
-            batch = encode_records_batch(records, now_ms(), pid, epoch)
+            batch = encode_records_batch(records, self.runtime.clock.now_ms(), pid, epoch)
         except ValueError as exc:
             raise WriteRefused(str(exc)) from exc
         # A missing partition is left to the append, which fail-stops the shard.
@@ -291,9 +289,7 @@ class ShardTask:
     def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
         self.cancel(key)
         seq = next(self._timer_seq)
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, (deadline_ms - now_ms()) / 1000.0)
-        handle = loop.call_at(loop.time() + delay, self._fire, key, seq, deadline_ms)
+        handle = self.runtime.clock.call_at(deadline_ms, lambda: self._fire(key, seq))
         self.timers[key] = (seq, handle)
 
     def cancel(self, key: tuple[Any, ...]) -> None:
@@ -301,11 +297,8 @@ class ShardTask:
         if entry is not None:
             entry[1].cancel()
 
-    def _fire(self, key: tuple[Any, ...], seq: int, deadline_ms: int) -> None:
+    def _fire(self, key: tuple[Any, ...], seq: int) -> None:
         def op(shard: Any, _ctx: Any, now: int) -> Any:
-            # The loop's monotonic clock and the wall clock drift apart by a millisecond or
-            # so; a coordinator must never see its timer fire before the deadline it set.
-            now = max(now, deadline_ms)
             entry = self.timers.get(key)
             if entry is None or entry[0] != seq:
                 return None  # replaced or cancelled after it fired
@@ -322,6 +315,7 @@ class CoordinatorRuntime:
 
     def __init__(self, broker: Broker, shard_factory: Callable[[int], Any] | None = None) -> None:
         self.broker = broker
+        self.clock: Clock = broker.clock
         cfg = broker.config
         self.num_partitions = cfg.offsets_partitions
         self.fsync_always = cfg.fsync == "always"
@@ -354,7 +348,7 @@ class CoordinatorRuntime:
 
             # Versions stay monotonic across restarts (they are stored with resolved
             # regexes): wall-clock milliseconds, bumped past the previous version.
-            self._image_version = max(self._image_version + 1, now_ms())
+            self._image_version = max(self._image_version + 1, self.clock.now_ms())
             self._image = TopicsImage.of(
                 [(t.name, t.topic_id, t.num_partitions) for t in self.broker.topics.all()
                  if not t.internal], self._image_version)

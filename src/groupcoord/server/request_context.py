@@ -6,7 +6,6 @@ shared services reached through properties (cheaper than copying references per 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +79,7 @@ class BrokerRequestContext:
         return self.broker.advertised.port
 
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
+        return self.broker.clock.now_ms()
 
     def append(self, topic: str, partition: int, data: bytes | memoryview, now_ms: int) -> Any:
         return self.broker.append(topic, partition, data, now_ms)

@@ -1,17 +1,20 @@
 """The share-partition manager: in-flight record state of every share-partition of the
-broker, acquisition-lock timers, share sessions and the `__share_group_state` writer.
+broker, acquisition-lock timers and share sessions, over `share_state.ShareStateLog`.
 
-Mirrors Kafka's `SharePartitionManager` (broker side) together with the default state
-persister and `ShareCoordinatorShard` (the share coordinator), joined in one process:
+Mirrors Kafka's `SharePartitionManager` (broker side) with the default state persister:
 
 - A share-partition is created on first fetch and initialized from the persisted state
-  (`ShareStateStore`, rebuilt at start-up by replaying `__share_group_state-*`). A new one
-  starts at the log end (`share.auto.offset.reset=latest`) or the log start (`earliest`)
-  and is written at once as a ShareSnapshot, so that a restart keeps the same start.
-- Every change a ShareFetch/ShareAcknowledge/lock expiry makes is appended as a
-  ShareUpdate (a ShareSnapshot every 500) before the reply is sent, then replayed into the
-  store; acquisitions are not persisted, so after a crash acquired records come back.
-- One loop timer per share-partition fires at its earliest lock deadline (keyed soft
+  (rebuilt at start-up by replaying `__share_group_state-*`). A new one starts at the log
+  end (`share.auto.offset.reset=latest`) or the log start (`earliest`); its ShareSnapshot
+  is written before the share-partition exists, so that a restart keeps the same start.
+- A ShareFetch / ShareAcknowledge / release / lock expiry plans its change on the
+  `SharePartition` without changing it (`plan_*`), the durable part is written as a
+  ShareUpdate (a ShareSnapshot every 500) and replayed, and only then are the
+  acquisition locks taken and the reply sent. A failed write leaves the share-partition
+  as it was (and fail-stops the state partition, see `share_state`); the caller gets
+  COORDINATOR_NOT_AVAILABLE. Acquisitions are not persisted, so after a crash acquired
+  records come back.
+- One clock timer per share-partition fires at its earliest lock deadline (keyed soft
   state, never persisted), and a release wakes parked ShareFetches of that partition.
 
 Single-threaded on the event loop: no locks.
@@ -19,40 +22,33 @@ Single-threaded on the event loop: no locks.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.clock import Clock, TimerHandle
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import broker_defaults, by_duration_ms, share_config
-from groupcoord.coordinator.share.partition import Acquired, SharePartition
+from groupcoord.coordinator.share.partition import Acquired, ShareChange, SharePartition
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
-from groupcoord.coordinator.share.state_store import (
-    ShareStateStore,
-    share_state_partition,
-    snapshot_record,
-)
+from groupcoord.coordinator.share.state_store import snapshot_record
 from groupcoord.server import share_admin
-from groupcoord.server.log_records import keyed_records
-from groupcoord.server.shard_log import encode_records_batch
 from groupcoord.server.share_configs import GroupConfigStore
+from groupcoord.server.share_state import STATE_TOPIC, ShareStateLog
 from groupcoord.storage.transactions import collect_aborted_txns
+from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
 
 log = logging.getLogger("groupcoord.share")
 
-STATE_TOPIC = "__share_group_state"
-STATE_TOPIC_PARTITIONS = 50
-STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+__all__ = ["STATE_TOPIC", "ShareRuntime"]
+
 SPKey = tuple[str, bytes, int]
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
+# A lock expiry whose write failed is tried again this much later, not in a busy loop.
+EXPIRY_RETRY_MS = 1_000
 
 
 class ShareRuntime:
@@ -63,37 +59,23 @@ class ShareRuntime:
         # and the defaults of group configs.
         settings = GroupCoordinatorConfig.from_properties(broker.config.extra)
         self.broker = broker
-        self.store = ShareStateStore()
+        self.clock: Clock = broker.clock
         self.partitions: dict[SPKey, SharePartition] = {}
+        self.state = ShareStateLog(broker, self.clock, self.partitions.get,
+                                   self.partitions.keys, self.drop)
+        self.store = self.state.store
         self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
         self.group_configs = GroupConfigStore(broker.config.data_dir)
         self.defaults = broker_defaults(settings)
-        self._timers: dict[SPKey, tuple[int, asyncio.TimerHandle]] = {}
+        self._timers: dict[SPKey, tuple[int, TimerHandle]] = {}
 
     # -- start-up ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.broker.topics.ensure_internal(STATE_TOPIC, STATE_TOPIC_PARTITIONS,
-                                           STATE_TOPIC_CONFIGS)
         self.group_configs.load()
-        count = 0
-        for partition in range(STATE_TOPIC_PARTITIONS):
-            count += self._replay(self.broker.logs.get(STATE_TOPIC, partition))
+        count = self.state.start()
         if count:
             log.info("loaded %d share-state records", count)
-
-    def _replay(self, plog: Any) -> int:
-        from groupcoord.logformat.coordinator_records import SHARE, decode_record
-
-        count = 0
-        for rec in keyed_records(plog):
-            try:
-                record = decode_record(rec.key, rec.value, SHARE)
-            except ValueError:
-                continue
-            self.store.replay(record)
-            count += 1
-        return count
 
     async def stop(self) -> None:
         for _deadline, handle in self._timers.values():
@@ -103,22 +85,25 @@ class ShareRuntime:
     # -- share-partitions -------------------------------------------------------------------
 
     def partition(self, group_id: str, topic: Any, index: int) -> SharePartition:
+        """The live share-partition, initialized on first use (ApiError
+        COORDINATOR_NOT_AVAILABLE when its first snapshot cannot be written)."""
         key = (group_id, bytes(topic.topic_id), index)
         sp = self.partitions.get(key)
         if sp is None:
-            sp = self.partitions[key] = self._initialize(key, topic.name)
+            sp = self._initialize(key, topic.name)
         return sp
 
     def _initialize(self, key: SPKey, topic_name: str) -> SharePartition:
         config = share_config(self.group_configs.get(key[0]), self.defaults)
-        sp = SharePartition(*key, config)
         persisted = self.store.get(key)
-        if persisted is not None and persisted.start_offset >= 0:
-            sp.initialize(persisted.start_offset, persisted.batches(), persisted.state_epoch)
-        else:
+        if persisted is None or persisted.start_offset < 0:
             start = self._reset_offset(topic_name, key[2], config.auto_offset_reset)
-            sp.initialize(start, [])
-            self.write(key, [snapshot_record(key, start, [], now_ms())])
+            self.state.write(key, [snapshot_record(key, start, [], self.clock.now_ms())])
+            persisted = self.store.get(key)
+            assert persisted is not None
+        sp = SharePartition(*key, config)
+        sp.initialize(persisted.start_offset, persisted.batches(), persisted.state_epoch)
+        self.partitions[key] = sp
         return sp
 
     def _reset_offset(self, topic_name: str, index: int, policy: str) -> int:
@@ -131,7 +116,7 @@ class ShareRuntime:
             return int(plog.log_start_offset)
         duration = by_duration_ms(policy)
         if duration is not None:
-            found = plog.offset_for_timestamp(now_ms() - duration)
+            found = plog.offset_for_timestamp(self.clock.now_ms() - duration)
             if found is not None:
                 return int(found[0])
         return int(plog.log_end_offset)
@@ -145,28 +130,35 @@ class ShareRuntime:
 
     def write(self, key: SPKey, records: list[Any]) -> None:
         """Append share-state records and replay them (the persister's write)."""
-        partition = share_state_partition(key, STATE_TOPIC_PARTITIONS)
-        batch = encode_records_batch(records, now_ms())
-        self.broker.append(STATE_TOPIC, partition, batch, now_ms())
-        for record in records:
-            self.store.replay(record)
+        self.state.write(key, records)
 
-    def persist(self, sp: SharePartition, topic_name: str) -> None:
-        """Write what changed in `sp`, re-arm its lock timer, wake waiting fetches."""
-        key = (sp.group_id, sp.topic_id, sp.partition)
-        changes = sp.take_changes()
-        if changes is not None:
-            start, changed = changes
-            self.write(key, self.store.write_records(key, start, changed,
-                                                      sp.durable_batches(), now_ms(),
-                                                      sp.state_epoch))
-            if sp.next_fetch_offset() < sp.end_offset:
-                self.broker.waiters.notify((topic_name, sp.partition))
+    def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int:
+        """Write the change's durable part, replay it, then take its locks, re-arm the lock
+        timer and wake waiting fetches; a Kafka error code (nothing applied on error)."""
+        key = sp.key
+        if change.durable:
+            records = self.store.write_records(key, change.start_offset, change.changed,
+                                               change.durable_batches, self.clock.now_ms(),
+                                               sp.state_epoch)
+            try:
+                self.state.write(key, records)
+            except ApiError as exc:
+                return int(exc.code)
+        if self.partitions.get(key) is not sp:
+            # Dropped meanwhile (its state was reset or deleted): no lock may be handed
+            # out from it; the client retries against the new share-partition.
+            return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        sp.apply_locks(change)
+        if change.durable and sp.next_fetch_offset() < sp.end_offset:
+            self.broker.waiters.notify((topic_name, sp.partition))
         self._arm(sp, topic_name)
+        return 0
 
-    def _arm(self, sp: SharePartition, topic_name: str) -> None:
-        key = (sp.group_id, sp.topic_id, sp.partition)
+    def _arm(self, sp: SharePartition, topic_name: str, not_before: int = 0) -> None:
+        key = sp.key
         deadline = sp.next_deadline()
+        if deadline is not None:
+            deadline = max(deadline, not_before)
         current = self._timers.get(key)
         if current is not None and current[0] == deadline:
             return
@@ -175,9 +167,7 @@ class ShareRuntime:
             del self._timers[key]
         if deadline is None:
             return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, (deadline - now_ms()) / 1000.0)
-        handle = loop.call_at(loop.time() + delay, self._expire, key, topic_name)
+        handle = self.clock.call_at(deadline, lambda: self._expire(key, topic_name))
         self._timers[key] = (deadline, handle)
 
     def _expire(self, key: SPKey, topic_name: str) -> None:
@@ -186,8 +176,9 @@ class ShareRuntime:
         if sp is None:
             return
         try:
-            sp.expire_locks(now_ms())
-            self.persist(sp, topic_name)
+            now = self.clock.now_ms()
+            if self.commit(sp, sp.plan_expire_locks(now), topic_name):
+                self._arm(sp, topic_name, now + EXPIRY_RETRY_MS)
         except Exception:
             log.exception("acquisition lock expiry failed for %s", key)
 
@@ -196,12 +187,15 @@ class ShareRuntime:
     def acquire(self, sp: SharePartition, topic_name: str, member_id: str, max_records: int,
                 max_bytes: int, record_limit: bool = False, batch_size: int = 0
                 ) -> tuple[memoryview | None, list[Acquired]]:
-        """Read the log from the next fetch offset, acquire, and return the covering bytes."""
+        """Read the log from the next fetch offset, acquire, and return the covering bytes;
+        ApiError when the share state cannot be written (nothing acquired then)."""
         plog = self.broker.topics.log(topic_name, sp.partition)
         if plog is None:
             return None, []
         if sp.start_offset < plog.log_start_offset:
-            sp.move_start_offset(plog.log_start_offset)
+            code = self.commit(sp, sp.plan_move_start(plog.log_start_offset), topic_name)
+            if code:
+                raise ApiError(code)
         offset = sp.next_fetch_offset()
         upper = plog.log_end_offset
         if sp.config.read_committed:
@@ -216,10 +210,13 @@ class ShareRuntime:
             else frozenset()
         # A batch of an aborted transaction is, like a control batch, never delivered: it
         # is archived when first reached (`maybeFilterAbortedTransactionalAcquiredRecords`).
-        acquired = sp.acquire(member_id, now_ms(),
-                              [(b, last, c or b in aborted) for b, last, c, _, _ in spans],
-                              max_records, record_limit, batch_size)
-        self.persist(sp, topic_name)
+        change = sp.plan_acquire(member_id, self.clock.now_ms(),
+                                 [(b, last, c or b in aborted) for b, last, c, _, _ in spans],
+                                 max_records, record_limit, batch_size)
+        code = self.commit(sp, change, topic_name)
+        if code:
+            raise ApiError(code)
+        acquired: list[Acquired] = change.result  # type: ignore[assignment]
         if not acquired:
             return None, []
         first, last = acquired[0].first_offset, acquired[-1].last_offset
@@ -228,18 +225,20 @@ class ShareRuntime:
 
     def acknowledge(self, sp: SharePartition, topic_name: str, member_id: str,
                     batches: Sequence[Any]) -> int:
-        code = sp.acknowledge(member_id, [(b.first_offset, b.last_offset, b.acknowledge_types)
-                                          for b in batches], now_ms())
-        self.persist(sp, topic_name)
-        return code
+        change = sp.plan_acknowledge(member_id, [(b.first_offset, b.last_offset,
+                                                  b.acknowledge_types) for b in batches],
+                                     self.clock.now_ms())
+        if change.result != 0:
+            return int(change.result)  # type: ignore[call-overload]
+        return self.commit(sp, change, topic_name)
 
     def release_session(self, session: ShareSession) -> None:
         """Release every record the session's member holds (session closed or lost)."""
         for topic_id, index in list(session.partitions):
             sp = self.partitions.get((session.group_id, topic_id, index))
             topic = self.broker.topics.by_id(topic_id)
-            if sp is not None and topic is not None and sp.release_member(session.member_id):
-                self.persist(sp, topic.name)
+            if sp is not None and topic is not None:
+                self._release(sp, session.member_id, topic.name)
 
     def member_left(self, group_id: str, member_id: str) -> None:
         """Release what a member that left the group holds (`ShareGroupListener.onMemberLeave`)
@@ -247,8 +246,15 @@ class ShareRuntime:
         self.sessions.sessions.pop((group_id, member_id), None)
         for (gid, topic_id, _index), sp in list(self.partitions.items()):
             topic = self.broker.topics.by_id(topic_id)
-            if gid == group_id and topic is not None and sp.release_member(member_id):
-                self.persist(sp, topic.name)
+            if gid == group_id and topic is not None:
+                self._release(sp, member_id, topic.name)
+
+    def _release(self, sp: SharePartition, member_id: str, topic_name: str) -> None:
+        """Release the member's records; a failed write leaves them to their lock expiry."""
+        change = sp.plan_release_member(member_id)
+        if change.result and self.commit(sp, change, topic_name):
+            log.warning("releasing %s's records of %s failed; their locks expire instead",
+                        member_id, sp.key)
 
     def connection_closed(self, connection_id: str) -> None:
         for session in self.sessions.remove_connection(connection_id):
@@ -274,11 +280,11 @@ class ShareRuntime:
         return share_admin.groups_with_state(self, group_id)
 
     def reset_start_offset(self, group_id: str, topic: Any, index: int, offset: int) -> None:
-        share_admin.reset_start_offset(self, group_id, topic, index, offset, now_ms())
+        share_admin.reset_start_offset(self, group_id, topic, index, offset, self.clock.now_ms())
 
     def initialize_state(self, group_id: str, parts: dict[bytes, Any],
                          state_epoch: int = 0) -> None:
-        share_admin.initialize_state(self, group_id, parts, state_epoch, now_ms())
+        share_admin.initialize_state(self, group_id, parts, state_epoch, self.clock.now_ms())
 
     def delete_state(self, group_id: str, topic_id: bytes) -> None:
         share_admin.delete_state(self, group_id, topic_id)

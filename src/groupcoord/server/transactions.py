@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.partitioning import partition_for
@@ -44,6 +43,7 @@ from groupcoord.logformat.transaction_records import (
     encode_key,
     encode_value,
 )
+from groupcoord.server.clock import sleep_ms
 from groupcoord.server.log_records import keyed_records
 from groupcoord.server.txn_log import write_marker
 from groupcoord.storage.config import RecordBatchTooLargeError, StorageError
@@ -65,10 +65,6 @@ _MARKER_DONE = frozenset({0, 3, 16, 47, 52})  # NONE, UNKNOWN_TOPIC_OR_PARTITION
 # NOT_COORDINATOR (no such offsets partition), INVALID_PRODUCER_EPOCH, COORDINATOR_FENCED
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _int(extra: dict[str, str], name: str, default: int) -> int:
     return int(extra.get(name, default))
 
@@ -78,6 +74,7 @@ class TransactionRuntime:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self.clock = broker.clock
         extra = broker.config.extra
         self.num_partitions = _int(extra, "transaction.state.log.num.partitions", 50)
         self.coordinator = TransactionCoordinator(
@@ -152,7 +149,7 @@ class TransactionRuntime:
 
     async def init_producer_id(self, tid: str, timeout_ms: int,
                                expected: tuple[int, int] | None) -> TxnOp:
-        now = now_ms()
+        now = self.clock.now_ms()
         op = self.coordinator.init_producer_id(tid, timeout_ms, expected, now)
         if op.transit is None:
             return op
@@ -166,7 +163,7 @@ class TransactionRuntime:
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
                        partitions: list[TopicPartition]) -> int:
-        now = now_ms()
+        now = self.clock.now_ms()
         op = self.coordinator.add_partitions(tid, pid, epoch, partitions, now)
         if op.error or op.transit is None:
             return op.error
@@ -178,7 +175,7 @@ class TransactionRuntime:
 
     async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
                       client_tv: int = 0) -> TxnOp:
-        now = now_ms()
+        now = self.clock.now_ms()
         op = self.coordinator.end_txn(tid, pid, epoch, commit, now, client_tv)
         if op.error or op.transit is None:
             return op
@@ -223,7 +220,7 @@ class TransactionRuntime:
         if todo:
             return
         del self._todo[tid]
-        now = now_ms()
+        now = self.clock.now_ms()
         op = self.coordinator.complete(tid, now)
         if op.transit is not None:
             self._write(op, now)
@@ -237,7 +234,7 @@ class TransactionRuntime:
                                                                 COORDINATOR_EPOCH, commit)
                 return result
             return write_marker(self.broker, topic, partition, pid, epoch, COORDINATOR_EPOCH,
-                                commit, now_ms())
+                                commit, self.clock.now_ms())
         except (OSError, StorageError):
             log.exception("marker write to %s-%d failed", topic, partition)
             return COORDINATOR_NOT_AVAILABLE
@@ -245,12 +242,12 @@ class TransactionRuntime:
     # -- periodic work ---------------------------------------------------------------------
 
     async def _maintenance(self) -> None:
-        last_expiration = now_ms()
+        last_expiration = self.clock.now_ms()
         while True:
-            await asyncio.sleep(self.abort_interval_ms / 1000.0)
+            await sleep_ms(self.clock, self.abort_interval_ms)
             try:
-                self.abort_timed_out(now_ms())
-                now = now_ms()
+                self.abort_timed_out(self.clock.now_ms())
+                now = self.clock.now_ms()
                 if now - last_expiration >= self.expiration_interval_ms:
                     last_expiration = now
                     self.remove_expired(now)

@@ -25,6 +25,10 @@ class FetchWaiters:
                 if not fut.done():
                     fut.set_result(None)
 
+    def parked(self, key: Hashable) -> int:
+        """How many fetches wait on `key`."""
+        return len(self._by_key.get(key, ()))
+
     def notify_all(self) -> None:
         for key in list(self._by_key):
             self.notify(key)

@@ -13,6 +13,7 @@ from groupcoord.coordinator.share.partition import (
     ShareConfig,
     SharePartition,
     StateBatch,
+    check_transition,
 )
 from groupcoord.wire.errors import ErrorCode
 
@@ -49,9 +50,12 @@ def test_acquire_whole_batches_even_past_max_records() -> None:
 def test_accept_advances_start_offset() -> None:
     sp = new_sp()
     sp.acquire("m1", 0, batches((0, 9)), 100)
-    assert sp.acknowledge("m1", [(0, 4, [AckType.ACCEPT])], 1) == ErrorCode.NONE
+    change = sp.plan_acknowledge("m1", [(0, 4, [AckType.ACCEPT])], 1)
+    # Acknowledged records below the new start need not be written: the start says it.
+    assert (change.durable, change.start_offset, change.changed) == (True, 5, [])
+    assert sp.start_offset == 0  # a plan changes nothing
+    assert sp.apply(change) == ErrorCode.NONE
     assert sp.start_offset == 5
-    assert sp.take_changes() == (5, [])
     assert sp.acknowledge("m1", [(5, 9, [AckType.ACCEPT])], 1) == ErrorCode.NONE
     assert sp.start_offset == sp.end_offset == 10 and not sp.records
 
@@ -59,9 +63,11 @@ def test_accept_advances_start_offset() -> None:
 def test_release_makes_available_and_redelivers_with_higher_count() -> None:
     sp = new_sp()
     sp.acquire("m1", 0, batches((0, 2)), 100)
-    assert sp.acknowledge("m1", [(1, 1, [AckType.RELEASE])], 1) == ErrorCode.NONE
+    change = sp.plan_acknowledge("m1", [(1, 1, [AckType.RELEASE])], 1)
+    assert change.changed == [StateBatch(1, 1, 0, 1)]
+    assert sp.records[1].state == RecordState.ACQUIRED
+    assert sp.apply(change) == ErrorCode.NONE
     assert sp.records[1].state == RecordState.AVAILABLE
-    assert sp.take_changes() == (0, [StateBatch(1, 1, 0, 1)])
     assert sp.acquire("m2", 2, batches((0, 2)), 100) == [Acquired(1, 1, 2)]
     assert sp.records[1].member_id == "m2"
 
@@ -178,7 +184,7 @@ def test_transition_table_rejects_same_state_and_terminal_moves() -> None:
     sp.acquire("m1", 0, batches((0, 1)), 100)
     sp.acknowledge("m1", [(1, 1, [1])], 0)
     with pytest.raises(InvalidTransition):
-        sp._move(1, sp.records[1], RecordState.AVAILABLE)
+        check_transition(1, sp.records[1].state, RecordState.AVAILABLE)
 
 
 def test_move_start_offset_drops_lower_records() -> None:
@@ -218,3 +224,34 @@ def test_record_limit_mode_is_never_split() -> None:
     got = sp.acquire("m1", 0, batches((0, 3), (4, 7), (8, 11)), 6, record_limit=True,
                      batch_size=2)
     assert got == [Acquired(0, 5, 1)]
+
+
+def test_acquire_plan_is_durable_only_for_archived_gaps() -> None:
+    """Acquisition locks are soft state: a plain acquire writes nothing; archiving a
+    control batch does."""
+    sp = new_sp()
+    plain = sp.plan_acquire("m1", 0, batches((0, 1)), 100)
+    assert not plain.durable and sorted(plain.locks) == [0, 1] and not sp.records
+    sp.apply(plain)
+    with_control = sp.plan_acquire("m1", 0, [(2, 2, True), (3, 3, False)], 100)
+    assert with_control.durable and with_control.changed == [StateBatch(2, 2, 4, 0)]
+
+
+def test_replay_keeps_locks_the_record_agrees_with() -> None:
+    sp = new_sp()
+    sp.acquire("m1", 0, batches((0, 3)), 100)
+    # A snapshot of the window: acquired records persisted as available, one delivery less.
+    sp.replay(0, [StateBatch(0, 3, RecordState.AVAILABLE, 0)])
+    assert all(sp.records[o].member_id == "m1" for o in range(4))
+    # A record that disagrees (archived) ends the acquisition.
+    sp.replay(0, [StateBatch(2, 2, RecordState.ARCHIVED, 1)])
+    assert sp.records[2].state == RecordState.ARCHIVED and sp.records[3].member_id == "m1"
+
+
+def test_reload_keeps_agreeing_locks_and_drops_the_rest() -> None:
+    sp = new_sp()
+    sp.acquire("m1", 0, batches((0, 3)), 100)
+    sp.reload(0, [StateBatch(1, 1, RecordState.AVAILABLE, 3)])
+    assert sp.records[1].state == RecordState.AVAILABLE
+    assert [sp.records[o].member_id for o in (0, 2, 3)] == ["m1"] * 3
+    assert sp.end_offset == 4

@@ -11,6 +11,7 @@ from groupcoord.coordinator.share.partition import (
     RecordState,
     ShareConfig,
     SharePartition,
+    StateBatch,
 )
 from groupcoord.coordinator.share.state_store import ShareStateStore
 from groupcoord.logformat.coordinator_records import SHARE, decode_record
@@ -36,30 +37,38 @@ def durable_view(sp: SharePartition) -> tuple[int, dict[int, tuple[int, int]]]:
 
 
 def run(sp: SharePartition, store: ShareStateStore, ops: list, now: int) -> int:
+    """Plan each operation, write its records, replay them into the store and the
+    partition, then take its locks: the order the share runtime keeps."""
     log_end = 0
     for item in ops:
         if item[0] == "fetch":
             _, member, n_new, max_records = item
             log_end += n_new
             batches = [(o, o, False) for o in range(sp.next_fetch_offset(), log_end)]
-            sp.acquire(member, now, batches, max_records)
+            change = sp.plan_acquire(member, now, batches, max_records)
         elif item[0] == "ack":
             _, member, offset, kind = item
             rec = sp.records.get(offset)
-            if rec is not None and rec.state == RecordState.ACQUIRED:
-                sp.acknowledge(rec.member_id if member == "a" else member,
-                               [(offset, offset, [kind])], now)
+            if rec is None or rec.state != RecordState.ACQUIRED:
+                continue
+            change = sp.plan_acknowledge(rec.member_id if member == "a" else member,
+                                         [(offset, offset, [kind])], now)
         elif item[0] == "tick":
             now += item[1]
-            sp.expire_locks(now)
+            change = sp.plan_expire_locks(now)
         else:
-            sp.release_member(item[1])
-        changes = sp.take_changes()
-        if changes is not None:
-            start, changed = changes
-            for rec in store.write_records(KEY, start, changed, sp.durable_batches(), now):
+            change = sp.plan_release_member(item[1])
+        if change.durable:
+            for rec in store.write_records(KEY, change.start_offset, change.changed,
+                                           change.durable_batches, now):
                 # Round-trip through bytes, as the log would.
-                store.replay(decode_record(rec.key_bytes(), rec.value_bytes(), SHARE))
+                record = decode_record(rec.key_bytes(), rec.value_bytes(), SHARE)
+                store.replay(record)
+                value = record.value
+                sp.replay(value.start_offset, [
+                    StateBatch(b.first_offset, b.last_offset, b.delivery_state,
+                               b.delivery_count) for b in value.state_batches])
+        sp.apply_locks(change)
     return now
 
 

@@ -10,7 +10,7 @@ from groupcoord.coordinator.classic import heartbeat as heartbeat_mod
 from groupcoord.coordinator.classic import leave as leave_mod
 from groupcoord.coordinator.classic import loading, rebalance, responses
 from groupcoord.coordinator.classic import sync as sync_mod
-from groupcoord.coordinator.classic.effects import Effects, heartbeat_key
+from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.group import ClassicGroup
 from groupcoord.coordinator.classic.join import JoinArgs, join
 from groupcoord.coordinator.classic.state import ClassicGroupState
@@ -120,29 +120,25 @@ class ClassicGroups:
             return fx.result()
         if kind == "heartbeat":
             self._expire_heartbeat(group, key[2], fx)
-        elif kind == "join" and group.is_in(S.PREPARING_REBALANCE) \
-                and not _fired_early(fx, key, group.join_deadline_ms):
+        elif kind == "join" and group.is_in(S.PREPARING_REBALANCE):
             if group.initial_delay is not None:
                 rebalance.try_complete_initial_rebalance(group, fx)
             else:
                 rebalance.complete_join(group, fx)
-        elif kind == "sync" and not _fired_early(fx, key, group.sync_deadline_ms):
+        elif kind == "sync":
             rebalance.expire_pending_sync(group, fx)
         return fx.result()
 
     def _expire_heartbeat(self, group: ClassicGroup, member_id: str, fx: Effects) -> None:
         if group.is_in(S.DEAD):
             return
-        key = heartbeat_key(group.group_id, member_id)
-        deadline = group.pending_join_members.get(member_id)
-        if deadline is not None:
-            if not _fired_early(fx, key, deadline):
-                fx.event(group.group_id, "member_expired", group.generation_id, member_id,
-                         "pending member session timeout")
-                rebalance.remove_pending_member_and_update(group, fx, member_id)
+        if member_id in group.pending_join_members:
+            fx.event(group.group_id, "member_expired", group.generation_id, member_id,
+                     "pending member session timeout")
+            rebalance.remove_pending_member_and_update(group, fx, member_id)
             return
         member = group.members.get(member_id)
-        if member is None or _fired_early(fx, key, member.heartbeat_deadline_ms):
+        if member is None:
             return
         if not member.has_satisfied_heartbeat():
             fx.event(group.group_id, "member_expired", group.generation_id, member_id,
@@ -175,21 +171,6 @@ class ClassicGroups:
             if len(group.members) > self.config.group_max_size:
                 rebalance.prepare_rebalance(group, fx, "Freshly-loaded group is over capacity")
         return fx.result()
-
-
-def _fired_early(fx: Effects, key: tuple, deadline_ms: int) -> bool:
-    """A timer fire before its deadline is re-armed for the rest and otherwise ignored.
-
-    The runtime arms timers on the loop's monotonic clock but passes wall-clock `now_ms`;
-    the two drift by a millisecond or so, so a fire can arrive just before the deadline
-    it was armed for. Ignoring it would drop the timer for good (a dead member never
-    expires, a join phase never ends); re-arming keeps it. A timer replaced since (a
-    heartbeat re-arms the session timer) never fires: the runtime drops it by key.
-    """
-    if fx.now_ms >= deadline_ms:
-        return False
-    fx.schedule(key, deadline_ms - fx.now_ms)
-    return True
 
 
 def _leave_response(version: int, top_error: int, leaving: list, errors: list[int]

@@ -12,12 +12,12 @@ share-partition (DeleteShareGroupState). A snapshot is written every
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from groupcoord.coordinator.partitioning import partition_for
-from groupcoord.coordinator.share.partition import StateBatch
+from groupcoord.coordinator.share.records_state import StateBatch
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated.share_snapshot import ShareSnapshotKey, ShareSnapshotValue
 from groupcoord.logformat.generated.share_snapshot import StateBatch as SnapshotBatch
@@ -85,12 +85,13 @@ class ShareStateStore:
     # -- record builders ---------------------------------------------------------------
 
     def write_records(self, spk: SharePartitionKey, start_offset: int,
-                      changed: Sequence[StateBatch], full: Sequence[StateBatch],
+                      changed: Sequence[StateBatch], full: Callable[[], Sequence[StateBatch]],
                       now_ms: int, state_epoch: int = 0) -> list[CoordinatorRecord]:
-        """A ShareUpdate with the changed batches, or a ShareSnapshot of `full` when due."""
+        """A ShareUpdate with the changed batches, or a ShareSnapshot of `full()` (the
+        whole window, computed only then) when one is due."""
         current = self.states.get(spk)
         if current is None or current.updates_since_snapshot + 1 >= self.snapshot_every:
-            return [snapshot_record(spk, start_offset, full, now_ms, state_epoch)]
+            return [snapshot_record(spk, start_offset, full(), now_ms, state_epoch)]
         return [update_record(spk, start_offset, changed)]
 
     def canonical(self) -> dict[SharePartitionKey, tuple[int, dict[int, tuple[int, int]]]]:

@@ -1,0 +1,133 @@
+"""Planning a share-partition operation: what it changes, computed without changing it.
+
+An acquire, acknowledge, release or lock expiry runs on a `Draft`, a copy-on-write view
+of the `SharePartition` (only the records it touches are copied, so a plan costs
+O(records touched), not O(window)). The outcome is a `ShareChange`:
+
+- the durable part, `start_offset` + `changed` StateBatches: what the runtime writes as a
+  ShareUpdate (or a ShareSnapshot of `durable_batches()` when one is due) and what only the
+  replay of that record applies (`SharePartition.replay`);
+- the soft part, `locks`: records acquired (or renewed) by a live member, with owner,
+  delivery count and lock deadline. Kafka keeps acquisition locks in memory only, and so
+  does this: `SharePartition.apply_locks` takes them once the records are written;
+- `result`: what the caller answers (acquired records, an error code, a count).
+
+Mirrors the order of Kafka's `SharePartition`: in-memory state changes are computed, the
+persister writes, and only then is the change visible (Kafka rolls the in-memory state
+back on a failed write; here there is nothing to roll back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from groupcoord.coordinator.share.records_state import (
+    TERMINAL,
+    InFlight,
+    RecordState,
+    StateBatch,
+    check_transition,
+    runs,
+)
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.share.partition import SharePartition
+
+
+class Draft:
+    """Copy-on-write view of one share-partition for one operation."""
+
+    def __init__(self, sp: SharePartition) -> None:
+        self.sp = sp
+        self.start = sp.start_offset
+        self.end = sp.end_offset
+        self.touched: dict[int, InFlight] = {}
+        self.dirty: dict[int, tuple[int, int]] = {}
+        self.start_moved = False
+
+    def peek(self, offset: int) -> InFlight:
+        rec = self.touched.get(offset)
+        return rec if rec is not None else self.sp.records[offset]
+
+    def edit(self, offset: int) -> InFlight:
+        rec = self.touched.get(offset)
+        if rec is None:
+            base = self.sp.records[offset]
+            rec = self.touched[offset] = InFlight(base.state, base.delivery_count)
+            rec.member_id, rec.deadline_ms = base.member_id, base.deadline_ms
+        return rec
+
+    def new(self, offset: int) -> InFlight:
+        rec = self.touched[offset] = InFlight()
+        return rec
+
+    def move(self, offset: int, rec: InFlight, new: RecordState) -> None:
+        check_transition(offset, rec.state, new)
+        rec.state = new
+        if new != RecordState.ACQUIRED:
+            rec.member_id = ""
+            rec.deadline_ms = 0
+            self.dirty[offset] = (int(new), rec.delivery_count)
+
+    def release_one(self, offset: int, rec: InFlight) -> None:
+        """Lock expiry or release: archive at the delivery limit (`IFS.tryUpdateState`)."""
+        limit = self.sp.config.delivery_count_limit
+        target = RecordState.ARCHIVED if rec.delivery_count >= limit else RecordState.AVAILABLE
+        self.move(offset, rec, target)
+
+    def advance_start(self) -> None:
+        start = self.start
+        while start < self.end and self.peek(start).state in TERMINAL:
+            start += 1
+        if start != self.start:
+            self.move_start(start)
+
+    def move_start(self, offset: int) -> None:
+        if offset <= self.start:
+            return
+        self.start = offset
+        self.end = max(self.end, offset)
+        self.start_moved = True
+        for old in [o for o in self.dirty if o < offset]:
+            del self.dirty[old]
+
+    def finish(self, result: object = None) -> ShareChange:
+        items = sorted((o, s, c) for o, (s, c) in self.dirty.items())
+        locks = {o: r for o, r in self.touched.items()
+                 if r.state == RecordState.ACQUIRED and o >= self.start}
+        return ShareChange(self.start, self.start_moved or bool(items),
+                           [StateBatch(*run) for run in runs(items)], locks, self.end,
+                           result, self)
+
+
+@dataclass(slots=True)
+class ShareChange:
+    """One operation's outcome; nothing of it is applied yet."""
+
+    start_offset: int
+    durable: bool
+    changed: list[StateBatch]
+    locks: dict[int, InFlight]
+    end_offset: int
+    result: object = None
+    draft: Draft | None = field(default=None, repr=False)
+
+    def durable_batches(self) -> list[StateBatch]:
+        """The whole window after the change, as a restart must see it (for a
+        ShareSnapshot): an acquired record is persisted as available, one delivery less."""
+        assert self.draft is not None
+        d = self.draft
+        items = []
+        for offset in range(d.start, d.end):
+            rec = d.touched.get(offset) or d.sp.records.get(offset) or InFlight()
+            if rec.state == RecordState.ACQUIRED:
+                items.append((offset, int(RecordState.AVAILABLE), rec.delivery_count - 1))
+            else:
+                items.append((offset, int(rec.state), rec.delivery_count))
+        return [StateBatch(*run) for run in runs(items)]
+
+
+def covered(batches: Sequence[tuple[int, int, bool]], offset: int) -> bool:
+    return any(base <= offset <= last and not control for base, last, control in batches)

@@ -1,0 +1,116 @@
+"""Property: random acquire / acknowledge / release / lock-expiry sequences driven through
+the share runtime, with appends failing at random, leave memory equal to the state rebuilt
+from the written `__share_group_state` log after every step, and lose no acknowledgement
+that was answered NONE."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from broker_inproc import InProcBroker
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from share_state_support import (
+    GROUP,
+    TOPIC,
+    Ack,
+    durable_view,
+    earliest,
+    kept_as_acknowledged,
+    make_topic,
+    rebuilt,
+    state_partition,
+)
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.clock import ManualClock
+from groupcoord.coordinator.share.partition import RecordState
+from groupcoord.logformat.batch import build_batch
+from groupcoord.wire.errors import ErrorCode
+
+MEMBERS = ("a", "b", "c")
+LOCK_MS = 30_000  # share.record.lock.duration.ms default
+
+step = st.one_of(
+    st.tuples(st.just("fetch"), st.sampled_from(MEMBERS), st.integers(1, 8)),
+    # An acquired record by position (or any offset when none is acquired), ack type,
+    # and whether its holder acks it (else member "a").
+    st.tuples(st.just("ack"), st.integers(0, 40), st.integers(1, 4), st.booleans()),
+    st.tuples(st.just("leave"), st.sampled_from(MEMBERS)),
+    st.tuples(st.just("advance"), st.integers(0, 2 * LOCK_MS)),
+    st.tuples(st.just("produce"), st.integers(1, 5)),
+)
+# Whether the next share-state append fails.
+fails = st.booleans()
+
+
+class FailingSeam:
+    def __init__(self, append: Any) -> None:
+        self.append = append
+        self.fail_next = False
+        self.failed = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fail_next:
+            self.fail_next = False
+            self.failed += 1
+            raise OSError(28, "No space left on device")
+        return self.append(*args, **kwargs)
+
+
+async def drive(data_dir: Path, steps: list[tuple[Any, bool]]) -> None:
+    clock = ManualClock()
+    async with InProcBroker(data_dir, clock=clock) as b:
+        shares = b.broker.shares
+        topic = make_topic(b.broker, 5)
+        earliest(b.broker)
+        seam = shares.state.append = FailingSeam(shares.state.append)
+        sp = shares.partition(GROUP, topic, 0)
+        key, p = sp.key, state_partition(sp)
+        acknowledged: set[int] = set()
+        for item, fail in steps:
+            seam.fail_next = fail
+            sp = shares.partitions[key]
+            if item[0] == "fetch":
+                try:
+                    shares.acquire(sp, TOPIC, item[1], item[2], 1 << 20)
+                except ApiError as exc:
+                    assert exc.code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            elif item[0] == "ack":
+                _, pick, kind, by_holder = item
+                held = sorted(o for o, r in sp.records.items()
+                              if r.state == RecordState.ACQUIRED)
+                offset = held[pick % len(held)] if held else pick
+                rec = sp.records.get(offset)
+                member = rec.member_id if rec is not None and by_holder else "a"
+                code = shares.acknowledge(sp, TOPIC, member, [Ack(offset, offset, [kind])])
+                assert code in (0, ErrorCode.INVALID_RECORD_STATE,
+                                ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                if code == 0 and kind == 1:
+                    acknowledged.add(offset)
+            elif item[0] == "leave":
+                shares.member_left(GROUP, item[1])
+            elif item[0] == "advance":
+                clock.advance(item[1])
+            else:
+                b.broker.append(TOPIC, 0, build_batch([(None, b"x", (), 0)] * item[1]), 0)
+            seam.fail_next = False
+            log_state = rebuilt(b.broker, p)
+            live = shares.partitions[key]
+            assert log_state.canonical()[key] == durable_view(live)
+            assert log_state.canonical()[key] == shares.store.canonical()[key]
+            assert all(r.state != RecordState.ACQUIRED or r.member_id
+                       for r in live.records.values())
+        log_state = rebuilt(b.broker, p)
+        for offset in acknowledged:
+            assert kept_as_acknowledged(log_state, key, offset)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(step, fails), min_size=5, max_size=60))
+def test_share_state_in_memory_is_a_replay_of_its_log(steps: list[tuple[Any, bool]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(drive(Path(tmp), steps))

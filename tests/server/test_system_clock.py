@@ -1,0 +1,63 @@
+"""SystemClock: one time base for readings and timers; a loop wake-up that comes before
+the wall-clock deadline is re-armed, so no timer is seen firing early."""
+
+from __future__ import annotations
+
+import asyncio
+
+from groupcoord.coordinator.clock import ManualClock
+from groupcoord.server.clock import SystemClock, sleep_ms
+
+
+def test_timer_woken_early_by_clock_drift_waits_for_its_deadline() -> None:
+    # The wall clock lags the loop clock: readings while arming and at the first two
+    # wake-ups are behind the deadline, as when the two clocks drift apart.
+    readings = iter([1_000, 1_004, 1_009, 1_010])
+    last = [1_000]
+
+    def read_ns() -> int:
+        last[0] = next(readings, last[0])
+        return last[0] * 1_000_000
+
+    async def go() -> list[int]:
+        clock = SystemClock(read_ns)
+        fired: list[int] = []
+        done = asyncio.get_running_loop().create_future()
+        clock.call_at(1_010, lambda: (fired.append(clock.now_ms()), done.set_result(None)))
+        await asyncio.wait_for(done, 5)
+        return fired
+
+    assert asyncio.run(go()) == [1_010]
+
+
+def test_readings_never_go_back() -> None:
+    readings = iter([5_000, 4_000, 6_000])
+    clock = SystemClock(lambda: next(readings) * 1_000_000)
+    assert [clock.now_ms(), clock.now_ms(), clock.now_ms()] == [5_000, 5_000, 6_000]
+
+
+def test_cancelled_timer_does_not_run() -> None:
+    async def go() -> list[int]:
+        clock = SystemClock()
+        fired: list[int] = []
+        handle = clock.call_at(clock.now_ms() + 1, lambda: fired.append(1))
+        handle.cancel()
+        await sleep_ms(clock, 5)
+        return fired
+
+    assert asyncio.run(go()) == []
+
+
+def test_sleep_ms_follows_a_manual_clock() -> None:
+    async def go() -> int:
+        clock = ManualClock(0)
+        sleeper = asyncio.ensure_future(sleep_ms(clock, 100))
+        await asyncio.sleep(0)
+        clock.advance(99)
+        await asyncio.sleep(0)
+        assert not sleeper.done()
+        clock.advance(1)
+        await sleeper
+        return clock.now_ms()
+
+    assert asyncio.run(go()) == 100
