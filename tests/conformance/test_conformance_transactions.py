@@ -106,7 +106,7 @@ def txn_commit(c: Conversation, step: str, p: Producer, group: str, topic: Topic
                member_id: str = "") -> None:
     c.call(step, TxnOffsetCommitRequest(
         transactional_id=p.transactional_id, group_id=group, producer_id=p.producer_id,
-        producer_epoch=p.epoch if epoch is None else epoch, generation_id=generation,
+        producer_epoch=p.epoch if epoch is None else epoch, generation_id_or_member_epoch=generation,
         member_id=member_id, topics=[TxnOffsetCommitRequestTopic(name=topic.name, partitions=[
             TxnOffsetCommitRequestPartition(partition_index=i, committed_offset=o,
                                             committed_leader_epoch=-1, committed_metadata="tx")

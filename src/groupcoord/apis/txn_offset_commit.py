@@ -150,7 +150,8 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         sub = TxnOffsetCommitRequest(
             transactional_id=request.transactional_id, group_id=request.group_id,
             producer_id=request.producer_id, producer_epoch=request.producer_epoch,
-            generation_id=request.generation_id, member_id=request.member_id,
+            generation_id_or_member_epoch=request.generation_id_or_member_epoch,
+            member_id=request.member_id,
             group_instance_id=request.group_instance_id, topics=valid_topics)
         response = await _commit(ctx, sub, version)
         answered = {(t.name, p.partition_index): p.error_code

@@ -181,7 +181,7 @@ class GroupCoordinatorShard:
         transactional batch (`CoordinatorRuntime.call_transactional`)."""
         fx = self._fx(now_ms)
         member_id, instance_id = request.member_id or "", request.group_instance_id
-        generation = request.generation_id
+        generation = request.generation_id_or_member_epoch
         consumer = self.consumer.get(request.group_id)
         if consumer is not None:
             verdict = txn_commit.validate_consumer(consumer, member_id, instance_id, generation)
