@@ -100,9 +100,7 @@ def test_api_versions_v5_checks_the_cluster_and_node(differential: Run) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "groupcoord's codec is generated from Kafka 4.3's message specs, so it lacks 4.4's "
-    "ApiVersions v5 (KIP-1242), TxnOffsetCommit v6 (KIP-1319) and DeleteGroups v3; and it "
-    "keeps the share APIs' v0 (Kafka 3.9 clients) where Kafka 4.4 starts at v1"))
+    "groupcoord keeps the share APIs' v0 (Kafka 3.9 clients) where Kafka 4.4 starts at v1"))
 def test_api_version_ranges_of_group_apis(differential: Run) -> None:
     def scenario(c: Conversation) -> None:
         versions = c.quiet(ApiVersionsRequest(client_software_name="conformance",
