@@ -16,12 +16,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from helpers.broker import BrokerProcess, free_port
 from helpers.reference_broker import CACHE_DIR
 from helpers.wire_capture import REQUEST, RESPONSE, WireCapture
 
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.wire.headers import decode_request_header
+
+pytestmark = pytest.mark.interop
 
 CLIENT = Path(__file__).resolve().parent / "kip1242" / "ClusterCheckClient.java"
 CLUSTER_ID = "kip1242-check-cluster"
