@@ -2,7 +2,7 @@
 
 Usage: ``python tools/gen_messages.py [--check]`` from the repository root.
 
-Inputs are the Kafka 4.3 specs in ``../shared/kafka-spec`` (``messages/``, ``records/``,
+Inputs are the Kafka 4.4 specs in ``../shared/kafka-spec-4.4`` (``messages/``, ``records/``,
 ``share-records/``). Outputs:
 
 - ``src/groupcoord/wire/generated/<api>.py``: one module per API (request + response),
@@ -25,7 +25,7 @@ from gen_module import HEADER, render_api_keys, render_module, render_records_in
 from gen_spec import MessageSpec, parse_spec, snake
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC_DIR = ROOT.parent / "shared" / "kafka-spec"
+SPEC_DIR = ROOT.parent / "shared" / "kafka-spec-4.4"
 WIRE_OUT = ROOT / "src" / "groupcoord" / "wire" / "generated"
 RECORDS_OUT = ROOT / "src" / "groupcoord" / "logformat" / "generated"
 API_KEYS_OUT = ROOT / "src" / "groupcoord" / "wire" / "api_keys.py"

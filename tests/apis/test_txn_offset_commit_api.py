@@ -31,12 +31,15 @@ class Info:
     num_partitions: int
 
 
+T_ID = bytes(range(1, 17))
+
+
 class Topics:
     def get(self, name: str) -> Info | None:
-        return Info("t", bytes(16), 2) if name == "t" else None
+        return Info("t", T_ID, 2) if name == "t" else None
 
     def by_id(self, topic_id: bytes) -> Info | None:
-        return None
+        return Info("t", T_ID, 2) if topic_id == T_ID else None
 
 
 @dataclass
@@ -121,9 +124,9 @@ def errors(resp: TxnOffsetCommitResponse) -> list[tuple[str, int, int]]:
     return [(t.name, p.partition_index, p.error_code) for t in resp.topics for p in t.partitions]
 
 
-def test_registered_with_versions_0_to_5() -> None:
+def test_registered_with_versions_0_to_6() -> None:
     spec = registry.load_handlers(("txn_offset_commit",))[28]
-    assert (spec.min_version, spec.max_version, spec.flexible_min) == (0, 5, 3)
+    assert (spec.min_version, spec.max_version, spec.flexible_min) == (0, 6, 3)
     assert spec.request_cls is TxnOffsetCommitRequest
     assert spec.error_response is txn_offset_commit.error_response
 
@@ -231,3 +234,45 @@ def test_runtime_write_errors_are_translated_too() -> None:
     ctx.groups.fail_with = E.NOT_ENOUGH_REPLICAS
     assert errors(handle(ctx, request(), 3))[:2] == [
         ("t", 0, E.COORDINATOR_NOT_AVAILABLE), ("t", 1, E.COORDINATOR_NOT_AVAILABLE)]
+
+
+def test_v6_names_topics_by_id_and_an_unknown_id_is_unknown_topic_id() -> None:
+    """KIP-1319 (`KafkaApis.handleTxnOffsetCommitRequest`, Kafka 4.4): v6 topics are ids,
+    resolved to names from the metadata; an id that does not resolve answers
+    UNKNOWN_TOPIC_ID on each of its partitions, an unknown partition of a known topic
+    UNKNOWN_TOPIC_OR_PARTITION; the answer names topics by id."""
+    ctx = Ctx()
+    unknown = b"\x09" * 16
+    req = TxnOffsetCommitRequest(
+        transactional_id="tx", group_id="g", producer_id=42, producer_epoch=3,
+        topics=[TxnOffsetCommitRequestTopic(topic_id=T_ID, partitions=[
+                    TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=7)
+                    for p in (0, 5)]),
+                TxnOffsetCommitRequestTopic(topic_id=unknown, partitions=[
+                    TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=1)
+                    for p in (0, 1)])])
+    wire, _ = TxnOffsetCommitRequest.decode(req.encode(6), 0, 6)
+    resp = handle(ctx, wire, 6)
+    answer, _ = TxnOffsetCommitResponse.decode(resp.encode(6), 0, 6)
+    assert [(t.topic_id, p.partition_index, p.error_code)
+            for t in answer.topics for p in t.partitions] == [
+        (T_ID, 0, 0), (T_ID, 5, E.UNKNOWN_TOPIC_OR_PARTITION),
+        (unknown, 0, E.UNKNOWN_TOPIC_ID), (unknown, 1, E.UNKNOWN_TOPIC_ID)]
+    # The offset is pending under the topic's name, with its id in the record.
+    assert ctx.groups.shard.offsets.has_pending("g", "t", 0)
+    # Before v6 an id means nothing: the topic is named.
+    assert errors(handle(Ctx(), request(), 5))[0] == ("t", 0, 0)
+
+
+def test_v6_whole_request_errors_name_topics_by_id() -> None:
+    ctx = Ctx()
+    req = TxnOffsetCommitRequest(
+        transactional_id="tx", group_id="", producer_id=42, producer_epoch=3,
+        topics=[TxnOffsetCommitRequestTopic(topic_id=T_ID, partitions=[
+            TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7)])])
+    resp = handle(ctx, req, 6)
+    answer, _ = TxnOffsetCommitResponse.decode(resp.encode(6), 0, 6)
+    assert [(t.topic_id, p.error_code) for t in answer.topics for p in t.partitions] == [
+        (T_ID, E.INVALID_GROUP_ID)]
+    resp = txn_offset_commit.error_response(req, 6, E.NOT_COORDINATOR)
+    assert resp.topics[0].topic_id == T_ID

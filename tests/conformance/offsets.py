@@ -76,8 +76,13 @@ def delete_offsets(c: Conversation, step: str, group: str, topic: str,
                                 for p in partitions])]), 0, OffsetDeleteResponse)
 
 
+# The newest version (per-group ErrorMessage), as a Kafka 4.4 admin client sends.
+DELETE_GROUPS_VERSION = 3
+
+
 def delete_groups(c: Conversation, step: str, *groups: str) -> DeleteGroupsResponse:
-    return c.call(step, DeleteGroupsRequest(groups_names=list(groups)), 2, DeleteGroupsResponse)
+    return c.call(step, DeleteGroupsRequest(groups_names=list(groups)), DELETE_GROUPS_VERSION,
+                  DeleteGroupsResponse)
 
 
 def list_own_groups(c: Conversation, step: str, *, states: Sequence[str] = (),

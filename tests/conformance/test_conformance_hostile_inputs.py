@@ -20,6 +20,10 @@ from conformance.differential import Scenario
 from conformance.offsets import commit, fetch
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.wire.generated.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from groupcoord.wire.generated.share_fetch import (
     FetchPartition,
     FetchTopic,
@@ -73,10 +77,30 @@ def test_api_versions_of_an_unknown_version(differential: Run) -> None:
     differential(scenario)
 
 
+def test_api_versions_v5_checks_the_cluster_and_node(differential: Run) -> None:
+    """KIP-1242: a v5 ApiVersions naming another cluster or node is told to rebootstrap."""
+    def scenario(c: Conversation) -> None:
+        described = c.quiet(DescribeClusterRequest(), 1, DescribeClusterResponse)
+        cluster, node = described.cluster_id, described.brokers[0].broker_id
+        cases = {
+            "this cluster and node": (cluster, node),
+            "another cluster": (cluster + "-other", node),
+            "another node": (cluster, node + 1),
+            "no cluster and no node": (None, -1),
+            "a cluster without a node": (cluster, -1),
+            "a node without a cluster": (None, node),
+        }
+        for case, (cluster_id, node_id) in cases.items():
+            answer = c.quiet(ApiVersionsRequest(
+                client_software_name="conformance", client_software_version="1",
+                cluster_id=cluster_id, node_id=node_id), 5, ApiVersionsResponse)
+            c.record(f"v5 naming {case}", {"error_code": answer.error_code,
+                                            "api_keys_listed": bool(answer.api_keys)})
+    differential(scenario)
+
+
 @pytest.mark.xfail(strict=True, reason=(
-    "groupcoord's codec is generated from Kafka 4.3's message specs, so it lacks 4.4's "
-    "ApiVersions v5 (KIP-1242), TxnOffsetCommit v6 (KIP-1319) and DeleteGroups v3; and it "
-    "keeps the share APIs' v0 (Kafka 3.9 clients) where Kafka 4.4 starts at v1"))
+    "groupcoord keeps the share APIs' v0 (Kafka 3.9 clients) where Kafka 4.4 starts at v1"))
 def test_api_version_ranges_of_group_apis(differential: Run) -> None:
     def scenario(c: Conversation) -> None:
         versions = c.quiet(ApiVersionsRequest(client_software_name="conformance",

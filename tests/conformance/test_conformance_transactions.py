@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conformance import classic
+from conformance import classic, consumer
 from conformance.conversation import Conversation, Topic
 from conformance.differential import Scenario
 from conformance.offsets import fetch
@@ -45,6 +45,10 @@ from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
 )
+from groupcoord.wire.generated.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
 from groupcoord.wire.generated.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
@@ -57,6 +61,7 @@ INIT_VERSION = 4
 ADD_PARTITIONS_VERSION = 3
 ADD_OFFSETS_VERSION = 3
 TXN_COMMIT_VERSION = 3
+TXN_COMMIT_BY_ID_VERSION = 6
 END_VERSION = 3
 TXN_TIMEOUT_MS = 60_000
 LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE})
@@ -103,14 +108,19 @@ def add_offsets(c: Conversation, step: str, p: Producer, group: str,
 
 def txn_commit(c: Conversation, step: str, p: Producer, group: str, topic: Topic,
                offsets: dict[int, int], *, epoch: int | None = None, generation: int = -1,
-               member_id: str = "") -> None:
+               member_id: str = "", version: int = TXN_COMMIT_VERSION) -> None:
+    """From v6 (KIP-1319) the topic is named by its id."""
+    by_id = version >= TXN_COMMIT_BY_ID_VERSION
     c.call(step, TxnOffsetCommitRequest(
         transactional_id=p.transactional_id, group_id=group, producer_id=p.producer_id,
-        producer_epoch=p.epoch if epoch is None else epoch, generation_id=generation,
-        member_id=member_id, topics=[TxnOffsetCommitRequestTopic(name=topic.name, partitions=[
-            TxnOffsetCommitRequestPartition(partition_index=i, committed_offset=o,
-                                            committed_leader_epoch=-1, committed_metadata="tx")
-            for i, o in offsets.items()])]), TXN_COMMIT_VERSION, TxnOffsetCommitResponse)
+        producer_epoch=p.epoch if epoch is None else epoch,
+        generation_id_or_member_epoch=generation, member_id=member_id,
+        topics=[TxnOffsetCommitRequestTopic(
+            name="" if by_id else topic.name, topic_id=topic.topic_id if by_id else bytes(16),
+            partitions=[TxnOffsetCommitRequestPartition(
+                partition_index=i, committed_offset=o, committed_leader_epoch=-1,
+                committed_metadata="tx") for i, o in offsets.items()])]),
+        version, TxnOffsetCommitResponse)
 
 
 def end(c: Conversation, step: str, p: Producer, committed: bool,
@@ -195,6 +205,43 @@ def test_txn_offset_commit_errors(differential: Run) -> None:
         txn_commit(c, "wrong producer epoch", p, group, topic, {0: 1}, epoch=p.epoch + 1)
         txn_commit(c, "unknown member with a generation", p, group, topic, {0: 1},
                    generation=3, member_id="nobody")
+        end(c, "abort", p, committed=False)
+    differential(scenario)
+
+
+def test_txn_offset_commit_v6_by_topic_id(differential: Run) -> None:
+    """KIP-1319: topics by id, UNKNOWN_TOPIC_ID for an id the broker does not know,
+    GROUP_ID_NOT_FOUND for a generation in an unknown group."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t", partitions=2)
+        group = c.name("g")
+        p = producer(c, "init")
+        add_offsets(c, "add offsets", p, group)
+        v6 = TXN_COMMIT_BY_ID_VERSION
+        txn_commit(c, "unknown member with a generation", p, group, topic, {0: 1},
+                   generation=3, member_id="nobody", version=v6)
+        txn_commit(c, "an unknown topic id", p, group,
+                   Topic(topic.name, bytes(range(16)), 1), {0: 1}, version=v6)
+        txn_commit(c, "by topic id, one partition unknown", p, group, topic, {0: 5, 7: 1},
+                   version=v6)
+        end(c, "commit", p, committed=True)
+        wait_stable(c, group, topic)
+        fetch(c, "fetch", group, [topic], require_stable=True)
+    differential(scenario)
+
+
+def test_txn_offset_commit_to_a_share_group(differential: Run) -> None:
+    """`ShareGroup.validateOffsetCommit`: GROUP_ID_NOT_FOUND, before v6 as from it."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        c.quiet(ShareGroupHeartbeatRequest(group_id=group, member_id=consumer.member_id(1),
+                                           member_epoch=0, subscribed_topic_names=[topic.name]),
+                1, ShareGroupHeartbeatResponse)
+        p = producer(c, "init")
+        add_offsets(c, "add offsets", p, group)
+        txn_commit(c, "commit v3", p, group, topic, {0: 1})
+        txn_commit(c, "commit v6", p, group, topic, {0: 1}, version=TXN_COMMIT_BY_ID_VERSION)
         end(c, "abort", p, committed=False)
     differential(scenario)
 

@@ -28,8 +28,9 @@ from groupcoord.coordinator.result import OpContext
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.consumer_group_describe import ConsumerGroupDescribeRequest
-from groupcoord.wire.generated.delete_groups import DeleteGroupsRequest
+from groupcoord.wire.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest
+from groupcoord.wire.generated.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from groupcoord.wire.generated.list_groups import ListGroupsRequest
 from groupcoord.wire.generated.offset_commit import (
     OffsetCommitRequest,
@@ -126,7 +127,7 @@ def test_module_versions() -> None:
     expected = {join_group: (11, 0, 9), sync_group: (14, 0, 5), heartbeat: (12, 0, 4),
                 leave_group: (13, 0, 5), offset_commit: (8, 2, 10), offset_fetch: (9, 1, 10),
                 offset_delete: (47, 0, 0), describe_groups: (15, 0, 6), list_groups: (16, 0, 5),
-                delete_groups: (42, 0, 2), consumer_group_describe: (69, 0, 1)}
+                delete_groups: (42, 0, 3), consumer_group_describe: (69, 0, 1)}
     for module, (key, lo, hi) in expected.items():
         assert (module.API_KEY, module.MIN_VERSION, module.MAX_VERSION) == (key, lo, hi)
 
@@ -209,6 +210,22 @@ def test_describe_list_delete_across_shards() -> None:
     assert sorted(ctx.shares.deleted) == ["a", "d"]  # only groups really deleted
     listed = run(list_groups, ctx, ListGroupsRequest(), 0)
     assert sorted(g.group_id for g in listed.groups) == ["b", "c"]
+
+
+def test_delete_groups_v3_messages_are_null_as_kafka_leaves_them() -> None:
+    """`GroupCoordinatorShard.deleteGroups` (4.4) sets only error codes; the v3 ErrorMessage
+    is on the wire and null for deleted, missing and non-empty groups alike."""
+    ctx = Ctx()
+    run(offset_commit, ctx, commit_request([("t", b"", [0])], group="a"), 9)
+    # JoinGroup v3 takes a member without the MEMBER_ID_REQUIRED round trip (KIP-394).
+    run(join_group, ctx, JoinGroupRequest(
+        group_id="busy", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+        protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range")]), 3)
+    resp = run(delete_groups, ctx, DeleteGroupsRequest(groups_names=["a", "zz", "busy"]), 3)
+    wire, _ = DeleteGroupsResponse.decode(resp.encode(3), 0, 3)
+    assert [(r.group_id, r.error_code, r.error_message) for r in wire.results] == [
+        ("a", 0, None), ("zz", E.GROUP_ID_NOT_FOUND, None), ("busy", E.NON_EMPTY_GROUP, None)]
+    assert delete_groups.MAX_VERSION == DeleteGroupsResponse.MAX_VERSION == 3
 
 
 def test_consumer_group_describe_answers_group_id_not_found() -> None:

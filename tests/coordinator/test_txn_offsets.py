@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from coord_harness import GROUP
-from txn_harness import TxnHarness
+from txn_harness import TxnHarness, tid
 
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.records import group_tombstone, offset_commit_record, offset_tombstone
@@ -267,6 +267,57 @@ def test_consumer_group_older_epoch_fails_whole_request() -> None:
     mixed = {("foo", kept[0]): 1, ("foo", lost[0]): 1}
     assert h.txn_errors(mixed, member_id="a", generation=1) == dict.fromkeys(
         mixed, E.ILLEGAL_GENERATION)
+
+
+def test_v6_answers_group_id_not_found_and_stale_member_epoch() -> None:
+    """KIP-1319 (`OffsetMetadataManager.validateTransactionalOffsetCommit`, Kafka 4.4): from
+    v6 an unknown group with a generation is GROUP_ID_NOT_FOUND and a stale member epoch
+    is STALE_MEMBER_EPOCH (`TxnOffsetCommitRequest.supportsGroupIdNotFoundError` /
+    `supportsStaleMemberEpochError`); v5 keeps ILLEGAL_GENERATION for both."""
+    h = TxnHarness(topics={"foo": 4})
+    assert h.txn_errors({("foo", 0): 1}, generation=1, member_id="m", version=5) == {
+        ("foo", 0): E.ILLEGAL_GENERATION}
+    assert h.txn_errors({("foo", 0): 1}, generation=1, member_id="m", version=6) == {
+        ("foo", 0): E.GROUP_ID_NOT_FOUND}
+    h.hb("a", 0)                                   # a: epoch 1, all four partitions
+    epoch = h.shard.consumer.groups[GROUP].members["a"].member_epoch
+    assert h.txn_errors({("foo", 0): 1}, member_id="a", generation=epoch + 1, version=5) == {
+        ("foo", 0): E.ILLEGAL_GENERATION}
+    assert h.txn_errors({("foo", 0): 1}, member_id="a", generation=epoch + 1, version=6) == {
+        ("foo", 0): E.STALE_MEMBER_EPOCH}
+    # The per-partition check (KIP-1251) of an older epoch: the same translation.
+    h.hb("b", 0)
+    r = h.hb("a", 1, owned={"foo": [0, 1, 2, 3]})
+    kept = h.assigned(r)["foo"]
+    h.hb("a", 1, owned={"foo": kept})
+    lost = sorted(set(range(4)) - set(kept))
+    mixed = {("foo", kept[0]): 1, ("foo", lost[0]): 1}
+    assert h.txn_errors(mixed, member_id="a", generation=1, version=6) == dict.fromkeys(
+        mixed, E.STALE_MEMBER_EPOCH)
+    assert h.txn_errors(mixed, member_id="a", generation=1, version=5) == dict.fromkeys(
+        mixed, E.ILLEGAL_GENERATION)
+
+
+def test_share_group_takes_no_transactional_offsets_at_any_version() -> None:
+    """`ShareGroup.validateOffsetCommit` throws GROUP_ID_NOT_FOUND and
+    `validateTransactionalOffsetCommit` lets it through untranslated (Kafka 4.3 and 4.4)."""
+    from groupcoord.wire.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+    h = TxnHarness(topics={"foo": 1})
+    h.call("share_group_heartbeat", ShareGroupHeartbeatRequest(
+        group_id=GROUP, member_id="s", member_epoch=0, subscribed_topic_names=["foo"]), 1)
+    assert GROUP in h.shard.share.groups
+    for version in (0, 3, 5, 6):
+        assert h.txn_errors({("foo", 0): 1}, version=version) == {
+            ("foo", 0): E.GROUP_ID_NOT_FOUND}
+
+
+def test_records_carry_the_topic_id() -> None:
+    """Kafka 4.4's `OffsetAndMetadata.fromRequest(topicId, ...)`: the record names the
+    topic's id (KafkaApis resolves it for every version)."""
+    h = TxnHarness(topics={"foo": 1})
+    result = h.txn_commit({("foo", 0): 5})
+    assert result.records == [offset_commit_record(GROUP, "foo", 0, 5, -1, "", h.now, -1,
+                                                   tid("foo"))]
 
 
 def test_consumer_group_empty_admin_commit() -> None:

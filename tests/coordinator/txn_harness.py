@@ -104,7 +104,8 @@ class TxnHarness(Harness):
                 committed_metadata=metadata))
         req = TxnOffsetCommitRequest(
             transactional_id="tx", group_id=group_id, producer_id=producer_id,
-            producer_epoch=producer_epoch, generation_id=generation, member_id=member_id,
+            producer_epoch=producer_epoch, generation_id_or_member_epoch=generation,
+            member_id=member_id,
             group_instance_id=instance_id,
             topics=[TxnOffsetCommitRequestTopic(name=t, partitions=ps)
                     for t, ps in by_topic.items()])

@@ -176,7 +176,7 @@ def _txn_commit(tid: str = "tx", group_id: str = "g", member_id: str = "",
     m = txn_offset_commit
     return m.TxnOffsetCommitRequest(
         transactional_id=tid, group_id=group_id, producer_id=1, producer_epoch=0,
-        generation_id=-1, member_id=member_id, group_instance_id=instance,
+        generation_id_or_member_epoch=-1, member_id=member_id, group_instance_id=instance,
         topics=[m.TxnOffsetCommitRequestTopic(name=topic, partitions=[
             m.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1,
                                               committed_metadata=metadata)])])

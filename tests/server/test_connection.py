@@ -138,7 +138,7 @@ def test_api_versions_too_new_answers_v0(tmp_path: Path) -> None:
             assert corr == 5
             assert resp.error_code == 35
             assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [
-                (18, 0, 4)]
+                (18, 0, 5)]
     run(go())
 
 

@@ -79,7 +79,9 @@ def instance(case: Case, version: int) -> st.SearchStrategy[Any]:
 
 
 #: Known error codes: oracles that type error codes as an enum reject other numbers.
-ERROR_CODES = st.sampled_from(sorted(int(code) for code in ErrorCode))
+#: kio 0.6.5 and kafka-python know Kafka's codes up to 133 (4.3); 4.4's 134-136 are left out.
+ERROR_CODES = st.sampled_from(sorted(int(code) for code in ErrorCode
+                                     if code <= ErrorCode.SHARE_SESSION_LIMIT_REACHED))
 #: int64 times and durations: kio maps them to datetime/timedelta, which have smaller ranges.
 TIMES = st.integers(0, 2**40)
 

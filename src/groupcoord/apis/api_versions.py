@@ -1,8 +1,12 @@
-"""ApiVersions (key 18, v0-v4): the versions this broker serves, from the registry.
+"""ApiVersions (key 18, v0-v5): the versions this broker serves, from the registry.
 
 Mirrors `KafkaApis.handleApiVersionsRequest` / `ApiVersionsResponse`: a version newer than
 we serve is answered at v0 with UNSUPPORTED_VERSION and only the ApiVersions entry (KIP-511);
-v3+ requests with an invalid client software name or version get INVALID_REQUEST. As
+v3+ requests with an invalid client software name or version get INVALID_REQUEST, and so do
+v5 requests naming only one of ClusterId and NodeId (`ApiVersionsRequest.isValid`). A v5
+request naming a cluster id (KIP-1242) that is not this broker's cluster id and node id is
+answered REBOOTSTRAP_REQUIRED with no api keys (`clusterIdOrNodeIdIsInvalid`); a null
+ClusterId means the client does not know whom it reached, and nothing is checked. As
 Kafka does for librdkafka (KAFKA-18659), Produce is advertised from version 0 even though
 versions below 3 are then refused.
 """
@@ -23,7 +27,11 @@ from groupcoord.wire.generated.api_versions import (
 
 API_KEY = ApiKey.API_VERSIONS
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
+# First version carrying the ClusterId and NodeId the client meant to reach (KIP-1242).
+FIRST_CLUSTER_CHECK_VERSION = 5
+# `ApiVersionsRequestData.nodeId`'s default: no node named.
+NO_NODE_ID = -1
 
 # ApiVersionsRequest.isValid: client software name/version pattern.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -54,6 +62,12 @@ async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
         and _SOFTWARE.fullmatch(request.client_software_version)
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    if version >= FIRST_CLUSTER_CHECK_VERSION:
+        if (request.cluster_id is None) != (request.node_id == NO_NODE_ID):
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if request.cluster_id is not None and (request.cluster_id != ctx.config.cluster_id
+                                               or request.node_id != ctx.config.node_id):
+            return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
     return _ok_response(ctx.apis)
 
 

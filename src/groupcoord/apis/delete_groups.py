@@ -1,6 +1,15 @@
-"""DeleteGroups (API 42, v0-2): per shard, empty groups are deleted with tombstones for
+"""DeleteGroups (API 42, v0-3): per shard, empty groups are deleted with tombstones for
 their offsets and metadata (and, for share groups, their delivery state); others answer
-NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND."""
+NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND.
+
+v3 adds a per-group ErrorMessage. Kafka 4.4 leaves it null on every result of the coordinator
+path (`GroupCoordinatorShard.deleteGroups`, `DeleteGroupsRequest.getErrorResultCollection`);
+it fills it, with GROUP_DELETION_FAILED (134), only when a streams group's topology
+description plugin fails to delete (KIP-1331, `GroupCoordinatorService.
+filterStreamsTopologyErrors`). groupcoord serves no streams groups, so its messages stay null
+and 134 never arises (Kafka's v0-2 downgrade of 134 to UNKNOWN_SERVER_ERROR has nothing to
+act on).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +21,7 @@ from groupcoord.wire.generated.delete_groups import DeletableGroupResult, Delete
 
 API_KEY = 42
 MIN_VERSION = 0
-MAX_VERSION = 2
+MAX_VERSION = 3
 
 
 def error_response(request: Any, version: int, code: int) -> DeleteGroupsResponse:

@@ -4,7 +4,7 @@ Checked by the dispatcher on every decoded request, before its handler runs, so 
 oversized field never reaches a coordinator shard (issue 10: a 40,000-byte group id made
 `encode_key` fail inside the shard, which then reloaded on every such request).
 
-What the log format can hold (`../shared/kafka-spec/records`, `share-records`, and the
+What the log format can hold (`../shared/kafka-spec-4.4/records`, `share-records`, and the
 transaction log): the records Kafka writes keep non-flexible versions, where a STRING has
 an int16 length, so at most 32,767 bytes of UTF-8 (`GroupMetadataKey`/`OffsetCommitKey` v0,
 `OffsetCommitValue` v1/v3, `GroupMetadataValue` v3, `TransactionLogKey` v0). BYTES (int32

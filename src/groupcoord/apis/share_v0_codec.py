@@ -1,11 +1,11 @@
 """Version 0 of the share RPCs (Kafka 3.9 / 4.0 early access), hand-written.
 
-The generated codec follows the Kafka 4.3 specs, which dropped v0 of ShareGroupHeartbeat,
+The generated codec follows the Kafka 4.4 specs, which dropped v0 of ShareGroupHeartbeat,
 ShareGroupDescribe, ShareFetch and ShareAcknowledge; the Java 3.9 `KafkaShareConsumer`
 still sends it. The layouts below are the 3.9 JSON specs
 (`clients/src/main/resources/common/message/Share*.json` at branch 3.9), all flexible:
 compact strings and arrays, an empty tagged-field section after every struct. Compared
-with 4.3: ShareFetch v0 has PartitionMaxBytes and no MaxRecords/BatchSize, its response no
+with 4.4: ShareFetch v0 has PartitionMaxBytes and no MaxRecords/BatchSize, its response no
 AcquisitionLockTimeoutMs; the other layouts equal v1.
 
 `with_v0(cls)` returns a subclass of the generated class that reads and writes v0 with

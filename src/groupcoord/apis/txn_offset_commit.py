@@ -1,8 +1,11 @@
-"""TxnOffsetCommit (API 28, v0-5): the consumer offsets of a transaction (KIP-98, KIP-447).
+"""TxnOffsetCommit (API 28, v0-6): the consumer offsets of a transaction (KIP-98, KIP-447).
 
 As `KafkaApis.handleTxnOffsetCommitRequest` + `GroupCoordinatorService.
 commitTransactionalOffsets`: an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION for all
-its partitions and an unknown partition for itself; an empty group id is INVALID_GROUP_ID;
+its partitions and an unknown partition for itself; from v6 topics are named by id
+(KIP-1319) and an id this broker does not know answers UNKNOWN_TOPIC_ID for all its
+partitions; the coordinator then sees the topic's name, as Kafka resolves it from the
+metadata cache. An empty group id is INVALID_GROUP_ID;
 the valid partitions go to the group's shard, whose records are written in a
 transactional batch of the request's producer id and epoch and stay pending until the
 transaction's marker. An error for the whole request (e.g. COORDINATOR_NOT_AVAILABLE,
@@ -38,12 +41,14 @@ from groupcoord.wire.generated.txn_offset_commit import (
 
 API_KEY = 28
 MIN_VERSION = 0
-MAX_VERSION = 5
+MAX_VERSION = 6
 OFFSETS_TOPIC = "__consumer_offsets"
 # First version whose client handles TRANSACTION_ABORTABLE (`genericErrorSupported`).
 FIRST_ABORTABLE_VERSION = 4
 # First version whose verification adds the partition (`addPartition`, KIP-890 part 2).
 FIRST_ADD_PARTITION_VERSION = 5
+# First version naming topics by id (`TxnOffsetCommitResponse.useTopicIds`, KIP-1319).
+FIRST_TOPIC_ID_VERSION = 6
 # GroupCoordinatorService.handleOperationException: storage and replication errors of the
 # write path become coordinator errors the client retries (or reports) as such.
 _OPERATION_ERRORS = {
@@ -61,7 +66,7 @@ _OPERATION_ERRORS = {
 def error_response(request: Any, version: int, code: int) -> TxnOffsetCommitResponse:
     code = _for_version(code, version)
     return TxnOffsetCommitResponse(topics=[
-        TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+        TxnOffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
             TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions])
         for t in request.topics])
@@ -111,12 +116,22 @@ def _commit_op(request: Any, version: int) -> Any:
     return run
 
 
-def _split(ctx: Any, request: Any) -> tuple[dict[tuple[int, int], int], list[Any]]:
-    """Errors of unknown topics and partitions, and the topics left to commit."""
+def _split(ctx: Any, request: Any, version: int) -> tuple[dict[tuple[int, int], int],
+                                                          list[Any], list[str]]:
+    """Errors of unknown topics and partitions, the topics left to commit (by name and id),
+    and each request topic's name (resolved from its id from v6)."""
     errors: dict[tuple[int, int], int] = {}
     valid_topics = []
+    names = []
+    by_id = version >= FIRST_TOPIC_ID_VERSION
     for ti, topic in enumerate(request.topics):
-        info = topic_info(ctx, name=topic.name)
+        info = (topic_info(ctx, topic_id=topic.topic_id) if by_id
+                else topic_info(ctx, name=topic.name))
+        names.append(info.name if info is not None else topic.name)
+        if by_id and info is None:
+            for p in topic.partitions:
+                errors[(ti, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID
+            continue
         valid = []
         for p in topic.partitions:
             if not partition_exists(info, p.partition_index):
@@ -124,8 +139,9 @@ def _split(ctx: Any, request: Any) -> tuple[dict[tuple[int, int], int], list[Any
             else:
                 valid.append(p)
         if valid:
-            valid_topics.append(TxnOffsetCommitRequestTopic(name=topic.name, partitions=valid))
-    return errors, valid_topics
+            valid_topics.append(TxnOffsetCommitRequestTopic(
+                name=info.name, topic_id=info.topic_id, partitions=valid))
+    return errors, valid_topics, names
 
 
 async def _commit(ctx: Any, sub: Any, version: int) -> Any:
@@ -144,23 +160,25 @@ async def _commit(ctx: Any, sub: Any, version: int) -> Any:
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    errors, valid_topics = _split(ctx, request)
+    errors, valid_topics, names = _split(ctx, request, version)
     answered: dict[tuple[str, int], int] = {}
     if valid_topics:
         sub = TxnOffsetCommitRequest(
             transactional_id=request.transactional_id, group_id=request.group_id,
             producer_id=request.producer_id, producer_epoch=request.producer_epoch,
-            generation_id=request.generation_id, member_id=request.member_id,
+            generation_id_or_member_epoch=request.generation_id_or_member_epoch,
+            member_id=request.member_id,
             group_instance_id=request.group_instance_id, topics=valid_topics)
         response = await _commit(ctx, sub, version)
         answered = {(t.name, p.partition_index): p.error_code
                     for t in response.topics for p in t.partitions}
     topics = []
     for ti, topic in enumerate(request.topics):
-        topics.append(TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+        name = names[ti]
+        topics.append(TxnOffsetCommitResponseTopic(name=name, topic_id=topic.topic_id, partitions=[
             TxnOffsetCommitResponsePartition(
                 partition_index=p.partition_index,
                 error_code=_for_version(errors.get((ti, p.partition_index), answered.get(
-                    (topic.name, p.partition_index), 0)), version))
+                    (name, p.partition_index), 0)), version))
             for p in topic.partitions]))
     return TxnOffsetCommitResponse(topics=topics)

@@ -181,18 +181,18 @@ class GroupCoordinatorShard:
         transactional batch (`CoordinatorRuntime.call_transactional`)."""
         fx = self._fx(now_ms)
         member_id, instance_id = request.member_id or "", request.group_instance_id
-        generation = request.generation_id
+        generation = request.generation_id_or_member_epoch
         consumer = self.consumer.get(request.group_id)
         if consumer is not None:
-            verdict = txn_commit.validate_consumer(consumer, member_id, instance_id, generation)
+            verdict = txn_commit.validate_consumer(consumer, member_id, instance_id, generation,
+                                                   version)
         elif request.group_id in self.share.groups:
-            # A share group takes no offset commits (GROUP_ID_NOT_FOUND, which v0-5 carry
-            # as ILLEGAL_GENERATION).
-            verdict = (ErrorCode.ILLEGAL_GENERATION, None)
+            # `ShareGroup.validateOffsetCommit`: GROUP_ID_NOT_FOUND, at every version.
+            verdict = (ErrorCode.GROUP_ID_NOT_FOUND, None)
         else:
             group = self.classic.get(request.group_id)
-            verdict = (txn_commit.validate_classic(group, member_id, instance_id, generation),
-                       None)
+            verdict = (txn_commit.validate_classic(group, member_id, instance_id, generation,
+                                                   version), None)
         return txn_commit.txn_offset_commit(request, version, fx, verdict,
                                             self.consumer.image.topic_id)
 

@@ -4,7 +4,7 @@ Mirrors Kafka's `TransactionLog.keyToBytes` / `valueToBytes` / `readTxnRecordKey
 `readTxnRecordValue` (core `kafka.coordinator.transaction.TransactionLog`) over the specs in
 apache/kafka `transaction-coordinator/src/main/resources/common/message/`
 (`TransactionLogKey.json` v0, `TransactionLogValue.json` v0-1, flexible from v1). Those specs
-are not in `../shared/kafka-spec`, so this small codec is written by hand.
+are not in `../shared/kafka-spec-4.4`, so this small codec is written by hand.
 
 Rules kept:
 - key bytes = int16 key version (0) + `TransactionalId` as a non-flexible string;

@@ -1,7 +1,7 @@
 """Kafka protocol error codes and the codec's decode error.
 
-``ErrorCode`` mirrors ``org.apache.kafka.common.protocol.Errors`` (Kafka 4.3): the same names
-and numbers, -1 (UNKNOWN_SERVER_ERROR) through 133. The numbers are part of the wire protocol
+``ErrorCode`` mirrors ``org.apache.kafka.common.protocol.Errors`` (Kafka 4.4): the same names
+and numbers, -1 (UNKNOWN_SERVER_ERROR) through 136. The numbers are part of the wire protocol
 and never change; names are Kafka's, so logs and docs can be grepped against Kafka's.
 """
 
@@ -156,6 +156,9 @@ class ErrorCode(IntEnum):
     STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     STREAMS_TOPOLOGY_FENCED = 132
     SHARE_SESSION_LIMIT_REACHED = 133
+    GROUP_DELETION_FAILED = 134
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
+    CONTROLLER_ID_NOT_REGISTERED = 136
 
     @classmethod
     def of(cls, code: int) -> ErrorCode | int:
