@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.principal import KafkaPrincipal
 
 
@@ -107,6 +108,10 @@ class RequestContext(Protocol):
     @property
     def principal(self) -> KafkaPrincipal:
         """Who the connection authenticated as (`User:ANONYMOUS` until it does)."""
+        ...
+    @property
+    def authorizer(self) -> DurableAuthorizer | None:
+        """The ACL authorizer, or None when none is configured (every check passes)."""
         ...
     @property
     def config(self) -> Any: ...

@@ -46,6 +46,9 @@ BROKER_MODULES: tuple[str, ...] = (
     "list_transactions",
     "describe_transactions",
     "describe_producers",
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
 )
 
 GROUP_MODULES: tuple[str, ...] = (

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import partition_exists, topic_info
 from groupcoord.wire.errors import ErrorCode
@@ -112,14 +113,18 @@ def _commit_op(request: Any, version: int) -> Any:
 
 
 def _split(ctx: Any, request: Any) -> tuple[dict[tuple[int, int], int], list[Any]]:
-    """Errors of unknown topics and partitions, and the topics left to commit."""
+    """Errors of topics the principal may not read, unknown topics and partitions, and the
+    topics left to commit."""
     errors: dict[tuple[int, int], int] = {}
     valid_topics = []
+    readable = authz.authorized(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in request.topics))
     for ti, topic in enumerate(request.topics):
         info = topic_info(ctx, name=topic.name)
         valid = []
         for p in topic.partitions:
-            if not partition_exists(info, p.partition_index):
+            if topic.name not in readable:
+                errors[(ti, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not partition_exists(info, p.partition_index):
                 errors[(ti, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 valid.append(p)
@@ -144,6 +149,8 @@ async def _commit(ctx: Any, sub: Any, version: int) -> Any:
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_transactional_id(ctx, authz.Op.WRITE, request.transactional_id)
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors, valid_topics = _split(ctx, request)
     answered: dict[tuple[str, int], int] = {}
     if valid_topics:

@@ -54,6 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "(max.connections.per.ip.overrides)")
     p.add_argument("--connections-max-idle-ms", type=int, default=CONNECTIONS_MAX_IDLE_MS_DEFAULT,
                    help="close connections idle this long; -1 never (connections.max.idle.ms)")
+    p.add_argument("--authorizer", choices=("none", "standard"), default="none",
+                   help="ACL enforcement: none allows everything (no authorizer.class.name), "
+                        "standard is Kafka's StandardAuthorizer with ACLs kept in the data dir")
+    p.add_argument("--super-users", default="", metavar="User:a;User:b",
+                   help="principals allowed everything (super.users)")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="allow access to resources without any ACL "
+                        "(allow.everyone.if.no.acl.found)")
     p.add_argument("--log-level", default="info",
                    choices=("debug", "info", "warning", "error"))
     return p
@@ -82,6 +90,9 @@ def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
         max_connections_per_ip_overrides=ns.max_connections_per_ip_overrides,
         connections_max_idle_ms=ns.connections_max_idle_ms,
         extra=_group_configs(ns.group_config),
+        authorizer=ns.authorizer,
+        super_users=ns.super_users,
+        allow_everyone_if_no_acl_found=ns.allow_everyone_if_no_acl_found,
     )
 
 

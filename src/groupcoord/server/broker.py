@@ -25,6 +25,7 @@ from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
 from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.log_cleaner import LogCleaner
+from groupcoord.server.authorization import build_authorizer
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
 from groupcoord.server.txn_log import load_producer_state, track_append
 from groupcoord.server.waiters import FetchWaiters
@@ -32,6 +33,7 @@ from groupcoord.storage.config import KafkaStorageError
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
+    from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.storage import AppendInfo
 
 log = logging.getLogger("groupcoord.server")
@@ -65,6 +67,8 @@ class Broker:
         self.shares: Any = None
         self.transactions: Any = None
         self.cleaner = LogCleaner()
+        # The ACL authorizer, or None when none is configured (everything allowed).
+        self.authorizer: DurableAuthorizer | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -77,6 +81,7 @@ class Broker:
         cfg = self.config
         self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
         self.logs.load_all()
+        self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs
         self.producers = ProducerStateManager(cfg.data_dir)

@@ -15,6 +15,7 @@ from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024
 FSYNC_POLICIES = ("always", "interval", "never")
+AUTHORIZERS = ("none", "standard")
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,15 @@ class BrokerConfig:
     extra: dict[str, str] = field(default_factory=dict)
     # Where storage's writes go: the disk, or a fault injector in tests and the test broker.
     file_io: FileIO = OS_FILE_IO
+    # Authorization (Kafka's `authorizer.class.name`, `super.users`,
+    # `allow.everyone.if.no.acl.found`): "none" allows everything, "standard" enforces ACLs.
+    authorizer: str = "none"
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
 
     def __post_init__(self) -> None:
+        if self.authorizer not in AUTHORIZERS:
+            raise ValueError(f"authorizer must be one of {AUTHORIZERS}, got {self.authorizer!r}")
         if self.fsync not in FSYNC_POLICIES:
             raise ValueError(f"fsync must be one of {FSYNC_POLICIES}, got {self.fsync!r}")
         if self.default_partitions < 1:

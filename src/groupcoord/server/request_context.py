@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from groupcoord.apis.context import RequestHeader
+    from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.principal import KafkaPrincipal
     from groupcoord.server.broker import Broker
     from groupcoord.server.connection import KafkaConnection
@@ -34,6 +35,10 @@ class BrokerRequestContext:
     @property
     def principal(self) -> KafkaPrincipal:
         return self.conn.principal
+
+    @property
+    def authorizer(self) -> DurableAuthorizer | None:
+        return self.broker.authorizer
 
     @property
     def config(self) -> Any:
