@@ -30,9 +30,9 @@ def acl(name: str, op: AclOperation = Op.READ, *, rt: ResourceType = RT.TOPIC,
 
 
 def any_filter(**kw: object) -> AclBindingFilter:
-    fields: dict[str, object] = dict(resource_type=RT.ANY, resource_name=None,
-                                     pattern_type=PT.ANY, principal=None, host=None,
-                                     operation=Op.ANY, permission_type=Perm.ANY)
+    fields: dict[str, object] = {"resource_type": RT.ANY, "resource_name": None,
+                                     "pattern_type": PT.ANY, "principal": None, "host": None,
+                                     "operation": Op.ANY, "permission_type": Perm.ANY}
     fields.update(kw)
     return AclBindingFilter(**fields)  # type: ignore[arg-type]
 

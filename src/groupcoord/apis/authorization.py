@@ -116,3 +116,30 @@ def hide_undescribable_topics(ctx: Any, groups: list[Any], assignments: Any) -> 
                                           "is not authorized to describe.")
             for slot in g.__slots__:
                 setattr(g, slot, getattr(fresh, slot))
+
+
+# ConfigResource.Type -> the resource Kafka authorizes and its error (BROKER, BROKER_LOGGER
+# and CLIENT_METRICS are cluster-wide), as `ConfigHelper` / `ControllerApis.authorizeAlterResource`.
+_CONFIG_RESOURCES = {
+    2: (TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    4: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    8: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    16: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    32: (GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+}
+# `Errors.message()` of the authorization errors, which Kafka's `ApiError(Errors)` carries.
+MESSAGES = {
+    int(ErrorCode.TOPIC_AUTHORIZATION_FAILED): "Topic authorization failed.",
+    int(ErrorCode.GROUP_AUTHORIZATION_FAILED): "Group authorization failed.",
+    int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED): "Cluster authorization failed.",
+}
+
+
+def config_resource_error(ctx: Any, op: AclOperation, config_type: int, name: str) -> int:
+    """0, or the error for a config resource the principal may not describe/alter."""
+    entry = _CONFIG_RESOURCES.get(config_type)
+    if entry is None:
+        return 0
+    resource_type, code = entry
+    target = CLUSTER_NAME if resource_type == CLUSTER else name
+    return 0 if allowed(ctx, op, resource_type, target) else int(code)

@@ -11,7 +11,6 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.wire.errors import ErrorCode
-
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,

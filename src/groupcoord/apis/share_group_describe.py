@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import share_support
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import share_support
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.wire.errors import ErrorCode

@@ -17,8 +17,13 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from groupcoord.security.acl import AclBinding, AclBindingFilter, InvalidAcl, validate_filter, \
-    validate_new_acl
+from groupcoord.security.acl import (
+    AclBinding,
+    AclBindingFilter,
+    InvalidAcl,
+    validate_filter,
+    validate_new_acl,
+)
 from groupcoord.security.authorizer import StandardAuthorizer
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
 from groupcoord.wire.errors import ErrorCode

@@ -20,12 +20,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
+from groupcoord.server.authorization import build_authorizer
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
 from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.log_cleaner import LogCleaner
-from groupcoord.server.authorization import build_authorizer
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
 from groupcoord.server.txn_log import load_producer_state, track_append
 from groupcoord.server.waiters import FetchWaiters
