@@ -46,6 +46,10 @@ BROKER_MODULES: tuple[str, ...] = (
     "list_transactions",
     "describe_transactions",
     "describe_producers",
+    "sasl_handshake",
+    "sasl_authenticate",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
 )
 
 GROUP_MODULES: tuple[str, ...] = (
