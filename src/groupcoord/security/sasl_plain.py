@@ -34,7 +34,8 @@ def load_plain_users(path: str) -> dict[str, str]:
 
 
 def _split3(text: str) -> list[str]:
-    """Kafka's `PlainSaslServer.split`: always three tokens, the last keeps any further NULs."""
+    """Kafka's `PlainSaslServer.split`: always three tokens; missing ones are empty and
+    anything after a third NUL is dropped."""
     tokens = ["", "", ""]
     start = 0
     for i in range(3):
