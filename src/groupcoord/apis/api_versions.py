@@ -49,12 +49,19 @@ def unsupported_version_response(handlers: dict[int, Any]) -> ApiVersionsRespons
 
 async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
                  version: int) -> ApiVersionsResponse:
+    return respond(ctx.apis, request, version)
+
+
+def respond(handlers: dict[int, Any], request: ApiVersionsRequest,
+            version: int) -> ApiVersionsResponse:
+    """The answer to a decoded ApiVersions request; also used before SASL authentication,
+    where Kafka's `SaslServerAuthenticator` answers it outside the request handlers."""
     if version >= 3 and not (
         _SOFTWARE.fullmatch(request.client_software_name)
         and _SOFTWARE.fullmatch(request.client_software_version)
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return _ok_response(ctx.apis)
+    return _ok_response(handlers)
 
 
 def _ok_response(handlers: dict[int, Any]) -> ApiVersionsResponse:

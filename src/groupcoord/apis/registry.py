@@ -49,6 +49,10 @@ BROKER_MODULES: tuple[str, ...] = (
     "describe_acls",
     "create_acls",
     "delete_acls",
+    "sasl_handshake",
+    "sasl_authenticate",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
 )
 
 GROUP_MODULES: tuple[str, ...] = (

@@ -69,6 +69,8 @@ class Broker:
         self.cleaner = LogCleaner()
         # The ACL authorizer, or None when none is configured (everything allowed).
         self.authorizer: DurableAuthorizer | None = None
+        self.scram_credentials: Any = None
+        self.listener_security: list[Any] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -96,14 +98,25 @@ class Broker:
         self.handlers = self._handlers
         dispatcher = Dispatcher(self, self.handlers)
         loop = asyncio.get_running_loop()
+        from groupcoord.security.scram_store import ScramCredentialStore
+        from groupcoord.server.listener_setup import ListenerSetup
+
+        self.scram_credentials = ScramCredentialStore(cfg.data_dir, cfg.file_io)
+        setup = ListenerSetup(cfg, self.handlers, dispatcher.dispatch, self.scram_credentials)
         limits = self.connection_limits = build_connection_limits(cfg)
-        for listener in cfg.listeners:
+        for index, listener in enumerate(cfg.listeners):
+            sockets = await bind_listener(listener.host, listener.port)
+            port = int(sockets[0].getsockname()[1])
+            security = setup.listener(index, port)
             server = Acceptor(
-                await bind_listener(listener.host, listener.port), limits,
-                lambda address: KafkaConnection(dispatcher, cfg.max_request_size, limits, address))
+                sockets, limits,
+                lambda address, sec=security: KafkaConnection(  # type: ignore[misc]
+                    dispatcher, cfg.max_request_size, limits, address, sec),
+                security.ssl_context, cfg.security.ssl_handshake_timeout_ms / 1000.0)
             server.start()
             self._servers.append(server)
-            self.bound.append(Listener(listener.host, server.port))
+            self.listener_security.append(security)
+            self.bound.append(Listener(listener.host, port, listener.name))
         self.advertised = cfg.advertised(self.bound[0].port)
         if cfg.fsync == "interval":
             self._tasks.append(loop.create_task(self._flush_loop()))

@@ -23,13 +23,21 @@ import asyncio
 import logging
 import struct
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from groupcoord.server.connection_limits import ConnectionLimits
     from groupcoord.server.dispatch import Dispatcher
+    from groupcoord.server.listener_security import ListenerSecurity
+
+
+class FrameGate(Protocol):
+    """Takes a connection's request frames instead of the dispatcher: SASL authentication,
+    and the session check of a re-authenticating connection (`server.sasl_authenticator`)."""
+
+    def frame(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None: ...
 
 log = logging.getLogger("groupcoord.server")
 
@@ -53,9 +61,14 @@ class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client; the dispatcher does the per-request work."""
 
     def __init__(self, dispatcher: Dispatcher, max_request_size: int,
-                 limits: ConnectionLimits | None = None, quota_address: str = "") -> None:
+                 limits: ConnectionLimits | None = None, quota_address: str = "",
+                 listener: ListenerSecurity | None = None) -> None:
         self._dispatcher = dispatcher
-        self._max = max_request_size
+        # Largest frame accepted now: smaller while SASL authentication is in progress.
+        self.max_frame = max_request_size
+        # The listener this connection came in on (None: a plain PLAINTEXT connection).
+        self.listener = listener
+        self.gate: FrameGate | None = None
         self._limits = limits
         self.quota_address = quota_address
         self.quota_held = limits is not None
@@ -88,6 +101,16 @@ class KafkaConnection(asyncio.Protocol):
         self._dispatcher.connection_opened(self)
         if self._limits is not None:
             self._limits.opened(self)
+        if self.listener is not None:
+            self.listener.on_connect(self, transport)
+
+    @property
+    def listener_name(self) -> str:
+        return self.listener.name if self.listener is not None else "PLAINTEXT"
+
+    @property
+    def security_protocol(self) -> str:
+        return self.listener.security_protocol if self.listener is not None else "PLAINTEXT"
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -112,7 +135,9 @@ class KafkaConnection(asyncio.Protocol):
     def eof_received(self) -> bool:
         """The client half-closed: answer what it already sent, then close."""
         self.close_after_pending()
-        return True  # keep the transport open for the owed responses
+        # Keep the transport open for the owed responses; TLS cannot half-close (asyncio's
+        # SSL transport closes after EOF whatever the answer, and warns if asked not to).
+        return self.listener is None or self.listener.ssl_context is None
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -143,13 +168,17 @@ class KafkaConnection(asyncio.Protocol):
         dispatch = self._dispatcher.dispatch
         while end - pos >= 4 and not self._closing:
             (size,) = _SIZE.unpack_from(data, pos)
-            if size < 0 or size > self._max:
-                self.protocol_error(f"frame size {size} outside 0..{self._max}")
+            if size < 0 or size > self.max_frame:
+                self.protocol_error(f"frame size {size} outside 0..{self.max_frame}")
                 return end, 0
             stop = pos + 4 + size
             if stop > end:
                 return pos, 4 + size
-            dispatch(self, data, pos + 4, stop)
+            gate = self.gate
+            if gate is None:
+                dispatch(self, data, pos + 4, stop)
+            else:
+                gate.frame(self, data, pos + 4, stop)
             pos = stop
         return pos, 4
 

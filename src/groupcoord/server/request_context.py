@@ -78,11 +78,21 @@ class BrokerRequestContext:
 
     @property
     def advertised_host(self) -> str:
-        return self.broker.advertised.host
+        listener = self.conn.listener
+        return (listener.advertised if listener is not None else self.broker.advertised).host
 
     @property
     def advertised_port(self) -> int:
-        return self.broker.advertised.port
+        listener = self.conn.listener
+        return (listener.advertised if listener is not None else self.broker.advertised).port
+
+    @property
+    def listener_name(self) -> str:
+        return self.conn.listener_name
+
+    @property
+    def scram_credentials(self) -> Any:
+        return self.broker.scram_credentials
 
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
