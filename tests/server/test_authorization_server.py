@@ -33,6 +33,16 @@ from groupcoord.wire.generated.delete_acls import (
     DeleteAclsResponse,
 )
 from groupcoord.wire.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from groupcoord.wire.generated.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    UserName,
+)
+from groupcoord.wire.generated.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    ScramCredentialDeletion,
+)
 from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from groupcoord.wire.generated.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from groupcoord.wire.generated.join_group import (
@@ -313,4 +323,25 @@ def test_a_regex_subscription_resolves_only_to_describable_topics(tmp_path: Path
                 if assigned:
                     break
             assert assigned == {public_id}
+    run(scenario())
+
+
+def test_scram_credential_apis_need_describe_and_alter_on_the_cluster(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with secured(tmp_path) as b:
+            alice = await client_as(b, ALICE)
+            described = await alice.call(DescribeUserScramCredentialsRequest(
+                users=[UserName(name="bob")]), 0, DescribeUserScramCredentialsResponse)
+            assert described.error_code == E.CLUSTER_AUTHORIZATION_FAILED
+            assert [r.error_code for r in described.results] == [E.CLUSTER_AUTHORIZATION_FAILED]
+            altered = await alice.call(AlterUserScramCredentialsRequest(deletions=[
+                ScramCredentialDeletion(name="bob", mechanism=1)]), 0,
+                AlterUserScramCredentialsResponse)
+            assert [(r.user, r.error_code) for r in altered.results] == [
+                ("bob", E.CLUSTER_AUTHORIZATION_FAILED)]
+            await grant(b, acl(RT.CLUSTER, "kafka-cluster", ALICE, Op.DESCRIBE))
+            described = await alice.call(DescribeUserScramCredentialsRequest(
+                users=[UserName(name="bob")]), 0, DescribeUserScramCredentialsResponse)
+            assert described.error_code == 0
+            assert [r.error_code for r in described.results] == [E.RESOURCE_NOT_FOUND]
     run(scenario())
