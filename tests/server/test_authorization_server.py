@@ -17,6 +17,11 @@ from groupcoord.security.acl import PatternType as PT
 from groupcoord.security.acl import ResourceType as RT
 from groupcoord.storage.faults import FaultInjectingFileIO, FaultRule
 from groupcoord.wire.errors import ErrorCode as E
+from groupcoord.wire.generated.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    ScramCredentialDeletion,
+)
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -33,17 +38,12 @@ from groupcoord.wire.generated.delete_acls import (
     DeleteAclsResponse,
 )
 from groupcoord.wire.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from groupcoord.wire.generated.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
     UserName,
 )
-from groupcoord.wire.generated.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-    ScramCredentialDeletion,
-)
-from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from groupcoord.wire.generated.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from groupcoord.wire.generated.join_group import (
     JoinGroupRequest,
