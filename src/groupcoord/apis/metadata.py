@@ -89,9 +89,9 @@ def _lookup_authorized(ctx: RequestContext, wanted: list[Any], allow_create: boo
             named.append((t, t.name))
     visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (n for _, n in named))
     no_create: set[str] = set()
-    if allow_create and ctx.config.auto_create_topics \
-            and not authz.allowed_on_cluster(ctx, authz.Op.CREATE):
-        missing = {n for _, n in named if n in visible and ctx.topics.get(n) is None}
+    missing = {n for _, n in named if n in visible and ctx.topics.get(n) is None} \
+        if allow_create and ctx.config.auto_create_topics else set()
+    if missing and not authz.allowed_on_cluster(ctx, authz.Op.CREATE):
         no_create = missing - authz.authorized(ctx, authz.Op.CREATE, authz.TOPIC, missing)
     found = [_lookup(ctx, t, allow_create, with_ops) for t, n in named
              if n in visible and n not in no_create]
