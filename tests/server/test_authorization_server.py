@@ -135,10 +135,16 @@ def test_acl_apis_need_cluster_alter_and_describe_and_validate(tmp_path: Path) -
             created = await admin.call(CreateAclsRequest(creations=[
                 acl(RT.TOPIC, "t", ALICE, Op.READ),
                 acl(RT.GROUP, "g-", ALICE, Op.READ, pattern=PT.PREFIXED),
-                acl(RT.ANY, "x", ALICE, Op.READ),
+                acl(RT.TOPIC, "", ALICE, Op.READ),
                 acl(RT.CLUSTER, "not-the-cluster", ALICE, Op.ALTER)]), 3, CreateAclsResponse)
             assert [r.error_code for r in created.results] == [0, 0, E.INVALID_REQUEST,
                                                                E.INVALID_REQUEST]
+            # A resource type ANY cannot even be built into a binding in Kafka: the whole
+            # request fails, nothing is created.
+            failed = await admin.call(CreateAclsRequest(creations=[
+                acl(RT.TOPIC, "u", ALICE, Op.READ), acl(RT.ANY, "x", ALICE, Op.READ)]), 3,
+                CreateAclsResponse)
+            assert [r.error_code for r in failed.results] == [E.UNKNOWN_SERVER_ERROR] * 2
             listing = await admin.call(describe_all(), 3, DescribeAclsResponse)
             assert listing.error_code == 0
             assert sorted((r.resource_type, r.resource_name, r.pattern_type)

@@ -28,6 +28,16 @@ def has_unknown(resource_type: int, pattern_type: int, operation: int, permissio
     return 0 in (resource_type, pattern_type, operation, permission)
 
 
+def not_constructible(c: Any) -> bool:
+    """Kafka builds an `AclBinding` from each creation before validating any, and its
+    `ResourcePattern` / `AccessControlEntry` constructors throw for a resource type ANY, a
+    pattern type ANY or MATCH, an operation ANY or a permission ANY: the whole request then
+    fails with UNKNOWN_SERVER_ERROR on every creation (no message)."""
+    return (c.resource_type == ResourceType.ANY
+            or c.resource_pattern_type in (PatternType.ANY, PatternType.MATCH)
+            or c.operation == AclOperation.ANY or c.permission_type == AclPermissionType.ANY)
+
+
 def binding(creation: Any) -> AclBinding:
     return AclBinding(
         from_code(ResourceType, creation.resource_type),  # type: ignore[arg-type]

@@ -83,6 +83,11 @@ def _valid_parts(ctx: Any, topics: list[Any]) -> dict[bytes, TopicInit]:
     return out
 
 
+def error_response(request: Any, version: int, code: int) -> AlterShareGroupOffsetsResponse:
+    """Kafka's `getErrorResponse`: the error with its message, no topics."""
+    return AlterShareGroupOffsetsResponse(error_code=code, error_message=authz.MESSAGES.get(code))
+
+
 def _denied(t: Any) -> AlterShareGroupOffsetsResponseTopic:
     code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     return AlterShareGroupOffsetsResponseTopic(topic_name=t.topic_name, partitions=[

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
-from groupcoord.apis.acl_support import NO_AUTHORIZER, binding, has_unknown
+from groupcoord.apis.acl_support import NO_AUTHORIZER, binding, has_unknown, not_constructible
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.create_acls import AclCreationResult, CreateAclsResponse
 
@@ -29,7 +29,11 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     authz.require_cluster(ctx, authz.Op.ALTER)
     if ctx.authorizer is None:
         return error_response(request, version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
+    if any(not_constructible(c) for c in request.creations):
+        return error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
     results = ctx.authorizer.create_acls([binding(c) for c in request.creations])
+    # A success carries Kafka's default message, "" (not null).
     return CreateAclsResponse(results=[
-        AclCreationResult(error_code=r.error_code, error_message=r.error_message)
+        AclCreationResult(error_code=r.error_code,
+                          error_message=r.error_message if r.error_code else "")
         for r in results])

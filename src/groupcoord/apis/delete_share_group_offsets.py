@@ -35,6 +35,12 @@ UNKNOWN_TOPIC = "This server does not host this topic-partition."
 Topic = DeleteShareGroupOffsetsResponseTopic
 
 
+def error_response(request: Any, version: int, code: int) -> DeleteShareGroupOffsetsResponse:
+    """Kafka's `getErrorResponse`: the error with its message, no topics."""
+    return DeleteShareGroupOffsetsResponse(error_code=code,
+                                           error_message=authz.MESSAGES.get(code))
+
+
 async def _plan(ctx: Any, group_id: str, topic_ids: list[bytes]) -> state_ops.DeleteOffsetsPlan:
     untracked = ctx.shares.state_partitions(group_id)
 

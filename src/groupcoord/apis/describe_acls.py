@@ -35,6 +35,6 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         resources.setdefault(key, []).append(AclDescription(
             principal=acl.principal, host=acl.host, operation=int(acl.operation),
             permission_type=int(acl.permission_type)))
-    return DescribeAclsResponse(error_message=None, resources=[
+    return DescribeAclsResponse(resources=[
         DescribeAclsResource(resource_type=rt, resource_name=name, pattern_type=pt, acls=acls)
         for (rt, name, pt), acls in resources.items()])

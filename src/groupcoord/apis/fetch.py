@@ -135,13 +135,14 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
         if topic_key in denied and (topic is not None or not uses_ids):
             reads.append(PartitionRead(cp, topic.name if topic is not None else topic_key,
                                        topic_key if uses_ids else bytes(16), _E_TOPIC_AUTH,
-                                       -1, -1, EMPTY))
+                                       -1, -1, EMPTY, aborted=[]))
             continue
         plog = None if topic is None else ctx.topics.log(topic.name, index)
         if plog is None:
             error = _E_UNKNOWN_ID if uses_ids and topic is None else _E_UNKNOWN_TP
             reads.append(PartitionRead(cp, None if uses_ids else topic_key,
-                                       topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY))
+                                       topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY,
+                                       aborted=[]))
             continue
         read = _read_one(ctx, cp, topic, plog, min(cp.max_bytes, limit), min_one,
                          read_committed)
@@ -155,9 +156,11 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
 
 
 def _partition_data(read: PartitionRead, read_committed: bool) -> PartitionData:
-    aborted = None
-    if read_committed:
-        aborted = read.aborted if read.aborted is not None else []
+    # Refused partitions carry Kafka's `partitionResponse` default, an empty list; reads
+    # carry the aborted transactions under read_committed and null otherwise.
+    aborted = read.aborted
+    if read_committed and aborted is None:
+        aborted = []
     return PartitionData(
         partition_index=read.cp.key[1], error_code=read.error, high_watermark=read.hw,
         last_stable_offset=read.lso, log_start_offset=read.log_start,

@@ -191,6 +191,12 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     return resp
 
 
+def _refused(index: int, code: int) -> PartitionProduceResponse:
+    """Kafka's `PartitionResponse(error)`: no offset, append time or log start."""
+    return PartitionProduceResponse(index=index, error_code=code, base_offset=-1,
+                                    log_append_time_ms=-1, log_start_offset=-1)
+
+
 def _authorize(ctx: RequestContext, request: ProduceRequest, version: int
                ) -> tuple[set[str] | None, bool]:
     """(topics the principal may write, None without an authorizer; whether transactional
@@ -223,17 +229,17 @@ async def handle(ctx: RequestContext, header: Any, request: ProduceRequest,
         parts = []
         for pd in td.partition_data:
             if acks not in (0, 1, -1):
-                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_ACKS))
+                parts.append(_refused(pd.index, _E_ACKS))
                 continue
             if txn_denied:
-                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_TXN_AUTH))
+                parts.append(_refused(pd.index, _E_TXN_AUTH))
                 continue
             if writable is not None and name is not None and name not in writable:
-                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_TOPIC_AUTH))
+                parts.append(_refused(pd.index, _E_TOPIC_AUTH))
                 continue
             if tid is None and _is_transactional(pd.records):
                 # Kafka refuses the whole request (handleProduceRequest).
-                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_TXN_AUTH))
+                parts.append(_refused(pd.index, _E_TXN_AUTH))
                 continue
             resp = produce_partition(ctx, topic, pd.index, pd.records, now, version, tid)
             if topic is None and version >= 13:
