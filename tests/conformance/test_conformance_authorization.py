@@ -549,3 +549,32 @@ def test_configs_and_transactions_describe(differential: Any) -> None:
         c.call("FindCoordinator v3", FindCoordinatorRequest(key=closed, key_type=0), 3,
                FindCoordinatorResponse)
     differential(scenario)
+
+
+def test_a_regex_subscription_resolves_to_describable_topics(differential: Any) -> None:
+    def scenario(c: Conversation) -> None:
+        shown, hidden = c.create_topic("rx-a"), c.create_topic("rx-b")
+        group, member = c.name("g"), "r" * 22
+        grant(c, acl(RT.TOPIC, hidden.name, BOB, Op.READ))
+        first = c.quiet(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=10_000,
+            subscribed_topic_regex=c.name("rx-") + ".*", topic_partitions=[]), 1,
+            ConsumerGroupHeartbeatResponse)
+        assert first.error_code == 0, first
+        state: dict[str, Any] = {"epoch": first.member_epoch, "assignment": first.assignment}
+
+        def assigned() -> bool:
+            # Both brokers resolve the regex off the heartbeat path; poll until it lands.
+            if state["assignment"] is not None and state["assignment"].topic_partitions:
+                return True
+            r = c.quiet(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=state["epoch"]), 1,
+                ConsumerGroupHeartbeatResponse)
+            assert r.error_code == 0, r
+            state["epoch"] = r.member_epoch
+            if r.assignment is not None:
+                state["assignment"] = r.assignment
+            return False
+        c.wait_until(assigned, "the regex to resolve")
+        c.record("assignment", state["assignment"])
+    differential(scenario)
