@@ -12,7 +12,8 @@ instead of to the request handlers (`KafkaConnection.gate`). Kafka's state machi
 - SaslAuthenticate carries the tokens. A request of another API in this state is answered
   with ILLEGAL_SASL_STATE and the connection closes. A failed exchange answers
   SASL_AUTHENTICATION_FAILED (58) with the mechanism's safe message or Kafka's generic one,
-  then closes; with raw tokens a failure just closes.
+  then closes after `connection.failed.authentication.delay.ms` (100 ms), so the client reads
+  the answer before the close; with raw tokens a failure just closes.
 - On success the connection's principal becomes `User:<authorization id>` and its frames go
   to the request handlers again; with a session lifetime (KIP-368: `connections.max.reauth.ms`,
   or the credential's own expiry) a `SessionGate` stays in front of them: a SaslHandshake
@@ -131,7 +132,7 @@ class SaslAuthenticator:
         except _Failed as exc:
             self.state = SaslState.FAILED
             log.info("Failed %s with %s (%s)", self._phase, conn.client_host.lstrip("/"), exc)
-            conn.close_after_pending()
+            conn.close_after_pending(delay_s=self._services.failed_authentication_delay_s)
         except (_Invalid, FrameError) as exc:
             self.state = SaslState.FAILED
             conn.protocol_error(f"during SASL {self._phase}: {exc}")
