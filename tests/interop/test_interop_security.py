@@ -121,3 +121,39 @@ def test_plaintext_listener_still_serves(secure_broker: BrokerProcess, tmp_path:
     plain.produce(secure_broker.bootstrap, workload, "none")
     check_consumed(workload, plain.consume_assign(secure_broker.bootstrap, workload.topic, 2, 20),
                    2)
+
+
+@pytest.mark.timeout(120)
+def test_scram_users_managed_online_with_an_admin_client(secure_broker: BrokerProcess,
+                                                         tls: TlsMaterial) -> None:
+    """confluent-kafka's AdminClient adds a SCRAM-SHA-512 user (AlterUserScramCredentials
+    with the client's SaltedPassword), describes it, and the new user produces and reads
+    back at once; then the credential is deleted and the login is refused."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": secure_broker.bootstrap})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("carol", info, b"carol-secret")])
+    futures["carol"].result(timeout=30)
+    described = admin.describe_user_scram_credentials(["carol"])
+    carol = described["carol"].result(timeout=30)
+    assert [(c.mechanism, c.iterations) for c in carol.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)]
+    bootstrap = f"127.0.0.1:{secure_broker.listener_port('SASL_SSL')}"
+    security = ClientSecurity("SASL_SSL", tls.ca, "SCRAM-SHA-512", "carol", "carol-secret")
+    workload = Workload(topic="secure-online-user", count=20)
+    carol_client = adapter("confluent", security)
+    carol_client.produce(bootstrap, workload, "none")
+    check_consumed(workload, carol_client.consume_assign(bootstrap, workload.topic, 2, 20), 2)
+    admin.alter_user_scram_credentials([UserScramCredentialDeletion(
+        "carol", ScramMechanism.SCRAM_SHA_512)])["carol"].result(timeout=30)
+    refused = auth_failure("confluent", bootstrap, security, "secure-online-user")
+    assert ("Authentication failed during authentication due to invalid credentials with "
+            "SASL mechanism SCRAM-SHA-512") in refused
