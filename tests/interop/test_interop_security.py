@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from helpers.broker import BrokerFactory, BrokerProcess
 from helpers.certs import TlsMaterial, make_tls_material
+from helpers.clients import ConfluentAdapter
 from helpers.secure_clients import ClientSecurity, adapter, auth_failure
 from helpers.workload import Workload, check_consumed
 
@@ -57,7 +58,7 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory,
     broker = factory.create([
         "--listener", "SSL://127.0.0.1:0", "--listener", "SASL_SSL://127.0.0.1:0",
         *tls.serve_args("requested"), "--sasl-plain-users", str(users),
-        "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "--default-partitions", "2"], start=False)
     assert users_cli.main(["add", "--data-dir", str(broker.data_dir), "--user", "alice",
                            "--password", PASSWORD]) == 0
@@ -113,6 +114,21 @@ def test_wrong_password_is_refused_with_kafkas_error(secure_broker: BrokerProces
               "java": "SaslAuthenticationException"}[client]
     assert marker in reported, reported
     assert "Failed authentication" in secure_broker.log_text()
+
+
+@pytest.mark.timeout(120)
+def test_oauthbearer_unsecured_token_of_librdkafka(secure_broker: BrokerProcess,
+                                                   tls: TlsMaterial) -> None:
+    """librdkafka mints its own unsecured JWS (alg none, sub, exp, iat); the broker validates
+    it as Kafka's unsecured validator does. (The Java client's OAUTHBEARER login module needs
+    jackson-databind, which the harness classpath does not carry.)"""
+    client_adapter = ConfluentAdapter({
+        **ClientSecurity("SASL_SSL", tls.ca).confluent(), "sasl.mechanism": "OAUTHBEARER",
+        "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=svc"})
+    bootstrap = f"127.0.0.1:{secure_broker.listener_port('SASL_SSL')}"
+    workload = Workload(topic="secure-oauth-confluent", count=50)
+    client_adapter.produce(bootstrap, workload, "none")
+    check_consumed(workload, client_adapter.consume_assign(bootstrap, workload.topic, 2, 50), 2)
 
 
 def test_plaintext_listener_still_serves(secure_broker: BrokerProcess, tmp_path: Path) -> None:

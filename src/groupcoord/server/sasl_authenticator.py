@@ -271,8 +271,10 @@ class SaslAuthenticator:
             conn.gate = None
         conn.principal = principal
         conn.max_frame = services.max_request_size
-        log.debug("%s of %s as %s with %s complete; session lifetime %d ms", self._phase,
-                  conn.peer, principal, self._mechanism, lifetime_ms)
+        # Re-authentications are rare (one per session lifetime) and worth seeing.
+        log.log(logging.INFO if self._reauth is not None else logging.DEBUG,
+                "%s of %s as %s with %s complete; session lifetime %d ms", self._phase,
+                conn.peer, principal, self._mechanism, lifetime_ms)
         return lifetime_ms
 
     # -- decoding and answering ------------------------------------------------------------
