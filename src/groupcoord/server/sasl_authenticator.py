@@ -136,6 +136,10 @@ class SaslAuthenticator:
         except (_Invalid, FrameError) as exc:
             self.state = SaslState.FAILED
             conn.protocol_error(f"during SASL {self._phase}: {exc}")
+        except Exception as exc:  # a bug here must cost this connection only, loudly
+            self.state = SaslState.FAILED
+            log.exception("SASL %s with %s failed unexpectedly", self._phase, conn.peer)
+            conn.protocol_error(f"during SASL {self._phase}: {exc!r}")
 
     @property
     def _phase(self) -> str:
