@@ -228,8 +228,9 @@ class SaslAuthenticator:
             self._send_failure(conn, message, version, correlation_id, flexible)
             raise _Failed(f"{message}: {exc}") from exc
         lifetime_ms = self._complete(conn, principal) if principal is not None else 0
+        # Kafka leaves the nullable message at its default, "", on success.
         self._send(conn, SaslAuthenticateResponse(
-            error_code=0, error_message=None, auth_bytes=challenge,
+            error_code=0, error_message="", auth_bytes=challenge,
             session_lifetime_ms=lifetime_ms), version, correlation_id, flexible)
 
     def _raw_token(self, conn: KafkaConnection, token: bytes) -> None:
