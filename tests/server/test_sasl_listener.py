@@ -28,6 +28,14 @@ from groupcoord.security.scram import SHA_256, SHA_512, credential_from_password
 from groupcoord.server.config import Listener
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from groupcoord.wire.generated.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+from groupcoord.wire.generated.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from groupcoord.wire.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from groupcoord.wire.generated.metadata import MetadataRequest, MetadataResponse
 
@@ -258,6 +266,13 @@ def test_each_listener_advertises_itself(tmp_path: Path) -> None:
             client = await connect(sasl_port)
             await plain_login(client, "alice", "alice-secret")
             assert (await metadata_ok(client)).brokers[0].port == sasl_port
+            for conn, port in ((plain, plain_port), (client, sasl_port)):
+                found = await conn.call(FindCoordinatorRequest(key_type=0,
+                                                               coordinator_keys=["g"]), 4,
+                                        FindCoordinatorResponse)
+                assert found.coordinators[0].port == port
+                cluster = await conn.call(DescribeClusterRequest(), 1, DescribeClusterResponse)
+                assert cluster.brokers[0].port == port
     run(main())
 
 
