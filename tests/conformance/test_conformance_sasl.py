@@ -221,6 +221,29 @@ def test_versions_of_the_security_apis(peers: tuple[Peer, Peer]) -> None:
     assert differential(peers, talk)[1] == [(17, 0, 1), (36, 0, 2), (50, 0, 0), (51, 0, 0)]
 
 
+def test_api_versions_of_an_unknown_version_then_login(peers: tuple[Peer, Peer]) -> None:
+    """An ApiVersions newer than the broker's is answered at v0 with UNSUPPORTED_VERSION
+    (KIP-511) and the client may ask again before its handshake."""
+    async def talk(peer: Peer) -> list[Any]:
+        client = await connect(peer.sasl_port)
+        request = ApiVersionsRequest(client_software_name="c", client_software_version="1")
+        head = (18).to_bytes(2, "big") + (99).to_bytes(2, "big") + (7).to_bytes(4, "big")
+        body = head + (1).to_bytes(2, "big") + b"c" + b"\0" + request.encode(3)
+        await client.send_raw(len(body).to_bytes(4, "big") + body)
+        frame = await client.read_frame()
+        refused, _ = ApiVersionsResponse.decode(frame, 4, 0)
+        out: list[Any] = [int.from_bytes(frame[:4], "big"), refused.error_code,
+                          [(k.api_key, k.min_version) for k in refused.api_keys]]
+        out.append(await step(client, request, 3, ApiVersionsResponse))
+        out.append(await step(client, *shake("PLAIN")))
+        out.append(await step(client, *auth(b"\0alice\0alice-secret")))
+        await client.close()
+        return out
+
+    result = differential(peers, talk)
+    assert result[:2] == [7, 35] and result[5]["error_code"] == 0
+
+
 def test_unknown_mechanism(peers: tuple[Peer, Peer]) -> None:
     result = differential(peers, lambda p: steps(p.sasl_port, shake("GSSAPI")))
     assert result[0]["error_code"] == 33 and result[1] == ("closed", True)
