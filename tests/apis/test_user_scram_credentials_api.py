@@ -65,8 +65,8 @@ def test_upsert_stores_kafkas_keys_and_describe_lists_them(tmp_path: Path) -> No
     salted = salted_password("sha256", b"pw", SALT, 4096)
     assert ctx.scram_credentials.lookup("alice", SHA_256.name) == credential_from_salted(
         "sha256", salted, SALT, 4096)
-    assert call_describe(ctx, None) == [("alice", 0, None, [(1, 4096)]),
-                                        ("bob", 0, None, [(2, 8192)])]
+    assert call_describe(ctx, None) == [("alice", 0, "", [(1, 4096)]),
+                                        ("bob", 0, "", [(2, 8192)])]
     assert call_describe(ctx, []) == call_describe(ctx, None)
     assert ScramCredentialStore(str(tmp_path)).lookup("bob", SHA_512.name) is not None
 

@@ -577,4 +577,6 @@ def test_a_regex_subscription_resolves_to_describable_topics(differential: Any) 
             return False
         c.wait_until(assigned, "the regex to resolve")
         c.record("assignment", state["assignment"])
+        assert {bytes(tp.topic_id) for tp in state["assignment"].topic_partitions} == {
+            bytes(shown.topic_id)}
     differential(scenario)

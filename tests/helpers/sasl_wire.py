@@ -113,9 +113,10 @@ def oauth_initial_response(token: str) -> bytes:
     return f"n,,\x01auth=Bearer {token}\x01\x01".encode()
 
 
-def token_for(subject: str, lifetime_s: float = 3600.0) -> str:
-    now = time.time()
-    return unsecured_jws({"sub": subject, "iat": int(now), "exp": now + lifetime_s})
+def token_for(subject: str, lifetime_s: int = 3600) -> str:
+    """A token valid for at most `lifetime_s` from now (whole seconds, as JWTs carry)."""
+    now = int(time.time())
+    return unsecured_jws({"sub": subject, "iat": now, "exp": now + lifetime_s})
 
 
 class ManualClock:

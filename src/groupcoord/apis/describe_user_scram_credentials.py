@@ -68,6 +68,7 @@ async def handle(ctx: RequestContext, header: Any, request: DescribeUserScramCre
                  for name, cred in sorted(credentials.items(),
                                           key=lambda item: MECHANISMS[item[0]].type_id)]
         results.append(DescribeUserScramCredentialsResult(
-            user=user, error_code=0, error_message=None, credential_infos=infos))
+            user=user, error_code=0, error_message="", credential_infos=infos))
+    # Kafka leaves the nullable messages at their default, "", where there is no error.
     return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0,
-                                                error_message=None, results=results)
+                                                error_message="", results=results)

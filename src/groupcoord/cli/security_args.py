@@ -42,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--connections-max-reauth-ms", type=int, default=0,
                    help="SASL session lifetime; clients re-authenticate before it ends, "
                         "0 = never (connections.max.reauth.ms)")
+    p.add_argument("--connection-failed-authentication-delay-ms", type=int, default=100,
+                   help="close a connection this long after its failed authentication was "
+                        "answered (connection.failed.authentication.delay.ms)")
 
 
 def listeners_from_args(listen: list[str] | None, named: list[str]) -> tuple[Listener, ...]:
@@ -66,7 +69,8 @@ def config_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
         sasl_enabled_mechanisms=(parse_mechanisms(ns.sasl_enabled_mechanisms)
                                  if ns.sasl_enabled_mechanisms else None),
         sasl_plain_users=ns.sasl_plain_users,
-        connections_max_reauth_ms=ns.connections_max_reauth_ms)
+        connections_max_reauth_ms=ns.connections_max_reauth_ms,
+        connection_failed_authentication_delay_ms=ns.connection_failed_authentication_delay_ms)
     return {
         "listeners": listeners,
         "advertised_listener": old_form[-1] if old_form else None,

@@ -79,6 +79,8 @@ class SecurityConfig:
     sasl_enabled_mechanisms: tuple[str, ...] | None = None
     sasl_plain_users: str | None = None
     connections_max_reauth_ms: int = 0
+    # Kafka's `connection.failed.authentication.delay.ms`.
+    connection_failed_authentication_delay_ms: int = 100
 
     def __post_init__(self) -> None:
         if self.ssl_client_auth not in CLIENT_AUTH_MODES:
@@ -90,6 +92,8 @@ class SecurityConfig:
             raise ValueError("ssl handshake timeout must be positive")
         if self.connections_max_reauth_ms < 0:
             raise ValueError("connections max reauth ms must be >= 0")
+        if self.connection_failed_authentication_delay_ms < 0:
+            raise ValueError("connection failed authentication delay ms must be >= 0")
         if self.sasl_enabled_mechanisms is not None:
             parse_mechanisms(",".join(self.sasl_enabled_mechanisms))
             if PLAIN in self.sasl_enabled_mechanisms and not self.sasl_plain_users:

@@ -1,9 +1,10 @@
-"""SASL/PLAIN (RFC 4616), as Kafka's `PlainSaslServer` with its JAAS users.
+"""SASL/PLAIN (RFC 4616), as Kafka 4.4's `PlainSaslServer` with its JAAS users.
 
-The message is `[authzid] NUL authcid NUL passwd`, split into three tokens the way Kafka
-splits it (missing separators leave empty tokens). A malformed message is a `SaslError`
-(the client sees the generic text); a wrong password, and an authorization id other than
-the user name, are `SaslAuthenticationError`s with Kafka's messages.
+The message is `[authzid] NUL authcid NUL passwd`. Kafka splits it at up to four NULs and
+wants exactly three tokens; it decodes the bytes as UTF-8 with replacement characters, as
+Java's `new String(bytes, UTF_8)` does. Every refusal is a `SaslAuthenticationError` whose
+message the client sees: a wrong token count, an empty user name or password, a wrong
+password (the same text for an unknown user), an authorization id other than the user name.
 
 Users come from a file of `name=password` lines (the analogue of `user_<name>="<password>"`
 entries in Kafka's `PlainLoginModule` JAAS section); `#` starts a comment line.
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from groupcoord.security.config import PLAIN
-from groupcoord.security.sasl_errors import SaslAuthenticationError, SaslError
+from groupcoord.security.sasl_errors import SaslAuthenticationError
 
 
 def load_plain_users(path: str) -> dict[str, str]:
@@ -33,18 +34,20 @@ def load_plain_users(path: str) -> dict[str, str]:
     return users
 
 
-def _split3(text: str) -> list[str]:
-    """Kafka's `PlainSaslServer.split`: always three tokens; missing ones are empty and
-    anything after a third NUL is dropped."""
-    tokens = ["", "", ""]
+def _tokens(text: str) -> list[str]:
+    """Kafka's `PlainSaslServer.extractTokens`: split at up to four NULs; three or else."""
+    tokens = []
     start = 0
-    for i in range(3):
+    for _ in range(4):
         end = text.find("\0", start)
         if end == -1:
-            tokens[i] = text[start:]
+            tokens.append(text[start:])
             break
-        tokens[i] = text[start:end]
+        tokens.append(text[start:end])
         start = end + 1
+    if len(tokens) != 3:
+        raise SaslAuthenticationError(
+            f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}")
     return tokens
 
 
@@ -58,15 +61,11 @@ class PlainSaslServer:
         self.credential_expiry_ms: int | None = None
 
     def evaluate(self, response: bytes) -> bytes:
-        try:
-            text = response.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SaslError("Invalid SASL/PLAIN response: not UTF-8") from exc
-        authzid, username, password = _split3(text)
+        authzid, username, password = _tokens(response.decode("utf-8", errors="replace"))
         if not username:
-            raise SaslError("Authentication failed: username not specified")
+            raise SaslAuthenticationError("Authentication failed: username not specified")
         if not password:
-            raise SaslError("Authentication failed: password not specified")
+            raise SaslAuthenticationError("Authentication failed: password not specified")
         expected = self._users.get(username)
         # Compared even for an unknown user, so the time taken does not tell which it was.
         matches = hmac.compare_digest((expected or "\0").encode(), password.encode())

@@ -83,6 +83,7 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         # Set once no more input is accepted; `closed` once the transport is closing.
         self._closing = False
+        self._close_delay_s = 0.0
         self.closed = False
         self.peer = "?"
         self.client_host = ""
@@ -210,7 +211,7 @@ class KafkaConnection(asyncio.Protocol):
                 asyncio.get_running_loop().call_soon(self._flush)
             self._out.extend(out)
         if self._closing and not slots:
-            self.close()  # the transport flushes what was just written before closing
+            self._close_when_due()  # the transport flushes what was just written first
         elif self._paused_read:
             self._update_reading()
 
@@ -244,13 +245,14 @@ class KafkaConnection(asyncio.Protocol):
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.close_after_pending()
 
-    def close_after_pending(self, last: _Slot | None = None) -> None:
+    def close_after_pending(self, last: _Slot | None = None, delay_s: float = 0.0) -> None:
         """Read nothing more; close once the responses owed up to `last` (default: every
-        request dispatched so far) are written. Requests after `last` are abandoned, as
-        Kafka would never have read them."""
+        request dispatched so far) are written, and `delay_s` after that. Requests after
+        `last` are abandoned, as Kafka would never have read them."""
         if self.closed:
             return
         self._closing = True
+        self._close_delay_s = max(self._close_delay_s, delay_s)
         self._chunks = []
         if self._transport is not None and not self._paused_read:
             self._paused_read = True
@@ -265,7 +267,17 @@ class KafkaConnection(asyncio.Protocol):
                 if dropped.task is not None and not dropped.task.done():
                     dropped.task.cancel()
         if not slots:
+            self._close_when_due()
+
+    def _close_when_due(self) -> None:
+        if self._close_delay_s <= 0:
             self.close()
+            return
+        # Kafka's `connection.failed.authentication.delay.ms`: the answer leaves now, the
+        # close follows later, so a client reads the error before it sees the connection end.
+        self._flush()
+        asyncio.get_running_loop().call_later(self._close_delay_s, self.close)
+        self._close_delay_s = 0.0
 
     def close(self) -> None:
         if self.closed:

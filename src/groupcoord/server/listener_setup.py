@@ -59,5 +59,6 @@ class ListenerSetup:
                      if PLAIN in mechanisms and security.sasl_plain_users else {})
             self._sasl = SaslServices(
                 mechanisms, self._handlers, self._dispatch, self._scram_store, users,
-                security.connections_max_reauth_ms, self._config.max_request_size)
+                security.connections_max_reauth_ms, self._config.max_request_size,
+                security.connection_failed_authentication_delay_ms)
         return self._sasl

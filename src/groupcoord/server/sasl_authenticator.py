@@ -12,7 +12,8 @@ instead of to the request handlers (`KafkaConnection.gate`). Kafka's state machi
 - SaslAuthenticate carries the tokens. A request of another API in this state is answered
   with ILLEGAL_SASL_STATE and the connection closes. A failed exchange answers
   SASL_AUTHENTICATION_FAILED (58) with the mechanism's safe message or Kafka's generic one,
-  then closes; with raw tokens a failure just closes.
+  then closes after `connection.failed.authentication.delay.ms` (100 ms), so the client reads
+  the answer before the close; with raw tokens a failure just closes.
 - On success the connection's principal becomes `User:<authorization id>` and its frames go
   to the request handlers again; with a session lifetime (KIP-368: `connections.max.reauth.ms`,
   or the credential's own expiry) a `SessionGate` stays in front of them: a SaslHandshake
@@ -131,10 +132,14 @@ class SaslAuthenticator:
         except _Failed as exc:
             self.state = SaslState.FAILED
             log.info("Failed %s with %s (%s)", self._phase, conn.client_host.lstrip("/"), exc)
-            conn.close_after_pending()
+            conn.close_after_pending(delay_s=self._services.failed_authentication_delay_s)
         except (_Invalid, FrameError) as exc:
             self.state = SaslState.FAILED
             conn.protocol_error(f"during SASL {self._phase}: {exc}")
+        except Exception as exc:  # a bug here must cost this connection only, loudly
+            self.state = SaslState.FAILED
+            log.exception("SASL %s with %s failed unexpectedly", self._phase, conn.peer)
+            conn.protocol_error(f"during SASL {self._phase}: {exc!r}")
 
     @property
     def _phase(self) -> str:
@@ -223,8 +228,9 @@ class SaslAuthenticator:
             self._send_failure(conn, message, version, correlation_id, flexible)
             raise _Failed(f"{message}: {exc}") from exc
         lifetime_ms = self._complete(conn, principal) if principal is not None else 0
+        # Kafka leaves the nullable message at its default, "", on success.
         self._send(conn, SaslAuthenticateResponse(
-            error_code=0, error_message=None, auth_bytes=challenge,
+            error_code=0, error_message="", auth_bytes=challenge,
             session_lifetime_ms=lifetime_ms), version, correlation_id, flexible)
 
     def _raw_token(self, conn: KafkaConnection, token: bytes) -> None:
@@ -270,8 +276,10 @@ class SaslAuthenticator:
             conn.gate = None
         conn.principal = principal
         conn.max_frame = services.max_request_size
-        log.debug("%s of %s as %s with %s complete; session lifetime %d ms", self._phase,
-                  conn.peer, principal, self._mechanism, lifetime_ms)
+        # Re-authentications are rare (one per session lifetime) and worth seeing.
+        log.log(logging.INFO if self._reauth is not None else logging.DEBUG,
+                "%s of %s as %s with %s complete; session lifetime %d ms", self._phase,
+                conn.peer, principal, self._mechanism, lifetime_ms)
         return lifetime_ms
 
     # -- decoding and answering ------------------------------------------------------------

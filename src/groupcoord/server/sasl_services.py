@@ -31,7 +31,7 @@ class SaslServices:
     def __init__(self, enabled_mechanisms: tuple[str, ...], handlers: dict[int, Any],
                  dispatch: Dispatch, scram_store: ScramCredentialStore,
                  plain_users: Mapping[str, str], connections_max_reauth_ms: int,
-                 max_request_size: int,
+                 max_request_size: int, failed_authentication_delay_ms: int = 100,
                  monotonic: Callable[[], float] = time.monotonic,
                  wall_ms: Callable[[], int] = wall_clock_ms) -> None:
         self.enabled_mechanisms = enabled_mechanisms
@@ -41,6 +41,7 @@ class SaslServices:
         self.plain_users = plain_users
         self.connections_max_reauth_ms = connections_max_reauth_ms
         self.max_request_size = max_request_size
+        self.failed_authentication_delay_s = failed_authentication_delay_ms / 1000.0
         self.monotonic = monotonic
         self.wall_ms = wall_ms
 
