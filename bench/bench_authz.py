@@ -313,8 +313,12 @@ def render_markdown(doc: dict[str, Any]) -> str:
         "  that exist, and reads only the caller's and `User:*`'s ACLs, so its cost does not",
         "  grow with the number of ACLs on other resources or principals.",
         "- Per request the broker makes one to a few checks (Produce: WRITE on each topic;",
-        "  OffsetCommit: READ on the group and each topic); the deltas are within the run-to-",
-        "  run noise of a shared 2-core machine when they are smaller than about 5 µs.",
+        "  OffsetCommit: READ on the group and each topic; Metadata: DESCRIBE on each topic",
+        "  and, for topics it may auto-create, CREATE), plus building the set of authorized",
+        "  names. When other work shares the 2 cores (compare the load average), wall-clock",
+        "  times swing by tens of µs between runs and a wall delta can come out negative; the",
+        "  CPU columns (process CPU time of client and broker together) are the steadier",
+        "  measure of what authorization adds.",
         "",
     ]
     return "\n".join(lines)
