@@ -580,3 +580,14 @@ def test_a_regex_subscription_resolves_to_describable_topics(differential: Any) 
         assert {bytes(tp.topic_id) for tp in state["assignment"].topic_partitions} == {
             bytes(shown.topic_id)}
     differential(scenario)
+
+
+def test_create_acls_past_kafkas_bound_of_records_per_request(differential: Any) -> None:
+    def scenario(c: Conversation) -> None:
+        many = [acl(RT.TOPIC, c.name(f"bound-{i}"), BOB, Op.READ) for i in range(10_001)]
+        c.call("CreateAcls 10,001", CreateAclsRequest(creations=many), 3, CreateAclsResponse)
+        c.call("describe them", DescribeAclsRequest(
+            resource_type_filter=int(RT.TOPIC), resource_name_filter=c.name("bound-0"),
+            pattern_type_filter=int(PT.LITERAL), principal_filter=None, host_filter=None,
+            operation=int(Op.ANY), permission_type=int(Perm.ANY)), 3, DescribeAclsResponse)
+    differential(scenario)

@@ -99,3 +99,17 @@ def test_a_damaged_acl_file_stops_the_start(tmp_path: Path) -> None:
     (tmp_path / ACL_FILE).write_text("{not json")
     with pytest.raises(AclStoreError):
         DurableAuthorizer(AclStore(str(tmp_path)))
+
+
+def test_one_request_changes_at_most_10000_acls(tmp_path: Path) -> None:
+    auth = DurableAuthorizer(AclStore(str(tmp_path)))
+    too_many = [acl(f"t{i}") for i in range(10_001)]
+    results = auth.create_acls([*too_many, acl("")])
+    assert {r.error_code for r in results[:-1]} == {ErrorCode.POLICY_VIOLATION}
+    assert results[-1].error_code == ErrorCode.INVALID_REQUEST
+    assert len(auth) == 0
+    assert {r.error_code for r in auth.create_acls(too_many[:10_000])} == {0}
+    auth.create_acls([acl("u")])
+    deleted = auth.delete_acls([any_filter(), any_filter(resource_type=RT.GROUP)])
+    assert [r.error_code for r in deleted] == [ErrorCode.INVALID_REQUEST] * 2
+    assert len(auth) == 10_001

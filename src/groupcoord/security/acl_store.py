@@ -30,6 +30,9 @@ from groupcoord.wire.errors import ErrorCode
 
 ACL_FILE = "acls.json"
 _FORMAT_VERSION = 1
+# `QuorumController.MAX_RECORDS_PER_USER_OP`: one request adds or removes at most this many.
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_LARGE = "Unable to perform excessively large batch operation."
 
 
 class AclStoreError(Exception):
@@ -97,6 +100,10 @@ class DurableAuthorizer(StandardAuthorizer):
             if acl not in self and acl not in new:
                 new.append(acl)
             results.append(CreateResult())
+        if len(new) > MAX_RECORDS_PER_USER_OP:
+            # Kafka's controller refuses the whole batch (`EventHandlerExceptionInfo`).
+            return [r if r.error_code else CreateResult(ErrorCode.POLICY_VIOLATION, TOO_LARGE)
+                    for r in results]
         if new:
             failure = self._persist(set(self.acls()) | set(new))
             if failure is not None:
@@ -117,6 +124,11 @@ class DurableAuthorizer(StandardAuthorizer):
                 continue
             matching = [a for a in current if acl_filter.matches(a)]
             doomed.update(matching)
+            if len(doomed) > MAX_RECORDS_PER_USER_OP:
+                # `AclControlManager.deleteAcls`: the whole request fails, nothing is removed.
+                message = (f"Cannot remove more than {MAX_RECORDS_PER_USER_OP} acls in a "
+                           "single delete operation.")
+                return [DeleteResult(ErrorCode.INVALID_REQUEST, message) for _ in filters]
             results.append(DeleteResult(matching=matching))
         if doomed:
             failure = self._persist(set(current) - doomed)
