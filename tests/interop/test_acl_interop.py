@@ -1,5 +1,5 @@
-"""ACLs with real clients over SASL_PLAINTEXT (PLAIN): confluent-kafka (librdkafka 2.16) and
-the Java 3.9.1 client against a broker running the standard authorizer, `User:admin` its
+"""ACLs with real clients over SASL_PLAINTEXT (PLAIN): confluent-kafka (librdkafka 2.16), the
+Java 3.9.1 client, kafka-python and aiokafka against a broker running the standard authorizer, `User:admin` its
 super user. The admin creates topics and ACLs with confluent-kafka's AdminClient
 (CreateAcls/DescribeAcls); then, per principal:
 
@@ -234,3 +234,64 @@ def test_acls_survive_a_restart(secured: Secured) -> None:
     assert not errors and seen == set(range(RECORDS))
     _, errors = consume(s, "bob", "durable", want=1, timeout_s=20)
     assert ck.KafkaError.GROUP_AUTHORIZATION_FAILED in errors
+
+
+def kafka_python_consume(s: Secured, user: str, group: str, want: int,
+                         timeout_s: float = 30.0) -> set[int]:
+    """Record ids a kafka-python group member reads (it raises on authorization errors)."""
+    kafka = pytest.importorskip("kafka")
+    consumer = kafka.KafkaConsumer(
+        TOPIC, bootstrap_servers=s.bootstrap, group_id=group, security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN", sasl_plain_username=user, sasl_plain_password=USERS[user],
+        auto_offset_reset="earliest", enable_auto_commit=False)
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and len(seen) < want:
+            for records in consumer.poll(timeout_ms=500).values():
+                seen.update(int(r.value) for r in records)
+            consumer.commit()
+    finally:
+        consumer.close()
+    return seen
+
+
+async def aiokafka_consume(s: Secured, user: str, group: str, want: int,
+                           timeout_s: float = 30.0) -> set[int]:
+    aiokafka = pytest.importorskip("aiokafka")
+    consumer = aiokafka.AIOKafkaConsumer(
+        TOPIC, bootstrap_servers=s.bootstrap, group_id=group, security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN", sasl_plain_username=user, sasl_plain_password=USERS[user],
+        auto_offset_reset="earliest", enable_auto_commit=False)
+    await consumer.start()
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and len(seen) < want:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                seen.update(int(r.value) for r in records)
+            await consumer.commit()
+    finally:
+        await consumer.stop()
+    return seen
+
+
+def test_kafka_python_and_aiokafka_groups_under_acls(secured: Secured) -> None:
+    import asyncio
+
+    from aiokafka.errors import GroupAuthorizationFailedError as AioGroupDenied
+    from kafka.errors import GroupAuthorizationFailedError
+
+    s = secured
+    s.grant((adm.ResourceType.GROUP, "kp-app", adm.AclOperation.READ, "alice"),
+            (adm.ResourceType.GROUP, "aio-app", adm.AclOperation.READ, "alice"),
+            (adm.ResourceType.TOPIC, TOPIC, adm.AclOperation.READ, "alice"),
+            # bob may read the topic (aiokafka asks for its metadata before joining) but
+            # not the groups.
+            (adm.ResourceType.TOPIC, TOPIC, adm.AclOperation.READ, "bob"))
+    assert kafka_python_consume(s, "alice", "kp-app", RECORDS) == set(range(RECORDS))
+    with pytest.raises(GroupAuthorizationFailedError):
+        kafka_python_consume(s, "bob", "kp-app", 1)
+    assert asyncio.run(aiokafka_consume(s, "alice", "aio-app", RECORDS)) == set(range(RECORDS))
+    with pytest.raises(AioGroupDenied):
+        asyncio.run(aiokafka_consume(s, "bob", "aio-app", 1))
