@@ -1,6 +1,6 @@
 """ACLs with real clients over SASL_PLAINTEXT (PLAIN): confluent-kafka (librdkafka 2.16), the
-Java 3.9.1 client, kafka-python and aiokafka against a broker running the standard authorizer, `User:admin` its
-super user. The admin creates topics and ACLs with confluent-kafka's AdminClient
+Java 3.9.1 client, kafka-python and aiokafka against a broker running the standard
+authorizer, `User:admin` its super user. The admin creates topics and ACLs with confluent-kafka's AdminClient
 (CreateAcls/DescribeAcls); then, per principal:
 
 - a consumer group (classic and KIP-848 protocols) and a share group work for a principal
