@@ -82,3 +82,26 @@ def test_a_wrong_password_and_bad_input_fail_cleanly(sasl_broker: tuple[BrokerPr
     code, _, err = acls(capsys, "add", bootstrap, "--allow-principal", "alice",
                         "--operation", "Read", "--topic", "t")
     assert code == 1 and "INVALID_REQUEST" in err  # no `User:` prefix, as Kafka refuses it
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_login(broker_factory: BrokerFactory, capsys: pytest.CaptureFixture[str],
+                     mechanism: str) -> None:
+    broker = broker_factory.create([
+        "--listener", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-enabled-mechanisms", mechanism,
+        "--authorizer", "standard", "--super-users", "User:admin"], start=False)
+    assert cli_main.main(["users", "add", "--data-dir", str(broker.data_dir), "--user", "admin",
+                          "--password", "admin-secret"]) == 0
+    broker.start()
+    bootstrap = f"127.0.0.1:{broker.listener_port('SASL_PLAINTEXT')}"
+    capsys.readouterr()
+    base = ["--bootstrap", bootstrap, "--security-protocol", "SASL_PLAINTEXT",
+            "--sasl-mechanism", mechanism, "--sasl-username", "admin"]
+    assert cli_main.main(["acls", "add", *base, "--sasl-password", "admin-secret",
+                          "--allow-principal", "User:alice", "--operation", "Write",
+                          "--transactional-id", "tx"]) == 0
+    assert cli_main.main(["acls", "list", *base, "--sasl-password", "admin-secret"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "TRANSACTIONAL_ID:LITERAL:tx User:alice ALLOW WRITE from host *")
+    assert cli_main.main(["acls", "list", *base, "--sasl-password", "wrong"]) == 1
+    assert "SASL_AUTHENTICATION_FAILED" in capsys.readouterr().err
