@@ -105,3 +105,27 @@ def test_scram_login(broker_factory: BrokerFactory, capsys: pytest.CaptureFixtur
         "TRANSACTIONAL_ID:LITERAL:tx User:alice ALLOW WRITE from host *")
     assert cli_main.main(["acls", "list", *base, "--sasl-password", "wrong"]) == 1
     assert "SASL_AUTHENTICATION_FAILED" in capsys.readouterr().err
+
+
+def test_over_sasl_ssl(broker_factory: BrokerFactory, tmp_path: Path,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    from helpers.certs import make_tls_material
+
+    tls = make_tls_material(tmp_path / "tls")
+    users = tmp_path / "plain-users"
+    users.write_text("admin=admin-secret\n")
+    broker = broker_factory.create([
+        "--listener", "SASL_SSL://127.0.0.1:0", "--sasl-enabled-mechanisms", "PLAIN",
+        "--sasl-plain-users", str(users), *tls.serve_args(), "--authorizer", "standard",
+        "--super-users", "User:admin"])
+    bootstrap = f"127.0.0.1:{broker.listener_port('SASL_SSL')}"
+    code = cli_main.main(["acls", "add", "--bootstrap", bootstrap, "--security-protocol",
+                          "SASL_SSL", "--ssl-ca", str(tls.ca), "--sasl-username", "admin",
+                          "--sasl-password", "admin-secret", "--allow-principal", "User:bob",
+                          "--operation", "Describe", "--cluster"])
+    out = capsys.readouterr().out
+    assert code == 0 and "Added 1 of 1 ACLs" in out
+    # Without the CA the broker's certificate is not trusted: a clean error, no traceback.
+    code = cli_main.main(["acls", "list", "--bootstrap", bootstrap, "--security-protocol",
+                          "SASL_SSL", "--sasl-username", "admin", "--sasl-password", "x"])
+    assert code == 1 and "CERTIFICATE_VERIFY_FAILED" in capsys.readouterr().err
