@@ -49,13 +49,14 @@ CONSUMER_CONFIG: dict[str, Any] = {
 }
 
 
-def create_topic(bootstrap: str, topic: str, timeout_s: float = 15.0) -> str:
+def create_topic(bootstrap: str, topic: str, timeout_s: float = 15.0,
+                 security: dict[str, Any] | None = None) -> str:
     """Create a one-partition topic and wait until metadata shows a leader for it.
 
     Returns "" on success. If CreateTopics itself fails, returns the error text and leaves
     the topic to auto-creation by the producer's warm-up record (callers record the note).
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4, **(security or {})})
     futures = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
                                   request_timeout=timeout_s)
     try:
@@ -85,13 +86,14 @@ class ProduceOutcome:
 
 
 def produce(bootstrap: str, topic: str, records: int, acks: str,
-            timeout_s: float = 120.0) -> ProduceOutcome:
+            timeout_s: float = 120.0, security: dict[str, Any] | None = None) -> ProduceOutcome:
     """Produce ``records`` 1 KiB records with one producer; time from first send to flush.
 
     One warm-up record is produced and flushed before the clock starts, so connection
-    set-up and metadata are not timed.
+    set-up and metadata are not timed. ``security`` adds TLS/SASL client settings.
     """
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, **PRODUCER_CONFIG})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, **PRODUCER_CONFIG,
+                         **(security or {})})
     errors: list[str] = []
 
     def on_delivery(err: Any, _msg: Any) -> None:
@@ -132,14 +134,15 @@ class FetchOutcome:
     first_record_s: float
 
 
-def consume(bootstrap: str, topic: str, records: int, timeout_s: float = 120.0) -> FetchOutcome:
+def consume(bootstrap: str, topic: str, records: int, timeout_s: float = 120.0,
+            security: dict[str, Any] | None = None) -> FetchOutcome:
     """Read ``records`` records from offset 0 of partition 0 with ``assign()``.
 
     The clock starts just before ``assign`` and stops when the last expected record has
     been handed to Python; ``first_record_s`` is the time to the first batch. Every value
     is checked to be the 1 KiB payload.
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
+    consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG, **(security or {})})
     got = 0
     value_bytes = 0
     first = 0.0

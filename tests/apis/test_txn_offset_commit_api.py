@@ -99,6 +99,7 @@ class Ctx:
         self.transactions = Transactions()
         self.offsets_state = ProducerState()
         self.states_asked: list[tuple[str, int]] = []
+        self.authorizer = None  # no authorizer: every check passes
 
     def producer_state(self, topic: str, partition: int) -> ProducerState:
         self.states_asked.append((topic, partition))

@@ -32,6 +32,7 @@ STOP_TIMEOUT_S = 10.0
 POLL_INTERVAL_S = 0.02
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READY_PATTERN = re.compile(r"groupcoord listening on (\S+):(\d+)")
+LISTENER_PATTERN = re.compile(r"groupcoord listening on (\S+):(\d+) \((\w+)\)")
 ADDRESS_IN_USE = re.compile(r"address already in use|errno 98", re.IGNORECASE)
 
 
@@ -142,6 +143,18 @@ class BrokerProcess:
             time.sleep(POLL_INTERVAL_S)
         self.kill()
         raise BrokerStartError(f"broker not listening after {timeout}s; log:\n{self.log_tail()}")
+
+    def listener_port(self, name: str, timeout: float = READY_TIMEOUT_S) -> int:
+        """The bound port of the listener called `name` (e.g. `SASL_SSL`), from its
+        readiness line (a `--listener NAME://127.0.0.1:0` gets a free port)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for match in LISTENER_PATTERN.finditer(self.log_text(current_run=True)):
+                if match.group(3) == name:
+                    return int(match.group(2))
+            if time.monotonic() > deadline:
+                raise BrokerStartError(f"no listener {name}; log:\n{self.log_tail()}")
+            time.sleep(POLL_INTERVAL_S)
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """SIGTERM and wait; returns the exit code. Not exiting in time is an error."""

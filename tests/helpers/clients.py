@@ -39,10 +39,14 @@ class ConfluentAdapter:
     name = "confluent"
     codecs: tuple[str, ...] = ALL_CODECS
 
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        # Extra client settings in this client's own names (security, for instance).
+        self.config = dict(config or {})
+
     def create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient({"bootstrap.servers": bootstrap, **self.config})
         futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
                                                 replication_factor=1)])
         futures[topic].result(timeout=30)
@@ -56,7 +60,8 @@ class ConfluentAdapter:
             if err is not None:
                 errors.append(err)
 
-        producer = Producer({"bootstrap.servers": bootstrap, "compression.type": compression})
+        producer = Producer({"bootstrap.servers": bootstrap, "compression.type": compression,
+                             **self.config})
         for i in range(workload.count):
             while True:
                 try:
@@ -79,6 +84,7 @@ class ConfluentAdapter:
             "bootstrap.servers": bootstrap,
             "group.id": f"assign-only-{topic}",  # required by the client, never joined
             "enable.auto.commit": False,
+            **self.config,
         })
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         records: list[Consumed] = []
@@ -103,10 +109,14 @@ class KafkaPythonAdapter:
     name = "kafka-python"
     codecs: tuple[str, ...] = ALL_CODECS
 
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        # Extra client settings in this client's own names (security, for instance).
+        self.config = dict(config or {})
+
     def create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
         from kafka.admin import KafkaAdminClient
 
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, **self.config)
         try:
             admin.create_topics({topic: {"num_partitions": partitions,
                                          "replication_factor": 1}})
@@ -117,7 +127,8 @@ class KafkaPythonAdapter:
         from kafka import KafkaProducer
 
         producer = KafkaProducer(bootstrap_servers=bootstrap,
-                                 compression_type=None if compression == "none" else compression)
+                                 compression_type=None if compression == "none" else compression,
+                                 **self.config)
         try:
             futures = [
                 producer.send(workload.topic, key=workload.key(i), value=workload.value(i),
@@ -136,7 +147,8 @@ class KafkaPythonAdapter:
         from kafka import KafkaConsumer, TopicPartition
 
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                                 enable_auto_commit=False, auto_offset_reset="earliest")
+                                 enable_auto_commit=False, auto_offset_reset="earliest",
+                                 **self.config)
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
@@ -159,13 +171,17 @@ class AiokafkaAdapter:
     name = "aiokafka"
     codecs: tuple[str, ...] = ALL_CODECS
 
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        # Extra client settings in this client's own names (security, for instance).
+        self.config = dict(config or {})
+
     def create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
         asyncio.run(self._create_topic(bootstrap, topic, partitions))
 
     async def _create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
         from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **self.config)
         await admin.start()
         try:
             response = await admin.create_topics(
@@ -183,7 +199,7 @@ class AiokafkaAdapter:
 
         producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
-            compression_type=None if compression == "none" else compression)
+            compression_type=None if compression == "none" else compression, **self.config)
         await producer.start()
         try:
             futures = [
@@ -208,7 +224,7 @@ class AiokafkaAdapter:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                    auto_offset_reset="earliest")
+                                    auto_offset_reset="earliest", **self.config)
         await consumer.start()
         records: list[Consumed] = []
         deadline = time.monotonic() + CONSUME_TIMEOUT_S

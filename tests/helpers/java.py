@@ -211,18 +211,24 @@ class JavaAdapter:
     name = "java"
     codecs: tuple[str, ...] = ("none", "gzip", "snappy", "lz4", "zstd")
 
+    def __init__(self, props: dict[str, str] | None = None) -> None:
+        # Extra client configs, passed to every harness run as `--prop key=value`.
+        self.props = [arg for key, value in (props or {}).items()
+                      for arg in ("--prop", f"{key}={value}")]
+
     def create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
-        run_harness("create-topic", bootstrap, "--topic", topic, "--partitions", str(partitions))
+        run_harness("create-topic", bootstrap, "--topic", topic, "--partitions", str(partitions),
+                    *self.props)
 
     def produce(self, bootstrap: str, workload: Workload, compression: str) -> None:
         run = run_harness("produce", bootstrap, "--topic", workload.topic,
                           "--count", str(workload.count), "--base-ts", str(workload.base_ts),
-                          "--compression", compression)
+                          "--compression", compression, *self.props)
         assert run.of("produced")[-1]["acked"] == workload.count
 
     def consume_assign(
         self, bootstrap: str, topic: str, partitions: int, count: int
     ) -> list[Consumed]:
         run = run_harness("consume-assign", bootstrap, "--topic", topic, "--count", str(count),
-                          expect=(0, 2))
+                          *self.props, expect=(0, 2))
         return [decode_record(e) for e in run.of("record")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -26,6 +27,10 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 async def handle(ctx: RequestContext, header: Any, request: AddOffsetsToTxnRequest,
                  version: int) -> AddOffsetsToTxnResponse:
+    if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     partition = ctx.groups.partition_for(request.group_id)
     code = ctx.transactions.add_partitions(request.transactional_id, request.producer_id,
                                            request.producer_epoch, [(OFFSETS_TOPIC, partition)])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -37,11 +38,14 @@ def _partition_errors(ctx: RequestContext, topics: list[Any],
     """Metadata/authorization errors per partition; True if any partition failed."""
     errors: dict[TopicPartition, int] = {}
     failed = False
+    # Clients (v0-3) need WRITE on each topic; internal topics are never writable.
+    writable = authz.authorized(ctx, authz.Op.WRITE, authz.TOPIC, (t.name for t in topics)) \
+        if version < 4 else None
     for t in topics:
         topic = ctx.topics.get(t.name)
         for p in t.partitions:
             code = 0
-            if version < 4 and topic is not None and topic.internal:
+            if version < 4 and topic is not None and topic.internal or writable is not None and t.name not in writable:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif topic is None or not 0 <= p < topic.num_partitions:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -61,6 +65,9 @@ def _results(errors: dict[TopicPartition, int]) -> list[AddPartitionsToTxnTopicR
 
 def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_only: bool,
                     topics: list[Any], version: int) -> list[AddPartitionsToTxnTopicResult]:
+    if version < 4 and not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid):
+        return _results({(t.name, p): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                         for t in topics for p in t.partitions})
     errors, failed = _partition_errors(ctx, topics, version)
     if failed:
         return _results({tp: code or ErrorCode.OPERATION_NOT_ATTEMPTED
@@ -86,6 +93,8 @@ def error_response(request: AddPartitionsToTxnRequest, version: int,
 
 async def handle(ctx: RequestContext, header: Any, request: AddPartitionsToTxnRequest,
                  version: int) -> AddPartitionsToTxnResponse:
+    if version >= 4:
+        authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if version < 4:
         results = one_transaction(
             ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,

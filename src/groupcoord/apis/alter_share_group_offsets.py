@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_state_init
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.share import state_ops
@@ -67,10 +68,10 @@ def _message(code: int, group_id: str) -> str | None:
     return None
 
 
-def _valid_parts(ctx: Any, request: Any) -> dict[bytes, TopicInit]:
+def _valid_parts(ctx: Any, topics: list[Any]) -> dict[bytes, TopicInit]:
     """`completeAlterShareGroupOffsets`' initializing map: existing partitions only."""
     out: dict[bytes, TopicInit] = {}
-    for t in request.topics:
+    for t in topics:
         topic = ctx.topics.get(t.topic_name)
         if topic is None:
             continue
@@ -82,10 +83,26 @@ def _valid_parts(ctx: Any, request: Any) -> dict[bytes, TopicInit]:
     return out
 
 
+def error_response(request: Any, version: int, code: int) -> AlterShareGroupOffsetsResponse:
+    """Kafka's `getErrorResponse`: the error with its message, no topics."""
+    return AlterShareGroupOffsetsResponse(error_code=code, error_message=authz.MESSAGES.get(code))
+
+
+def _denied(t: Any) -> AlterShareGroupOffsetsResponseTopic:
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return AlterShareGroupOffsetsResponseTopic(topic_name=t.topic_name, partitions=[
+        AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
+                                                error_code=code, error_message=authz.MESSAGES[code])
+        for p in t.partitions])
+
+
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
     if not request.group_id:
         return AlterShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID)
-    parts = _valid_parts(ctx, request)
+    readable = authz.authorized(ctx, authz.Op.READ, authz.TOPIC, (t.topic_name for t in request.topics))
+    topics = [t for t in request.topics if t.topic_name in readable]
+    parts = _valid_parts(ctx, topics)
 
     def begin(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return state_ops.begin_alter_offsets(shard, request.group_id, parts)
@@ -96,6 +113,7 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     if code != ErrorCode.NONE:
         return AlterShareGroupOffsetsResponse(error_code=code,
                                               error_message=_message(code, request.group_id))
-    responses = [_topic(ctx, request.group_id, t) for t in request.topics]
+    responses = [_denied(t) for t in request.topics if t.topic_name not in readable] + \
+        [_topic(ctx, request.group_id, t) for t in topics]
     await share_state_init.mark_initialized(ctx, request.group_id, parts)
     return AlterShareGroupOffsetsResponse(responses=responses)

@@ -57,18 +57,31 @@ def unsupported_version_response(handlers: dict[int, Any]) -> ApiVersionsRespons
 
 async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
                  version: int) -> ApiVersionsResponse:
+    response = respond(ctx.apis, request, version)
+    # KafkaApis.clusterIdOrNodeIdIsInvalid (KIP-1242); the SASL authenticator's pre-login
+    # answer (Kafka's SaslServerAuthenticator) checks only isValid, as `respond` does.
+    if (response.error_code == ErrorCode.NONE and version >= FIRST_CLUSTER_CHECK_VERSION
+            and request.cluster_id is not None
+            and (request.cluster_id != ctx.config.cluster_id
+                 or request.node_id != ctx.config.node_id)):
+        return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
+    return response
+
+
+def respond(handlers: dict[int, Any], request: ApiVersionsRequest,
+            version: int) -> ApiVersionsResponse:
+    """The answer to a decoded ApiVersions request; also used before SASL authentication,
+    where Kafka's `SaslServerAuthenticator` answers it outside the request handlers."""
     if version >= 3 and not (
         _SOFTWARE.fullmatch(request.client_software_name)
         and _SOFTWARE.fullmatch(request.client_software_version)
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    if version >= FIRST_CLUSTER_CHECK_VERSION:
-        if (request.cluster_id is None) != (request.node_id == NO_NODE_ID):
-            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-        if request.cluster_id is not None and (request.cluster_id != ctx.config.cluster_id
-                                               or request.node_id != ctx.config.node_id):
-            return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
-    return _ok_response(ctx.apis)
+    # ApiVersionsRequest.isValid (4.4): ClusterId and NodeId are named together or not at all.
+    if version >= FIRST_CLUSTER_CHECK_VERSION and (
+            (request.cluster_id is None) != (request.node_id == NO_NODE_ID)):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    return _ok_response(handlers)
 
 
 def _ok_response(handlers: dict[int, Any]) -> ApiVersionsResponse:

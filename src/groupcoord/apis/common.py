@@ -12,18 +12,16 @@ from typing import Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.topic_configs import TOPIC_CONFIGS, validate_value
+from groupcoord.security.acl import SUPPORTED_OPERATIONS, ResourceType
 from groupcoord.wire.errors import ErrorCode
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
-# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
-# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
-# `AclEntry.supportedOperations(GROUP)`: READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS
-# (group configs, KIP-848).
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
+# Authorized-operation bitfields without an authorizer: every operation the type supports.
+TOPIC_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.TOPIC])
+CLUSTER_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.CLUSTER])
+GROUP_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 UNKNOWN_OPERATIONS = -2147483648
 
 

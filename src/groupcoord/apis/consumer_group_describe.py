@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis.common import GROUP_OPERATIONS, UNKNOWN_OPERATIONS
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_describe import (
@@ -45,10 +45,15 @@ async def _describe(ctx: Any, group_id: str, version: int) -> DescribedGroup:
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    groups = []
+    visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, request.group_ids)
+    groups = [DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+              for g in request.group_ids if g not in visible]
     for group_id in request.group_ids:
+        if group_id not in visible:
+            continue
         described = await _describe(ctx, group_id, version)
-        described.authorized_operations = (GROUP_OPERATIONS if request.include_authorized_operations
-                                           else UNKNOWN_OPERATIONS)
+        if request.include_authorized_operations and described.error_code == 0:
+            described.authorized_operations = authz.operations(ctx, authz.GROUP, group_id)
         groups.append(described)
+    authz.hide_undescribable_topics(ctx, groups, lambda m: (m.assignment, m.target_assignment))
     return ConsumerGroupDescribeResponse(groups=groups)

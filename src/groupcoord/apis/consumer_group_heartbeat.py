@@ -6,8 +6,11 @@ whole to the group's shard, with the group's dynamic configs (`consumer.session.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from groupcoord.apis import authorization as authz
+from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -27,8 +30,15 @@ def group_overrides(ctx: Any, group_id: str) -> dict[str, str]:
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
+    if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                              error_message=None)
     overrides = group_overrides(ctx, request.group_id or "")
+    topic_filter = authz.describable_topics_filter(ctx)
 
     def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
+        if topic_filter is not None:
+            op_ctx = replace(op_ctx, topic_filter=topic_filter)
         return shard.consumer_group_heartbeat(request, version, op_ctx, now_ms, overrides)
     return await ctx.groups.call(request.group_id, run)

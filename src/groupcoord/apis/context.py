@@ -12,7 +12,17 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.principal import KafkaPrincipal
+    from groupcoord.security.scram import ScramCredential
+
+
+class ScramCredentials(Protocol):
+    """The part of `security.scram_store.ScramCredentialStore` handlers use."""
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]: ...
+    def apply(self, upserts: Iterable[tuple[str, str, ScramCredential]] = (),
+              deletions: Iterable[tuple[str, str]] = ()) -> None: ...
 
 
 class RequestHeader:
@@ -109,6 +119,10 @@ class RequestContext(Protocol):
         """Who the connection authenticated as (`User:ANONYMOUS` until it does)."""
         ...
     @property
+    def authorizer(self) -> DurableAuthorizer | None:
+        """The ACL authorizer, or None when none is configured (every check passes)."""
+        ...
+    @property
     def config(self) -> Any: ...
     @property
     def apis(self) -> dict[int, Any]: ...
@@ -134,6 +148,14 @@ class RequestContext(Protocol):
     def advertised_host(self) -> str: ...
     @property
     def advertised_port(self) -> int: ...
+    @property
+    def listener_name(self) -> str:
+        """The name of the listener the request came in on (`PLAINTEXT`, `SASL_SSL`, ...)."""
+        ...
+    @property
+    def scram_credentials(self) -> ScramCredentials:
+        """The broker's SCRAM credential store (`security.scram_store`)."""
+        ...
 
     def now_ms(self) -> int: ...
     def append(self, topic: str, partition: int, data: bytes | memoryview,

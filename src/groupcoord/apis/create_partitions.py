@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.api_keys import ApiKey
@@ -57,6 +58,8 @@ async def handle(ctx: RequestContext, header: Any, request: CreatePartitionsRequ
         try:
             if counts[topic.name] > 1:
                 raise ApiError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+            authz.require(ctx, authz.Op.ALTER, authz.TOPIC, topic.name,
+                          ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             _grow(ctx, topic, request.validate_only)
         except ApiError as exc:
             result.error_code, result.error_message = exc.code, exc.message

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import check_new_topic, validate_configs
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
@@ -91,8 +92,17 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool,
         created = ctx.topics.create(topic.name, count, configs)  # type: ignore[arg-type]
         result.topic_id = created.topic_id
     if version >= 5:
-        result.configs = described_configs(ctx, configs)  # type: ignore[arg-type]
+        if authz.allowed(ctx, authz.Op.DESCRIBE_CONFIGS, authz.TOPIC, topic.name):
+            result.configs = described_configs(ctx, configs)  # type: ignore[arg-type]
+        else:
+            result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     return result
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """CREATE on the cluster, or on the topic (ControllerApis.createTopics)."""
+    return authz.allowed_on_cluster(ctx, authz.Op.CREATE) or \
+        authz.allowed(ctx, authz.Op.CREATE, authz.TOPIC, name)
 
 
 async def handle(ctx: RequestContext, header: Any, request: CreateTopicsRequest,
@@ -104,6 +114,11 @@ async def handle(ctx: RequestContext, header: Any, request: CreateTopicsRequest,
             results.append(CreatableTopicResult(
                 name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
                 error_message="Duplicate topic name."))
+            continue
+        if not _may_create(ctx, topic.name):
+            results.append(CreatableTopicResult(
+                name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                error_message="Authorization failed."))
             continue
         try:
             results.append(_create_one(ctx, topic, request.validate_only, version))

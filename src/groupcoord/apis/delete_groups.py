@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import by_partition
+from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult, DeleteGroupsResponse
 
 API_KEY = 42
@@ -36,7 +38,10 @@ def _delete_op(group_ids: list[str]) -> Any:
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    names = list(request.groups_names)
+    names = list(dict.fromkeys(request.groups_names))
+    deletable = authz.authorized(ctx, authz.Op.DELETE, authz.GROUP, names)
+    denied = [g for g in names if g not in deletable]
+    names = [g for g in names if g in deletable]
     results: dict[str, DeletableGroupResult] = {}
     # Kafka answers INVALID_GROUP_ID only for a null id (the field is not nullable, so the
     # codec never yields one) and keeps "" deletable for backward compatibility
@@ -53,4 +58,6 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
             # A deleted share group's delivery state lives beside the group, in
             # __share_group_state; it goes too (a no-op for other group kinds).
             ctx.shares.delete_group_state(r.group_id)
-    return DeleteGroupsResponse(results=[results[g] for g in dict.fromkeys(names)])
+    return DeleteGroupsResponse(results=[results[g] for g in names] + [
+        DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        for g in denied])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -48,9 +49,13 @@ def _delete(ctx: RequestContext, name: str, p: Any) -> DeleteRecordsPartitionRes
 
 async def handle(ctx: RequestContext, header: Any, request: DeleteRecordsRequest,
                  version: int) -> DeleteRecordsResponse:
+    deletable = authz.authorized(ctx, authz.Op.DELETE, authz.TOPIC, (t.name for t in request.topics))
     topics = [
-        DeleteRecordsTopicResult(name=t.name,
-                                 partitions=[_delete(ctx, t.name, p) for p in t.partitions])
+        DeleteRecordsTopicResult(name=t.name, partitions=[
+            _delete(ctx, t.name, p) if t.name in deletable else DeleteRecordsPartitionResult(
+                partition_index=p.partition_index, low_watermark=-1,
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for p in t.partitions])
         for t in request.topics
     ]
     return DeleteRecordsResponse(topics=topics)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
@@ -34,6 +35,12 @@ UNKNOWN_TOPIC = "This server does not host this topic-partition."
 Topic = DeleteShareGroupOffsetsResponseTopic
 
 
+def error_response(request: Any, version: int, code: int) -> DeleteShareGroupOffsetsResponse:
+    """Kafka's `getErrorResponse`: the error with its message, no topics."""
+    return DeleteShareGroupOffsetsResponse(error_code=code,
+                                           error_message=authz.MESSAGES.get(code))
+
+
 async def _plan(ctx: Any, group_id: str, topic_ids: list[bytes]) -> state_ops.DeleteOffsetsPlan:
     untracked = ctx.shares.state_partitions(group_id)
 
@@ -48,9 +55,15 @@ async def _plan(ctx: Any, group_id: str, topic_ids: list[bytes]) -> state_ops.De
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     group_id = request.group_id
+    authz.require_group(ctx, authz.Op.DELETE, group_id)
     if not group_id:
         return DeleteShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID)
-    known = {t.topic_name: ctx.topics.get(t.topic_name) for t in request.topics}
+    readable = authz.authorized(ctx, authz.Op.READ, authz.TOPIC, (t.topic_name for t in request.topics))
+    denied = [Topic(topic_name=t.topic_name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message=authz.MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED])
+              for t in request.topics if t.topic_name not in readable]
+    known = {t.topic_name: ctx.topics.get(t.topic_name) for t in request.topics
+             if t.topic_name in readable}
     ids = list(dict.fromkeys(bytes(i.topic_id) for i in known.values() if i is not None))
     plan = await _plan(ctx, group_id, ids)
     if plan.error_code != ErrorCode.NONE:
@@ -71,4 +84,4 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         else:
             errors.append(Topic(topic_name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                 error_message=NO_OFFSETS))
-    return DeleteShareGroupOffsetsResponse(responses=ok + errors)
+    return DeleteShareGroupOffsetsResponse(responses=denied + ok + errors)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -32,6 +33,11 @@ def _targets(request: DeleteTopicsRequest, version: int) -> list[tuple[str | Non
     return [(name, UUID_ZERO) for name in request.topic_names]
 
 
+def _may(ctx: RequestContext, op: authz.AclOperation, name: str) -> bool:
+    """DELETE on the cluster allows deleting (and describing) every topic."""
+    return authz.allowed_on_cluster(ctx, authz.Op.DELETE) or authz.allowed(ctx, op, authz.TOPIC, name)
+
+
 def _delete_one(ctx: RequestContext, name: str | None, topic_id: bytes,
                 duplicate: bool) -> DeletableTopicResult:
     result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=0)
@@ -43,10 +49,19 @@ def _delete_one(ctx: RequestContext, name: str | None, topic_id: bytes,
         result.error_code = ErrorCode.INVALID_REQUEST
         result.error_message = "Only one of name or topic id may be given."
         return result
+    if name is not None and not _may(ctx, authz.Op.DESCRIBE, name):
+        result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return result
     topic = ctx.topics.get(name) if name is not None else ctx.topics.by_id(topic_id)
     if topic is None:
         result.error_code = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None
                              else ErrorCode.UNKNOWN_TOPIC_ID)
+        return result
+    if not _may(ctx, authz.Op.DELETE, topic.name):
+        # A topic named by id is named back only to who may describe it (ControllerApis).
+        if name is None and _may(ctx, authz.Op.DESCRIBE, topic.name):
+            result.name = topic.name
+        result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         return result
     if topic.internal:
         result.error_code = ErrorCode.INVALID_REQUEST

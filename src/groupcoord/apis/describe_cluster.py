@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis.common import CLUSTER_OPERATIONS, UNKNOWN_OPERATIONS
+from groupcoord.apis import authorization as authz
+from groupcoord.apis.common import UNKNOWN_OPERATIONS
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -33,7 +34,10 @@ async def handle(ctx: RequestContext, header: Any, request: DescribeClusterReque
             error_message="The request was sent to an endpoint of type BROKER, but we wanted "
                           "an endpoint of type CONTROLLER",
             endpoint_type=request.endpoint_type, cluster_id=ctx.config.cluster_id)
-    ops = CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else UNKNOWN_OPERATIONS
+    ops = UNKNOWN_OPERATIONS
+    if request.include_cluster_authorized_operations:
+        ops = authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME) \
+            if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE) else 0
     broker = DescribeClusterBroker(broker_id=ctx.config.node_id, host=ctx.advertised_host,
                                    port=ctx.advertised_port, rack=ctx.config.rack,
                                    is_fenced=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import topic_name_error
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
@@ -93,11 +94,20 @@ def _group_hook() -> Any:
 async def handle(ctx: RequestContext, header: Any, request: DescribeConfigsRequest,
                  version: int) -> DescribeConfigsResponse:
     results = []
+    denied = []
     for resource in request.resources:
+        error = authz.config_resource_error(ctx, authz.Op.DESCRIBE_CONFIGS, resource.resource_type,
+                                            resource.resource_name)
+        if error:
+            # Kafka answers these after the described resources.
+            denied.append(DescribeConfigsResult(
+                error_code=error, error_message=authz.MESSAGES[error], configs=[],
+                resource_type=resource.resource_type, resource_name=resource.resource_name))
+            continue
         hook = _group_hook() if resource.resource_type == GROUP else None
         if hook is not None:
             results.append(await hook.describe(ctx, resource, request.include_synonyms,
                                                request.include_documentation))
         else:
             results.append(_describe(ctx, resource, request.include_synonyms))
-    return DescribeConfigsResponse(results=results)
+    return DescribeConfigsResponse(results=results + denied)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -45,6 +46,12 @@ async def handle(ctx: RequestContext, header: Any, request: DescribeProducersReq
     topics = []
     for t in request.topics:
         topic = ctx.topics.get(t.name)
+        if not authz.allowed(ctx, authz.Op.READ, authz.TOPIC, t.name):
+            topics.append(TopicResponse(name=t.name, partitions=[
+                PartitionResponse(partition_index=i, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message=authz.MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED])
+                for i in t.partition_indexes]))
+            continue
         topics.append(TopicResponse(name=t.name, partitions=[
             _partition(ctx, topic, t.name, i) for i in t.partition_indexes]))
     return DescribeProducersResponse(topics=topics)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_group_members
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
@@ -72,6 +73,9 @@ async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
 
 
 async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup:
+    if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group.group_id):
+        return DescribeShareGroupOffsetsResponseGroup(
+            group_id=group.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     code = await share_group_members.empty_group_error(ctx, group.group_id)
     if code not in (ErrorCode.NONE, ErrorCode.NON_EMPTY_GROUP):
         return DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, error_code=code)
@@ -81,8 +85,19 @@ async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup
             info = ctx.topics.by_id(topic_id)
             if info is not None:
                 topics.append(_topic(ctx, info.name, sorted(parts), group.group_id))
+        # Offsets of topics the principal may not describe are left out.
+        visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.topic_name for t in topics))
+        topics = [t for t in topics if t.topic_name in visible]
     else:
-        topics = [_topic(ctx, t.topic_name, t.partitions, group.group_id) for t in group.topics]
+        visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC,
+                                   (t.topic_name for t in group.topics))
+        topics = [_topic(ctx, t.topic_name, t.partitions, group.group_id)
+                  for t in group.topics if t.topic_name in visible]
+        topics += [DescribeShareGroupOffsetsResponseTopic(topic_name=t.topic_name, partitions=[
+            Partition(partition_index=p, start_offset=-1, lag=-1,
+                      error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                      error_message=authz.MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED])
+            for p in t.partitions]) for t in group.topics if t.topic_name not in visible]
     return DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics)
 
 

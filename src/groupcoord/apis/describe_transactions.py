@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -46,5 +47,15 @@ def describe_one(ctx: RequestContext, tid: str) -> TransactionState:
 
 async def handle(ctx: RequestContext, header: Any, request: DescribeTransactionsRequest,
                  version: int) -> DescribeTransactionsResponse:
-    return DescribeTransactionsResponse(
-        transaction_states=[describe_one(ctx, tid) for tid in request.transactional_ids])
+    states = []
+    for tid in request.transactional_ids:
+        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, tid):
+            states.append(TransactionState(
+                transactional_id=tid, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            continue
+        state = describe_one(ctx, tid)
+        # Only the partitions of topics the principal may describe are shown.
+        visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.topic for t in state.topics))
+        state.topics = [t for t in state.topics if t.topic in visible]
+        states.append(state)
+    return DescribeTransactionsResponse(transaction_states=states)

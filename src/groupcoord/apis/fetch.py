@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.fetch_encode import encode_fetch_response
 from groupcoord.logformat.batch import iter_batches
@@ -47,6 +48,7 @@ READ_COMMITTED = 1
 _E_OUT_OF_RANGE = int(ErrorCode.OFFSET_OUT_OF_RANGE)
 _E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 _E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
+_E_TOPIC_AUTH = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 EMPTY = b""
 
 
@@ -119,9 +121,10 @@ def _read_one(ctx: RequestContext, cp: Any, topic: Any, plog: Any, want: int, mi
 
 
 def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
-                    uses_ids: bool, read_committed: bool = False
-                    ) -> tuple[list[PartitionRead], int]:
-    """One pass over the partitions (`readFromLog`); returns the reads and total bytes."""
+                    uses_ids: bool, read_committed: bool = False,
+                    denied: frozenset[Any] = frozenset()) -> tuple[list[PartitionRead], int]:
+    """One pass over the partitions (`readFromLog`); returns the reads and total bytes.
+    Topics (names, or ids from v13) in `denied` answer TOPIC_AUTHORIZATION_FAILED."""
     reads: list[PartitionRead] = []
     limit = max_bytes
     min_one = True
@@ -129,11 +132,17 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
     for cp in partitions:
         topic_key, index = cp.key
         topic = _resolve(ctx, topic_key, uses_ids)
+        if topic_key in denied and (topic is not None or not uses_ids):
+            reads.append(PartitionRead(cp, topic.name if topic is not None else topic_key,
+                                       topic_key if uses_ids else bytes(16), _E_TOPIC_AUTH,
+                                       -1, -1, EMPTY, aborted=[]))
+            continue
         plog = None if topic is None else ctx.topics.log(topic.name, index)
         if plog is None:
             error = _E_UNKNOWN_ID if uses_ids and topic is None else _E_UNKNOWN_TP
             reads.append(PartitionRead(cp, None if uses_ids else topic_key,
-                                       topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY))
+                                       topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY,
+                                       aborted=[]))
             continue
         read = _read_one(ctx, cp, topic, plog, min(cp.max_bytes, limit), min_one,
                          read_committed)
@@ -147,9 +156,11 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
 
 
 def _partition_data(read: PartitionRead, read_committed: bool) -> PartitionData:
-    aborted = None
-    if read_committed:
-        aborted = read.aborted if read.aborted is not None else []
+    # Refused partitions carry Kafka's `partitionResponse` default, an empty list; reads
+    # carry the aborted transactions under read_committed and null otherwise.
+    aborted = read.aborted
+    if read_committed and aborted is None:
+        aborted = []
     return PartitionData(
         partition_index=read.cp.key[1], error_code=read.error, high_watermark=read.hw,
         last_stable_offset=read.lso, log_start_offset=read.log_start,
@@ -183,6 +194,26 @@ def _requested(request: FetchRequest, uses_ids: bool) -> tuple[list[Any], list[A
     return requested, forgotten
 
 
+def _unreadable(ctx: RequestContext, request: FetchRequest, version: int,
+                partitions: list[Any], uses_ids: bool) -> frozenset[Any]:
+    """Topic keys the fetch may not read: without READ on the topic (a consumer), or every
+    one without CLUSTER_ACTION on the cluster (a follower), as `handleFetchRequest`."""
+    if not authz.enabled(ctx):
+        return frozenset()
+    keys = {cp.key[0] for cp in partitions}
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    if replica_id >= 0:
+        return frozenset() if authz.allowed_on_cluster(ctx, authz.Op.CLUSTER_ACTION) \
+            else frozenset(keys)
+    if uses_ids:
+        infos = {k: _resolve(ctx, k, True) for k in keys}
+        names = {k: info.name for k, info in infos.items() if info is not None}
+    else:
+        names = {k: k for k in keys}
+    readable = authz.authorized(ctx, authz.Op.READ, authz.TOPIC, names.values())
+    return frozenset(k for k, n in names.items() if n not in readable)
+
+
 async def handle(ctx: RequestContext, header: Any, request: FetchRequest,
                  version: int) -> Any:
     uses_ids = version >= 13
@@ -194,9 +225,10 @@ async def handle(ctx: RequestContext, header: Any, request: FetchRequest,
         return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
     deadline = now + max(0, request.max_wait_ms)
     read_committed = request.isolation_level == READ_COMMITTED
+    denied = _unreadable(ctx, request, version, fctx.partitions, uses_ids)
     while True:
         reads, total = read_partitions(ctx, fctx.partitions, request.max_bytes, uses_ids,
-                                       read_committed)
+                                       read_committed, denied)
         if total >= request.min_bytes or now >= deadline or any(r.error for r in reads):
             break
         keys = [(r.name, r.cp.key[1]) for r in reads]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -54,17 +55,30 @@ def error_response(request: FindCoordinatorRequest, version: int,
         for key in request.coordinator_keys])
 
 
+def _auth_error(ctx: RequestContext, key: str, key_type: int) -> int:
+    """DESCRIBE on the group or transactional id (`KafkaApis.getCoordinator`)."""
+    if key_type == GROUP and not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == TRANSACTION and not authz.allowed(ctx, authz.Op.DESCRIBE,
+                                                     authz.TRANSACTIONAL_ID, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return 0
+
+
 async def handle(ctx: RequestContext, header: Any, request: FindCoordinatorRequest,
                  version: int) -> FindCoordinatorResponse:
     node, host, port = ctx.config.node_id, ctx.advertised_host, ctx.advertised_port
+    if request.key_type == SHARE and version >= 6:
+        authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if version < 4:
-        error = key_error(request.key, request.key_type, version)
+        error = _auth_error(ctx, request.key, request.key_type) or \
+            key_error(request.key, request.key_type, version)
         if error:
             return FindCoordinatorResponse(error_code=error, node_id=-1, host="", port=-1)
         return FindCoordinatorResponse(error_code=0, node_id=node, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error = key_error(key, request.key_type, version)
+        error = _auth_error(ctx, key, request.key_type) or key_error(key, request.key_type, version)
         if error:
             coordinators.append(Coordinator(key=key, node_id=-1, host="", port=-1,
                                             error_code=error))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.group_support import call_group
 
 API_KEY = 12
@@ -12,4 +13,5 @@ MAX_VERSION = 4
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
     return await call_group(ctx, request.group_id, "heartbeat", request, version)

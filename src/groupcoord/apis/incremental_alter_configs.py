@@ -15,6 +15,7 @@ import importlib
 from collections import Counter
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import validate_configs
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
@@ -128,6 +129,10 @@ async def handle(ctx: RequestContext, header: Any, request: IncrementalAlterConf
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise ApiError(ErrorCode.INVALID_REQUEST,
                                "Duplicate resource in the request.")
+            denied = authz.config_resource_error(ctx, authz.Op.ALTER_CONFIGS,
+                                                 resource.resource_type, resource.resource_name)
+            if denied:
+                raise ApiError(denied, authz.MESSAGES[denied])
             hook = None
             if resource.resource_type == GROUP:
                 try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -34,6 +35,10 @@ def _error(code: int) -> InitProducerIdResponse:
 async def handle(ctx: RequestContext, header: Any, request: InitProducerIdRequest,
                  version: int) -> InitProducerIdResponse:
     tid = request.transactional_id
+    if tid is not None and not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid):
+        return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if tid is None and not authz.may_write_idempotently(ctx):
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if tid is None:
         pid, epoch = ctx.producers.init_producer_id()
         return InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.group_support import call_group
+from groupcoord.wire.generated.join_group import JoinGroupResponse
 
 API_KEY = 11
 MIN_VERSION = 0
 MAX_VERSION = 9
 
 
+def error_response(request: Any, version: int, code: int) -> JoinGroupResponse:
+    """Kafka's `JoinGroupRequest.getErrorResponse`: no generation, member or leader, and a
+    null protocol name from v7 ("" before)."""
+    return JoinGroupResponse(error_code=code, generation_id=-1, member_id="", leader="",
+                             protocol_name=None if version >= 7 else "", members=[])
+
+
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
     return await call_group(ctx, request.group_id, "join_group", request, version)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.generated.list_groups import ListGroupsResponse
 
@@ -30,4 +31,7 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         except ApiError as exc:
             # Kafka skips partitions it does not coordinate; any other failure is reported.
             error = error or exc.code
+    if not authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE):
+        visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, (g.group_id for g in groups))
+        groups = [g for g in groups if g.group_id in visible]
     return ListGroupsResponse(error_code=error, groups=groups)

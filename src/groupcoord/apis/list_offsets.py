@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -80,8 +81,17 @@ async def handle(ctx: RequestContext, header: Any, request: ListOffsetsRequest,
     seen = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     committed = version >= 2 and request.isolation_level == READ_COMMITTED
     topics = []
+    visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in request.topics))
     for t in request.topics:
+        if t.name not in visible:
+            continue
         parts = [_partition(ctx, t.name, p, seen[(t.name, p.partition_index)] > 1, version,
                             committed) for p in t.partitions]
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    # Kafka answers the topics the principal may not describe after the others.
+    topics.extend(ListOffsetsTopicResponse(name=t.name, partitions=[
+        ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                     error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                     timestamp=-1, offset=-1, leader_epoch=-1)
+        for p in t.partitions]) for t in request.topics if t.name not in visible)
     return ListOffsetsResponse(topics=topics)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -40,6 +41,7 @@ async def handle(ctx: RequestContext, header: Any, request: ListTransactionsRequ
     states = [TransactionState(transactional_id=md.transactional_id,
                                producer_id=md.producer_id,
                                transaction_state=md.state.kafka_name)
-              for md in sorted(found, key=lambda m: m.transactional_id)]
+              for md in sorted(found, key=lambda m: m.transactional_id)
+              if authz.allowed(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, md.transactional_id)]
     return ListTransactionsResponse(error_code=0, unknown_state_filters=unknown,
                                     transaction_states=states)

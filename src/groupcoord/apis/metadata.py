@@ -5,19 +5,20 @@ node: this broker leads every partition at leader epoch 0 with itself as the onl
 replica. Null topics (v1+; an empty list in v0) means all topics. Unknown topics are
 auto-created when the request (v4+) and the broker allow it; bad names get
 INVALID_TOPIC_EXCEPTION, unknown topic ids UNKNOWN_TOPIC_ID (v10+).
+
+Under an authorizer: "all topics" lists only topics the principal may describe; named
+topics it may not describe answer TOPIC_AUTHORIZATION_FAILED without disclosing whether
+they exist, and so do missing topics it may not create (CREATE on the cluster or on the
+topic); Kafka's order is kept (unknown ids, found topics, create-denied, describe-denied).
+Authorized operations are the principal's (cluster operations are 0 without DESCRIBE).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis.common import (
-    CLUSTER_OPERATIONS,
-    TOPIC_OPERATIONS,
-    UNKNOWN_OPERATIONS,
-    auto_create,
-    topic_name_error,
-)
+from groupcoord.apis import authorization as authz
+from groupcoord.apis.common import UNKNOWN_OPERATIONS, auto_create, topic_name_error
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -47,7 +48,8 @@ def topic_metadata(ctx: RequestContext, topic: Any, with_ops: bool) -> MetadataR
     return MetadataResponseTopic(
         error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
         partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS if with_ops else UNKNOWN_OPERATIONS)
+        topic_authorized_operations=(authz.operations(ctx, authz.TOPIC, topic.name) if with_ops
+                                     else UNKNOWN_OPERATIONS))
 
 
 def _error_topic(code: int, name: str | None, topic_id: bytes = UUID_ZERO) -> MetadataResponseTopic:
@@ -72,18 +74,54 @@ def _lookup(ctx: RequestContext, req_topic: Any, allow_create: bool,
     return topic_metadata(ctx, topic, with_ops)
 
 
+def _lookup_authorized(ctx: RequestContext, wanted: list[Any], allow_create: bool,
+                       with_ops: bool) -> list[MetadataResponseTopic]:
+    unknown_ids: list[MetadataResponseTopic] = []
+    named: list[tuple[Any, str]] = []
+    for t in wanted:
+        if t.name is None:
+            topic = ctx.topics.by_id(t.topic_id)
+            if topic is None:
+                unknown_ids.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))
+                continue
+            named.append((t, topic.name))
+        else:
+            named.append((t, t.name))
+    visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (n for _, n in named))
+    no_create: set[str] = set()
+    missing = {n for _, n in named if n in visible and ctx.topics.get(n) is None} \
+        if allow_create and ctx.config.auto_create_topics else set()
+    if missing and not authz.allowed_on_cluster(ctx, authz.Op.CREATE):
+        no_create = missing - authz.authorized(ctx, authz.Op.CREATE, authz.TOPIC, missing)
+    found = [_lookup(ctx, t, allow_create, with_ops) for t, n in named
+             if n in visible and n not in no_create]
+    denied = [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, n)
+              for n in dict.fromkeys(n for _, n in named if n in no_create)]
+    for t, n in named:
+        if n not in visible:  # an id may be echoed (ids are not secret), a name never
+            denied.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, t.topic_id)
+                          if t.name is None else
+                          _error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, n))
+    return unknown_ids + found + denied
+
+
 async def handle(ctx: RequestContext, header: Any, request: MetadataRequest,
                  version: int) -> MetadataResponse:
     with_ops = version >= 8 and request.include_topic_authorized_operations
     allow_create = version < 4 or request.allow_auto_topic_creation
     wanted = request.topics
     if wanted is None or (version == 0 and not wanted):
-        topics = [topic_metadata(ctx, t, with_ops) for t in ctx.topics.all()]
+        every = list(ctx.topics.all())
+        visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in every))
+        topics = [topic_metadata(ctx, t, with_ops) for t in every if t.name in visible]
+    elif authz.enabled(ctx):
+        topics = _lookup_authorized(ctx, wanted, allow_create, with_ops)
     else:
         topics = [_lookup(ctx, t, allow_create, with_ops) for t in wanted]
     cluster_ops = UNKNOWN_OPERATIONS
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-        cluster_ops = CLUSTER_OPERATIONS
+        cluster_ops = authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME) \
+            if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE) else 0
     return MetadataResponse(
         brokers=[MetadataResponseBroker(node_id=ctx.config.node_id, host=ctx.advertised_host,
                                         port=ctx.advertised_port, rack=ctx.config.rack)],

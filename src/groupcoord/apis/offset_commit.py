@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.group_support import call_group, partition_exists, topic_info
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_commit import (
@@ -30,15 +31,23 @@ def error_response(request: Any, version: int, code: int) -> OffsetCommitRespons
 
 
 def _check_topic(ctx: Any, topic: Any, version: int) -> tuple[Any, int]:
-    """(topic info, error for the whole topic or 0)."""
+    """(topic info, error for the whole topic or 0): unknown id, then READ on the topic,
+    then unknown name, in Kafka's order."""
     if version >= 10:
         info = topic_info(ctx, topic_id=topic.topic_id)
-        return info, (0 if info is not None else ErrorCode.UNKNOWN_TOPIC_ID)
-    info = topic_info(ctx, name=topic.name)
+        if info is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_ID
+        name = info.name
+    else:
+        name = topic.name
+        info = topic_info(ctx, name=name)
+    if not authz.allowed(ctx, authz.Op.READ, authz.TOPIC, name):
+        return info, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     return info, (0 if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors: dict[tuple[int, int], int] = {}
     valid_topics = []
     for ti, topic in enumerate(request.topics):

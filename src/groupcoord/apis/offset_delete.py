@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.group_support import call_group, partition_exists, topic_info
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_delete import (
@@ -22,9 +23,17 @@ MAX_VERSION = 0
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_group(ctx, authz.Op.DELETE, request.group_id)
     rejected: list[OffsetDeleteResponseTopic] = []
     valid: list[OffsetDeleteRequestTopic] = []
+    readable = authz.authorized(ctx, authz.Op.READ, authz.TOPIC, (t.name for t in request.topics))
     for t in request.topics:
+        if t.name not in readable:
+            rejected.append(OffsetDeleteResponseTopic(name=t.name, partitions=[
+                OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions]))
+            continue
         info = topic_info(ctx, name=t.name)
         good = [p for p in t.partitions if partition_exists(info, p.partition_index)]
         bad = [p for p in t.partitions if not partition_exists(info, p.partition_index)]

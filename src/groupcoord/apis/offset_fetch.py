@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import UUID_ZERO, call_group, topic_info
 from groupcoord.wire.errors import ErrorCode
@@ -43,26 +44,68 @@ def error_response(request: Any, version: int, code: int) -> OffsetFetchResponse
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     if version < 8:
-        return await call_group(ctx, request.group_id, "offset_fetch", request, version)
+        authz.require_group(ctx, authz.Op.DESCRIBE, request.group_id)
+        if not authz.enabled(ctx):
+            return await call_group(ctx, request.group_id, "offset_fetch", request, version)
+        return await _fetch_single_group(ctx, request, version)
     groups = []
     for g in request.groups:
         groups.append(await _fetch_group(ctx, request, g, version))
     return OffsetFetchResponse(groups=groups)
 
 
-async def _fetch_group(ctx: Any, request: Any, group: Any, version: int) -> Any:
-    unknown: list[Any] = []
-    topics = group.topics
-    if version >= 10 and topics is not None:
-        known = []
-        for t in topics:
+async def _fetch_single_group(ctx: Any, request: Any, version: int) -> Any:
+    """v1-7 under an authorizer: only topics the principal may describe, as Kafka's
+    `fetchOffsetsForGroup` / `fetchAllOffsetsForGroup`."""
+    topics = request.topics
+    denied: list[Any] = []
+    if topics is not None:
+        ok = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in topics))
+        denied = [t for t in topics if t.name not in ok]
+        request = OffsetFetchRequest(group_id=request.group_id, require_stable=request.require_stable,
+                                     topics=[t for t in topics if t.name in ok])
+    response = await call_group(ctx, request.group_id, "offset_fetch", request, version)
+    if response.error_code:
+        return response
+    if topics is None:
+        ok = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in response.topics))
+        response.topics = [t for t in response.topics if t.name in ok]
+    for t in denied:
+        response.topics.append(OffsetFetchResponseTopic(name=t.name, partitions=[
+            OffsetFetchResponsePartition(partition_index=p, committed_offset=-1, metadata="",
+                                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for p in t.partition_indexes]))
+    return response
+
+
+def _split_topics(ctx: Any, topics: list[Any], version: int) -> tuple[list[Any], list[Any]]:
+    """(topics to ask for, by name; (topic, error) for unknown ids and topics the principal
+    may not describe, in request order)."""
+    known, failed = [], []
+    for t in topics:
+        name = t.name
+        if version >= 10:
             info = topic_info(ctx, topic_id=t.topic_id)
             if info is None:
-                unknown.append(t)
-            else:
-                known.append(OffsetFetchRequestTopics(name=info.name, topic_id=t.topic_id,
-                                                      partition_indexes=t.partition_indexes))
-        topics = known
+                failed.append((t, ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
+            name = info.name
+        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, name):
+            failed.append((t, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        known.append(OffsetFetchRequestTopics(name=name, topic_id=t.topic_id,
+                                              partition_indexes=t.partition_indexes))
+    return known, failed
+
+
+async def _fetch_group(ctx: Any, request: Any, group: Any, version: int) -> Any:
+    if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group.group_id):
+        return OffsetFetchResponseGroup(group_id=group.group_id,
+                                        error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    failed: list[Any] = []
+    topics = group.topics
+    if topics is not None:
+        topics, failed = _split_topics(ctx, topics, version)
     sub = OffsetFetchRequest(require_stable=request.require_stable, groups=[
         OffsetFetchRequestGroup(group_id=group.group_id, member_id=group.member_id,
                                 member_epoch=group.member_epoch, topics=topics)])
@@ -71,13 +114,19 @@ async def _fetch_group(ctx: Any, request: Any, group: Any, version: int) -> Any:
     except ApiError as exc:
         return OffsetFetchResponseGroup(group_id=group.group_id, error_code=exc.code)
     result = response.groups[0]
+    if result.error_code:
+        return result
+    if group.topics is None and authz.enabled(ctx):
+        ok = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in result.topics))
+        result.topics = [t for t in result.topics if t.name in ok]
     if version >= 10:
         _fill_topic_ids(ctx, result)
-    for t in unknown:
-        result.topics.append(OffsetFetchResponseTopics(topic_id=t.topic_id, partitions=[
-            OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1, metadata="",
-                                          error_code=ErrorCode.UNKNOWN_TOPIC_ID)
-            for p in t.partition_indexes]))
+    for t, code in failed:
+        result.topics.append(OffsetFetchResponseTopics(
+            name=t.name if version < 10 else "", topic_id=t.topic_id, partitions=[
+                OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1,
+                                              metadata="", error_code=code)
+                for p in t.partition_indexes]))
     return result
 
 

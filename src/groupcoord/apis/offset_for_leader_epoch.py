@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -41,9 +42,15 @@ def _end_offset(ctx: RequestContext, topic: str, p: Any) -> EpochEndOffset:
 
 async def handle(ctx: RequestContext, header: Any, request: OffsetForLeaderEpochRequest,
                  version: int) -> OffsetForLeaderEpochResponse:
+    # Brokers (CLUSTER_ACTION) see every topic; consumers (KIP-320) need DESCRIBE.
+    visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.topic for t in request.topics)) \
+        if not authz.allowed_on_cluster(ctx, authz.Op.CLUSTER_ACTION) else {t.topic for t in request.topics}
     topics = [
         OffsetForLeaderTopicResult(topic=t.topic,
                                    partitions=[_end_offset(ctx, t.topic, p) for p in t.partitions])
-        for t in request.topics
-    ]
+        for t in request.topics if t.topic in visible
+    ] + [OffsetForLeaderTopicResult(topic=t.topic, partitions=[
+        EpochEndOffset(partition=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                       leader_epoch=-1, end_offset=-1) for p in t.partitions])
+        for t in request.topics if t.topic not in visible]
     return OffsetForLeaderEpochResponse(topics=topics)

@@ -28,6 +28,7 @@ import logging
 import struct
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.logformat.batch import (
     ATTRIBUTES_OFFSET,
@@ -69,6 +70,7 @@ _E_INVALID_TOPIC = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
 _E_ACKS = int(ErrorCode.INVALID_REQUIRED_ACKS)
 _E_COMPRESSION = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
 _E_TXN_AUTH = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+_E_TOPIC_AUTH = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 _E_STORAGE = int(ErrorCode.KAFKA_STORAGE_ERROR)
 ZSTD = 4
 # Verification answers translated for the producer (ReplicaManager, KIP-890).
@@ -189,23 +191,55 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     return resp
 
 
+def _refused(index: int, code: int) -> PartitionProduceResponse:
+    """Kafka's `PartitionResponse(error)`: no offset, append time or log start."""
+    return PartitionProduceResponse(index=index, error_code=code, base_offset=-1,
+                                    log_append_time_ms=-1, log_start_offset=-1)
+
+
+def _authorize(ctx: RequestContext, request: ProduceRequest, version: int
+               ) -> tuple[set[str] | None, bool]:
+    """(topics the principal may write, None without an authorizer; whether transactional
+    records meet a transactional id it may not write, which fails the whole request)."""
+    if not authz.enabled(ctx):
+        return None, False
+    tid = request.transactional_id
+    txn_denied = tid is not None and any(
+        _is_transactional(pd.records) for td in request.topic_data for pd in td.partition_data
+    ) and not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid)
+    if version < 13:
+        names = [td.name for td in request.topic_data]
+    else:
+        infos = (ctx.topics.by_id(td.topic_id) for td in request.topic_data)
+        names = [info.name for info in infos if info is not None]
+    return authz.authorized(ctx, authz.Op.WRITE, authz.TOPIC, names), txn_denied
+
+
 async def handle(ctx: RequestContext, header: Any, request: ProduceRequest,
                  version: int) -> ProduceResponse | None:
     now = ctx.now_ms()
     acks = request.acks
     topics = ctx.topics
     tid = request.transactional_id
+    writable, txn_denied = _authorize(ctx, request, version)
     responses = []
     for td in request.topic_data:
         topic = topics.get(td.name) if version < 13 else topics.by_id(td.topic_id)
+        name = td.name if version < 13 else (topic.name if topic is not None else None)
         parts = []
         for pd in td.partition_data:
             if acks not in (0, 1, -1):
-                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_ACKS))
+                parts.append(_refused(pd.index, _E_ACKS))
+                continue
+            if txn_denied:
+                parts.append(_refused(pd.index, _E_TXN_AUTH))
+                continue
+            if writable is not None and name is not None and name not in writable:
+                parts.append(_refused(pd.index, _E_TOPIC_AUTH))
                 continue
             if tid is None and _is_transactional(pd.records):
                 # Kafka refuses the whole request (handleProduceRequest).
-                parts.append(PartitionProduceResponse(index=pd.index, error_code=_E_TXN_AUTH))
+                parts.append(_refused(pd.index, _E_TXN_AUTH))
                 continue
             resp = produce_partition(ctx, topic, pd.index, pd.records, now, version, tid)
             if topic is None and version >= 13:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.read_share_group_state import (
     PartitionResult,
@@ -99,6 +100,7 @@ def _partition(ctx: Any, group_id: str, topic: Any, index: int) -> PartitionResu
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if not request.group_id:
         return ReadShareGroupStateResponse(results=[])
     results = []

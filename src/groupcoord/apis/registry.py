@@ -46,6 +46,13 @@ BROKER_MODULES: tuple[str, ...] = (
     "list_transactions",
     "describe_transactions",
     "describe_producers",
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
+    "sasl_handshake",
+    "sasl_authenticate",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
 )
 
 GROUP_MODULES: tuple[str, ...] = (

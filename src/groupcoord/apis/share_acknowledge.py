@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
@@ -35,7 +36,10 @@ def error_response(request: Any, version: int, code: int) -> ShareAcknowledgeRes
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id or not support.member_id_valid(member_id):
+    if not group_id:
+        return error_response(request, version, ErrorCode.INVALID_REQUEST)
+    authz.require_group(ctx, authz.Op.READ, group_id)
+    if not support.member_id_valid(member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)
     try:
         session = ctx.shares.sessions.acknowledge_context(group_id, member_id,
@@ -46,7 +50,8 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
             for t in request.topics for p in t.partitions}
     is_renew = version >= 2 and request.is_renew_ack
     codes = support.apply_acks(ctx, group_id, member_id, acks,
-                               support.renew_allowed(ctx, group_id, version), is_renew)
+                               support.renew_allowed(ctx, group_id, version), is_renew,
+                               support.unreadable(ctx, (k[0] for k in acks)))
     if request.share_session_epoch == FINAL_EPOCH:
         ctx.shares.release_session(session)
     by_topic: dict[bytes, list[PartitionData]] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.share_v0_codec import as_version
@@ -44,7 +45,10 @@ def error_response(request: Any, version: int, code: int) -> ShareFetchResponse:
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id or not support.member_id_valid(member_id):
+    if not group_id:
+        return error_response(request, version, ErrorCode.INVALID_REQUEST)
+    authz.require_group(ctx, authz.Op.READ, group_id)
+    if not support.member_id_valid(member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)
     acks = {(bytes(t.topic_id), p.partition_index): p.acknowledgement_batches
             for t in request.topics for p in t.partitions if p.acknowledgement_batches}
@@ -60,14 +64,15 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         return error_response(request, version, exc.code)
     is_renew = version >= 2 and request.is_renew_ack
     results: Results = {}
+    denied = support.unreadable(ctx, [tid for tid, _ in session.partitions] + [k[0] for k in acks])
     ack_codes = support.apply_acks(ctx, group_id, member_id, acks,
-                                   support.renew_allowed(ctx, group_id, version), is_renew)
+                                   support.renew_allowed(ctx, group_id, version), is_renew, denied)
     for key, code in ack_codes.items():
         results[key] = PartitionData(partition_index=key[1], acknowledge_error_code=code)
     if request.share_session_epoch == FINAL_EPOCH:
         ctx.shares.release_session(session)
     elif not is_renew:
-        await _fetch(ctx, request, version, session, results)
+        await _fetch(ctx, request, version, session, results, denied)
     return _response(ctx, group_id, version, results)
 
 
@@ -77,20 +82,21 @@ def _nothing_requested(request: Any, version: int) -> bool:
     return request.max_bytes == 0 or (version >= 1 and request.max_records == 0)
 
 
-async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Results) -> None:
+async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Results,
+                 denied: frozenset[bytes]) -> None:
     if _nothing_requested(request, version):
         return
     deadline = ctx.now_ms() + max(0, request.max_wait_ms)
     while True:
-        got, keys = _acquire_all(ctx, request, version, session, results)
+        got, keys = _acquire_all(ctx, request, version, session, results, denied)
         remaining = deadline - ctx.now_ms()
         if got or remaining <= 0 or not keys:
             return
         await ctx.wait_for_data(keys, remaining)
 
 
-def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
-                 results: Results) -> tuple[bool, list[tuple[str, int]]]:
+def _acquire_all(ctx: Any, request: Any, version: int, session: Any, results: Results,
+                 denied: frozenset[bytes]) -> tuple[bool, list[tuple[str, int]]]:
     """One pass over the session's partitions; (anything acquired, wake-up keys)."""
     budget = request.max_records if version >= 1 and request.max_records > 0 \
         else DEFAULT_MAX_RECORDS
@@ -103,7 +109,7 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any,
     batch_size = request.batch_size if version >= 1 else 0
     got, keys = False, []
     for topic_id, index in partitions:
-        topic, code = support.resolve(ctx, topic_id, index)
+        topic, code = support.resolve(ctx, topic_id, index, denied)
         data = results.get((topic_id, index))
         if code != 0:
             results[(topic_id, index)] = data or PartitionData(partition_index=index)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support
-from groupcoord.apis.common import GROUP_OPERATIONS, UNKNOWN_OPERATIONS
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.wire.errors import ErrorCode
@@ -43,10 +43,15 @@ async def _describe(ctx: Any, group_id: str) -> DescribedGroup:
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    groups = []
+    visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, request.group_ids)
+    groups = [DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+              for g in request.group_ids if g not in visible]
     for group_id in request.group_ids:
+        if group_id not in visible:
+            continue
         described = await _describe(ctx, group_id)
-        described.authorized_operations = (GROUP_OPERATIONS if request.include_authorized_operations
-                                           else UNKNOWN_OPERATIONS)
+        if request.include_authorized_operations and described.error_code == 0:
+            described.authorized_operations = authz.operations(ctx, authz.GROUP, group_id)
         groups.append(described)
+    authz.hide_undescribable_topics(ctx, groups, lambda m: (m.assignment,))
     return as_version(ShareGroupDescribeResponse(groups=groups), version)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_state_init, share_support
 from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
@@ -28,6 +30,10 @@ RESPONSE = share_support.versioned_response(ShareGroupHeartbeatResponse)
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
+    if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):
+        return as_version(ShareGroupHeartbeatResponse(
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None), version)
     image = share_support.topics_image(ctx)
     overrides = share_support.group_overrides(ctx, request.group_id)
 

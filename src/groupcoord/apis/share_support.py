@@ -9,10 +9,11 @@ renew acknowledgement.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from groupcoord.apis.errors import ApiError
+from groupcoord.apis import authorization as authz
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 
@@ -70,11 +71,25 @@ def versioned_response(cls: Any) -> Any:
     return share_v0_codec.with_v0(cls)
 
 
-def resolve(ctx: Any, topic_id: bytes, index: int) -> tuple[Any, int]:
-    """(topic, NONE) or (None, UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION)."""
+def unreadable(ctx: Any, topic_ids: Iterable[bytes]) -> frozenset[bytes]:
+    """The known topic ids the principal may not READ (share consumers need READ)."""
+    if not authz.enabled(ctx):
+        return frozenset()
+    infos = {tid: ctx.topics.by_id(tid) for tid in set(topic_ids)}
+    names = {tid: info.name for tid, info in infos.items() if info is not None}
+    readable = authz.authorized(ctx, authz.Op.READ, authz.TOPIC, names.values())
+    return frozenset(tid for tid, name in names.items() if name not in readable)
+
+
+def resolve(ctx: Any, topic_id: bytes, index: int,
+            denied: frozenset[bytes] = frozenset()) -> tuple[Any, int]:
+    """(topic, NONE) or (None, UNKNOWN_TOPIC_ID / TOPIC_AUTHORIZATION_FAILED /
+    UNKNOWN_TOPIC_OR_PARTITION), in Kafka's order."""
     topic = ctx.topics.by_id(topic_id)
     if topic is None or getattr(topic, "internal", False):
         return None, ErrorCode.UNKNOWN_TOPIC_ID
+    if topic_id in denied:
+        return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if not 0 <= index < topic.num_partitions:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return topic, ErrorCode.NONE
@@ -82,12 +97,13 @@ def resolve(ctx: Any, topic_id: bytes, index: int) -> tuple[Any, int]:
 
 def apply_acks(ctx: Any, group_id: str, member_id: str,
                acks: dict[tuple[bytes, int], list[Any]], renew_allowed: bool,
-               is_renew_ack: bool) -> dict[tuple[bytes, int], int]:
+               is_renew_ack: bool, denied: frozenset[bytes] = frozenset()
+               ) -> dict[tuple[bytes, int], int]:
     """Validate and apply acknowledgement batches per partition; the error per partition."""
     shares = ctx.shares
     results: dict[tuple[bytes, int], int] = {}
     for (topic_id, index), batches in acks.items():
-        topic, code = resolve(ctx, topic_id, index)
+        topic, code = resolve(ctx, topic_id, index, denied)
         if code == ErrorCode.NONE:
             code = validate_ack_batches(batches, renew_allowed, is_renew_ack)
         if code == ErrorCode.NONE:

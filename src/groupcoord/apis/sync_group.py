@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.group_support import call_group
 
 API_KEY = 14
@@ -13,4 +14,7 @@ MAX_VERSION = 5
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    # Kafka checks v5's mandatory ProtocolType/ProtocolName (the shard answers that) first.
+    if version < 5 or (request.protocol_type is not None and request.protocol_name is not None):
+        authz.require_group(ctx, authz.Op.READ, request.group_id)
     return await call_group(ctx, request.group_id, "sync_group", request, version)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import partition_exists, topic_info
 from groupcoord.wire.errors import ErrorCode
@@ -118,15 +119,19 @@ def _commit_op(request: Any, version: int) -> Any:
 
 def _split(ctx: Any, request: Any, version: int) -> tuple[dict[tuple[int, int], int],
                                                           list[Any], list[str]]:
-    """Errors of unknown topics and partitions, the topics left to commit (by name and id),
-    and each request topic's name (resolved from its id from v6)."""
+    """Errors of unknown topics, topics the principal may not read and unknown partitions,
+    the topics left to commit (by name and id), and each request topic's name (resolved
+    from its id from v6)."""
     errors: dict[tuple[int, int], int] = {}
     valid_topics = []
     names = []
     by_id = version >= FIRST_TOPIC_ID_VERSION
-    for ti, topic in enumerate(request.topics):
-        info = (topic_info(ctx, topic_id=topic.topic_id) if by_id
-                else topic_info(ctx, name=topic.name))
+    infos = [topic_info(ctx, topic_id=t.topic_id) if by_id else topic_info(ctx, name=t.name)
+             for t in request.topics]
+    readable = authz.authorized(ctx, authz.Op.READ, authz.TOPIC,
+                                (info.name if info is not None else t.name
+                                 for t, info in zip(request.topics, infos)))
+    for ti, (topic, info) in enumerate(zip(request.topics, infos)):
         names.append(info.name if info is not None else topic.name)
         if by_id and info is None:
             for p in topic.partitions:
@@ -134,7 +139,9 @@ def _split(ctx: Any, request: Any, version: int) -> tuple[dict[tuple[int, int], 
             continue
         valid = []
         for p in topic.partitions:
-            if not partition_exists(info, p.partition_index):
+            if names[ti] not in readable:
+                errors[(ti, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not partition_exists(info, p.partition_index):
                 errors[(ti, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 valid.append(p)
@@ -160,6 +167,8 @@ async def _commit(ctx: Any, sub: Any, version: int) -> Any:
 
 
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    authz.require_transactional_id(ctx, authz.Op.WRITE, request.transactional_id)
+    authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors, valid_topics, names = _split(ctx, request, version)
     answered: dict[tuple[str, int], int] = {}
     if valid_topics:

@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("groupcoord.cli.demo", "run the end-to-end demo"),
     "groups": ("groupcoord.cli.groups", "list/describe/delete consumer groups, reset offsets"),
     "analyze": ("groupcoord.cli.analyze", "group analytics over log dirs"),
+    "acls": ("groupcoord.cli.acls", "add/list/remove ACLs of a running broker"),
+    "users": ("groupcoord.cli.users", "add/list/remove SCRAM users of a data dir"),
 }
 
 USAGE = "usage: groupcoord <command> [options]\n\ncommands:\n"

@@ -1,6 +1,6 @@
 """`groupcoord serve`: run the broker until SIGINT/SIGTERM.
 
-Prints exactly one line per listener, `groupcoord listening on HOST:PORT`, to stderr once
+Prints exactly one line per listener, `groupcoord listening on HOST:PORT (NAME)`, to stderr once
 it accepts connections (tests wait for it). Uses uvloop when importable. On a signal it
 stops accepting, closes connections, stops the coordinator shards and flushes and closes
 every log before exiting 0.
@@ -15,7 +15,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
+from groupcoord.cli import security_args
+from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig
 from groupcoord.server.connection_quotas import INT_MAX
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
 
@@ -26,8 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="groupcoord serve", description="Run the broker.")
     p.add_argument("--listen", action="append", default=None, metavar="HOST:PORT",
                    help="address to listen on (repeatable; default 127.0.0.1:9092)")
-    p.add_argument("--advertised-listener", default=None, metavar="HOST:PORT",
-                   help="address given to clients in Metadata/FindCoordinator")
+    p.add_argument("--advertised-listener", action="append", default=None,
+                   metavar="[NAME://]HOST:PORT",
+                   help="address given to clients of a listener in Metadata/FindCoordinator "
+                        "(repeatable, one per listener name; HOST:PORT: the first listener)")
     p.add_argument("--data-dir", default="./data", help="log directory (default ./data)")
     p.add_argument("--node-id", type=int, default=0)
     p.add_argument("--cluster-id", default=None,
@@ -54,6 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "(max.connections.per.ip.overrides)")
     p.add_argument("--connections-max-idle-ms", type=int, default=CONNECTIONS_MAX_IDLE_MS_DEFAULT,
                    help="close connections idle this long; -1 never (connections.max.idle.ms)")
+    p.add_argument("--authorizer", choices=("none", "standard"), default="none",
+                   help="ACL enforcement: none allows everything (no authorizer.class.name), "
+                        "standard is Kafka's StandardAuthorizer with ACLs kept in the data dir")
+    p.add_argument("--super-users", default="", metavar="User:a;User:b",
+                   help="principals allowed everything (super.users)")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="allow access to resources without any ACL "
+                        "(allow.everyone.if.no.acl.found)")
+    security_args.add_arguments(p)
     p.add_argument("--log-level", default="info",
                    choices=("debug", "info", "warning", "error"))
     return p
@@ -62,11 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
     from groupcoord.server.cluster_id import load_or_create_cluster_id
 
-    listeners = tuple(Listener.parse(text) for text in (ns.listen or ["127.0.0.1:9092"]))
-    advertised = Listener.parse(ns.advertised_listener) if ns.advertised_listener else None
     return BrokerConfig(
-        listeners=listeners,
-        advertised_listener=advertised,
+        **security_args.config_kwargs(ns),
         data_dir=ns.data_dir,
         node_id=ns.node_id,
         cluster_id=load_or_create_cluster_id(ns.data_dir, ns.cluster_id),
@@ -82,6 +91,9 @@ def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
         max_connections_per_ip_overrides=ns.max_connections_per_ip_overrides,
         connections_max_idle_ms=ns.connections_max_idle_ms,
         extra=_group_configs(ns.group_config),
+        authorizer=ns.authorizer,
+        super_users=ns.super_users,
+        allow_everyone_if_no_acl_found=ns.allow_everyone_if_no_acl_found,
     )
 
 
@@ -110,7 +122,7 @@ async def serve(config: BrokerConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     await broker.start()
     for bound in broker.bound:
-        log.info("groupcoord listening on %s:%d", bound.host, bound.port)
+        log.info("groupcoord listening on %s:%d (%s)", bound.host, bound.port, bound.name)
     try:
         await stop.wait()
     finally:
@@ -142,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         _run(serve(config))
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ports, key material, users file, mapping rules
         log.error("cannot start: %s", exc)
         return 1
     return 0

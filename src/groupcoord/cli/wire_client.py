@@ -8,6 +8,7 @@ metadata refresh, no retries, no coordinator discovery across brokers).
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from typing import Any, Self
 
@@ -42,9 +43,11 @@ def check(code: int, context: str) -> None:
 class WireClient:
     """One connection to one broker, with negotiated API versions."""
 
-    def __init__(self, bootstrap: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float = 30.0,
+                 tls: ssl.SSLContext | None = None) -> None:
         host, _, port = bootstrap.rpartition(":")
-        self._sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s)
+        sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s)
+        self._sock = tls.wrap_socket(sock, server_hostname=host or "127.0.0.1") if tls else sock
         self._correlation = 0
         self._versions: dict[int, tuple[int, int]] = {}
         response = self._send(ApiVersionsRequest(), 0)

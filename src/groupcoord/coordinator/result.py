@@ -8,17 +8,23 @@ replays them through `shard.replay`, and only then releases the responses.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
 class OpContext:
-    """Who sent the request: client id and host, and the runtime's opaque reply token."""
+    """Who sent the request: client id and host, and the runtime's opaque reply token.
+
+    `topic_filter`, when an authorizer runs, keeps the topics the request's principal may
+    describe: a regex refresh armed by this request resolves only to those, as Kafka's
+    `TopicRegexResolver` filters with the triggering request's context."""
 
     client_id: str
     client_host: str
     reply_token: int = 0
+    topic_filter: Callable[[Iterable[str]], set[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

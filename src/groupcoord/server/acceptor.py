@@ -6,6 +6,10 @@ after accepting it applies `max.connections.per.ip`, closing a refused socket at
 own accept loop instead of `loop.create_server` is what makes "wait, do not accept"
 possible: asyncio's server accepts everything and, out of descriptors, logs an error per
 attempt and retries in a loop.
+
+On a TLS listener each accepted socket's handshake runs in its own task, bounded by the
+handshake timeout: a client that connects and never finishes the handshake holds its slot
+until then and delays no one else (Kafka bounds such a client by its idle timeout).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 
 from groupcoord.server.connection import KafkaConnection
@@ -57,11 +62,15 @@ class Acceptor:
     """Accept loops over one listener's sockets; `close` stops them and the sockets."""
 
     def __init__(self, sockets: list[socket.socket], limits: ConnectionLimits,
-                 protocol_for: ProtocolFactory) -> None:
+                 protocol_for: ProtocolFactory, ssl_context: ssl.SSLContext | None = None,
+                 ssl_handshake_timeout_s: float | None = None) -> None:
         self.sockets = sockets
         self._limits = limits
         self._protocol_for = protocol_for
+        self._ssl = ssl_context
+        self._handshake_timeout = ssl_handshake_timeout_s
         self._tasks: list[asyncio.Task[None]] = []
+        self._handshakes: set[asyncio.Task[None]] = set()
 
     @property
     def port(self) -> int:
@@ -97,7 +106,17 @@ class Acceptor:
             if not admitted:  # refused, or the check itself failed
                 sock.close()
         if admitted:
-            await self._serve(sock, address)
+            if self._ssl is None:
+                await self._serve(sock, address)
+                return
+            task = asyncio.get_running_loop().create_task(self._serve(sock, address))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshake_done)
+
+    def _handshake_done(self, task: asyncio.Task[None]) -> None:
+        self._handshakes.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._limits.accept_crashed(task.exception())  # type: ignore[arg-type]
 
     async def _serve(self, sock: socket.socket, address: str) -> None:
         loop = asyncio.get_running_loop()
@@ -109,9 +128,17 @@ class Acceptor:
 
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            await loop.connect_accepted_socket(factory, sock)
-        except BaseException as exc:  # reset between accept and set-up, or shutdown
-            log.debug("dropping connection from %s: %r", address, exc)
+            if self._ssl is None:
+                await loop.connect_accepted_socket(factory, sock)
+            else:
+                await loop.connect_accepted_socket(
+                    factory, sock, ssl=self._ssl,
+                    ssl_handshake_timeout=self._handshake_timeout)
+        except BaseException as exc:  # reset between accept and set-up, failed TLS, shutdown
+            if self._ssl is not None and isinstance(exc, OSError):
+                log.info("TLS handshake with %s failed: %s", address, exc)
+            else:
+                log.debug("dropping connection from %s: %r", address, exc)
             sock.close()
             if created:
                 self._limits.closed(created[0])  # idempotent if connection_lost ran
@@ -121,10 +148,10 @@ class Acceptor:
                 raise
 
     def close(self) -> None:
-        for task in self._tasks:
+        for task in [*self._tasks, *self._handshakes]:
             task.cancel()
         for sock in self.sockets:
             sock.close()
 
     async def wait_closed(self) -> None:
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._handshakes, return_exceptions=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
 from groupcoord.server.clock import SystemClock
+from groupcoord.server.authorization import build_authorizer
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
@@ -34,6 +35,7 @@ from groupcoord.storage.config import KafkaStorageError
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
     from groupcoord.coordinator.clock import Clock
+    from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.storage import AppendInfo
 
 log = logging.getLogger("groupcoord.server")
@@ -70,6 +72,10 @@ class Broker:
         self.shares: Any = None
         self.transactions: Any = None
         self.cleaner = LogCleaner()
+        # The ACL authorizer, or None when none is configured (everything allowed).
+        self.authorizer: DurableAuthorizer | None = None
+        self.scram_credentials: Any = None
+        self.listener_security: list[Any] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -82,6 +88,7 @@ class Broker:
         cfg = self.config
         self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
         self.logs.load_all()
+        self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs
         self.producers = ProducerStateManager(cfg.data_dir)
@@ -96,14 +103,25 @@ class Broker:
         self.handlers = self._handlers
         dispatcher = Dispatcher(self, self.handlers)
         loop = asyncio.get_running_loop()
+        from groupcoord.security.scram_store import ScramCredentialStore
+        from groupcoord.server.listener_setup import ListenerSetup
+
+        self.scram_credentials = ScramCredentialStore(cfg.data_dir, cfg.file_io)
+        setup = ListenerSetup(cfg, self.handlers, dispatcher.dispatch, self.scram_credentials)
         limits = self.connection_limits = build_connection_limits(cfg)
-        for listener in cfg.listeners:
+        for index, listener in enumerate(cfg.listeners):
+            sockets = await bind_listener(listener.host, listener.port)
+            port = int(sockets[0].getsockname()[1])
+            security = setup.listener(index, port)
             server = Acceptor(
-                await bind_listener(listener.host, listener.port), limits,
-                lambda address: KafkaConnection(dispatcher, cfg.max_request_size, limits, address))
+                sockets, limits,
+                lambda address, sec=security: KafkaConnection(  # type: ignore[misc]
+                    dispatcher, cfg.max_request_size, limits, address, sec),
+                security.ssl_context, cfg.security.ssl_handshake_timeout_ms / 1000.0)
             server.start()
             self._servers.append(server)
-            self.bound.append(Listener(listener.host, server.port))
+            self.listener_security.append(security)
+            self.bound.append(Listener(listener.host, port, listener.name))
         self.advertised = cfg.advertised(self.bound[0].port)
         if cfg.fsync == "interval":
             self._tasks.append(loop.create_task(self._flush_loop()))

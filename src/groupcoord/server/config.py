@@ -9,29 +9,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from groupcoord.security.config import PLAINTEXT, SecurityConfig, parse_protocol_map
 from groupcoord.server.connection_quotas import INT_MAX, parse_overrides, validate_limits
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024
 FSYNC_POLICIES = ("always", "interval", "never")
+AUTHORIZERS = ("none", "standard")
 
 
 @dataclass(frozen=True)
 class Listener:
-    """One host:port pair; port 0 means "pick a free port" (used by tests)."""
+    """One named host:port endpoint; port 0 means "pick a free port" (used by tests).
+
+    The name is Kafka's listener name (`PLAINTEXT`, `SASL_SSL`, or a custom name mapped to a
+    security protocol by `listener.security.protocol.map`)."""
 
     host: str
     port: int
+    name: str = PLAINTEXT
 
     @classmethod
-    def parse(cls, text: str) -> Listener:
-        """Parse `host:port`, `[v6]:port` or `:port` (host defaults to all interfaces)."""
-        host, sep, port = text.rpartition(":")
+    def parse(cls, text: str, default_name: str = PLAINTEXT) -> Listener:
+        """Parse `NAME://host:port`, or `host:port`, `[v6]:port`, `:port` named
+        `default_name` (host defaults to all interfaces)."""
+        name, sep, address = text.partition("://")
+        if not sep:
+            name, address = default_name, text
+        elif not name or not name.replace("_", "").isalnum():
+            raise ValueError(f"listener name must be letters, digits and '_', got {text!r}")
+        host, sep, port = address.rpartition(":")
         if not sep or not port.isdigit():
-            raise ValueError(f"listener must be host:port, got {text!r}")
+            raise ValueError(f"listener must be [NAME://]host:port, got {text!r}")
         host = host.strip("[]") or "0.0.0.0"
-        return cls(host, int(port))
+        return cls(host, int(port), name.upper())
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
@@ -42,7 +54,13 @@ class BrokerConfig:
     """Static broker settings. Field names follow Kafka's config keys in snake_case."""
 
     listeners: tuple[Listener, ...] = (Listener("127.0.0.1", 9092),)
+    # The old single `HOST:PORT` form, for the first listener.
     advertised_listener: Listener | None = None
+    # `NAME://HOST:PORT` per listener name (Kafka's `advertised.listeners`).
+    advertised_listeners: tuple[Listener, ...] = ()
+    # Kafka's `listener.security.protocol.map` string, on top of the identity map.
+    listener_security_protocol_map: str = ""
+    security: SecurityConfig = field(default_factory=SecurityConfig)
     data_dir: str = "./data"
     node_id: int = 0
     cluster_id: str = "groupcoord-cluster-0001"
@@ -64,8 +82,15 @@ class BrokerConfig:
     extra: dict[str, str] = field(default_factory=dict)
     # Where storage's writes go: the disk, or a fault injector in tests and the test broker.
     file_io: FileIO = OS_FILE_IO
+    # Authorization (Kafka's `authorizer.class.name`, `super.users`,
+    # `allow.everyone.if.no.acl.found`): "none" allows everything, "standard" enforces ACLs.
+    authorizer: str = "none"
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
 
     def __post_init__(self) -> None:
+        if self.authorizer not in AUTHORIZERS:
+            raise ValueError(f"authorizer must be one of {AUTHORIZERS}, got {self.authorizer!r}")
         if self.fsync not in FSYNC_POLICIES:
             raise ValueError(f"fsync must be one of {FSYNC_POLICIES}, got {self.fsync!r}")
         if self.default_partitions < 1:
@@ -74,11 +99,33 @@ class BrokerConfig:
             raise ValueError("offsets_partitions must be >= 1")
         validate_limits(self.max_connections, self.max_connections_per_ip,
                         parse_overrides(self.max_connections_per_ip_overrides))
+        for listener in self.listeners:
+            self.security.check_listener(self.security_protocol(listener))
+        names = {listener.name for listener in self.listeners}
+        for advertised in self.advertised_listeners:
+            if advertised.name not in names:
+                raise ValueError(f"advertised listener {advertised.name} has no listener")
+
+    def security_protocol(self, listener: Listener) -> str:
+        """The security protocol of a listener, by its name."""
+        protocol = parse_protocol_map(self.listener_security_protocol_map).get(listener.name)
+        if protocol is None:
+            raise ValueError(f"listener {listener.name} has no security protocol: add it to "
+                             f"the listener security protocol map")
+        return protocol
+
+    def advertised_for(self, index: int, bound_port: int) -> Listener:
+        """What clients that came in on listener `index` are told to use (Metadata,
+        FindCoordinator, DescribeCluster): its advertised listener, else itself."""
+        listener = self.listeners[index]
+        for advertised in self.advertised_listeners:
+            if advertised.name == listener.name:
+                return advertised
+        if index == 0 and self.advertised_listener is not None:
+            return self.advertised_listener
+        host = listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        return Listener(host, bound_port, listener.name)
 
     def advertised(self, bound_port: int | None = None) -> Listener:
-        """The address clients are told to use (Metadata, FindCoordinator)."""
-        if self.advertised_listener is not None:
-            return self.advertised_listener
-        first = self.listeners[0]
-        host = first.host if first.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-        return Listener(host, bound_port if bound_port is not None else first.port)
+        """The address given to clients of the first listener."""
+        return self.advertised_for(0, self.listeners[0].port if bound_port is None else bound_port)

@@ -23,13 +23,21 @@ import asyncio
 import logging
 import struct
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from groupcoord.server.connection_limits import ConnectionLimits
     from groupcoord.server.dispatch import Dispatcher
+    from groupcoord.server.listener_security import ListenerSecurity
+
+
+class FrameGate(Protocol):
+    """Takes a connection's request frames instead of the dispatcher: SASL authentication,
+    and the session check of a re-authenticating connection (`server.sasl_authenticator`)."""
+
+    def frame(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None: ...
 
 log = logging.getLogger("groupcoord.server")
 
@@ -53,9 +61,14 @@ class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client; the dispatcher does the per-request work."""
 
     def __init__(self, dispatcher: Dispatcher, max_request_size: int,
-                 limits: ConnectionLimits | None = None, quota_address: str = "") -> None:
+                 limits: ConnectionLimits | None = None, quota_address: str = "",
+                 listener: ListenerSecurity | None = None) -> None:
         self._dispatcher = dispatcher
-        self._max = max_request_size
+        # Largest frame accepted now: smaller while SASL authentication is in progress.
+        self.max_frame = max_request_size
+        # The listener this connection came in on (None: a plain PLAINTEXT connection).
+        self.listener = listener
+        self.gate: FrameGate | None = None
         self._limits = limits
         self.quota_address = quota_address
         self.quota_held = limits is not None
@@ -70,6 +83,7 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         # Set once no more input is accepted; `closed` once the transport is closing.
         self._closing = False
+        self._close_delay_s = 0.0
         self.closed = False
         self.peer = "?"
         self.client_host = ""
@@ -88,6 +102,16 @@ class KafkaConnection(asyncio.Protocol):
         self._dispatcher.connection_opened(self)
         if self._limits is not None:
             self._limits.opened(self)
+        if self.listener is not None:
+            self.listener.on_connect(self, transport)
+
+    @property
+    def listener_name(self) -> str:
+        return self.listener.name if self.listener is not None else "PLAINTEXT"
+
+    @property
+    def security_protocol(self) -> str:
+        return self.listener.security_protocol if self.listener is not None else "PLAINTEXT"
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -112,7 +136,9 @@ class KafkaConnection(asyncio.Protocol):
     def eof_received(self) -> bool:
         """The client half-closed: answer what it already sent, then close."""
         self.close_after_pending()
-        return True  # keep the transport open for the owed responses
+        # Keep the transport open for the owed responses; TLS cannot half-close (asyncio's
+        # SSL transport closes after EOF whatever the answer, and warns if asked not to).
+        return self.listener is None or self.listener.ssl_context is None
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -143,13 +169,17 @@ class KafkaConnection(asyncio.Protocol):
         dispatch = self._dispatcher.dispatch
         while end - pos >= 4 and not self._closing:
             (size,) = _SIZE.unpack_from(data, pos)
-            if size < 0 or size > self._max:
-                self.protocol_error(f"frame size {size} outside 0..{self._max}")
+            if size < 0 or size > self.max_frame:
+                self.protocol_error(f"frame size {size} outside 0..{self.max_frame}")
                 return end, 0
             stop = pos + 4 + size
             if stop > end:
                 return pos, 4 + size
-            dispatch(self, data, pos + 4, stop)
+            gate = self.gate
+            if gate is None:
+                dispatch(self, data, pos + 4, stop)
+            else:
+                gate.frame(self, data, pos + 4, stop)
             pos = stop
         return pos, 4
 
@@ -181,7 +211,7 @@ class KafkaConnection(asyncio.Protocol):
                 asyncio.get_running_loop().call_soon(self._flush)
             self._out.extend(out)
         if self._closing and not slots:
-            self.close()  # the transport flushes what was just written before closing
+            self._close_when_due()  # the transport flushes what was just written first
         elif self._paused_read:
             self._update_reading()
 
@@ -215,13 +245,14 @@ class KafkaConnection(asyncio.Protocol):
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.close_after_pending()
 
-    def close_after_pending(self, last: _Slot | None = None) -> None:
+    def close_after_pending(self, last: _Slot | None = None, delay_s: float = 0.0) -> None:
         """Read nothing more; close once the responses owed up to `last` (default: every
-        request dispatched so far) are written. Requests after `last` are abandoned, as
-        Kafka would never have read them."""
+        request dispatched so far) are written, and `delay_s` after that. Requests after
+        `last` are abandoned, as Kafka would never have read them."""
         if self.closed:
             return
         self._closing = True
+        self._close_delay_s = max(self._close_delay_s, delay_s)
         self._chunks = []
         if self._transport is not None and not self._paused_read:
             self._paused_read = True
@@ -236,7 +267,17 @@ class KafkaConnection(asyncio.Protocol):
                 if dropped.task is not None and not dropped.task.done():
                     dropped.task.cancel()
         if not slots:
+            self._close_when_due()
+
+    def _close_when_due(self) -> None:
+        if self._close_delay_s <= 0:
             self.close()
+            return
+        # Kafka's `connection.failed.authentication.delay.ms`: the answer leaves now, the
+        # close follows later, so a client reads the error before it sees the connection end.
+        self._flush()
+        asyncio.get_running_loop().call_later(self._close_delay_s, self.close)
+        self._close_delay_s = 0.0
 
     def close(self) -> None:
         if self.closed:

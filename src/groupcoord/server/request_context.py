@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from groupcoord.apis.context import RequestHeader
+    from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.principal import KafkaPrincipal
     from groupcoord.server.broker import Broker
     from groupcoord.server.connection import KafkaConnection
@@ -33,6 +34,10 @@ class BrokerRequestContext:
     @property
     def principal(self) -> KafkaPrincipal:
         return self.conn.principal
+
+    @property
+    def authorizer(self) -> DurableAuthorizer | None:
+        return self.broker.authorizer
 
     @property
     def config(self) -> Any:
@@ -72,11 +77,21 @@ class BrokerRequestContext:
 
     @property
     def advertised_host(self) -> str:
-        return self.broker.advertised.host
+        listener = self.conn.listener
+        return (listener.advertised if listener is not None else self.broker.advertised).host
 
     @property
     def advertised_port(self) -> int:
-        return self.broker.advertised.port
+        listener = self.conn.listener
+        return (listener.advertised if listener is not None else self.broker.advertised).port
+
+    @property
+    def listener_name(self) -> str:
+        return self.conn.listener_name
+
+    @property
+    def scram_credentials(self) -> Any:
+        return self.broker.scram_credentials
 
     def now_ms(self) -> int:
         return self.broker.clock.now_ms()

@@ -185,7 +185,7 @@ def update_and_reconcile(step: Step, member: ConsumerGroupMember,
     except FencedMemberEpoch as exc:
         raise HeartbeatError(E.FENCED_MEMBER_EPOCH,
                              "The consumer group member is in an unknown state.") from exc
-    regex_refresh.arm(step)
+    regex_refresh.arm(step, ctx.topic_filter)
     if step.is_new or reconciled.assignment_key() != updated.assignment_key():
         fx.records.append(rec.current_assignment(group.group_id, reconciled))
         timers.after_reconcile(mgr, group.group_id, updated, reconciled, fx)

@@ -10,7 +10,7 @@ needed" flags.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
@@ -56,6 +56,8 @@ class ConsumerGroups:
         self.rebalance_epochs: dict[tuple[str, str], int] = {}
         # group id -> the regexes its pending refresh will resolve.
         self.regex_refreshes: dict[str, frozenset[str]] = {}
+        # group id -> what the principal that armed the refresh may describe (None: all).
+        self.regex_topic_filters: dict[str, Callable[[Iterable[str]], set[str]] | None] = {}
         # Groups with `consumer.*` overrides (GroupConfigManager's view), as the last
         # heartbeat brought them; soft state, like the timers that use it.
         self.group_settings: dict[str, ConsumerGroupSettings] = {}
@@ -160,6 +162,7 @@ class ConsumerGroups:
         fx = Effects(self.config, now_ms)
         self.rebalance_epochs.clear()
         self.regex_refreshes.clear()  # their timers died with the previous load
+        self.regex_topic_filters.clear()
         for gid, group in self.groups.items():
             # Topics may have changed while the shard was not loaded (Kafka's metadata
             # refresh deadline starts at 0): the first heartbeat re-checks the hash.

@@ -21,6 +21,7 @@ were created since the last resolution, or the last resolution is older than
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
@@ -99,22 +100,28 @@ def last_refresh(group: ConsumerGroup) -> tuple[int, int]:
             min(r.version for r in group.regexes.values()))
 
 
-def arm(step: Any) -> None:
-    """Arm the refresh decided by `maybe_update_regexes` (the executor's `schedule`)."""
+def arm(step: Any, topic_filter: Callable[[Iterable[str]], set[str]] | None = None) -> None:
+    """Arm the refresh decided by `maybe_update_regexes` (the executor's `schedule`), with
+    the arming request's authorization filter (`OpContext.topic_filter`)."""
     if step.regex_refresh is None:
         return
     gid = step.group.group_id
     step.mgr.regex_refreshes[gid] = step.regex_refresh
+    step.mgr.regex_topic_filters[gid] = topic_filter
     step.fx.schedule(timers.regex_refresh_key(gid), 0)
 
 
 def on_refresh(mgr: Any, group_id: str, fx: Effects) -> None:
     """The refresh operation: resolve, then `handleRegularExpressionsResult`."""
     regexes = mgr.regex_refreshes.pop(group_id, None)
+    topic_filter = mgr.regex_topic_filters.pop(group_id, None)
     group = mgr.groups.get(group_id)
     if regexes is None or group is None:
         return  # the group is gone, or the shard reloaded since it was armed
     resolved = resolve_all(sorted(regexes), mgr.image)
+    if topic_filter is not None:
+        allowed = topic_filter(set().union(*resolved.values()))
+        resolved = {rx: topics & allowed for rx, topics in resolved.items()}
     current = {rx: r.topics for rx, r in group.regexes.items()}
     bump = False
     for rx in sorted(resolved):

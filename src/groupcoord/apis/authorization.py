@@ -1,0 +1,145 @@
+"""The authorization checks API handlers make, as Kafka's `AuthHelper` does them.
+
+Every handler asks through these helpers: `allowed` (`authorize`), `require_*` (raise the
+API's Kafka error code when denied, so the dispatcher answers the request's error
+response), `authorized` (`filterByAuthorized`: the subset of names allowed) and
+`operations` (`authorizedOperations`: the bitfield of allowed operations). Without an
+authorizer (`--authorizer none`) everything is allowed and `operations` returns every
+operation the resource type supports, as Kafka without `authorizer.class.name`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from groupcoord.wire.errors import ErrorCode
+
+Op = AclOperation
+TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+
+
+def enabled(ctx: Any) -> bool:
+    return ctx.authorizer is not None
+
+
+def allowed(ctx: Any, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    auth = ctx.authorizer
+    return auth is None or auth.authorize(str(ctx.principal), ctx.client_host, op,
+                                          resource_type, name)
+
+
+def allowed_on_cluster(ctx: Any, op: AclOperation) -> bool:
+    return allowed(ctx, op, CLUSTER, CLUSTER_NAME)
+
+
+def authorized(ctx: Any, op: AclOperation, resource_type: ResourceType,
+               names: Iterable[str]) -> set[str]:
+    """The distinct names the principal may perform `op` on (`filterByAuthorized`)."""
+    auth = ctx.authorizer
+    unique = set(names)
+    if auth is None:
+        return unique
+    principal, host = str(ctx.principal), ctx.client_host
+    return {n for n in unique if auth.authorize(principal, host, op, resource_type, n)}
+
+
+def require(ctx: Any, op: AclOperation, resource_type: ResourceType, name: str,
+            code: int) -> None:
+    if not allowed(ctx, op, resource_type, name):
+        raise ApiError(code)
+
+
+def require_group(ctx: Any, op: AclOperation, group_id: str) -> None:
+    require(ctx, op, GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+
+
+def require_cluster(ctx: Any, op: AclOperation) -> None:
+    """`AuthHelper.authorizeClusterOperation`."""
+    require(ctx, op, CLUSTER, CLUSTER_NAME, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+
+
+def require_transactional_id(ctx: Any, op: AclOperation, transactional_id: str) -> None:
+    require(ctx, op, TRANSACTIONAL_ID, transactional_id,
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+
+
+def operations(ctx: Any, resource_type: ResourceType, name: str) -> int:
+    """`AuthHelper.authorizedOperations`."""
+    auth = ctx.authorizer
+    if auth is None:
+        return sum(1 << int(op) for op in SUPPORTED_OPERATIONS[resource_type])
+    return int(auth.authorized_operations(str(ctx.principal), ctx.client_host, resource_type, name))
+
+
+def may_write_idempotently(ctx: Any) -> bool:
+    """InitProducerId without a transactional id: IDEMPOTENT_WRITE on the cluster, or WRITE
+    on at least one topic (`authorizeByResourceType`), as `handleInitProducerIdRequest`."""
+    auth = ctx.authorizer
+    if auth is None or allowed_on_cluster(ctx, Op.IDEMPOTENT_WRITE):
+        return True
+    return bool(auth.authorize_by_resource_type(str(ctx.principal), ctx.client_host, Op.WRITE, TOPIC))
+
+
+def describable_topics_filter(ctx: Any) -> Callable[[Iterable[str]], set[str]] | None:
+    """The `OpContext.topic_filter` of this request: None without an authorizer."""
+    if not enabled(ctx):
+        return None
+    return lambda names: authorized(ctx, Op.DESCRIBE, TOPIC, names)
+
+
+def require_subscribed_topics(ctx: Any, names: list[str] | None) -> bool:
+    """ConsumerGroupHeartbeat / ShareGroupHeartbeat: every subscribed topic name must be
+    describable, else the heartbeat answers TOPIC_AUTHORIZATION_FAILED (True here)."""
+    if not names or not enabled(ctx):
+        return False
+    return len(authorized(ctx, Op.DESCRIBE, TOPIC, names)) < len(set(names))
+
+
+def hide_undescribable_topics(ctx: Any, groups: list[Any], assignments: Any) -> None:
+    """ConsumerGroupDescribe / ShareGroupDescribe: a described group any of whose members'
+    `assignments(member)` names a topic the principal may not describe is answered as
+    TOPIC_AUTHORIZATION_FAILED without members (only with an authorizer, as Kafka)."""
+    if not enabled(ctx):
+        return
+    names = {tp.topic_name for g in groups for m in g.members for a in assignments(m)
+             for tp in a.topic_partitions}
+    ok = authorized(ctx, Op.DESCRIBE, TOPIC, names)
+    for g in groups:
+        if any(tp.topic_name not in ok for m in g.members for a in assignments(m)
+               for tp in a.topic_partitions):
+            fresh = type(g)(group_id=g.group_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            error_message="The group has described topic(s) that the client "
+                                          "is not authorized to describe.")
+            for slot in g.__slots__:
+                setattr(g, slot, getattr(fresh, slot))
+
+
+# ConfigResource.Type -> the resource Kafka authorizes and its error (BROKER, BROKER_LOGGER
+# and CLIENT_METRICS are cluster-wide), as `ConfigHelper` / `ControllerApis.authorizeAlterResource`.
+_CONFIG_RESOURCES = {
+    2: (TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    4: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    8: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    16: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    32: (GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+}
+# `Errors.message()` of the authorization errors, which Kafka's `ApiError(Errors)` carries.
+MESSAGES = {
+    int(ErrorCode.TOPIC_AUTHORIZATION_FAILED): "Topic authorization failed.",
+    int(ErrorCode.GROUP_AUTHORIZATION_FAILED): "Group authorization failed.",
+    int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED): "Cluster authorization failed.",
+}
+
+
+def config_resource_error(ctx: Any, op: AclOperation, config_type: int, name: str) -> int:
+    """0, or the error for a config resource the principal may not describe/alter."""
+    entry = _CONFIG_RESOURCES.get(config_type)
+    if entry is None:
+        return 0
+    resource_type, code = entry
+    target = CLUSTER_NAME if resource_type == CLUSTER else name
+    return 0 if allowed(ctx, op, resource_type, target) else int(code)

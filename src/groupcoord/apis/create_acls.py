@@ -1,0 +1,39 @@
+"""CreateAcls (API 30, v1-3): `AclApis.handleCreateAcls` (ALTER on the cluster; every
+creation gets its own result)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.apis import authorization as authz
+from groupcoord.apis.acl_support import NO_AUTHORIZER, binding, has_unknown, not_constructible
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.create_acls import AclCreationResult, CreateAclsResponse
+
+API_KEY = 30
+MIN_VERSION = 1
+MAX_VERSION = 3
+
+
+def error_response(request: Any, version: int, code: int,
+                   message: str | None = None) -> CreateAclsResponse:
+    return CreateAclsResponse(results=[AclCreationResult(error_code=code, error_message=message)
+                                       for _ in request.creations])
+
+
+async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+    if any(has_unknown(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
+           for c in request.creations):
+        ctx.close_connection()
+        return None
+    authz.require_cluster(ctx, authz.Op.ALTER)
+    if ctx.authorizer is None:
+        return error_response(request, version, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
+    if any(not_constructible(c) for c in request.creations):
+        return error_response(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
+    results = ctx.authorizer.create_acls([binding(c) for c in request.creations])
+    # A success carries Kafka's default message, "" (not null).
+    return CreateAclsResponse(results=[
+        AclCreationResult(error_code=r.error_code,
+                          error_message=r.error_message if r.error_code else "")
+        for r in results])
