@@ -132,3 +132,23 @@ def test_a_stalled_tls_handshake_is_dropped_and_others_are_served(
                 assert data == b""  # dropped by the broker after the handshake timeout
             assert b.broker.connection_limits.quotas.total == 0
     run(main())
+
+
+def test_unreadable_key_material_fails_the_start_and_frees_the_port(tmp_path: Path,
+                                                                    tls: TlsMaterial) -> None:
+    import socket
+
+    port = 0
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    async def main() -> None:
+        broker = InProcBroker(tmp_path / "data", listeners=(Listener("127.0.0.1", port, "SSL"),),
+                              security=SecurityConfig(ssl_cert=str(tmp_path / "missing.pem"),
+                                                      ssl_key=str(tls.server_key)))
+        with pytest.raises(OSError):
+            await broker.__aenter__()
+        with socket.socket() as again:  # nothing holds the listener's port any more
+            again.bind(("127.0.0.1", port))
+    run(main())

@@ -112,7 +112,12 @@ class Broker:
         for index, listener in enumerate(cfg.listeners):
             sockets = await bind_listener(listener.host, listener.port)
             port = int(sockets[0].getsockname()[1])
-            security = setup.listener(index, port)
+            try:
+                security = setup.listener(index, port)  # key material, users file, rules
+            except BaseException:
+                for sock in sockets:
+                    sock.close()
+                raise
             server = Acceptor(
                 sockets, limits,
                 lambda address, sec=security: KafkaConnection(  # type: ignore[misc]

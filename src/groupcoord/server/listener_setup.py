@@ -4,10 +4,11 @@ listeners that need them."""
 
 from __future__ import annotations
 
+import logging
 import ssl
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.security.config import PLAIN, uses_sasl, uses_tls
+from groupcoord.security.config import OAUTHBEARER, PLAIN, uses_sasl, uses_tls
 from groupcoord.security.sasl_plain import load_plain_users
 from groupcoord.security.ssl_principal import SslPrincipalMapper
 from groupcoord.server.listener_security import ListenerSecurity
@@ -17,6 +18,8 @@ from groupcoord.server.tls import server_context
 if TYPE_CHECKING:
     from groupcoord.security.scram_store import ScramCredentialStore
     from groupcoord.server.config import BrokerConfig
+
+log = logging.getLogger("groupcoord.server")
 
 
 class ListenerSetup:
@@ -57,6 +60,9 @@ class ListenerSetup:
             mechanisms = security.enabled_mechanisms
             users = (load_plain_users(security.sasl_plain_users)
                      if PLAIN in mechanisms and security.sasl_plain_users else {})
+            if OAUTHBEARER in mechanisms:
+                log.warning("SASL OAUTHBEARER is enabled with unsecured (unsigned) tokens: any "
+                            "client can claim any principal. For tests and development only.")
             self._sasl = SaslServices(
                 mechanisms, self._handlers, self._dispatch, self._scram_store, users,
                 security.connections_max_reauth_ms, self._config.max_request_size,
