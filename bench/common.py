@@ -13,6 +13,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
+TESTS_DIR = REPO_ROOT / "tests"
 RESULTS_DIR = BENCH_DIR / "results"
 LOG_DIR = REPO_ROOT / ".cache" / "bench-logs"
 DATA_DIR = REPO_ROOT / ".cache" / "bench-data"
