@@ -31,7 +31,16 @@ from typing import Any
 
 from bench import clients
 from bench.brokers import BrokerSpec, GroupcoordBroker, KafkaBroker, TansuBroker, start_broker
-from bench.common import LOOPBACK, RESULTS_DIR, Section, median, progress, rel, scrub
+from bench.common import (
+    LOOPBACK,
+    RESULTS_DIR,
+    Section,
+    add_relative,
+    median,
+    progress,
+    rel,
+    scrub,
+)
 from bench.context import BenchContext
 from bench.coordinator import wait_for_coordinator_at
 from bench.group_join import measure_join
@@ -126,7 +135,7 @@ def join_section(specs: list[BrokerSpec], runs: int, sizes: tuple[int, ...],
                 "bimodal ~0.1 s / ~1.9 s spread of groupcoord's runs (Kafka's members "
                 "can meet the same).")],
         columns=[("broker", "broker"), ("members", "members"), ("median_ms", "median ms"),
-                 ("vs_peer", "time vs Tansu"), ("min_ms", "min ms"), ("max_ms", "max ms"),
+                 ("vs_peer", "time vs Tansu"), ("vs_kafka", "time vs Kafka"), ("min_ms", "min ms"), ("max_ms", "max ms"),
                  ("runs", "runs"), ("status", "status")])
     samples, failures = _join_runs(specs, runs, sizes)
     for n in sizes:
@@ -138,7 +147,7 @@ def join_section(specs: list[BrokerSpec], runs: int, sizes: tuple[int, ...],
                 row.update(median_ms=median(ms), min_ms=min(ms), max_ms=max(ms))
             section.rows.append(row)
         section.rows.extend(_pending(unavailable or {}, members=n))
-    _relative(section.rows, "median_ms", "members")
+    add_relative(section.rows, "median_ms", ("members",))
     section.raw = {"ms": {f"{b}/N={n}": v for (b, n), v in samples.items()},
                    "failures": {f"{b}/N={n}": v for (b, n), v in failures.items()}}
     return section
@@ -182,7 +191,8 @@ def rate_section(workload: Workload, specs: list[BrokerSpec], runs: int, groups:
                     f"{window} {request} requests in flight per connection; {seconds:.0f} s "
                     f"timed after {warmup_s:.0f} s warm-up (median of runs).",
         columns=[("broker", "broker"), ("per_core_s", f"{workload.name} per broker CPU-second"),
-                 ("vs_peer", "per CPU-second vs Tansu"), ("cpu_us", f"broker CPU µs/{unit}"),
+                 ("vs_peer", "per CPU-second vs Tansu"),
+                 ("vs_kafka", "per CPU-second vs Kafka"), ("cpu_us", f"broker CPU µs/{unit}"),
                  ("per_s", f"{workload.name}/s wall (median)"), ("best_per_s", "wall (best)"),
                  ("rss_mib", "broker peak RSS MiB"), ("runs", "runs"), ("status", "status")])
     section.notes = [
@@ -214,7 +224,7 @@ def rate_section(workload: Workload, specs: list[BrokerSpec], runs: int, groups:
             row["per_core_s"] = 1e6 / row["cpu_us"]
         section.rows.append(row)
     section.rows.extend(_pending(unavailable or {}))
-    _relative(section.rows, "per_core_s")
+    add_relative(section.rows, "per_core_s")
     section.raw = {"runs": samples, "failures": failures}
     return section
 
@@ -252,14 +262,6 @@ def _rate_runs(workload: Workload, specs: list[BrokerSpec], runs: int, groups: i
     finally:
         os.sched_setaffinity(0, previous)
     return samples, failures
-
-
-def _relative(rows: list[dict[str, Any]], metric: str, match: str | None = None) -> None:
-    for row in rows:
-        peer = next((r for r in rows if r["broker"] == "tansu"
-                     and (match is None or r.get(match) == row.get(match))), None)
-        if peer and isinstance(row.get(metric), float) and peer.get(metric):
-            row["vs_peer"] = f"{row[metric] / peer[metric]:.2f}x"
 
 
 def run(ctx: BenchContext) -> Section:

@@ -42,7 +42,7 @@ def run(ctx: BenchContext) -> Section:
                     "heartbeats (each with the member's epoch and owned partitions). "
                     "Fresh broker per run; broker CPU from /proc (median of runs).",
         columns=[("broker", "broker"), ("join_ms", "join phase ms"),
-                 ("vs_peer", "time vs Tansu"), ("rounds", "rounds after the joins"),
+                 ("vs_kafka", "time vs Kafka"), ("rounds", "rounds after the joins"),
                  ("join_cpu_ms", "broker CPU ms for the join phase"),
                  ("steady_cpu_us", "broker CPU µs/steady heartbeat"),
                  ("steady_per_s", "steady heartbeats/s wall"),
