@@ -79,7 +79,7 @@ def _fmt(key: str, value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "–"
-        if key.endswith("records_per_s"):
+        if key.endswith(("records_per_s", "per_s", "per_core_s")):
             return f"{value:,.0f}"
         if key.endswith(("_ms", "mb_per_s")):
             return f"{value:,.1f}"

@@ -147,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     for benchmark in selected:
         progress(benchmark.NAME, f"--- {benchmark.TITLE} ---")
         run: Callable[[BenchContext], Section] = benchmark.run
+        load_before = machine_load()
         section = run(ctx)
+        section.notes.append(f"Machine load average (1/5/15 min) before this section: "
+                             f"{load_before}, after: {machine_load()}.")
         sections.append(section)
         _print_section(section)
     if args.no_save:
