@@ -1,19 +1,21 @@
-"""Classic consumer groups: formation time and heartbeat rate, groupcoord vs Tansu.
+"""Classic consumer groups: formation time, heartbeat rate and commit rate, groupcoord vs
+Apache Kafka 4.4 vs Tansu.
 
 ``python -m bench.bench_classic_groups`` writes ``bench/results/classic_groups.json`` and
-``bench/results/classic_groups.md``. Two measurements, each broker in the same run:
+``bench/results/classic_groups.md``. Three measurements, each broker in the same run:
 
 - **Join time**: N confluent-kafka consumers (N = 1, 10, 50) form a new group over a
   60-partition topic; time from the last member's first JoinGroup to every member having
   its assignment (`bench/group_join.py`). groupcoord runs with
-  ``--group-initial-rebalance-delay-ms 0`` (Kafka's default delay is 3 s; Tansu has none).
-- **Heartbeat rate**: the broker is pinned to one core (``taskset``) and the load
-  generator to the other; single-member groups on separate connections each keep a window
-  of Heartbeat requests in flight (`bench/group_wire.py`). Reported: heartbeats/s and
-  broker CPU µs per heartbeat.
+  ``--group-initial-rebalance-delay-ms 0`` and Kafka with
+  ``group.initial.rebalance.delay.ms=0`` (Kafka's default delay is 3 s; Tansu has none).
+- **Heartbeat rate** and **commit rate**: the broker is pinned to one core (``taskset``)
+  and the load generator to the other; single-member groups on separate connections each
+  keep a window of Heartbeat (or OffsetCommit) requests in flight (`bench/group_wire.py`).
+  Reported: requests per broker CPU-second, broker CPU µs per request, the wall rate and
+  the broker's peak RSS.
 
-The modules also expose ``NAME``/``TITLE``/``run(ctx)`` so ``bench.run_all`` can include
-them as sections.
+``join_section``/``rate_section`` are also sections of ``bench.run_all``.
 """
 
 from __future__ import annotations
@@ -27,17 +29,33 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.brokers import BrokerSpec, GroupcoordBroker, TansuBroker, start_broker
-from bench.common import LOOPBACK, RESULTS_DIR, Section, median, progress, rel, scrub
+from bench import clients
+from bench.brokers import BrokerSpec, GroupcoordBroker, KafkaBroker, TansuBroker, start_broker
+from bench.common import (
+    LOOPBACK,
+    RESULTS_DIR,
+    Section,
+    add_relative,
+    median,
+    progress,
+    rel,
+    scrub,
+)
 from bench.context import BenchContext
+from bench.coordinator import wait_for_coordinator_at
 from bench.group_join import measure_join
-from bench.group_wire import measure_heartbeats
+from bench.group_wire import COMMITS, HEARTBEATS, TOPIC, Workload, group_ids, measure_rate
 
 NAME = "classic_groups"
 TITLE = "Classic consumer groups"
 SIZES = (1, 10, 50)
 JOIN_PARTITIONS = 60
 BROKER_CPU, CLIENT_CPU = 1, 0
+#: Per-broker notes on how it is configured for the group benchmarks.
+JOIN_NOTE = ("groupcoord runs with --group-initial-rebalance-delay-ms 0 and Kafka with "
+             "group.initial.rebalance.delay.ms=0 (its default is 3 s); Tansu has no such "
+             "setting and holds the first join for about half the session timeout (10 s "
+             "here), hence its ~5 s.")
 
 
 class Tuned(BrokerSpec):
@@ -45,10 +63,13 @@ class Tuned(BrokerSpec):
 
     def __init__(self, base: BrokerSpec, extra: list[str], cpu: int | None = None) -> None:
         self.base, self.extra, self.cpu = base, extra, cpu
-        self.name = base.name
+        self.name, self.ready_timeout_s = base.name, base.ready_timeout_s
 
     def available(self) -> tuple[bool, str]:
         return self.base.available()
+
+    def prepare(self, port: int, data_dir: Path, log_path: Path) -> None:
+        self.base.prepare(port, data_dir, log_path)
 
     def command(self, port: int, data_dir: Path) -> list[str]:
         pin = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
@@ -64,14 +85,30 @@ class Tuned(BrokerSpec):
         return info
 
 
-def _specs(names: list[str], cpu: int | None) -> list[BrokerSpec]:
+def _specs(names: list[str], cpu: int | None) -> tuple[list[BrokerSpec], dict[str, str]]:
+    """The named brokers (pinned to ``cpu`` if given) that can run, and why the others
+    cannot. Kafka's initial rebalance delay is 0 in its properties (tests/helpers/kraft_node)."""
     specs: list[BrokerSpec] = []
     if "groupcoord" in names:
         specs.append(Tuned(GroupcoordBroker(), ["--group-initial-rebalance-delay-ms", "0"],
                            cpu))
+    if "kafka" in names:
+        specs.append(Tuned(KafkaBroker(), [], cpu))
     if "tansu" in names:
         specs.append(Tuned(TansuBroker(), [], cpu))
-    return [s for s in specs if s.available()[0]]
+    usable, unavailable = [], {}
+    for spec in specs:
+        ok, reason = spec.available()
+        if ok:
+            usable.append(spec)
+        else:
+            unavailable[spec.name] = reason
+    return usable, unavailable
+
+
+def _pending(unavailable: dict[str, str], **extra: Any) -> list[dict[str, Any]]:
+    return [{"broker": name, "status": f"pending: {why}", **extra}
+            for name, why in unavailable.items()]
 
 
 def _create_topic(bootstrap: str, topic: str) -> None:
@@ -83,22 +120,22 @@ def _create_topic(bootstrap: str, topic: str) -> None:
     futures[topic].result(timeout=30)
 
 
-def join_section(specs: list[BrokerSpec], runs: int, sizes: tuple[int, ...]) -> Section:
+def join_section(specs: list[BrokerSpec], runs: int, sizes: tuple[int, ...],
+                 unavailable: dict[str, str] | None = None) -> Section:
     section = Section(
         name="classic_join", title="Classic group join time",
         description=f"N confluent-kafka consumers form a new group over a {JOIN_PARTITIONS}-"
                     "partition topic: time from the last member's first JoinGroup to every "
                     "member having its assignment (median of runs).",
-        notes=[("groupcoord runs with --group-initial-rebalance-delay-ms 0; Tansu has no such "
-               "setting and holds the first join for about half the session timeout "
-               "(10 s here), hence its ~5 s."),
+        notes=[JOIN_NOTE,
                ("With no initial delay the first members can complete a generation before "
                 "the rest arrive; the next one then waits for every member to rejoin. "
                 "librdkafka's debug log (cgrp) shows members answered REBALANCE_IN_PROGRESS "
                 "on SyncGroup sending their next JoinGroup about 1.9 s later, which is the "
-                "bimodal ~0.1 s / ~1.9 s spread of groupcoord's runs.")],
+                "bimodal ~0.1 s / ~1.9 s spread of groupcoord's runs (Kafka's members "
+                "can meet the same).")],
         columns=[("broker", "broker"), ("members", "members"), ("median_ms", "median ms"),
-                 ("vs_peer", "time vs Tansu"), ("min_ms", "min ms"), ("max_ms", "max ms"),
+                 ("vs_peer", "time vs Tansu"), ("vs_kafka", "time vs Kafka"), ("min_ms", "min ms"), ("max_ms", "max ms"),
                  ("runs", "runs"), ("status", "status")])
     samples, failures = _join_runs(specs, runs, sizes)
     for n in sizes:
@@ -109,7 +146,8 @@ def join_section(specs: list[BrokerSpec], runs: int, sizes: tuple[int, ...]) -> 
             if ms:
                 row.update(median_ms=median(ms), min_ms=min(ms), max_ms=max(ms))
             section.rows.append(row)
-    _relative(section.rows, "median_ms", "members")
+        section.rows.extend(_pending(unavailable or {}, members=n))
+    add_relative(section.rows, "median_ms", ("members",))
     section.raw = {"ms": {f"{b}/N={n}": v for (b, n), v in samples.items()},
                    "failures": {f"{b}/N={n}": v for (b, n), v in failures.items()}}
     return section
@@ -127,6 +165,7 @@ def _join_runs(specs: list[BrokerSpec], runs: int, sizes: tuple[int, ...]
                     topic = group = f"join-{n}-{i}"
                     try:
                         _create_topic(broker.bootstrap, topic)
+                        wait_for_coordinator_at(broker.bootstrap, group)
                         ms = measure_join(broker.bootstrap, topic, group, n)["seconds"] * 1000
                     except Exception as exc:  # noqa: BLE001 - recorded in the table
                         failures[(spec.name, n)] = f"{type(exc).__name__}: {exc}"
@@ -137,24 +176,41 @@ def _join_runs(specs: list[BrokerSpec], runs: int, sizes: tuple[int, ...]
     return samples, failures
 
 
-def heartbeat_section(specs: list[BrokerSpec], runs: int, groups: int, window: int,
-                      seconds: float) -> Section:
+def rate_section(workload: Workload, specs: list[BrokerSpec], runs: int, groups: int,
+                 window: int, warmup_s: float, seconds: float,
+                 unavailable: dict[str, str] | None = None) -> Section:
+    """Requests per broker CPU-second of `workload` (heartbeats or commits), each broker
+    pinned to one core."""
+    what = {"heartbeats": ("Heartbeat", "heartbeat"), "commits": ("OffsetCommit", "commit")}
+    request, unit = what[workload.name]
     section = Section(
-        name="classic_heartbeat", title="Classic heartbeat rate on one broker core",
+        name=f"classic_{workload.name}",
+        title=f"Classic {unit} rate on one broker core",
         description=f"Broker pinned to CPU {BROKER_CPU}, load generator to CPU {CLIENT_CPU}. "
                     f"{groups} single-member classic groups, one connection each, "
-                    f"{window} Heartbeat requests in flight per connection; {seconds:.0f} s "
-                    "timed after 1 s warm-up (median of runs).",
-        columns=[("broker", "broker"), ("per_core_s", "heartbeats per broker CPU-second"),
-                 ("vs_peer", "per CPU-second vs Tansu"), ("cpu_us", "broker CPU µs/heartbeat"),
-                 ("per_s", "heartbeats/s wall (median)"), ("best_per_s", "wall (best)"),
-                 ("runs", "runs"), ("status", "status")])
+                    f"{window} {request} requests in flight per connection; {seconds:.0f} s "
+                    f"timed after {warmup_s:.0f} s warm-up (median of runs).",
+        columns=[("broker", "broker"), ("per_core_s", f"{workload.name} per broker CPU-second"),
+                 ("vs_peer", "per CPU-second vs Tansu"),
+                 ("vs_kafka", "per CPU-second vs Kafka"), ("cpu_us", f"broker CPU µs/{unit}"),
+                 ("per_s", f"{workload.name}/s wall (median)"), ("best_per_s", "wall (best)"),
+                 ("rss_mib", "broker peak RSS MiB"), ("runs", "runs"), ("status", "status")])
     section.notes = [
-        ("The capacity of one broker core is heartbeats per CPU-second of the broker process "
-        "(user+system time from /proc during the timed window). The wall-clock rate also "
-        "depends on how much of its core the broker gets on a shared machine and on the "
-        "load generator; it is shown for reference.")]
-    samples, failures = _heartbeat_runs(specs, runs, groups, window, seconds)
+        (f"The capacity of one broker core is {workload.name} per CPU-second of the broker "
+         "process (user+system time of all its threads from /proc during the timed window; "
+         "for Kafka that includes JIT compilation and GC). The wall-clock rate also depends "
+         "on how much of its core the broker gets on a shared machine and on the load "
+         "generator; it is shown for reference."),
+        ("Kafka handles one request per connection at a time (it stops reading a connection "
+         "until the response is sent); the others keep theirs in flight."),
+    ]
+    if workload is COMMITS:
+        section.notes.append(
+            "Each OffsetCommit (v9 at most, as the Java 3.9 client) carries the member's "
+            f"generation and member id and one offset of `{TOPIC}` partition 0; every commit "
+            "is appended to `__consumer_offsets` (groupcoord: --fsync interval; Kafka: its "
+            "default flush policy, no fsync per append; Tansu: in-memory storage).")
+    samples, failures = _rate_runs(workload, specs, runs, groups, window, warmup_s, seconds)
     for spec in specs:
         got = samples.get(spec.name, [])
         row: dict[str, Any] = {"broker": spec.name, "runs": len(got),
@@ -162,17 +218,20 @@ def heartbeat_section(specs: list[BrokerSpec], runs: int, groups: int, window: i
         if got:
             row.update(per_s=median([s["per_s"] for s in got]),
                        best_per_s=max(s["per_s"] for s in got),
-                       cpu_us=median([s["broker_cpu_s"] / s["heartbeats"] * 1e6
-                                      for s in got]))
+                       cpu_us=median([s["broker_cpu_s"] / s["requests"] * 1e6
+                                      for s in got]),
+                       rss_mib=max(s["rss_mib"] for s in got))
             row["per_core_s"] = 1e6 / row["cpu_us"]
         section.rows.append(row)
-    _relative(section.rows, "per_core_s")
+    section.rows.extend(_pending(unavailable or {}))
+    add_relative(section.rows, "per_core_s")
     section.raw = {"runs": samples, "failures": failures}
     return section
 
 
-def _heartbeat_runs(specs: list[BrokerSpec], runs: int, groups: int, window: int,
-                    seconds: float) -> tuple[dict[str, list[dict[str, float]]], dict[str, str]]:
+def _rate_runs(workload: Workload, specs: list[BrokerSpec], runs: int, groups: int,
+               window: int, warmup_s: float, seconds: float
+               ) -> tuple[dict[str, list[dict[str, float]]], dict[str, str]]:
     """Per broker, the measurements of each run (fresh pinned broker); failures by name."""
     samples: dict[str, list[dict[str, float]]] = {}
     failures: dict[str, str] = {}
@@ -182,54 +241,75 @@ def _heartbeat_runs(specs: list[BrokerSpec], runs: int, groups: int, window: int
         for i in range(runs):
             for spec in (specs if i % 2 == 0 else list(reversed(specs))):
                 try:
-                    with start_broker(spec, f"heartbeat-{i}") as broker:
-                        out = asyncio.run(measure_heartbeats(
-                            LOOPBACK, broker.port, groups, window, 1.0, seconds,
-                            broker.cpu_seconds))
+                    with start_broker(spec, f"{workload.name}-{i}") as broker:
+                        note = clients.create_topic(broker.bootstrap, TOPIC)
+                        if note:
+                            progress(NAME, f"{spec.name}: {note}")
+                        for group in group_ids(groups):
+                            wait_for_coordinator_at(broker.bootstrap, group)
+                        out = asyncio.run(measure_rate(
+                            LOOPBACK, broker.port, workload, groups, window, warmup_s,
+                            seconds, broker.cpu_seconds))
+                        out["rss_mib"] = broker.rss_peak_mib() or float("nan")
                 except Exception as exc:  # noqa: BLE001 - recorded in the table
                     failures[spec.name] = f"{type(exc).__name__}: {exc}"
-                    progress(NAME, f"{spec.name} heartbeat run {i + 1}: FAILED {exc}")
+                    progress(NAME, f"{spec.name} {workload.name} run {i + 1}: FAILED {exc}")
                     continue
                 samples.setdefault(spec.name, []).append(out)
-                progress(NAME, f"{spec.name} heartbeat run {i + 1}: {out['per_s']:,.0f}/s")
+                progress(NAME, f"{spec.name} {workload.name} run {i + 1}: "
+                               f"{out['per_s']:,.0f}/s wall, "
+                               f"{out['broker_cpu_s'] / out['requests'] * 1e6:.0f} µs CPU each")
     finally:
         os.sched_setaffinity(0, previous)
     return samples, failures
 
 
-def _relative(rows: list[dict[str, Any]], metric: str, match: str | None = None) -> None:
-    for row in rows:
-        peer = next((r for r in rows if r["broker"] == "tansu"
-                     and (match is None or r.get(match) == row.get(match))), None)
-        if peer and isinstance(row.get(metric), float) and peer.get(metric):
-            row["vs_peer"] = f"{row[metric] / peer[metric]:.2f}x"
-
-
 def run(ctx: BenchContext) -> Section:
-    """`bench.run_all` entry point: the join-time section (heartbeats: run this module)."""
-    names = [s.name for s in ctx.brokers]
-    return join_section(_specs(names, None), ctx.runs, SIZES)
+    """`bench.run_all` section: classic join time."""
+    specs, unavailable = _specs([s.name for s in ctx.brokers] + list(ctx.unavailable), None)
+    return join_section(specs, ctx.runs, ctx.join_sizes, unavailable)
+
+
+def run_heartbeats(ctx: BenchContext) -> Section:
+    """`bench.run_all` section: heartbeats per broker CPU-second."""
+    return _run_rate(ctx, HEARTBEATS)
+
+
+def run_commits(ctx: BenchContext) -> Section:
+    """`bench.run_all` section: offset commits per broker CPU-second."""
+    return _run_rate(ctx, COMMITS)
+
+
+def _run_rate(ctx: BenchContext, workload: Workload) -> Section:
+    specs, unavailable = _specs([s.name for s in ctx.brokers] + list(ctx.unavailable),
+                                BROKER_CPU)
+    return rate_section(workload, specs, ctx.runs, ctx.group_connections, ctx.group_window,
+                        ctx.group_warmup_s, ctx.group_seconds, unavailable)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_classic_groups",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--brokers", default="groupcoord,tansu")
-    parser.add_argument("--runs", type=int, default=3, help="heartbeat runs per broker")
+    parser.add_argument("--brokers", default="groupcoord,kafka,tansu")
+    parser.add_argument("--runs", type=int, default=3, help="heartbeat/commit runs per broker")
     parser.add_argument("--join-runs", type=int, default=5, help="join runs per broker")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--hb-groups", type=int, default=16)
     parser.add_argument("--hb-window", type=int, default=32)
+    parser.add_argument("--hb-warmup", type=float, default=3.0)
     parser.add_argument("--hb-seconds", type=float, default=5.0)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "classic_groups.json")
     args = parser.parse_args(argv)
     names = args.brokers.split(",")
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    sections = [join_section(_specs(names, None), args.join_runs, sizes),
-                heartbeat_section(_specs(names, BROKER_CPU), args.runs, args.hb_groups,
-                                  args.hb_window, args.hb_seconds)]
-    _write(args, argv if argv is not None else sys.argv[1:], sections, _specs(names, None))
+    free, unavailable = _specs(names, None)
+    pinned, _ = _specs(names, BROKER_CPU)
+    sections = [join_section(free, args.join_runs, sizes, unavailable)]
+    sections += [rate_section(w, pinned, args.runs, args.hb_groups, args.hb_window,
+                              args.hb_warmup, args.hb_seconds, unavailable)
+                 for w in (HEARTBEATS, COMMITS)]
+    _write(args, argv if argv is not None else sys.argv[1:], sections, free)
     return 0
 
 

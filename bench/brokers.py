@@ -1,8 +1,9 @@
 """The brokers under test and a context manager that runs one on a loopback port.
 
-A ``BrokerSpec`` knows how to build the command line for a port and data directory and
-whether it can run on this machine. ``start_broker`` spawns it, waits for the first
-successful ApiVersions round trip and stops it afterwards (only the process it started).
+A ``BrokerSpec`` knows how to prepare a data directory (untimed), build the command line for
+a port and data directory, and whether it can run on this machine. ``start_broker`` spawns
+it, waits for the first successful ApiVersions round trip and stops it afterwards (only the
+process it started).
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import peers
-from bench.common import DATA_DIR, LOG_DIR, LOOPBACK, free_port, rel
+from bench.common import DATA_DIR, LOG_DIR, LOOPBACK, TESTS_DIR, free_port, rel
 from bench.probe import wait_ready
+
+# Apache Kafka's single-node KRaft layout is shared with the conformance suite's reference
+# broker (tests/helpers/kraft_node.py), which imports nothing of groupcoord.
+if str(TESTS_DIR) not in sys.path:
+    sys.path.append(str(TESTS_DIR))
+from helpers.kraft_node import KAFKA_VERSION, KafkaNodeError, KraftNode, ensure_jars
 
 READY_TIMEOUT_S = 30.0
 
@@ -30,10 +37,15 @@ class BrokerSpec:
 
     #: Short identifier used in tables and JSON.
     name: str = ""
+    #: Seconds from spawn to the first ApiVersions answer before the start counts as failed.
+    ready_timeout_s: float = READY_TIMEOUT_S
 
     def available(self) -> tuple[bool, str]:
         """Return (usable, reason); ``reason`` explains why it is not usable."""
         raise NotImplementedError
+
+    def prepare(self, port: int, data_dir: Path, log_path: Path) -> None:
+        """Untimed set-up of a fresh ``data_dir`` before the spawn (nothing by default)."""
 
     def command(self, port: int, data_dir: Path) -> list[str]:
         """Command line that serves on ``127.0.0.1:port`` with state under ``data_dir``."""
@@ -131,6 +143,64 @@ class GroupcoordBroker(BrokerSpec):
                 "flags": f"serve --listen 127.0.0.1:PORT --data-dir DIR --fsync {self.fsync}"}
 
 
+class KafkaBroker(BrokerSpec):
+    """Apache Kafka 4.4 (JVM), single-node KRaft, with the heap and GC options of Kafka's own
+    start scripts (``kafka-server-start.sh``: -Xmx1G -Xms1G; ``kafka-run-class.sh``: G1).
+
+    Each start formats a fresh data dir first (``kafka-storage format``, a JVM run of its
+    own) in ``prepare``, so start-up is timed from the spawn of ``kafka.Kafka``.
+    """
+
+    name = "kafka"
+    ready_timeout_s = 120.0
+    HEAP_OPTS = ("-Xmx1G", "-Xms1G")
+    JVM_PERFORMANCE_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                            "-XX:InitiatingHeapOccupancyPercent=35",
+                            "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
+                            "-Djava.awt.headless=true")
+    FORMAT_TIMEOUT_S = 120.0
+
+    def __init__(self) -> None:
+        self._nodes: dict[int, KraftNode] = {}
+        #: Wall seconds of each ``kafka-storage format`` run, reported beside start-up.
+        self.format_s: list[float] = []
+
+    def available(self) -> tuple[bool, str]:
+        if shutil.which("java") is None:
+            return False, "no `java` on PATH (Java 17+ is needed)"
+        try:
+            ensure_jars()
+        except KafkaNodeError as exc:
+            return False, f"Kafka {KAFKA_VERSION} jars unavailable: {exc}"
+        return True, ""
+
+    def _jvm_options(self) -> list[str]:
+        return [*self.HEAP_OPTS, *self.JVM_PERFORMANCE_OPTS]
+
+    def prepare(self, port: int, data_dir: Path, log_path: Path) -> None:
+        # Kafka's log goes to standard output, which start_broker keeps in ``log_path``.
+        node = KraftNode(data_dir, port, free_port(), self._jvm_options())
+        started = time.perf_counter()
+        node.format(self.FORMAT_TIMEOUT_S)
+        self.format_s.append(time.perf_counter() - started)
+        self._nodes[port] = node
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        return self._nodes[port].server_command()
+
+    def describe(self) -> dict[str, str]:
+        node = KraftNode(Path("DIR"), 0, 0, self._jvm_options())
+        settings = {k: v for k, v in node.properties().items()
+                    if k.startswith(("group.", "num.partitions"))}
+        return {"name": self.name, "version": f"Apache Kafka {KAFKA_VERSION}",
+                "source": "Maven Central (`make reference`), run as "
+                          "`java -cp 'libs/*' kafka.Kafka server.properties`",
+                "storage": "log.dirs on local disk, single-node KRaft (broker+controller), "
+                           "Kafka's default flush policy (no fsync per write)",
+                "flags": " ".join(self._jvm_options()) + "; "
+                         + ", ".join(f"{k}={v}" for k, v in settings.items())}
+
+
 def all_brokers(groupcoord_fsync: Sequence[str] = ("interval",)) -> dict[str, BrokerSpec]:
     """The brokers the harness knows, by name, in table order.
 
@@ -141,6 +211,7 @@ def all_brokers(groupcoord_fsync: Sequence[str] = ("interval",)) -> dict[str, Br
     for mode in groupcoord_fsync:
         name = "groupcoord" if len(groupcoord_fsync) == 1 else f"groupcoord[fsync={mode}]"
         brokers[name] = GroupcoordBroker(mode, name)
+    brokers["kafka"] = KafkaBroker()
     brokers["tansu"] = TansuBroker()
     return brokers
 
@@ -238,6 +309,11 @@ def start_broker(spec: BrokerSpec, tag: str) -> Iterator[RunningBroker]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=DATA_DIR))
     log_path = LOG_DIR / f"{spec.name}-{tag}.log"
     port = free_port()
+    try:
+        spec.prepare(port, data_dir, log_path)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        raise BrokerFailed(f"{spec.name} could not be prepared: {exc}") from exc
     cmd = spec.command(port, data_dir)
     env = spec.env()
     with open(log_path, "wb") as log:
@@ -248,7 +324,7 @@ def start_broker(spec: BrokerSpec, tag: str) -> Iterator[RunningBroker]:
     try:
         try:
             running.connect_s, running.ready_s = wait_ready(
-                LOOPBACK, port, deadline=spawn + READY_TIMEOUT_S,
+                LOOPBACK, port, deadline=spawn + spec.ready_timeout_s,
                 alive=lambda: proc.poll() is None)
         except (TimeoutError, RuntimeError) as exc:
             tail = running.log_tail()

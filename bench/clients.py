@@ -50,14 +50,15 @@ CONSUMER_CONFIG: dict[str, Any] = {
 
 
 def create_topic(bootstrap: str, topic: str, timeout_s: float = 15.0,
-                 security: dict[str, Any] | None = None) -> str:
-    """Create a one-partition topic and wait until metadata shows a leader for it.
+                 partitions: int = 1, security: dict[str, Any] | None = None) -> str:
+    """Create a topic (one partition by default) and wait until metadata shows a leader for
+    every partition.
 
     Returns "" on success. If CreateTopics itself fails, returns the error text and leaves
     the topic to auto-creation by the producer's warm-up record (callers record the note).
     """
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4, **(security or {})})
-    futures = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
                                   request_timeout=timeout_s)
     try:
         futures[topic].result(timeout=timeout_s)
@@ -68,8 +69,8 @@ def create_topic(bootstrap: str, topic: str, timeout_s: float = 15.0,
     while time.monotonic() < deadline:
         md = admin.list_topics(topic=topic, timeout=5)
         tmd = md.topics.get(topic)
-        if tmd is not None and tmd.error is None and 0 in tmd.partitions \
-                and tmd.partitions[0].leader >= 0:
+        if tmd is not None and tmd.error is None and len(tmd.partitions) == partitions \
+                and all(p.leader >= 0 for p in tmd.partitions.values()):
             return ""
         time.sleep(0.05)
     raise TimeoutError(f"topic {topic} has no leader after {timeout_s}s")

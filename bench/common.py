@@ -13,6 +13,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
+TESTS_DIR = REPO_ROOT / "tests"
 RESULTS_DIR = BENCH_DIR / "results"
 LOG_DIR = REPO_ROOT / ".cache" / "bench-logs"
 DATA_DIR = REPO_ROOT / ".cache" / "bench-data"
@@ -103,6 +104,7 @@ THROUGHPUT_COLUMNS: list[tuple[str, str]] = [
     ("mb_per_s", "MB/s (median)"),
     ("best_records_per_s", "records/s (best)"),
     ("vs_peer", "rate vs Tansu"),
+    ("vs_kafka", "rate vs Kafka"),
     ("broker_cpu_us_per_record", "broker CPU µs/record (median)"),
     ("broker_rss_mib", "broker peak RSS MiB"),
     ("runs", "runs"),
@@ -135,15 +137,17 @@ def throughput_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 PEER = "tansu"
+#: Row key -> broker every other row is compared with (Tansu, the peer; Kafka, the reference).
+RELATIVE_TO = {"vs_peer": PEER, "vs_kafka": "kafka"}
 
 
-def add_relative(rows: list[dict[str, Any]], metric: str, match: Sequence[str] = (),
-                 key: str = "vs_peer") -> None:
-    """Set ``row[key]`` = row's ``metric`` / the peer's ``metric`` in the row with equal
-    ``match`` fields (e.g. the same acks), formatted like ``0.42x``."""
-    for row in rows:
-        peer = next((r for r in rows if r.get("broker") == PEER
-                     and all(r.get(m) == row.get(m) for m in match)), None)
-        mine, theirs = row.get(metric), peer.get(metric) if peer else None
-        if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)) and theirs:
-            row[key] = f"{mine / theirs:.2f}x"
+def add_relative(rows: list[dict[str, Any]], metric: str, match: Sequence[str] = ()) -> None:
+    """Set ``row["vs_peer"]`` / ``row["vs_kafka"]`` = row's ``metric`` / Tansu's / Kafka's
+    ``metric`` in the row with equal ``match`` fields (e.g. the same acks), like ``0.42x``."""
+    for key, other in RELATIVE_TO.items():
+        for row in rows:
+            peer = next((r for r in rows if r.get("broker") == other
+                         and all(r.get(m) == row.get(m) for m in match)), None)
+            mine, theirs = row.get(metric), peer.get(metric) if peer else None
+            if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)) and theirs:
+                row[key] = f"{mine / theirs:.2f}x"

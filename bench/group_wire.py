@@ -1,11 +1,12 @@
-"""A raw asyncio Kafka client for the heartbeat benchmark: join single-member classic groups,
-then keep a window of Heartbeat requests in flight on every connection.
+"""A raw asyncio Kafka client for the heartbeat and commit benchmarks: join single-member
+classic groups, then keep a window of Heartbeat (or OffsetCommit) requests in flight on every
+connection.
 
 Real clients send one heartbeat every few seconds per member, so no client library can load
-a broker's heartbeat path; this one sends pre-encoded Heartbeat frames back to back and only
-counts response frames, which keeps the load generator far cheaper per request than the
-broker it measures. Versions are negotiated with ApiVersions, capped at versions both
-brokers under test serve.
+a broker's heartbeat path; this one sends pre-encoded frames back to back and only counts
+response frames, which keeps the load generator far cheaper per request than the broker it
+measures. Versions are negotiated with ApiVersions, capped at what the Java 3.9 client sends.
+The caller makes sure the coordinator serves every group first (`bench/coordinator.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,12 @@ from groupcoord.wire.generated.join_group import (
     JoinGroupRequest,
     JoinGroupRequestProtocol,
     JoinGroupResponse,
+)
+from groupcoord.wire.generated.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
 )
 from groupcoord.wire.generated.sync_group import (
     SyncGroupRequest,
@@ -45,11 +53,14 @@ MEMBER_ID_REQUIRED = 79
 REBALANCE_IN_PROGRESS = 27
 # Highest versions used: what the Java 3.9 client sends for the classic protocol.
 WANTED = {JoinGroupRequest.API_KEY: 9, SyncGroupRequest.API_KEY: 5,
-          HeartbeatRequest.API_KEY: 4}
+          HeartbeatRequest.API_KEY: 4, OffsetCommitRequest.API_KEY: 9}
 CLIENT_ID = "bench-hb"
+#: The topic the members subscribe to and commit offsets for (it must exist on Kafka).
+TOPIC = "bench-hb"
+
 # Real consumer-protocol bytes: Tansu answers an empty assignment with REBALANCE_IN_PROGRESS.
-SUBSCRIPTION = encode_subscription(["bench-hb"])
-ASSIGNMENT = encode_assignment({"bench-hb": [0]})
+SUBSCRIPTION = encode_subscription([TOPIC])
+ASSIGNMENT = encode_assignment({TOPIC: [0]})
 SESSION_TIMEOUT_MS = 6_000
 
 
@@ -133,22 +144,54 @@ async def join_single_member_group(conn: Conn, group_id: str) -> Member:
     raise RuntimeError(f"{group_id}: no stable generation after 10 rounds")
 
 
+def _heartbeat(member: Member) -> HeartbeatRequest:
+    return HeartbeatRequest(group_id=member.group_id, generation_id=member.generation,
+                            member_id=member.member_id)
+
+
+def _commit(member: Member) -> OffsetCommitRequest:
+    # A consumer's commit: its generation and member id, one offset of its partition.
+    partition = OffsetCommitRequestPartition(partition_index=0, committed_offset=42,
+                                             committed_metadata="")
+    return OffsetCommitRequest(group_id=member.group_id,
+                               generation_id_or_member_epoch=member.generation,
+                               member_id=member.member_id,
+                               topics=[OffsetCommitRequestTopic(name=TOPIC,
+                                                                partitions=[partition])])
+
+
 async def heartbeat_check(member: Member) -> int:
     """One Heartbeat round trip; returns its error code (0 when the group is Stable)."""
     version = member.conn.versions[HeartbeatRequest.API_KEY]
-    request = HeartbeatRequest(group_id=member.group_id, generation_id=member.generation,
-                               member_id=member.member_id)
-    return int((await member.conn.call(request, version, HeartbeatResponse)).error_code)
+    return int((await member.conn.call(_heartbeat(member), version,
+                                       HeartbeatResponse)).error_code)
 
 
-async def blast(member: Member, window: int, stop_at: float, counts: list[int]) -> None:
-    """Keep `window` heartbeats in flight until `stop_at` (loop clock); count responses in
-    `counts[0]`. Responses are counted by their size prefixes in whole reads and replaced
+async def commit_check(member: Member) -> int:
+    """One OffsetCommit round trip; returns the partition's error code."""
+    version = member.conn.versions[OffsetCommitRequest.API_KEY]
+    response = await member.conn.call(_commit(member), version, OffsetCommitResponse)
+    return int(response.topics[0].partitions[0].error_code)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What each member sends back to back, and the round trip that checks it succeeds."""
+
+    name: str
+    request: Callable[[Member], Any]
+    check: Callable[[Member], Awaitable[int]]
+
+
+HEARTBEATS = Workload("heartbeats", _heartbeat, heartbeat_check)
+COMMITS = Workload("commits", _commit, commit_check)
+
+
+async def blast(member: Member, frame: bytes, window: int, stop_at: float,
+                counts: list[int]) -> None:
+    """Keep `window` copies of `frame` in flight until `stop_at` (loop clock); count responses
+    in `counts[0]`. Responses are counted by their size prefixes in whole reads and replaced
     by one write per read, so the generator costs far less per request than a broker."""
-    version = member.conn.versions[HeartbeatRequest.API_KEY]
-    frame = encode_frame(HeartbeatRequest(group_id=member.group_id,
-                                          generation_id=member.generation,
-                                          member_id=member.member_id), version, 7)
     writer, reader = member.conn.writer, member.conn.reader
     writer.write(frame * window)
     outstanding = window
@@ -173,34 +216,42 @@ async def blast(member: Member, window: int, stop_at: float, counts: list[int]) 
             outstanding += done
 
 
-async def measure_heartbeats(host: str, port: int, groups: int, window: int,
-                             warmup_s: float, seconds: float,
-                             cpu: Any) -> dict[str, float]:
-    """Join `groups` single-member groups, then blast heartbeats on all of them.
+def group_ids(groups: int) -> list[str]:
+    """The ids of the single-member groups `measure_rate` joins."""
+    return [f"bench-hb-{i}" for i in range(groups)]
+
+
+async def measure_rate(host: str, port: int, workload: Workload, groups: int, window: int,
+                       warmup_s: float, seconds: float, cpu: Any) -> dict[str, float]:
+    """Join `groups` single-member groups, then blast `workload` requests on all of them.
 
     `cpu()` returns the broker's CPU seconds so far; the rate and the broker CPU are taken
-    over the `seconds` after `warmup_s`.
+    over the `seconds` after `warmup_s`. The workload's check must succeed before and after.
     """
     conns = [await Conn.open(host, port) for _ in range(groups)]
-    members = await asyncio.gather(*(join_single_member_group(c, f"bench-hb-{i}")
-                                     for i, c in enumerate(conns)))
-    errors = [await heartbeat_check(m) for m in members]
+    members = await asyncio.gather(*(join_single_member_group(c, group)
+                                     for c, group in zip(conns, group_ids(groups))))
+    errors = [await workload.check(m) for m in members]
     if any(errors):
-        raise RuntimeError(f"heartbeat errors before the run: {sorted(set(errors))}")
+        raise RuntimeError(f"{workload.name}: errors before the run: {sorted(set(errors))}")
     counts = [0]
     loop = asyncio.get_running_loop()
     stop_at = loop.time() + warmup_s + seconds
-    tasks = [asyncio.create_task(blast(m, window, stop_at, counts)) for m in members]
+    tasks = []
+    for m in members:
+        request = workload.request(m)
+        frame = encode_frame(request, m.conn.versions[type(request).API_KEY], 7)
+        tasks.append(asyncio.create_task(blast(m, frame, window, stop_at, counts)))
     await asyncio.sleep(warmup_s)
     start_count, start_wall, start_cpu = counts[0], time.perf_counter(), cpu()
     await asyncio.sleep(seconds)
     done, wall, used = counts[0] - start_count, time.perf_counter() - start_wall, cpu()
     await asyncio.gather(*tasks)
-    after = await heartbeat_check(members[0])
+    after = await workload.check(members[0])
     if after:
-        raise RuntimeError(f"heartbeat error {after} after the run: the group was disturbed")
+        raise RuntimeError(f"{workload.name}: error {after} after the run")
     for c in conns:
         c.close()
     cpu_s = None if used is None or start_cpu is None else used - start_cpu
-    return {"heartbeats": done, "seconds": wall, "per_s": done / wall,
+    return {"requests": done, "seconds": wall, "per_s": done / wall,
             "broker_cpu_s": cpu_s if cpu_s is not None else float("nan")}

