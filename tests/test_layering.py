@@ -25,6 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "server": {"wire", "logformat", "coordinator", "apis", "storage", "security"},
     "cli": {"wire", "logformat", "coordinator", "apis", "storage", "server", "analytics", "security"},
     "analytics": {"wire", "logformat"},
+    # The embedded broker and pytest plugin for other projects' test suites: a top layer.
+    "testing": {"wire", "logformat", "coordinator", "apis", "storage", "server", "security"},
 }
 
 PURE = {"wire", "logformat", "coordinator", "apis"}
