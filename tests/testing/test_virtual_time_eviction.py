@@ -1,0 +1,119 @@
+"""Virtual time with real clients: a member with a 45 s session timeout that stopped
+heartbeating (SIGKILLed, so no LeaveGroup) is evicted and the group rebalances onto the
+survivor in well under 2 s of wall time.
+
+Only the broker's clock is virtual. The survivor keeps heartbeating on real time, so its own
+session (300 s) is longer than the jump; it hears of the rebalance at its next heartbeat
+(200 ms) and takes over every partition. Both members are the same client, each in its own
+process (`vt_member.py`), so every client is tested the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers.wire_client import WireConnection
+
+from groupcoord.testing import KafkaBroker
+from groupcoord.wire.generated.create_topics import CreatableTopic, CreateTopicsRequest
+from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest
+
+pytestmark = pytest.mark.interop
+
+MEMBER_SCRIPT = Path(__file__).with_name("vt_member.py")
+PARTITIONS = 2
+VICTIM_SESSION_MS = 45_000
+SURVIVOR_SESSION_MS = 300_000
+HEARTBEAT_MS = 200
+SETUP_TIMEOUT_S = 60.0
+WALL_BUDGET_S = 2.0
+
+
+class Member:
+    """A `vt_member.py` process and the assignments it reported."""
+
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str,
+                 session_ms: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, topic, group,
+             str(session_ms), str(HEARTBEAT_MS)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.parts: list[int] = []
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+
+    def wait_for(self, parts: list[int] | int, timeout: float) -> None:
+        """Until the member owns `parts` (a list), or that many partitions (an int)."""
+        def done() -> bool:
+            return len(self.parts) == parts if isinstance(parts, int) else self.parts == parts
+        deadline = time.monotonic() + timeout
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"member owns {self.parts}, expected {parts}")
+            try:
+                self.parts = json.loads(self._lines.get(timeout=remaining))["parts"]
+            except queue.Empty:
+                continue
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def _wire(broker: KafkaBroker) -> WireConnection:
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    return WireConnection(host, int(port), client_id="vt-test")
+
+
+def _members(conn: WireConnection, group: str) -> int:
+    return len(conn.call(DescribeGroupsRequest(groups=[group]), 3).groups[0].members)
+
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
+def test_a_dead_member_is_evicted_after_45_virtual_seconds(
+        client: str, unique_topic: str, unique_group: str) -> None:
+    with KafkaBroker(clock="manual") as broker:
+        conn = _wire(broker)
+        created = conn.call(CreateTopicsRequest(topics=[CreatableTopic(
+            name=unique_topic, num_partitions=PARTITIONS, replication_factor=1)],
+            timeout_ms=5000), 4)
+        assert created.topics[0].error_code == 0
+        victim = Member(client, broker.bootstrap_servers, unique_topic, unique_group,
+                        VICTIM_SESSION_MS)
+        survivor = None
+        try:
+            victim.wait_for([0, 1], SETUP_TIMEOUT_S)
+            survivor = Member(client, broker.bootstrap_servers, unique_topic, unique_group,
+                              SURVIVOR_SESSION_MS)
+            survivor.wait_for(1, SETUP_TIMEOUT_S)  # one partition each
+            victim.wait_for([p for p in range(PARTITIONS) if p not in survivor.parts],
+                            SETUP_TIMEOUT_S)
+            victim.kill()
+
+            started = time.monotonic()
+            broker.advance(VICTIM_SESSION_MS - 1000)
+            assert _members(conn, unique_group) == 2  # not yet: the session has 1 s left
+            broker.advance(1000)
+            survivor.wait_for([0, 1], WALL_BUDGET_S)
+            elapsed = time.monotonic() - started
+            assert _members(conn, unique_group) == 1
+            assert elapsed < WALL_BUDGET_S
+            print(f"{client}: evicted and rebalanced in {elapsed * 1000:.0f} ms of wall time")
+        finally:
+            victim.kill()
+            if survivor is not None:
+                survivor.kill()
+            conn.close()
