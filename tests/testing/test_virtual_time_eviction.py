@@ -5,7 +5,8 @@ survivor in well under 2 s of wall time.
 Only the broker's clock is virtual. The survivor keeps heartbeating on real time, so its own
 session (300 s) is longer than the jump; it hears of the rebalance at its next heartbeat
 (200 ms) and takes over every partition. Both members are the same client, each in its own
-process (`vt_member.py`), so every client is tested the same way.
+process (`vt_member.py`, or the Java harness's `group-members` mode), so every client is
+tested the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers.java import harness_command
 from helpers.wire_client import WireConnection
 
 from groupcoord.testing import KafkaBroker
@@ -36,15 +39,32 @@ SETUP_TIMEOUT_S = 60.0
 WALL_BUDGET_S = 2.0
 
 
+def member_command(client: str, bootstrap: str, topic: str, group: str,
+                   session_ms: int) -> list[str]:
+    if client == "java":
+        return [*harness_command("group-members"), "--bootstrap", bootstrap, "--topic", topic,
+                "--group", group, "--assignor", "range",
+                "--prop", f"session.timeout.ms={session_ms}",
+                "--prop", f"heartbeat.interval.ms={HEARTBEAT_MS}"]
+    return [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, topic, group,
+            str(session_ms), str(HEARTBEAT_MS)]
+
+
 class Member:
-    """A `vt_member.py` process and the assignments it reported."""
+    """One member process and the partitions it last reported owning: `vt_member.py`
+    lines (`parts`), or the Java harness's `group-members` events (eager `range`, so an
+    `assigned` event is the whole new assignment)."""
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str,
                  session_ms: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, topic, group,
-             str(session_ms), str(HEARTBEAT_MS)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            member_command(client, bootstrap, topic, group, session_ms),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        if client == "java":
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("start 0\n")
+            self.proc.stdin.flush()
         self.parts: list[int] = []
         self._lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -64,9 +84,17 @@ class Member:
             if remaining <= 0:
                 raise AssertionError(f"member owns {self.parts}, expected {parts}")
             try:
-                self.parts = json.loads(self._lines.get(timeout=remaining))["parts"]
+                self._apply(json.loads(self._lines.get(timeout=remaining)))
             except queue.Empty:
                 continue
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        if "ev" not in event:
+            self.parts = event["parts"]
+        elif event["ev"] == "assigned":
+            self.parts = sorted(event["parts"])
+        elif event["ev"] in ("revoked", "lost"):
+            self.parts = [p for p in self.parts if p not in event["parts"]]
 
     def kill(self) -> None:
         self.proc.kill()
@@ -82,7 +110,7 @@ def _members(conn: WireConnection, group: str) -> int:
     return len(conn.call(DescribeGroupsRequest(groups=[group]), 3).groups[0].members)
 
 
-@pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
+@pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka", "java"])
 def test_a_dead_member_is_evicted_after_45_virtual_seconds(
         client: str, unique_topic: str, unique_group: str) -> None:
     with KafkaBroker(clock="manual") as broker:
