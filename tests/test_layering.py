@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "security": {"wire", "logformat", "storage"},
     "apis": {"wire", "logformat", "coordinator", "storage", "security"},
     "server": {"wire", "logformat", "coordinator", "apis", "storage", "security"},
-    "cli": {"wire", "logformat", "coordinator", "apis", "storage", "server", "analytics", "security"},
+    "cli": {"wire", "logformat", "coordinator", "apis", "storage", "server", "analytics", "security",
+            "testing"},
     "analytics": {"wire", "logformat"},
     # The embedded broker and pytest plugin for other projects' test suites: a top layer.
     "testing": {"wire", "logformat", "coordinator", "apis", "storage", "server", "security"},

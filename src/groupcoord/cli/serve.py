@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from groupcoord.cli import security_args
-from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig
+from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
 from groupcoord.server.connection_quotas import INT_MAX
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
 
@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
                    help="allow access to resources without any ACL "
                         "(allow.everyone.if.no.acl.found)")
+    p.add_argument("--clock", choices=("system", "manual"), default="system",
+                   help="system: real time; manual: virtual time for tests, standing still "
+                        "until advanced through --control-listen (docs/testing.md)")
+    p.add_argument("--control-listen", default=None, metavar="HOST:PORT",
+                   help="HTTP/JSON control endpoint of a --clock manual broker "
+                        "(GET /clock, POST /clock/advance)")
     security_args.add_arguments(p)
     p.add_argument("--log-level", default="info",
                    choices=("debug", "info", "warning", "error"))
@@ -110,23 +116,48 @@ def _group_configs(items: list[str]) -> dict[str, str]:
     return out
 
 
-async def serve(config: BrokerConfig) -> None:
+def _control_listener(ns: argparse.Namespace) -> Listener | None:
+    """The control endpoint of a manual clock; each option needs the other."""
+    if ns.clock == "manual" and ns.control_listen is None:
+        raise ValueError("--clock manual needs --control-listen (the way to advance it)")
+    if ns.clock == "system" and ns.control_listen is not None:
+        raise ValueError("--control-listen serves a --clock manual broker")
+    return Listener.parse(ns.control_listen) if ns.control_listen is not None else None
+
+
+async def serve(config: BrokerConfig, control_listen: Listener | None = None) -> None:
+    """Run until a signal; with `control_listen`, on virtual time advanced through it."""
     from groupcoord.server.broker import Broker
     from groupcoord.server.fd_limits import raise_nofile_limit
 
     raise_nofile_limit()  # connections and log segments share the descriptor table
-    broker = Broker(config)
+    control = None
+    if control_listen is None:
+        broker = Broker(config)
+    else:
+        from groupcoord.testing.control import ControlServer
+        from groupcoord.testing.virtual_clock import LoopManualClock
+
+        clock = LoopManualClock()
+        broker = Broker(config, clock=clock)
+        control = ControlServer(clock, lambda: broker)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await broker.start()
+    if control is not None and control_listen is not None:
+        port = await control.start(control_listen.host, control_listen.port)
+        log.info("groupcoord control listening on %s:%d (virtual time)",
+                 control_listen.host, port)
     for bound in broker.bound:
         log.info("groupcoord listening on %s:%d (%s)", bound.host, bound.port, bound.name)
     try:
         await stop.wait()
     finally:
         log.info("groupcoord shutting down")
+        if control is not None:
+            await control.stop()
         await broker.stop()
 
 
@@ -149,11 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         config = config_from_args(ns)
+        control = _control_listener(ns)
     except ValueError as exc:
         sys.stderr.write(f"groupcoord serve: {exc}\n")
         return 2
     try:
-        _run(serve(config))
+        _run(serve(config, control))
     except (OSError, ValueError) as exc:  # ports, key material, users file, mapping rules
         log.error("cannot start: %s", exc)
         return 1

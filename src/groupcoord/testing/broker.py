@@ -10,9 +10,10 @@ Without `data_dir` the logs go to a temporary directory removed on `stop()`: the
 in-memory storage mode, the broker keeps Kafka's on-disk layout even here (with
 `fsync=never`, so the page cache absorbs it).
 
-`clock="manual"` (in-process only) gives virtual time: the broker's clock stands still
-until `advance(ms)` (or `broker.clock.advance(ms)`), so a 45 s session timeout expires in
-milliseconds of wall time.
+`clock="manual"` gives virtual time: the broker's clock stands still until `advance(ms)`
+(or `broker.clock.advance(ms)`), so a 45 s session timeout expires in milliseconds of wall
+time. A subprocess on virtual time is `serve --clock manual --control-listen`, advanced
+over its HTTP control endpoint.
 
 Test-friendly defaults, as Kafka's test images set them: no initial rebalance delay
 (`group.initial.rebalance.delay.ms=0`) and no fsync. Anything else is a keyword argument
@@ -34,6 +35,7 @@ from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.testing.broker_process import ServeProcess
+from groupcoord.testing.control_client import HttpClock
 from groupcoord.testing.virtual_clock import LoopManualClock, VirtualClock
 
 T = TypeVar("T")
@@ -53,9 +55,6 @@ class KafkaBroker:
                  **config: Any) -> None:
         if clock not in CLOCKS:
             raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
-        if subprocess and clock == "manual":
-            raise ValueError("virtual time needs the in-process broker: `serve` has no way "
-                             "to advance its clock yet")
         if subprocess and config:
             raise ValueError(f"BrokerConfig fields are for the in-process broker; pass "
                              f"`serve` options as extra_args: {sorted(config)}")
@@ -73,7 +72,8 @@ class KafkaBroker:
         # Holds the temporary data dir and the subprocess's log; removed on stop.
         self._scratch: Path | None = None
         self._manual = LoopManualClock(start_ms) if start_ms is not None else LoopManualClock()
-        self.clock: VirtualClock | None = None
+        # Set while a manual-clock broker runs: in-process, or over the control endpoint.
+        self.clock: VirtualClock | HttpClock | None = None
         self.broker: Broker | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -107,6 +107,7 @@ class KafkaBroker:
             if self._process is not None:
                 self._process.stop()
                 self._process = None
+                self.clock = None
             if self.broker is not None:
                 broker, self.broker = self.broker, None
                 self.call(broker.stop())
@@ -191,7 +192,11 @@ class KafkaBroker:
                 "--fsync", "never", "--group-initial-rebalance-delay-ms", "0"]
         for name, value in self.group_config.items():
             args += ["--group-config", f"{name}={value}"]
+        if self.clock_kind == "manual":
+            args += ["--clock", "manual", "--control-listen", f"{self.host}:0"]
         assert self._scratch is not None
         process = ServeProcess(args + self.extra_args, self._scratch / "serve.log")
         self._process = process
         self.port = process.start()
+        if self.clock_kind == "manual":
+            self.clock = HttpClock(self.host, process.control_port())

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 READY = re.compile(r"groupcoord listening on \S+:(\d+)")
+# Logged before READY by a `--clock manual` broker.
+CONTROL = re.compile(r"groupcoord control listening on \S+:(\d+)")
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.01
@@ -50,6 +52,12 @@ class ServeProcess:
         self.kill()
         raise BrokerStartError(f"groupcoord serve did not listen within {READY_TIMEOUT_S} s:\n"
                                f"{self._log_from(offset)}")
+
+    def control_port(self) -> int:
+        match = CONTROL.search(self.log_text())
+        if match is None:
+            raise BrokerStartError(f"no control endpoint announced:\n{self.log_text()}")
+        return int(match.group(1))
 
     def stop(self) -> None:
         """SIGTERM (a clean shutdown), SIGKILL if it does not exit in time."""
