@@ -40,25 +40,29 @@ WALL_BUDGET_S = 2.0
 
 
 def member_command(client: str, bootstrap: str, topic: str, group: str,
-                   session_ms: int) -> list[str]:
+                   session_ms: int, protocol: str) -> list[str]:
+    if client == "java" and protocol == "consumer":
+        return [*harness_command("group-members"), "--bootstrap", bootstrap, "--topic", topic,
+                "--group", group, "--group-protocol", "consumer"]
     if client == "java":
         return [*harness_command("group-members"), "--bootstrap", bootstrap, "--topic", topic,
                 "--group", group, "--assignor", "range",
                 "--prop", f"session.timeout.ms={session_ms}",
                 "--prop", f"heartbeat.interval.ms={HEARTBEAT_MS}"]
     return [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, topic, group,
-            str(session_ms), str(HEARTBEAT_MS)]
+            str(session_ms), str(HEARTBEAT_MS), protocol]
 
 
 class Member:
     """One member process and the partitions it last reported owning: `vt_member.py`
-    lines (`parts`), or the Java harness's `group-members` events (eager `range`, so an
-    `assigned` event is the whole new assignment)."""
+    lines (`parts`), or the Java harness's `group-members` events (classic: eager `range`,
+    so an `assigned` event is the whole new assignment; consumer protocol: incremental)."""
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str,
-                 session_ms: int) -> None:
+                 session_ms: int, protocol: str = "classic") -> None:
+        self.incremental = protocol == "consumer"
         self.proc = subprocess.Popen(
-            member_command(client, bootstrap, topic, group, session_ms),
+            member_command(client, bootstrap, topic, group, session_ms, protocol),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True)
         if client == "java":
@@ -92,7 +96,8 @@ class Member:
         if "ev" not in event:
             self.parts = event["parts"]
         elif event["ev"] == "assigned":
-            self.parts = sorted(event["parts"])
+            base = self.parts if self.incremental else []
+            self.parts = sorted(set(base) | set(event["parts"]))
         elif event["ev"] in ("revoked", "lost"):
             self.parts = [p for p in self.parts if p not in event["parts"]]
 
@@ -140,6 +145,65 @@ def test_a_dead_member_is_evicted_after_45_virtual_seconds(
             assert _members(conn, unique_group) == 1
             assert elapsed < WALL_BUDGET_S
             print(f"{client}: evicted and rebalanced in {elapsed * 1000:.0f} ms of wall time")
+        finally:
+            victim.kill()
+            if survivor is not None:
+                survivor.kill()
+            conn.close()
+
+
+# KIP-848: the session timeout is the broker's (group.consumer.session.timeout.ms, 45 s for
+# every member), so a single 45 s jump would expire the survivor too. The test jumps 30 s,
+# waits for the survivor's next heartbeat (it renews its session to 30 + 45 s), then jumps
+# the remaining 15 s, which only the silent member's session does not outlive.
+CONSUMER_SESSION_MS = 45_000
+FIRST_JUMP_MS = 30_000
+
+
+def _wait_for_deadline(broker: KafkaBroker, deadline_ms: int, timeout: float) -> None:
+    assert broker.clock is not None
+    limit = time.monotonic() + timeout
+    while deadline_ms not in broker.clock.pending():
+        assert time.monotonic() < limit, f"no timer at {deadline_ms}"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_a_dead_consumer_protocol_member_is_evicted_after_45_virtual_seconds(
+        client: str, unique_topic: str, unique_group: str) -> None:
+    group_config = {"group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                    "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS)}
+    with KafkaBroker(clock="manual", group_config=group_config) as broker:
+        assert broker.clock is not None
+        conn = _wire(broker)
+        created = conn.call(CreateTopicsRequest(topics=[CreatableTopic(
+            name=unique_topic, num_partitions=PARTITIONS, replication_factor=1)],
+            timeout_ms=5000), 4)
+        assert created.topics[0].error_code == 0
+        victim = Member(client, broker.bootstrap_servers, unique_topic, unique_group, 0,
+                        "consumer")
+        survivor = None
+        try:
+            victim.wait_for([0, 1], SETUP_TIMEOUT_S)
+            survivor = Member(client, broker.bootstrap_servers, unique_topic, unique_group, 0,
+                              "consumer")
+            survivor.wait_for(1, SETUP_TIMEOUT_S)
+            victim.wait_for([p for p in range(PARTITIONS) if p not in survivor.parts],
+                            SETUP_TIMEOUT_S)
+            victim.kill()
+
+            started = time.monotonic()
+            start_ms = broker.clock.now_ms()
+            broker.advance(FIRST_JUMP_MS)
+            _wait_for_deadline(broker, start_ms + FIRST_JUMP_MS + CONSUMER_SESSION_MS,
+                               WALL_BUDGET_S)
+            assert survivor.parts != [0, 1]
+            broker.advance(CONSUMER_SESSION_MS - FIRST_JUMP_MS)
+            survivor.wait_for([0, 1], WALL_BUDGET_S)
+            elapsed = time.monotonic() - started
+            assert elapsed < WALL_BUDGET_S
+            print(f"{client} (consumer protocol): evicted and reassigned in "
+                  f"{elapsed * 1000:.0f} ms of wall time")
         finally:
             victim.kill()
             if survivor is not None:

@@ -1,8 +1,9 @@
 """One consumer-group member of a Python Kafka client in a process of its own, so that a
 test can SIGKILL it: a member that vanishes without LeaveGroup, whose session must expire.
 
-`python vt_member.py CLIENT BOOTSTRAP TOPIC GROUP SESSION_MS HEARTBEAT_MS` (CLIENT:
-confluent, kafka-python, aiokafka) subscribes and polls until killed, printing one JSON line
+`python vt_member.py CLIENT BOOTSTRAP TOPIC GROUP SESSION_MS HEARTBEAT_MS [PROTOCOL]` (CLIENT:
+confluent, kafka-python, aiokafka; PROTOCOL classic, or consumer for confluent, whose
+timeouts are then the broker's) subscribes and polls until killed, printing one JSON line
 `{"parts": [...]}` each time its assignment changes (the partitions it owns, sorted).
 """
 
@@ -29,12 +30,17 @@ def report_changes() -> Callable[[list[int]], None]:
     return report
 
 
-def confluent(bootstrap: str, topic: str, group: str, session_ms: int, hb_ms: int) -> None:
+def confluent(bootstrap: str, topic: str, group: str, session_ms: int, hb_ms: int,
+              protocol: str = "classic") -> None:
     from confluent_kafka import Consumer
 
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-        "session.timeout.ms": session_ms, "heartbeat.interval.ms": hb_ms})
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group,
+                              "enable.auto.commit": False}
+    if protocol == "consumer":
+        config["group.protocol"] = "consumer"
+    else:
+        config.update({"session.timeout.ms": session_ms, "heartbeat.interval.ms": hb_ms})
+    consumer = Consumer(config)
     consumer.subscribe([topic])
     report = report_changes()
     while True:
@@ -71,8 +77,11 @@ def main(argv: list[str]) -> None:
     client, bootstrap, topic, group = argv[:4]
     session_ms, hb_ms = int(argv[4]), int(argv[5])
     args: Any = (bootstrap, topic, group, session_ms, hb_ms)
+    protocol = argv[6] if len(argv) > 6 else "classic"
+    if protocol != "classic" and client != "confluent":
+        raise SystemExit(f"{client}: classic protocol only")
     if client == "confluent":
-        confluent(*args)
+        confluent(*args, protocol)
     elif client == "kafka-python":
         kafka_python(*args)
     elif client == "aiokafka":
