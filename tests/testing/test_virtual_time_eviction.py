@@ -60,6 +60,7 @@ class Member:
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str,
                  session_ms: int, protocol: str = "classic") -> None:
+        self.name = f"{client} member (session {session_ms} ms)"
         self.incremental = protocol == "consumer"
         self.proc = subprocess.Popen(
             member_command(client, bootstrap, topic, group, session_ms, protocol),
@@ -86,7 +87,8 @@ class Member:
         while not done():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"member owns {self.parts}, expected {parts}")
+                raise AssertionError(f"{self.name} owns {self.parts} after {timeout} s, "
+                                     f"expected {parts}")
             try:
                 self._apply(json.loads(self._lines.get(timeout=remaining)))
             except queue.Empty:
