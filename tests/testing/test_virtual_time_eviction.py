@@ -60,7 +60,8 @@ class Member:
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str,
                  session_ms: int, protocol: str = "classic") -> None:
-        self.name = f"{client} member (session {session_ms} ms)"
+        self.name = (f"{client} consumer-protocol member" if protocol == "consumer"
+                     else f"{client} member (session {session_ms} ms)")
         self.incremental = protocol == "consumer"
         self.proc = subprocess.Popen(
             member_command(client, bootstrap, topic, group, session_ms, protocol),
