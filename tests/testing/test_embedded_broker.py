@@ -124,3 +124,17 @@ def test_advance_is_safe_from_any_thread_and_time_only_moves_forward() -> None:
         assert broker.clock.now_ms() == 1_001_000
         with pytest.raises(ValueError):
             broker.clock.advance(-1)
+
+
+@pytest.mark.parametrize("subprocess", [False, True], ids=["in-process", "subprocess"])
+def test_a_failed_start_raises_and_leaves_nothing_behind(subprocess: bool) -> None:
+    with KafkaBroker() as first:
+        port = int(first.bootstrap_servers.rsplit(":", 1)[1])
+        second = KafkaBroker(port=port, subprocess=subprocess)
+        threads_before = threading.active_count()
+        with pytest.raises((OSError, RuntimeError)):
+            second.start()
+        assert not second.running
+        assert second.data_dir is None  # its temporary directory is gone
+        assert threading.active_count() == threads_before
+        assert _api_versions_ok(first)
