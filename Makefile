@@ -101,7 +101,7 @@ conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
 interop: venv java-check jars client-jars
-	$(PYTEST) -m interop tests/interop
+	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv
 	$(VENV)/bin/ruff check src tests tools bench
