@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from groupcoord.apis.errors import ApiError
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 

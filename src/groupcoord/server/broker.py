@@ -20,8 +20,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
-from groupcoord.server.clock import SystemClock
 from groupcoord.server.authorization import build_authorizer
+from groupcoord.server.clock import SystemClock
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
