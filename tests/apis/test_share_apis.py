@@ -343,18 +343,29 @@ def test_delete_group_state_forgets_every_partition(tmp_path: Path) -> None:
     run(go())
 
 
-def test_leaving_member_releases_its_records(tmp_path: Path) -> None:
+def test_leaving_member_keeps_its_session_until_its_final_acknowledge(tmp_path: Path) -> None:
+    """A closing consumer sends its leave heartbeat and its final ShareAcknowledge (epoch -1)
+    at once; the heartbeat may win. As in Kafka (handleShareGroupHeartbeat never touches the
+    share sessions), the acknowledgement still applies, and records a member held are
+    released only by that final request (or its connection closing, or lock expiry)."""
     async def go() -> None:
         async with InProcBroker(tmp_path) as b:
             tid = setup(b, 3)
-            c = await b.client()
-            await set_configs(c, G, share_auto_offset_reset="earliest")
-            await join(c, member="m1")
-            await join(c, member="m2")
-            assert acquired(await fetch(c, tid, 0, member="m1")) == [(0, 2, 1)]
+            c1, c2 = await b.client(), await b.client()
+            await set_configs(c1, G, share_auto_offset_reset="earliest")
+            await join(c1, member="m1")
+            await join(c2, member="m2")
+            assert acquired(await fetch(c1, tid, 0, member="m1")) == [(0, 2, 1)]
             leave = sgh.ShareGroupHeartbeatRequest(group_id=G, member_id="m1", member_epoch=-1)
-            assert (await c.call(leave, 1, sgh.ShareGroupHeartbeatResponse)).member_epoch == -1
-            assert acquired(await fetch(c, tid, 0, member="m2")) == [(0, 2, 2)]
+            assert (await c1.call(leave, 1, sgh.ShareGroupHeartbeatResponse)).member_epoch == -1
+            assert acquired(await fetch(c2, tid, 0, member="m2")) == []  # still m1's
+            final = await ack(c1, tid, -1, [(0, 0, [1])], member="m1")
+            assert final.error_code == 0
+            assert [p.error_code for t in final.responses for p in t.partitions] == [0]
+            # The final request ended m1's session and released offsets 1-2, which m1 never
+            # acknowledged (SharePartitionManager.releaseSession).
+            assert (G, "m1") not in b.broker.shares.sessions.sessions
+            assert acquired(await fetch(c2, tid, 0, member="m2")) == [(1, 2, 2)]
     run(go())
 
 

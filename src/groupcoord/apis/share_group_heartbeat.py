@@ -40,8 +40,10 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return shard.share_group_heartbeat(request, version, op_ctx, now_ms, image, overrides)
     response = await ctx.groups.call(request.group_id, run)
-    if request.member_epoch == LEAVE_EPOCH and response.error_code == 0:
-        ctx.shares.member_left(request.group_id, request.member_id)
-    elif response.error_code == 0:
+    # A leave touches only the group, as in Kafka's handleShareGroupHeartbeat: the member's
+    # share session and acquired records stay until its final ShareFetch/ShareAcknowledge
+    # (epoch -1, which a closing consumer sends next, often racing this heartbeat), its
+    # connection closes, or the locks expire.
+    if request.member_epoch != LEAVE_EPOCH and response.error_code == 0:
         await share_state_init.initialize_after_heartbeat(ctx, request.group_id)
     return as_version(response, version)

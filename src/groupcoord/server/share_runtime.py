@@ -240,15 +240,6 @@ class ShareRuntime:
             if sp is not None and topic is not None:
                 self._release(sp, session.member_id, topic.name)
 
-    def member_left(self, group_id: str, member_id: str) -> None:
-        """Release what a member that left the group holds (`ShareGroupListener.onMemberLeave`)
-        and drop its share session."""
-        self.sessions.sessions.pop((group_id, member_id), None)
-        for (gid, topic_id, _index), sp in list(self.partitions.items()):
-            topic = self.broker.topics.by_id(topic_id)
-            if gid == group_id and topic is not None:
-                self._release(sp, member_id, topic.name)
-
     def _release(self, sp: SharePartition, member_id: str, topic_name: str) -> None:
         """Release the member's records; a failed write leaves them to their lock expiry."""
         change = sp.plan_release_member(member_id)
