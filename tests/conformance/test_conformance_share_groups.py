@@ -65,7 +65,10 @@ FETCH_VERSION = 2
 ACK_VERSION = 2
 M1, M2 = consumer.member_id(1), consumer.member_id(2)
 ACCEPT, RELEASE, REJECT = 1, 2, 3
-MAX_WAIT_MS = 2_000
+# Fetches that expect records wait up to this long: Kafka initialises a share partition's
+# state asynchronously and, on a loaded machine, answered a 2 s first fetch with nothing.
+# Both brokers answer as soon as records are acquired (MinBytes 1).
+MAX_WAIT_MS = 10_000
 
 
 def heartbeat(c: Conversation, step: str, group: str, member: str, epoch: int,

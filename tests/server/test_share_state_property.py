@@ -28,6 +28,7 @@ from share_state_support import (
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.share.partition import RecordState
+from groupcoord.coordinator.share.sessions import ShareSession
 from groupcoord.logformat.batch import build_batch
 from groupcoord.wire.errors import ErrorCode
 
@@ -91,8 +92,9 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]]) -> None:
                                 ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 if code == 0 and kind == 1:
                     acknowledged.add(offset)
-            elif item[0] == "leave":
-                shares.member_left(GROUP, item[1])
+            elif item[0] == "leave":  # the member's session ends (final fetch, lost connection)
+                shares.release_session(ShareSession(GROUP, item[1], partitions={
+                    (sp.topic_id, sp.partition): None}))
             elif item[0] == "advance":
                 clock.advance(item[1])
             else:
