@@ -12,13 +12,14 @@ harness measures Kafka without sharing groupcoord's code.
 
 from __future__ import annotations
 
-import base64
+import os
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from groupcoord.wire.kafka_uuid import random_uuid, uuid_text
 
 KAFKA_VERSION = "4.4.0"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -76,13 +77,9 @@ def ensure_jars() -> Path:
 
 
 def cluster_id() -> str:
-    """A random Kafka cluster id: a UUID in URL-safe base64 without padding, as `Uuid`.
-    Like `Uuid.randomUuid`, never one starting with "-": the storage tool's argument parser
-    would take it for an option (1 start in 64 failed that way)."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
+    """A random Kafka cluster id, as `Uuid.randomUuid` makes it (never one starting with "-":
+    the storage tool's argument parser would take it for an option)."""
+    return uuid_text(random_uuid(os.urandom))
 
 
 class KraftNode:
