@@ -29,7 +29,7 @@ from groupcoord.wire.generated.describe_configs import (
 GROUP = 32
 SET, DELETE = 0, 1
 SOURCE_GROUP, SOURCE_DEFAULT = 8, 5
-TYPES = {"int": 3, "bool": 1, "choice": 2}  # ConfigType INT, BOOLEAN, STRING
+TYPES = {"int": 3, "bool": 1, "choice": 2, "string": 2}  # ConfigType INT, BOOLEAN, STRING
 
 
 def coordinator_config(ctx: Any) -> GroupCoordinatorConfig:

@@ -20,6 +20,7 @@ SOURCE_DEFAULT = 5
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
 
 LONG_MAX = str(2**63 - 1)
+DLQ_GROUP_ENABLE = "errors.deadletterqueue.group.enable"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("compression.type", TYPE_STRING, "producer", "compression.type",
               ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
     ConfigDef("delete.retention.ms", TYPE_LONG, "86400000", "log.cleaner.delete.retention.ms"),
+    # KIP-1191: only a topic with this set may be a share group's dead-letter topic.
+    ConfigDef(DLQ_GROUP_ENABLE, TYPE_BOOLEAN, "false"),
     ConfigDef("file.delete.delay.ms", TYPE_LONG, "60000", "log.segment.delete.delay.ms"),
     ConfigDef("flush.messages", TYPE_LONG, LONG_MAX, "log.flush.interval.messages"),
     ConfigDef("flush.ms", TYPE_LONG, LONG_MAX, "log.flush.interval.ms"),

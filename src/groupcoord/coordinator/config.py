@@ -61,6 +61,10 @@ class GroupCoordinatorConfig:
     group_share_delivery_count_limit: int = 5
     group_share_partition_max_record_locks: int = 2_000
     group_share_max_share_sessions: int = 2_000
+    # KIP-1191 (`GroupCoordinatorConfig`, Kafka 4.4): whether a missing DLQ topic is
+    # created, and the prefix every DLQ topic name must have ("" = any name).
+    errors_deadletterqueue_auto_create_topics_enable: bool = False
+    errors_deadletterqueue_topic_name_prefix: str = "dlq."
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -84,6 +88,10 @@ class GroupCoordinatorConfig:
                 values[name] = tuple(a.strip() for a in text.split(",") if a.strip())
             elif name == "group_consumer_migration_policy":
                 values[name] = text.strip().lower()
+            elif name == "errors_deadletterqueue_auto_create_topics_enable":
+                values[name] = _boolean(name, text)
+            elif name == "errors_deadletterqueue_topic_name_prefix":
+                values[name] = text.strip()
             else:
                 values[name] = int(text)
         config = cls(**values)  # type: ignore[arg-type]
@@ -134,3 +142,10 @@ class GroupCoordinatorConfig:
         within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
                self.group_share_min_record_lock_duration_ms,
                self.group_share_max_record_lock_duration_ms)
+
+
+def _boolean(name: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"Invalid value {text} for configuration {name.replace('_', '.')}")
+    return value == "true"

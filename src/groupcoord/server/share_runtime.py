@@ -16,6 +16,9 @@ Mirrors Kafka's `SharePartitionManager` (broker side) with the default state per
   records come back.
 - One clock timer per share-partition fires at its earliest lock deadline (keyed soft
   state, never persisted), and a release wakes parked ShareFetches of that partition.
+- A change that moved records to ARCHIVING (KIP-1191) hands the share-partition to the
+  DLQ writer (`share_dlq`), which writes their DLQ records and then ARCHIVED; at start-up
+  it resumes every persisted ARCHIVING record.
 
 Single-threaded on the event loop: no locks.
 """
@@ -30,11 +33,17 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock, TimerHandle
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import broker_defaults, by_duration_ms, share_config
-from groupcoord.coordinator.share.partition import Acquired, ShareChange, SharePartition
+from groupcoord.coordinator.share.partition import (
+    Acquired,
+    ShareChange,
+    ShareConfig,
+    SharePartition,
+)
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
 from groupcoord.coordinator.share.state_store import snapshot_record
 from groupcoord.server import share_admin
 from groupcoord.server.share_configs import GroupConfigStore
+from groupcoord.server.share_dlq import ShareDlq, share_version_supports_dlq
 from groupcoord.server.share_state import STATE_TOPIC, ShareStateLog
 from groupcoord.storage.transactions import collect_aborted_txns
 from groupcoord.wire.errors import ErrorCode
@@ -68,6 +77,7 @@ class ShareRuntime:
         self.group_configs = GroupConfigStore(broker.config.data_dir)
         self.defaults = broker_defaults(settings)
         self._timers: dict[SPKey, tuple[int, TimerHandle]] = {}
+        self.dlq = ShareDlq(self)
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -76,8 +86,12 @@ class ShareRuntime:
         count = self.state.start()
         if count:
             log.info("loaded %d share-state records", count)
+        resumed = self.dlq.resume()
+        if resumed:
+            log.info("resuming the DLQ writes of %d share-partitions", resumed)
 
     async def stop(self) -> None:
+        self.dlq.stop()
         for _deadline, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -94,7 +108,7 @@ class ShareRuntime:
         return sp
 
     def _initialize(self, key: SPKey, topic_name: str) -> SharePartition:
-        config = share_config(self.group_configs.get(key[0]), self.defaults)
+        config = self.config_of(key[0])
         persisted = self.store.get(key)
         if persisted is None or persisted.start_offset < 0:
             start = self._reset_offset(topic_name, key[2], config.auto_offset_reset)
@@ -124,6 +138,7 @@ class ShareRuntime:
     def drop(self, key: SPKey) -> None:
         """Forget a live share-partition (its state was reset or deleted)."""
         self.partitions.pop(key, None)
+        self.dlq.forget(key)
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer[1].cancel()
@@ -149,6 +164,8 @@ class ShareRuntime:
             # out from it; the client retries against the new share-partition.
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         sp.apply_locks(change)
+        if change.causes:
+            self.dlq.schedule(sp, topic_name)
         if change.durable and sp.next_fetch_offset() < sp.end_offset:
             self.broker.waiters.notify((topic_name, sp.partition))
         self._arm(sp, topic_name)
@@ -253,13 +270,18 @@ class ShareRuntime:
 
     def reconfigure(self, group_id: str) -> None:
         """Apply changed group configs to the group's live share-partitions."""
-        config = share_config(self.group_configs.get(group_id), self.defaults)
+        config = self.config_of(group_id)
         for key, sp in self.partitions.items():
             if key[0] == group_id:
                 sp.config = config
 
     def lock_duration_ms(self, group_id: str) -> int:
-        return share_config(self.group_configs.get(group_id), self.defaults).record_lock_duration_ms
+        return self.config_of(group_id).record_lock_duration_ms
+
+    def config_of(self, group_id: str) -> ShareConfig:
+        """The group's effective share-partition settings."""
+        return share_config(self.group_configs.get(group_id), self.defaults,
+                            share_version_supports_dlq())
 
 
     # -- admin (DescribeShareGroupOffsets / Alter / Delete, `groupcoord groups`) ---------

@@ -10,6 +10,8 @@ O(records touched), not O(window)). The outcome is a `ShareChange`:
 - the soft part, `locks`: records acquired (or renewed) by a live member, with owner,
   delivery count and lock deadline. Kafka keeps acquisition locks in memory only, and so
   does this: `SharePartition.apply_locks` takes them once the records are written;
+- `causes`: why each record it moved to ARCHIVING goes to the dead-letter topic (soft, as
+  Kafka keeps it; `SharePartition.apply_locks` takes them with the locks);
 - `result`: what the caller answers (acquired records, an error code, a count).
 
 Mirrors the order of Kafka's `SharePartition`: in-memory state changes are computed, the
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from groupcoord.coordinator.share.dlq import DlqCause
 from groupcoord.coordinator.share.records_state import (
     TERMINAL,
     InFlight,
@@ -45,6 +48,7 @@ class Draft:
         self.end = sp.end_offset
         self.touched: dict[int, InFlight] = {}
         self.dirty: dict[int, tuple[int, int]] = {}
+        self.causes: dict[int, DlqCause] = {}
         self.start_moved = False
 
     def peek(self, offset: int) -> InFlight:
@@ -72,10 +76,20 @@ class Draft:
             self.dirty[offset] = (int(new), rec.delivery_count)
 
     def release_one(self, offset: int, rec: InFlight) -> None:
-        """Lock expiry or release: archive at the delivery limit (`IFS.tryUpdateState`)."""
-        limit = self.sp.config.delivery_count_limit
-        target = RecordState.ARCHIVED if rec.delivery_count >= limit else RecordState.AVAILABLE
-        self.move(offset, rec, target)
+        """Lock expiry or release: at the delivery limit the record is done, through the
+        DLQ when the group has one (`InFlightState.tryUpdateState`)."""
+        if rec.delivery_count < self.sp.config.delivery_count_limit:
+            self.move(offset, rec, RecordState.AVAILABLE)
+        else:
+            self.archive(offset, rec, DlqCause.DELIVERY_COUNT_EXCEEDED)
+
+    def archive(self, offset: int, rec: InFlight, cause: DlqCause) -> None:
+        """ARCHIVING with `cause` when the group has a DLQ, else ARCHIVED at once."""
+        if self.sp.config.dlq:
+            self.move(offset, rec, RecordState.ARCHIVING)
+            self.causes[offset] = cause
+        else:
+            self.move(offset, rec, RecordState.ARCHIVED)
 
     def advance_start(self) -> None:
         start = self.start
@@ -97,9 +111,10 @@ class Draft:
         items = sorted((o, s, c) for o, (s, c) in self.dirty.items())
         locks = {o: r for o, r in self.touched.items()
                  if r.state == RecordState.ACQUIRED and o >= self.start}
+        causes = {o: c for o, c in self.causes.items() if o >= self.start}
         return ShareChange(self.start, self.start_moved or bool(items),
                            [StateBatch(*run) for run in runs(items)], locks, self.end,
-                           result, self)
+                           result, self, causes)
 
 
 @dataclass(slots=True)
@@ -113,6 +128,7 @@ class ShareChange:
     end_offset: int
     result: object = None
     draft: Draft | None = field(default=None, repr=False)
+    causes: dict[int, DlqCause] = field(default_factory=dict)
 
     def durable_batches(self) -> list[StateBatch]:
         """The whole window after the change, as a restart must see it (for a

@@ -1,4 +1,5 @@
-"""Group-level dynamic configs of share groups (Kafka `GroupConfig`, the `share.*` part).
+"""Group-level dynamic configs of share groups (Kafka `GroupConfig`, the `share.*` part
+and KIP-1191's `errors.deadletterqueue.*` names).
 
 Set per group with IncrementalAlterConfigs on a GROUP resource; unset names fall back to
 the broker value (`group.share.*`, `broker_defaults`), else Kafka's default. `validate` raises `ValueError` with Kafka's kind of message for an
@@ -17,11 +18,15 @@ from groupcoord.coordinator.share.partition import ShareConfig
 DEFAULT_BROKER = GroupCoordinatorConfig()
 
 
+DLQ_TOPIC_NAME = "errors.deadletterqueue.topic.name"
+DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable"
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigDef:
     name: str
     default: str
-    kind: str  # "int", "bool" or "choice"
+    kind: str  # "int", "bool", "choice" or "string"
     low: int = 0
     high: int = 2**31 - 1
     choices: tuple[str, ...] = ()
@@ -50,6 +55,15 @@ SHARE_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in (
               doc="Whether the renew acknowledge type is accepted."),
     ConfigDef("share.assignment.interval.ms", "1000", "int", 0, 15_000,
               doc="The interval between target assignment computations."),
+    # KIP-1191 (group-coordinator/.../GroupConfig.java, Kafka 4.4).
+    ConfigDef(DLQ_TOPIC_NAME, "", "string",
+              doc="The name of the topic to be used as the dead-letter queue (DLQ) topic for "
+                  "this share group. If blank (the default), the group does not have a DLQ "
+                  "topic."),
+    ConfigDef(DLQ_COPY_RECORD, "false", "bool",
+              doc="When writing onto the dead-letter queue topic, whether to copy the original "
+                  "record onto the DLQ topic, or just write a record containing the context "
+                  "information headers."),
 )}
 
 
@@ -85,8 +99,12 @@ def validate(name: str, value: str | None,
             raise ValueError(f"Invalid value {value} for configuration {name}: value must be "
                              f"between {definition.low} and {definition.high}")
     elif definition.kind == "bool":
-        if value.lower() not in ("true", "false"):
+        if value.strip().lower() not in ("true", "false"):
             raise ValueError(f"Invalid value {value} for configuration {name}")
+    elif definition.kind == "string":
+        # `GroupConfig.validate`: names starting "__" are reserved for internal topics.
+        if name == DLQ_TOPIC_NAME and value.strip().startswith("__"):
+            raise ValueError(f"{name}: DLQ topic name must not start with '__'")
     elif value.lower() not in definition.choices and not (
             name == "share.auto.offset.reset" and by_duration_ms(value) is not None):
         raise ValueError(f"Invalid value {value} for configuration {name}: "
@@ -94,9 +112,11 @@ def validate(name: str, value: str | None,
 
 
 def share_config(overrides: Mapping[str, str],
-                 defaults: Mapping[str, str] | None = None) -> ShareConfig:
+                 defaults: Mapping[str, str] | None = None,
+                 dlq_supported: bool = True) -> ShareConfig:
     """The effective share-partition settings of a group: its overrides, else the broker's
-    `defaults` (`broker_defaults`), else Kafka's defaults."""
+    `defaults` (`broker_defaults`), else Kafka's defaults. The DLQ is on when the group
+    names a DLQ topic and `dlq_supported` (share.version >= 2)."""
     def get(name: str) -> str:
         if name in overrides:
             return overrides[name]
@@ -107,7 +127,17 @@ def share_config(overrides: Mapping[str, str],
         max_record_locks=int(get("share.partition.max.record.locks")),
         auto_offset_reset=get("share.auto.offset.reset").lower(),
         read_committed=get("share.isolation.level").lower() == "read_committed",
+        dlq=dlq_supported and bool(dlq_topic(overrides)),
     )
+
+
+def dlq_topic(overrides: Mapping[str, str]) -> str:
+    """The group's DLQ topic name ("" = none), as `GroupConfig` trims string values."""
+    return overrides.get(DLQ_TOPIC_NAME, "").strip()
+
+
+def dlq_copy_record(overrides: Mapping[str, str]) -> bool:
+    return overrides.get(DLQ_COPY_RECORD, "false").strip().lower() == "true"
 
 
 _DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,9})?)S)?)?")

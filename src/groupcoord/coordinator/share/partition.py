@@ -2,8 +2,8 @@
 
 Mirrors Kafka's broker-side `SharePartition` with `InFlightState` / `RecordState`:
 records in [start offset (SPSO), end offset (SPEO)) are tracked one by one as
-AVAILABLE, ACQUIRED, ACKNOWLEDGED or ARCHIVED; everything below SPSO is done, everything
-from SPEO on has never been acquired. Rules kept here:
+AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVING or ARCHIVED; everything below SPSO is done,
+everything from SPEO on has never been acquired. Rules kept here:
 
 - Operations plan, they do not mutate: `plan_acquire`, `plan_acknowledge`,
   `plan_release_member`, `plan_expire_locks`, `plan_move_start` return a `ShareChange`
@@ -16,6 +16,10 @@ from SPEO on has never been acquired. Rules kept here:
 - Only acquisition increments the delivery count. A release or a lock expiry of a record
   whose count reached the delivery limit archives it instead of making it available.
 - SPSO advances past the leading run of terminal records.
+- Dead-letter queue (KIP-1191), when the group has one (`ShareConfig.dlq`): a rejected
+  record, and one released or expired at the delivery limit, goes ARCHIVING (persisted,
+  non-terminal, never delivered) instead of ARCHIVED; `plan_archive` ends it once its DLQ
+  record is written (`SharePartition.initiateDLQAndArchive`, phase 2). A GAP is ARCHIVED.
 
 `acquire`, `acknowledge`, ... plan and apply at once, without a log: for the pure tests
 and tools; the server always writes between the two.
@@ -29,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from groupcoord.coordinator.share.change import Draft, ShareChange, covered
+from groupcoord.coordinator.share.dlq import DlqCause, resumed_cause
 from groupcoord.coordinator.share.records_state import (
     TERMINAL,
     TRANSITIONS,
@@ -58,6 +63,8 @@ class ShareConfig:
     # `share.isolation.level`: read_committed reads up to the last stable offset and never
     # delivers records of aborted transactions (`SharePartition` archives them).
     read_committed: bool = False
+    # The group has a dead-letter topic and share.version >= 2 (`isDLQEnabledForGroup`).
+    dlq: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,8 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         self.state_epoch = 0
         self.initialized = False
+        # Why each ARCHIVING record goes to the DLQ, when known (soft, like the locks).
+        self.dlq_causes: dict[int, DlqCause] = {}
 
     @property
     def key(self) -> tuple[str, bytes, int]:
@@ -145,6 +154,9 @@ class SharePartition:
         self.start_offset = start_offset
         self.end_offset = max(self.end_offset, start_offset)
         self._overlay(batches)
+        for offset in [o for o in self.dlq_causes
+                       if o not in self.records or self.records[o].state != RecordState.ARCHIVING]:
+            del self.dlq_causes[offset]
 
     def _overlay(self, batches: Sequence[StateBatch]) -> None:
         for batch in batches:
@@ -172,7 +184,12 @@ class SharePartition:
         self.start_offset = start
 
     def apply_locks(self, change: ShareChange) -> None:
-        """Take the change's acquisition locks (after its records were written)."""
+        """Take the change's acquisition locks and DLQ causes (after its records were
+        written)."""
+        for offset, cause in change.causes.items():
+            rec = self.records.get(offset)
+            if rec is not None and rec.state == RecordState.ARCHIVING:
+                self.dlq_causes[offset] = cause
         for offset, rec in change.locks.items():
             if offset >= self.start_offset:
                 for gap in range(self.end_offset, offset):
@@ -203,6 +220,20 @@ class SharePartition:
         deadlines = [r.deadline_ms for r in self.records.values()
                      if r.state == RecordState.ACQUIRED]
         return min(deadlines) if deadlines else None
+
+    def archiving(self, limit: int = 0) -> list[tuple[int, int, DlqCause]]:
+        """(offset, delivery count, cause) of the ARCHIVING records, lowest first (at most
+        `limit` when given); a cause not known live is inferred as after a restart."""
+        out = []
+        for offset in range(self.start_offset, self.end_offset):
+            rec = self.records[offset]
+            if rec.state == RecordState.ARCHIVING:
+                cause = self.dlq_causes.get(offset) or resumed_cause(
+                    rec.delivery_count, self.config.delivery_count_limit)
+                out.append((offset, rec.delivery_count, cause))
+                if len(out) == limit:
+                    break
+        return out
 
     def durable_batches(self) -> list[StateBatch]:
         """The whole window as it must survive a restart (for a ShareSnapshot)."""
@@ -277,7 +308,9 @@ class SharePartition:
                 d.release_one(offset, rec)
             elif kind == AckType.RENEW:
                 rec.deadline_ms = now_ms + self.config.record_lock_duration_ms
-            else:  # GAP and REJECT
+            elif kind == AckType.REJECT:
+                d.archive(offset, rec, DlqCause.CLIENT_REJECT)
+            else:  # GAP
                 d.move(offset, rec, RecordState.ARCHIVED)
         d.advance_start()
         return d.finish(ErrorCode.NONE)
@@ -299,6 +332,21 @@ class SharePartition:
             rec = self.records[offset]
             if rec.state == RecordState.ACQUIRED and match(rec):
                 d.release_one(offset, d.edit(offset))
+                count += 1
+        d.advance_start()
+        return d.finish(count)
+
+    def plan_archive(self, offsets: Sequence[int]) -> ShareChange:
+        """ARCHIVING -> ARCHIVED for `offsets` whose DLQ write is done (or given up); those
+        no longer ARCHIVING (moved below SPSO meanwhile) are skipped. The result is how
+        many were archived."""
+        d = Draft(self)
+        count = 0
+        for offset in offsets:
+            rec = self.records.get(offset)
+            if offset >= self.start_offset and rec is not None \
+                    and rec.state == RecordState.ARCHIVING:
+                d.move(offset, d.edit(offset), RecordState.ARCHIVED)
                 count += 1
         d.advance_start()
         return d.finish(count)

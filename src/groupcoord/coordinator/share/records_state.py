@@ -1,7 +1,11 @@
-"""The vocabulary of share-partition delivery state (KIP-932): record states, the one
-transition table, ack types, a record's in-flight state and the persisted StateBatch.
+"""The vocabulary of share-partition delivery state (KIP-932, KIP-1191): record states,
+the one transition table, ack types, a record's in-flight state and the persisted
+StateBatch.
 
-Mirrors Kafka's `RecordState`, `AcknowledgeType` and `InFlightState`.
+Mirrors Kafka's `RecordState`, `AcknowledgeType` and `InFlightState`
+(server/src/main/java/org/apache/kafka/server/share/fetch/). ARCHIVING is the DLQ's
+non-terminal state: a record on its way to the group's dead-letter topic, persisted in
+`__share_group_state` like any other state so that a restart resumes its DLQ write.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from enum import IntEnum
 
 
 class RecordState(IntEnum):
-    """Kafka's `RecordState` ids (3 = ARCHIVING belongs to the KIP-1191 DLQ)."""
+    """Kafka's `RecordState` ids."""
 
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3  # KIP-1191: being written to the dead-letter topic
     ARCHIVED = 4
 
 
@@ -26,7 +31,9 @@ TERMINAL = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
 TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
     RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
     RecordState.ACQUIRED: frozenset({RecordState.AVAILABLE, RecordState.ACKNOWLEDGED,
-                                     RecordState.ARCHIVED}),
+                                     RecordState.ARCHIVING, RecordState.ARCHIVED}),
+    # Only the DLQ write's completion ends ARCHIVING (`SharePartition.initiateDLQAndArchive`).
+    RecordState.ARCHIVING: frozenset({RecordState.ARCHIVED}),
     RecordState.ACKNOWLEDGED: frozenset(),
     RecordState.ARCHIVED: frozenset(),
 }
