@@ -27,6 +27,7 @@ from groupcoord.wire.generated.consumer_group_heartbeat import (
 )
 from groupcoord.wire.generated.create_topics import (
     CreatableTopic,
+    CreatableTopicConfig,
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
@@ -130,12 +131,15 @@ class Conversation:
             raise TypeError(f"got {type(response).__name__}")
         return response
 
-    def create_topic(self, suffix: str, partitions: int = 1) -> Topic:
-        """Create a topic and wait until the broker's metadata shows all its partitions."""
-        name = self.name(suffix)
+    def create_topic(self, suffix: str, partitions: int = 1,
+                     configs: dict[str, str] | None = None, prefix: str = "") -> Topic:
+        """Create a topic (named `prefix` + `name(suffix)`) and wait until the broker's
+        metadata shows all its partitions."""
+        name = prefix + self.name(suffix)
         created = self.quiet(CreateTopicsRequest(topics=[CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=1)], timeout_ms=10_000),
-            7, CreateTopicsResponse)
+            name=name, num_partitions=partitions, replication_factor=1,
+            configs=[CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])],
+            timeout_ms=10_000), 7, CreateTopicsResponse)
         result = created.topics[0]
         if result.error_code != ErrorCode.NONE:
             raise AssertionError(f"{self.broker}: CreateTopics {name}: {result.error_code}")

@@ -82,6 +82,10 @@ def cluster_id() -> str:
     return uuid_text(random_uuid(os.urandom))
 
 
+# share.version=1 turns share groups on; 2 (Kafka 4.4's default) adds the KIP-1191 DLQ.
+FORMAT_FEATURES: Mapping[str, str] = {"share.version": "1"}
+
+
 class KraftNode:
     """Config, format step and command line of one node serving on `127.0.0.1:port`.
 
@@ -91,7 +95,8 @@ class KraftNode:
 
     def __init__(self, base_dir: Path, port: int, controller_port: int,
                  jvm_options: Sequence[str], overrides: Mapping[str, str] | None = None,
-                 log_file: Path | None = None) -> None:
+                 log_file: Path | None = None,
+                 features: Mapping[str, str] | None = None) -> None:
         self.base_dir = Path(base_dir)
         self.data_dir = self.base_dir / "data"
         self.config_path = self.base_dir / "server.properties"
@@ -100,6 +105,8 @@ class KraftNode:
         self.jvm_options = list(jvm_options)
         self.overrides = dict(overrides or {})
         self.log_file = log_file
+        # Feature levels the data dir is formatted with (`--feature`).
+        self.features = dict(features or FORMAT_FEATURES)
 
     def properties(self) -> dict[str, str]:
         listener = f"127.0.0.1:{self.port}"
@@ -135,7 +142,8 @@ class KraftNode:
         formatted = subprocess.run(
             [*self.java(), "kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(),
              "--config", str(self.config_path), "--standalone",
-             "--feature", "share.version=1"],
+             *(arg for name, level in self.features.items()
+               for arg in ("--feature", f"{name}={level}"))],
             capture_output=True, text=True, check=False, timeout=timeout)
         if formatted.returncode != 0:
             raise KafkaNodeError(

@@ -52,8 +52,10 @@ ReferenceBrokerError = KafkaNodeError
 class ReferenceBroker:
     """One Apache Kafka broker (KRaft, combined roles, node id 1) under `base_dir`."""
 
-    def __init__(self, base_dir: Path, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(self, base_dir: Path, overrides: Mapping[str, str] | None = None,
+                 features: Mapping[str, str] | None = None) -> None:
         self.base_dir = Path(base_dir)
+        self.features = dict(features) if features is not None else None
         self.data_dir = self.base_dir / "data"
         self.log_path = self.base_dir / "server.log"
         self.stdout_path = self.base_dir / "stdout.log"
@@ -68,7 +70,7 @@ class ReferenceBroker:
 
     def _node(self) -> KraftNode:
         return KraftNode(self.base_dir, self.port, self.controller_port, [HEAP], self.overrides,
-                         log_file=self.log_path)
+                         log_file=self.log_path, features=self.features)
 
     def properties(self) -> dict[str, str]:
         return self._node().properties()
