@@ -18,6 +18,7 @@ from typing import Any
 
 from groupcoord.cli import group_ops as ops
 from groupcoord.cli import groups_share as share_cmds
+from groupcoord.cli import share_dlq_ops as share_dlq
 from groupcoord.cli import share_group_ops as share_ops
 from groupcoord.cli.wire_client import KafkaError, WireClient
 from groupcoord.wire.errors import ErrorCode
@@ -219,15 +220,23 @@ def _print_offsets(client: WireClient, args: argparse.Namespace, group: dict[str
 def _print_share_offsets(client: WireClient, args: argparse.Namespace,
                          group: dict[str, Any]) -> int:
     """Per share-partition: start offset, lag and in-flight records (`kafka-share-groups.sh
-    --describe` columns, plus IN-FLIGHT)."""
-    rows = share_ops.offset_rows(client, group)
+    --describe` columns, plus IN-FLIGHT); for a group with a dead-letter topic (KIP-1191)
+    also the records ARCHIVING and the dead letters per partition, and their total."""
+    dead = share_dlq.dead_letters(client, group["group"])
+    rows = share_ops.offset_rows(client, group, dead.by_partition if dead else None)
     if args.json:
         return _emit_json({"group": group["group"], "type": "share", "state": group["state"],
-                           "partitions": rows})
+                           "partitions": rows, "dead_letter_queue": None if dead is None else
+                           {"topic": dead.topic, "records": dead.total}})
     if group["state"] == "Empty":
         print(f"\nShare group '{group['group']}' has no active members.\n")
     keys = ["group", "topic", "partition", "start_offset", "lag", "in_flight"]
-    _print_table(SHARE_OFFSET_COLUMNS, [[_dash(r[k]) for k in keys] for r in rows])
+    columns = SHARE_OFFSET_COLUMNS
+    if dead is not None:
+        keys, columns = keys + ["archiving", "dead_letters"], columns + ["ARCHIVING", "DLQ"]
+    _print_table(columns, [[_dash(r[k]) for k in keys] for r in rows])
+    if dead is not None:
+        print(f"\nDead-letter topic '{dead.topic}': {dead.total} records of this group.")
     return 0
 
 

@@ -26,6 +26,7 @@ TopicPartition = tuple[str, int]
 
 # Kafka's `RecordState` ids as the state batches carry them.
 ACQUIRED = 1
+ARCHIVING = 3  # KIP-1191: on its way to the group's dead-letter topic
 DONE_STATES = frozenset({2, 4})  # ACKNOWLEDGED, ARCHIVED
 
 
@@ -35,6 +36,7 @@ class InFlight:
 
     in_flight: int
     acquired: int
+    archiving: int = 0
 
 
 def describe_share_group(client: WireClient, group: str) -> dict[str, Any]:
@@ -120,9 +122,10 @@ def in_flight_counts(client: WireClient, group: str, partitions: Sequence[tuple[
 
 def count_in_flight(start_offset: int, batches: Sequence[Any]) -> InFlight:
     """Records from the start offset to the last offset the state batches cover that are
-    not ACKNOWLEDGED or ARCHIVED; `acquired` is how many of them are ACQUIRED."""
+    not ACKNOWLEDGED or ARCHIVED; `acquired` is how many of them are ACQUIRED, `archiving`
+    how many are ARCHIVING."""
     end = max((b.last_offset for b in batches), default=start_offset - 1)
-    done = acquired = 0
+    done = acquired = archiving = 0
     for batch in batches:
         first = max(batch.first_offset, start_offset)
         if batch.last_offset < first:
@@ -132,23 +135,31 @@ def count_in_flight(start_offset: int, batches: Sequence[Any]) -> InFlight:
             done += size
         elif batch.delivery_state == ACQUIRED:
             acquired += size
-    return InFlight(max(0, end - start_offset + 1 - done), acquired)
+        elif batch.delivery_state == ARCHIVING:
+            archiving += size
+    return InFlight(max(0, end - start_offset + 1 - done), acquired, archiving)
 
 
-def offset_rows(client: WireClient, group: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per share-partition: start offset, lag, in-flight and acquired counts."""
+def offset_rows(client: WireClient, group: dict[str, Any],
+                dead: dict[tuple[str, int], int] | None = None) -> list[dict[str, Any]]:
+    """One row per share-partition: start offset, lag, in-flight, acquired and ARCHIVING
+    counts, and with `dead` (dead letters per partition, `share_dlq_ops`) the DLQ count."""
     rows = share_offsets(client, group["group"])
     started = [(r["topic_id"], r["partition"]) for r in rows if r["start_offset"] is not None]
     counts = in_flight_counts(client, group["group"], started) if started else {}
     out = []
     for row in rows:
         count = counts.get((row["topic_id"], row["partition"]))
-        out.append({
+        entry = {
             "group": group["group"], "topic": row["topic"], "partition": row["partition"],
             "start_offset": row["start_offset"], "lag": row["lag"],
             "in_flight": count.in_flight if count else None,
             "acquired": count.acquired if count else None,
-        })
+            "archiving": count.archiving if count else None,
+        }
+        if dead is not None:
+            entry["dead_letters"] = dead.get((row["topic"], row["partition"]), 0)
+        out.append(entry)
     return out
 
 
