@@ -1,7 +1,9 @@
 """Property: random acquire / acknowledge / release / lock-expiry sequences driven through
 the share runtime, with appends failing at random, leave memory equal to the state rebuilt
 from the written `__share_group_state` log after every step, and lose no acknowledgement
-that was answered NONE."""
+that was answered NONE. With a dead-letter queue (KIP-1191) the same holds with ARCHIVING
+records and the DLQ writer's ARCHIVED writes (which fail at random too), and in the end every
+record rejected with NONE is in the DLQ topic, no record twice."""
 
 from __future__ import annotations
 
@@ -62,16 +64,33 @@ class FailingSeam:
         return self.append(*args, **kwargs)
 
 
-async def drive(data_dir: Path, steps: list[tuple[Any, bool]]) -> None:
+DLQ = "dlq.property"
+
+
+def dlq_offsets(broker: Any) -> list[int]:
+    from groupcoord.coordinator.share.dlq import origin
+    from groupcoord.logformat.batch import decode_records
+
+    return [origin(rec.headers)[3]  # type: ignore[index]
+            for view in broker.topics.log(DLQ, 0).iter_batches()
+            for rec in decode_records(view)]
+
+
+async def drive(data_dir: Path, steps: list[tuple[Any, bool]], dlq: bool = False) -> None:
     clock = ManualClock()
     async with InProcBroker(data_dir, clock=clock) as b:
         shares = b.broker.shares
         topic = make_topic(b.broker, 5)
         earliest(b.broker)
+        if dlq:
+            b.broker.topics.create(DLQ, 1, {"errors.deadletterqueue.group.enable": "true"})
+            shares.group_configs.set(GROUP, {"errors.deadletterqueue.topic.name": DLQ})
+            shares.reconfigure(GROUP)
         seam = shares.state.append = FailingSeam(shares.state.append)
         sp = shares.partition(GROUP, topic, 0)
         key, p = sp.key, state_partition(sp)
         acknowledged: set[int] = set()
+        rejected: set[int] = set()
         for item, fail in steps:
             seam.fail_next = fail
             sp = shares.partitions[key]
@@ -92,6 +111,8 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]]) -> None:
                                 ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 if code == 0 and kind == 1:
                     acknowledged.add(offset)
+                if code == 0 and kind == 3:
+                    rejected.add(offset)
             elif item[0] == "leave":  # the member's session ends (final fetch, lost connection)
                 shares.release_session(ShareSession(GROUP, item[1], partitions={
                     (sp.topic_id, sp.partition): None}))
@@ -109,6 +130,15 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]]) -> None:
         log_state = rebuilt(b.broker, p)
         for offset in acknowledged:
             assert kept_as_acknowledged(log_state, key, offset)
+        if dlq:
+            for _ in range(10):  # the DLQ writer's retries
+                clock.advance(1_000)
+            live = shares.partitions[key]
+            assert live.archiving() == []
+            written = dlq_offsets(b.broker)
+            assert len(written) == len(set(written)), written
+            assert rejected <= set(written)
+            assert rebuilt(b.broker, p).canonical()[key] == durable_view(live)
 
 
 @settings(max_examples=100, deadline=None)
@@ -116,3 +146,10 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]]) -> None:
 def test_share_state_in_memory_is_a_replay_of_its_log(steps: list[tuple[Any, bool]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(drive(Path(tmp), steps))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(step, fails), min_size=5, max_size=60))
+def test_share_state_with_a_dlq_is_a_replay_of_its_log(steps: list[tuple[Any, bool]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(drive(Path(tmp), steps, dlq=True))

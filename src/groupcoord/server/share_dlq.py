@@ -98,8 +98,9 @@ class ShareDlq:
                                                 lambda: self._flush(key, topic_name))
 
     def resume(self) -> int:
-        """At start-up: schedule every persisted share-partition with ARCHIVING records
-        (`SharePartition.maybeResumeDlqArchiving`); how many."""
+        """At start-up: initialize every persisted share-partition with ARCHIVING records,
+        which schedules their flush (`SharePartition.maybeResumeDlqArchiving`, which Kafka
+        runs when the share-partition is next initialized); how many."""
         count = 0
         for key, state in list(self.runtime.store.states.items()):
             if state.start_offset < 0 or not any(
@@ -108,7 +109,7 @@ class ShareDlq:
             topic = self.broker.topics.by_id(key[1])
             if topic is None:
                 continue
-            self.schedule(self.runtime.partition(key[0], topic, key[2]), topic.name)
+            self.runtime.partition(key[0], topic, key[2])  # initializing schedules it
             count += 1
         return count
 
