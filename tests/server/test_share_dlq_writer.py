@@ -242,3 +242,31 @@ def test_archiving_state_survives_failed_state_write(tmp_path: Path) -> None:
             with pytest.raises(ApiError):
                 shares.state.write(sp.key, [])
     run(go())
+
+
+def test_copy_skipped_for_records_past_the_dlq_max_message_bytes(tmp_path: Path) -> None:
+    """testDlqCopyRecordSkippedWhenDecompressedSizeExceedsDlqMaxMessageBytes: a record larger
+    than the DLQ topic's max.message.bytes, or in a compressed batch that decompresses past
+    it, gets a headers-only DLQ record; the others are copied."""
+    async def go() -> None:
+        clock = ManualClock()
+        async with InProcBroker(tmp_path, clock=clock) as b:
+            shares = b.broker.shares
+            topic = b.broker.topics.create(TOPIC, 1, {})
+            b.broker.append(TOPIC, 0, build_batch([(b"small", b"s", (), 0),
+                                                   (b"big", b"b" * 3_000, (), 0)]), 0)
+            b.broker.append(TOPIC, 0, build_batch([(b"z", b"a" * 200_000, (), 0)] * 2,
+                                                  compression=1), 0)  # gzip: tiny on disk
+            b.broker.topics.create(DLQ, 1, {**ENABLE, "max.message.bytes": "2000"})
+            shares.group_configs.set(GROUP, {
+                "share.auto.offset.reset": "earliest",
+                "errors.deadletterqueue.topic.name": DLQ,
+                "errors.deadletterqueue.copy.record.enable": "true"})
+            sp = shares.partition(GROUP, topic, 0)
+            reject(shares, sp, 0, 3)
+            clock.advance(0)
+            got = dlq_records(b.broker)
+            assert offsets_in(got) == [0, 1, 2, 3]
+            assert [(k, v) for k, v, _h, _n in got] == [(b"small", b"s")] + [(None, None)] * 3
+            assert sp.start_offset == 4
+    run(go())

@@ -287,6 +287,13 @@ def _encode_record(out: bytearray, rec: Record) -> None:
     out += body
 
 
+def record_size(rec: Record) -> int:
+    """Bytes of one encoded record with its length prefix (`DefaultRecord.sizeInBytes`)."""
+    out = bytearray()
+    _encode_record(out, rec)
+    return len(out)
+
+
 def _normalise(
     records: Sequence[Record | SimpleRecord | tuple], base_timestamp: int | None
 ) -> tuple[list[Record], int, int]:

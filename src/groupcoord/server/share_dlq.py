@@ -36,7 +36,14 @@ from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import dlq_copy_record, dlq_topic
 from groupcoord.coordinator.share.dlq import DlqCause, context_headers, dlq_partition, origin
 from groupcoord.coordinator.share.records_state import RecordState
-from groupcoord.logformat.batch import build_batch, decode_records, iter_batches, parse_header
+from groupcoord.logformat.batch import (
+    build_batch,
+    decode_records,
+    iter_batches,
+    parse_header,
+    record_size,
+    records_payload,
+)
 from groupcoord.storage.config import RecordBatchTooLargeError
 
 if TYPE_CHECKING:
@@ -169,7 +176,9 @@ class ShareDlq:
         todo = [p for p in pending if p[0] not in done]
         if not todo:
             return
-        sources = self._sources(topic_name, sp.partition, [p[0] for p in todo]) \
+        plog = self.broker.topics.log(target.topic, part)
+        limit = plog.config.max_message_bytes if plog is not None else 1_048_588
+        sources = self._sources(topic_name, sp.partition, [p[0] for p in todo], limit) \
             if target.copy_record else {}
         now = self.clock.now_ms()
         rows = []
@@ -177,8 +186,6 @@ class ShareDlq:
             key, value = sources.get(offset, (None, None))
             rows.append((offset, (key, value, context_headers(
                 topic_name, sp.partition, offset, sp.group_id, count, cause), now)))
-        plog = self.broker.topics.log(target.topic, part)
-        limit = plog.config.max_message_bytes if plog is not None else 1_048_588
         for chunk in _chunks(rows, limit):
             try:
                 self.broker.append(target.topic, part, build_batch([r for _o, r in chunk]),
@@ -252,10 +259,12 @@ class ShareDlq:
                         == RecordState.ARCHIVING:
                     yield key, offset
 
-    def _sources(self, topic_name: str, partition: int,
-                 offsets: list[int]) -> dict[int, tuple[bytes | None, bytes | None]]:
+    def _sources(self, topic_name: str, partition: int, offsets: list[int],
+                 limit: int) -> dict[int, tuple[bytes | None, bytes | None]]:
         """Key and value of the source records at `offsets` (`ShareGroupDLQRecordFetcher`);
-        an offset no longer in the log is left out (its DLQ record has headers only)."""
+        left out (the DLQ record gets headers only): an offset no longer in the log, a
+        record larger than `limit` (the DLQ topic's max.message.bytes), every record of a
+        compressed batch whose records section alone decompresses past `limit`."""
         plog = self.broker.topics.log(topic_name, partition)
         wanted, found = set(offsets), {}
         pos, last = min(offsets), max(offsets)
@@ -263,12 +272,16 @@ class ShareDlq:
             data = plog.read(pos, SOURCE_READ_BYTES)
             moved = pos
             for header, view in iter_batches(data):
-                if not header.is_control:
-                    for rec in decode_records(view):
-                        offset = header.base_offset + rec.offset_delta
-                        if offset in wanted:
-                            found[offset] = (rec.key, rec.value)
                 moved = max(moved, header.last_offset + 1)
+                if header.is_control or not wanted.intersection(
+                        range(header.base_offset, header.last_offset + 1)):
+                    continue
+                if header.compression and len(records_payload(view, header)) > limit:
+                    continue
+                for rec in decode_records(view):
+                    offset = header.base_offset + rec.offset_delta
+                    if offset in wanted and record_size(rec) <= limit:
+                        found[offset] = (rec.key, rec.value)
             if moved == pos:
                 break
             pos = moved
