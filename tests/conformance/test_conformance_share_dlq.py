@@ -22,6 +22,7 @@ from conformance.differential import Endpoint, Scenario, run_both
 from conformance.test_conformance_group_configs import alter, describe, wait_applied
 from conformance.test_conformance_share_groups import (
     ACCEPT,
+    FETCH_VERSION,
     M1,
     REJECT,
     RELEASE,
@@ -42,7 +43,13 @@ from groupcoord.wire.generated.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from groupcoord.wire.generated.share_fetch import AcknowledgementBatch
+from groupcoord.wire.generated.share_fetch import (
+    AcknowledgementBatch,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
+from groupcoord.wire.generated.share_fetch import FetchPartition as ShareFetchPartition
+from groupcoord.wire.generated.share_fetch import FetchTopic as ShareFetchTopic
 
 pytestmark = pytest.mark.reference
 
@@ -78,12 +85,13 @@ def differential_dlq(kafka_dlq_reference: ReferenceBroker, groupcoord_peer: Endp
     return run
 
 
-def dlq_rows(c: Conversation, topic: Topic) -> list[tuple[object, ...]]:
-    """(offset, key, value, headers) of every record in partition 0 of `topic`."""
+def dlq_rows(c: Conversation, topic: Topic, partition: int = 0) -> list[tuple[object, ...]]:
+    """(offset, key, value, headers) of every record in `partition` of `topic`."""
     response = c.quiet(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0,
                                     max_bytes=1 << 20, session_epoch=-1, topics=[
         FetchTopic(topic=topic.name, partitions=[FetchPartition(
-            partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 12, FetchResponse)
+            partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])]), 12,
+        FetchResponse)
     rows: list[tuple[object, ...]] = []
     for header, batch in iter_batches(bytes(response.responses[0].partitions[0].records or b"")):
         for rec in decode_records(batch):
@@ -193,3 +201,54 @@ def _start_offset(c: Conversation, group: str, topic: Topic) -> int:
             DescribeShareGroupOffsetsRequestTopic(topic_name=topic.name, partitions=[0])])]),
         1, DescribeShareGroupOffsetsResponse)
     return int(response.groups[0].topics[0].partitions[0].start_offset)
+
+
+def test_dlq_partition_is_the_source_partition_modulo_dlq_partitions(
+        differential_dlq: Run) -> None:
+    """Three source partitions into a two-partition DLQ topic: source p goes to DLQ
+    partition p % 2 (`populateDLQTopicData`). The fetches are not recorded: which
+    partitions one ShareFetch answers is timing."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t", partitions=3)
+        dlq = c.create_topic("dead", partitions=2, configs=ENABLE, prefix="dlq.")
+        group = c.name("g")
+        configure(c, group, dlq, True)
+        for p in range(3):
+            c.produce(topic, p, [f"p{p}".encode()])
+        alter_offsets(c, "start at the beginning", group, topic.name, {0: 0, 1: 0, 2: 0})
+        join_until_assigned(c, group, M1, topic)
+        epoch, held = 0, set()
+
+        def fetch(acks: dict[int, AcknowledgementBatch]) -> ShareFetchResponse:
+            nonlocal epoch
+            response = c.quiet(ShareFetchRequest(
+                group_id=group, member_id=M1, share_session_epoch=epoch, max_wait_ms=500,
+                min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500,
+                topics=[ShareFetchTopic(topic_id=topic.topic_id, partitions=[
+                    ShareFetchPartition(partition_index=p, acknowledgement_batches=(
+                        [acks[p]] if p in acks else [])) for p in range(3)])]),
+                FETCH_VERSION, ShareFetchResponse)
+            epoch += 1
+            return response
+
+        def all_held() -> bool:
+            for t in fetch({}).responses:
+                held.update(p.partition_index for p in t.partitions if p.acquired_records)
+            return len(held) == 3
+
+        c.wait_until(all_held, "every partition's record acquired")
+        fetch({p: AcknowledgementBatch(first_offset=0, last_offset=0,
+                                       acknowledge_types=[REJECT]) for p in range(3)})
+        # Sources 0 and 2 are written by two share-partitions' DLQ writes, in either order:
+        # compare them without their DLQ offsets, in source order.
+        deadline = time.monotonic() + DLQ_DEADLINE_S
+        while len(dlq_rows(c, dlq)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        c.record("DLQ partition 0: sources 0 and 2",
+                 sorted((row[1:] for row in dlq_rows(c, dlq)), key=repr))
+        rows: list[tuple[object, ...]] = []
+        deadline = time.monotonic() + DLQ_DEADLINE_S
+        while len(rows) < 1 and time.monotonic() < deadline:
+            rows = dlq_rows(c, dlq, partition=1)
+        c.record("DLQ partition 1: source 1", rows)
+    differential_dlq(scenario)
