@@ -79,3 +79,27 @@ def test_topic_dlq_enable_config(tmp_path: Path) -> None:
             assert await alter(c, TOPIC, "plain", {ENABLE: "true"}) == 0
             assert b.broker.topics.get("plain").configs[ENABLE] == "true"
     run(go())
+
+
+def test_broker_dlq_configs_are_dynamic(tmp_path: Path) -> None:
+    """`errors.deadletterqueue.auto.create.topics.enable` and `.topic.name.prefix` are
+    reconfigurable in Kafka: set on the BROKER resource they reach the DLQ writer."""
+    async def go() -> None:
+        extra = {"errors.deadletterqueue.topic.name.prefix": "dead."}
+        async with InProcBroker(tmp_path, extra=extra) as b:
+            c = await b.client()
+            auto, prefix = ("errors.deadletterqueue.auto.create.topics.enable",
+                            "errors.deadletterqueue.topic.name.prefix")
+            # --group-config is the static value (source STATIC_BROKER_CONFIG, 4).
+            assert await describe(c, 4, "", [auto, prefix]) == {
+                auto: ("false", 5, 1), prefix: ("dead.", 4, 2)}
+            dlq = b.broker.shares.dlq
+            assert dlq.settings().errors_deadletterqueue_topic_name_prefix == "dead."
+            assert await alter(c, 4, "", {auto: "maybe"}) == E.INVALID_CONFIG
+            assert await alter(c, 4, "", {auto: "true", prefix: ""}) == 0
+            assert await describe(c, 4, "", [auto, prefix]) == {
+                auto: ("true", 2, 1), prefix: ("", 2, 2)}
+            settings = dlq.settings()
+            assert settings.errors_deadletterqueue_auto_create_topics_enable
+            assert settings.errors_deadletterqueue_topic_name_prefix == ""
+    run(go())

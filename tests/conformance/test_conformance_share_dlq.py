@@ -31,6 +31,11 @@ from conformance.test_conformance_share_groups import (
     share_fetch,
 )
 from groupcoord.logformat.batch import decode_records, iter_batches
+from groupcoord.wire.generated.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+)
 from groupcoord.wire.generated.describe_share_group_offsets import (
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequestGroup,
@@ -38,6 +43,12 @@ from groupcoord.wire.generated.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponse,
 )
 from groupcoord.wire.generated.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from groupcoord.wire.generated.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from groupcoord.wire.generated.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -251,4 +262,52 @@ def test_dlq_partition_is_the_source_partition_modulo_dlq_partitions(
         while len(rows) < 1 and time.monotonic() < deadline:
             rows = dlq_rows(c, dlq, partition=1)
         c.record("DLQ partition 1: source 1", rows)
+    differential_dlq(scenario)
+
+
+AUTO_CREATE = "errors.deadletterqueue.auto.create.topics.enable"
+BROKER_RESOURCE, TOPIC_RESOURCE = 4, 2
+
+
+def set_auto_create(c: Conversation, step: str, value: str | None) -> None:
+    """The cluster-wide dynamic broker config (resource name ""), and wait until the broker
+    describes it so."""
+    c.call(step, IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=BROKER_RESOURCE, resource_name="", configs=[AlterableConfig(
+            name=AUTO_CREATE, config_operation=SET if value is not None else 1,
+            value=value)])]), 1, IncrementalAlterConfigsResponse)
+
+    def applied() -> bool:
+        described = c.quiet(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=BROKER_RESOURCE, resource_name="", configuration_keys=[AUTO_CREATE])],
+            include_synonyms=False, include_documentation=False), 4, DescribeConfigsResponse)
+        configs = described.results[0].configs
+        current = configs[0].value if configs else None
+        return current == value if value is not None else current in (None, "false")
+    c.wait_until(applied, f"{AUTO_CREATE}={value}")
+
+
+def test_missing_dlq_topic_is_created_with_auto_creation(differential_dlq: Run) -> None:
+    """`errors.deadletterqueue.auto.create.topics.enable` (dynamic): the DLQ manager creates
+    the missing topic with the broker's default partitions, the DLQ flag and CreateTime."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        dlq = Topic("dlq." + c.name("auto"), b"", 1)
+        set_auto_create(c, "turn auto-creation on", "true")
+        try:
+            configure(c, group, dlq, True)
+            reject_and_exhaust(c, group, topic)
+            wait_dlq(c, "the created DLQ topic", dlq, 2)
+            meta = c.quiet(MetadataRequest(topics=[MetadataRequestTopic(name=dlq.name)],
+                                           allow_auto_topic_creation=False), 12,
+                           MetadataResponse)
+            c.record("its partitions", [(t.error_code, len(t.partitions)) for t in meta.topics])
+            c.call("its configs", DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=TOPIC_RESOURCE, resource_name=dlq.name, configuration_keys=[
+                    "errors.deadletterqueue.group.enable", "message.timestamp.type"])],
+                include_synonyms=False, include_documentation=False), 4,
+                DescribeConfigsResponse)
+        finally:
+            set_auto_create(c, "turn auto-creation off", None)
     differential_dlq(scenario)

@@ -45,6 +45,9 @@ def _entry(c: ResolvedConfig, synonyms: bool) -> DescribeConfigsResourceResult:
     return DescribeConfigsResourceResult(
         name=c.name, value=c.value, read_only=c.read_only, config_source=c.source,
         is_sensitive=c.sensitive, config_type=c.type,
+        # Kafka sends documentation only when asked, and null otherwise; this broker keeps
+        # no documentation for topic and broker configs, so it is always null here.
+        documentation=None,
         synonyms=[DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in c.synonyms]
         if synonyms else [])
 

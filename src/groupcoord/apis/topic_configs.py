@@ -21,6 +21,8 @@ TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LI
 
 LONG_MAX = str(2**63 - 1)
 DLQ_GROUP_ENABLE = "errors.deadletterqueue.group.enable"
+DLQ_AUTO_CREATE = "errors.deadletterqueue.auto.create.topics.enable"
+DLQ_TOPIC_PREFIX = "errors.deadletterqueue.topic.name.prefix"
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("max.connections.per.ip.overrides", TYPE_STRING, ""),
     ConfigDef("connections.max.idle.ms", TYPE_LONG, "600000"),
     ConfigDef("log.retention.hours", TYPE_INT, "168"),
+    # KIP-1191, dynamic in Kafka (`GroupCoordinatorConfig.RECONFIGURABLE_CONFIGS`).
+    ConfigDef(DLQ_AUTO_CREATE, TYPE_BOOLEAN, "false"),
+    ConfigDef(DLQ_TOPIC_PREFIX, TYPE_STRING, "dlq."),
     ConfigDef("log.roll.hours", TYPE_INT, "168"),
     *(ConfigDef(d.synonym, d.type, d.default, choices=d.choices)
       for d in TOPIC_CONFIGS.values() if d.synonym and d.synonym != "min.insync.replicas"),
@@ -163,7 +168,9 @@ def static_broker_configs(config: object) -> dict[str, str]:
     """Broker keys whose value comes from the command line (`BrokerConfig`)."""
     get = config.__getattribute__
     node = str(get("node_id"))
+    extra: dict[str, str] = get("extra") or {}
     return {
+        **{k: extra[k] for k in (DLQ_AUTO_CREATE, DLQ_TOPIC_PREFIX) if k in extra},
         "node.id": node,
         "broker.id": node,
         "log.dirs": str(get("data_dir")),

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from groupcoord.apis.topic_configs import DLQ_GROUP_ENABLE
+from groupcoord.apis.topic_configs import DLQ_AUTO_CREATE, DLQ_GROUP_ENABLE, DLQ_TOPIC_PREFIX
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import dlq_copy_record, dlq_topic
 from groupcoord.coordinator.share.dlq import DlqCause, context_headers, dlq_partition, origin
@@ -92,7 +92,11 @@ class ShareDlq:
         self._scanned: set[tuple[str, int]] = set()
 
     def settings(self) -> GroupCoordinatorConfig:
-        return GroupCoordinatorConfig.from_properties(self.broker.config.extra)
+        """The DLQ's broker settings: dynamic broker configs (IncrementalAlterConfigs on
+        the BROKER resource; both are reconfigurable in Kafka) over `--group-config`."""
+        dynamic = {k: v for k, v in self.broker.broker_configs.items()
+                   if k in (DLQ_AUTO_CREATE, DLQ_TOPIC_PREFIX)}
+        return GroupCoordinatorConfig.from_properties({**self.broker.config.extra, **dynamic})
 
     # -- scheduling ---------------------------------------------------------------------
 
