@@ -131,10 +131,7 @@ def configure(c: Conversation, group: str, dlq: Topic, copy: bool) -> None:
 
 
 def reject_and_exhaust(c: Conversation, group: str, topic: Topic) -> None:
-    """Three records: reject r0, accept r1, release r2 twice (limit 2); then r3 is accepted,
-    a later state write whose start offset passes 0-2 only once r0 and r2 are ARCHIVED
-    (Kafka persists the start offset it had before an acknowledgement, so the describe
-    lags one write behind; the scenario waits for it and does not record it)."""
+    """Three records: reject r0, accept r1, release r2 twice (limit 2)."""
     c.produce(topic, 0, [b"r0", b"r1", b"r2"])
     alter_offsets(c, "start at the beginning", group, topic.name, {0: 0})
     join_until_assigned(c, group, M1, topic)
@@ -145,6 +142,14 @@ def reject_and_exhaust(c: Conversation, group: str, topic: Topic) -> None:
     share_fetch(c, "release r2 at the limit", group, M1, 2, topic, [
         AcknowledgementBatch(first_offset=2, last_offset=2, acknowledge_types=[RELEASE])],
         max_wait_ms=100)
+
+
+def wait_archived(c: Conversation, group: str, topic: Topic) -> None:
+    """r3 is produced and accepted: a later state write whose start offset passes 0-2 once
+    r0 and r2 are ARCHIVED (Kafka persists the start offset it had before an
+    acknowledgement, so the describe lags one write behind; the scenario waits for it and
+    does not record it). Only where the DLQ write fails at once: a slow one (Kafka creating
+    the topic) could come after this write, and no later write would move the start."""
     c.produce(topic, 0, [b"r3"])
     share_fetch(c, "deliver r3", group, M1, 3, topic)
     share_fetch(c, "accept r3", group, M1, 4, topic, [
@@ -178,6 +183,7 @@ def test_unusable_dlq_topic_archives_without_dlq_records(differential_dlq: Run,
             missing = Topic("dlq." + c.name("never"), b"", 1)
             configure(c, group, missing, False)
             reject_and_exhaust(c, group, topic)
+            wait_archived(c, group, topic)
             meta = c.quiet(MetadataRequest(topics=[MetadataRequestTopic(name=missing.name)],
                                            allow_auto_topic_creation=False), 12,
                            MetadataResponse)
@@ -189,6 +195,7 @@ def test_unusable_dlq_topic_archives_without_dlq_records(differential_dlq: Run,
                              prefix="" if case == "no-prefix" else "dlq.")
         configure(c, group, dlq, False)
         reject_and_exhaust(c, group, topic)
+        wait_archived(c, group, topic)
         c.record("the DLQ topic stays empty", dlq_rows(c, dlq))
     differential_dlq(scenario)
 
