@@ -270,3 +270,21 @@ def test_copy_skipped_for_records_past_the_dlq_max_message_bytes(tmp_path: Path)
             assert [(k, v) for k, v, _h, _n in got] == [(b"small", b"s")] + [(None, None)] * 3
             assert sp.start_offset == 4
     run(go())
+
+
+def test_auto_creation_refuses_an_illegal_topic_name(tmp_path: Path) -> None:
+    """A DLQ topic name that is no legal topic name is never created (no directory
+    outside the data dir); the records are archived without a DLQ copy."""
+    async def go() -> None:
+        clock = ManualClock()
+        extra = {"errors.deadletterqueue.auto.create.topics.enable": "true"}
+        async with InProcBroker(tmp_path / "data", clock=clock, extra=extra) as b:
+            shares = b.broker.shares
+            topic = setup(b.broker, dlq_name="dlq./../../escape")
+            sp = shares.partition(GROUP, topic, 0)
+            reject(shares, sp, 0, 0)
+            clock.advance(0)
+            assert b.broker.topics.get("dlq./../../escape") is None
+            assert not (tmp_path / "escape-0").exists()
+            assert sp.archiving() == [] and sp.start_offset == 1
+    run(go())

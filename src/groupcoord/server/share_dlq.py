@@ -31,6 +31,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from groupcoord.apis.common import topic_name_error
 from groupcoord.apis.topic_configs import DLQ_AUTO_CREATE, DLQ_GROUP_ENABLE, DLQ_TOPIC_PREFIX
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import dlq_copy_record, dlq_topic
@@ -227,6 +228,11 @@ class ShareDlq:
             return (f"Configured DLQ topic name does not comply with the DLQ topic prefix in "
                     f"share group: {group_id}, topic: {name}, prefix: {prefix}.")
         if topic is None:
+            # Kafka's CreateTopics would refuse it (INVALID_TOPIC_EXCEPTION) and the DLQ
+            # write fail; a name is never a path of its own here.
+            problem = topic_name_error(name)
+            if problem:
+                return f"Unable to create DLQ topic {name} for share group {group_id}: {problem}"
             topic = self.broker.topics.create(name, self.broker.config.default_partitions, {
                 DLQ_GROUP_ENABLE: "true", "message.timestamp.type": "CreateTime"})
             log.info("created DLQ topic %s for share group %s", name, group_id)
