@@ -18,8 +18,9 @@ Mirrors Kafka 4.4's `SharePartition.initiateDLQAndArchive` with `ShareGroupDLQSt
   manager asks for it (broker default partitions, the enable flag, CreateTime).
 - Exactly once, where Kafka is at least once: Kafka resumes records found ARCHIVING after a
   restart by writing them again, so a crash between its DLQ produce and its ARCHIVED write
-  duplicates them. Here the first flush of a DLQ partition after start-up scans it once
-  for records whose headers name a still-ARCHIVING offset, and those are not written again.
+  duplicates them. Here the first flush of a share-partition loaded with ARCHIVING records
+  scans its DLQ partition once for records whose headers name a still-ARCHIVING offset,
+  and those are not written again.
   Records ARCHIVING at start-up are resumed at once, not on the partition's first fetch.
 
 Single-threaded on the event loop; the pending flushes are keyed soft state.
@@ -91,6 +92,9 @@ class ShareDlq:
         # Offsets whose DLQ record is written but whose ARCHIVED is not yet.
         self._written: dict[SPKey, set[int]] = {}
         self._scanned: set[tuple[str, int]] = set()
+        # Share-partitions loaded with ARCHIVING records: their DLQ records may have been
+        # written before the crash, so their DLQ partition is scanned once.
+        self._loaded_archiving: set[SPKey] = set()
 
     def settings(self) -> GroupCoordinatorConfig:
         """The DLQ's broker settings: dynamic broker configs (IncrementalAlterConfigs on
@@ -108,6 +112,12 @@ class ShareDlq:
             return
         self._pending[key] = self.clock.call_at(self.clock.now_ms() + delay_ms,
                                                 lambda: self._flush(key, topic_name))
+
+    def resume_loaded(self, sp: SharePartition, topic_name: str) -> None:
+        """A share-partition initialized from the log with ARCHIVING records: a DLQ write
+        a crash (or a reload) interrupted; flush it, looking for copies already written."""
+        self._loaded_archiving.add(sp.key)
+        self.schedule(sp, topic_name)
 
     def resume(self) -> int:
         """At start-up: initialize every persisted share-partition with ARCHIVING records,
@@ -136,6 +146,7 @@ class ShareDlq:
             handle.cancel()
         self._written.pop(key, None)
         self._attempts.pop(key, None)
+        self._loaded_archiving.discard(key)
 
     # -- one flush ----------------------------------------------------------------------
 
@@ -240,9 +251,10 @@ class ShareDlq:
 
     def _already_written(self, key: SPKey, dlq_topic_name: str, part: int) -> set[int]:
         """The key's ARCHIVING offsets that already have a DLQ record: those written in
-        this process, and, once per DLQ partition, those found in it (written before a
-        crash that came before their ARCHIVED)."""
-        if (dlq_topic_name, part) not in self._scanned:
+        this process, and, for a share-partition loaded with ARCHIVING records, those found
+        in the DLQ partition (written before a crash that came before their ARCHIVED),
+        scanned once per DLQ partition: O(its size), at the first such flush only."""
+        if key in self._loaded_archiving and (dlq_topic_name, part) not in self._scanned:
             self._scanned.add((dlq_topic_name, part))
             for found_key, offset in self._scan(dlq_topic_name, part):
                 self._written.setdefault(found_key, set()).add(offset)

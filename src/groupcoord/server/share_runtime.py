@@ -119,7 +119,7 @@ class ShareRuntime:
         sp.initialize(persisted.start_offset, persisted.batches(), persisted.state_epoch)
         self.partitions[key] = sp
         if sp.archiving(1):  # a DLQ write a crash interrupted (`maybeResumeDlqArchiving`)
-            self.dlq.schedule(sp, topic_name)
+            self.dlq.resume_loaded(sp, topic_name)
         return sp
 
     def _reset_offset(self, topic_name: str, index: int, policy: str) -> int:
