@@ -257,7 +257,8 @@ class ShareDlq:
         if key in self._loaded_archiving and (dlq_topic_name, part) not in self._scanned:
             self._scanned.add((dlq_topic_name, part))
             for found_key, offset in self._scan(dlq_topic_name, part):
-                self._written.setdefault(found_key, set()).add(offset)
+                if found_key in self._loaded_archiving:
+                    self._written.setdefault(found_key, set()).add(offset)
         return self._written.setdefault(key, set())
 
     def _scan(self, dlq_topic_name: str, part: int) -> Iterable[tuple[SPKey, int]]:
