@@ -91,7 +91,7 @@ class ShareDlq:
         self._attempts: dict[SPKey, int] = {}
         # Offsets whose DLQ record is written but whose ARCHIVED is not yet.
         self._written: dict[SPKey, set[int]] = {}
-        self._scanned: set[tuple[str, int]] = set()
+        self._scanned: set[tuple[SPKey, str, int]] = set()
         # Share-partitions loaded with ARCHIVING records: their DLQ records may have been
         # written before the crash, so their DLQ partition is scanned once.
         self._loaded_archiving: set[SPKey] = set()
@@ -254,10 +254,12 @@ class ShareDlq:
         this process, and, for a share-partition loaded with ARCHIVING records, those found
         in the DLQ partition (written before a crash that came before their ARCHIVED),
         scanned once per DLQ partition: O(its size), at the first such flush only."""
-        if key in self._loaded_archiving and (dlq_topic_name, part) not in self._scanned:
-            self._scanned.add((dlq_topic_name, part))
+        if key in self._loaded_archiving and (key, dlq_topic_name, part) not in self._scanned:
+            # One scan serves every share-partition loaded so far (all of them, at start-up).
+            loaded = set(self._loaded_archiving)
+            self._scanned.update((k, dlq_topic_name, part) for k in loaded)
             for found_key, offset in self._scan(dlq_topic_name, part):
-                if found_key in self._loaded_archiving:
+                if found_key in loaded:
                     self._written.setdefault(found_key, set()).add(offset)
         return self._written.setdefault(key, set())
 
