@@ -215,3 +215,14 @@ def test_headers_are_kafkas_in_its_order() -> None:
     assert resumed_cause(4, 5) == DlqCause.CLIENT_REJECT
     assert resumed_cause(5, 5) == DlqCause.DELIVERY_COUNT_EXCEEDED
     assert [dlq_partition(p, 3) for p in range(5)] == [0, 1, 2, 0, 1]
+
+
+def test_the_dlq_is_on_with_a_topic_name_and_share_version_2() -> None:
+    """`isDLQEnabledForGroup`: share.version >= 2 and a non-empty DLQ topic name."""
+    from groupcoord.coordinator.share.configs import share_config
+
+    named = {"errors.deadletterqueue.topic.name": " dlq.x "}
+    assert share_config(named).dlq
+    assert not share_config(named, dlq_supported=False).dlq
+    assert not share_config({"errors.deadletterqueue.topic.name": "  "}).dlq
+    assert not share_config({}).dlq
