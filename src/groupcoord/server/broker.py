@@ -25,6 +25,7 @@ from groupcoord.server.clock import SystemClock
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
+from groupcoord.server.fault_injection import FaultInjector
 from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.log_cleaner import LogCleaner
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
@@ -76,6 +77,8 @@ class Broker:
         self.authorizer: DurableAuthorizer | None = None
         self.scram_credentials: Any = None
         self.listener_security: list[Any] = []
+        # Test faults on the request path (`fault_injection`); empty in production.
+        self.faults = FaultInjector()
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -27,15 +27,17 @@ import asyncio
 import shutil
 import tempfile
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self, TypeVar
 
 from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
+from groupcoord.testing import faults
 from groupcoord.testing.broker_process import ServeProcess
-from groupcoord.testing.control_client import HttpClock
+from groupcoord.testing.control_client import ControlClient, HttpClock
+from groupcoord.testing.group_state import describe_group
 from groupcoord.testing.virtual_clock import LoopManualClock, VirtualClock
 
 T = TypeVar("T")
@@ -78,6 +80,8 @@ class KafkaBroker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._process: ServeProcess | None = None
+        # A subprocess's control endpoint (always served, for faults and group state).
+        self._control: ControlClient | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -108,6 +112,7 @@ class KafkaBroker:
                 self._process.stop()
                 self._process = None
                 self.clock = None
+                self._control = None
             if self.broker is not None:
                 broker, self.broker = self.broker, None
                 self.call(broker.stop())
@@ -139,6 +144,54 @@ class KafkaBroker:
         if self.clock is None:
             raise RuntimeError("advance() needs KafkaBroker(clock='manual'), started")
         return self.clock.advance(ms)
+
+    # -- faults and group state ------------------------------------------------------------
+
+    def inject(self, api: int | str, *, error: int | str | None = None, drop: bool = False,
+               delay_ms: int | None = None, count: int = 1, group_id: str | None = None,
+               topic: str | None = None) -> dict[str, Any]:
+        """Make the next `count` requests of `api` (optionally only those naming `group_id`
+        or `topic`) answer `error`, drop their connection, or answer `delay_ms` late.
+        Returns the rule; see docs/testing.md."""
+        if self._control is not None:
+            return self._control.inject(api, error=error, drop=drop or None,
+                                        delay_ms=delay_ms, count=count, group_id=group_id,
+                                        topic=topic)
+        broker = self._running_broker()
+        return self._on_loop(lambda: faults.inject(
+            broker, api, error=error, drop=drop, delay_ms=delay_ms, count=count,
+            group_id=group_id, topic=topic))
+
+    def injections(self) -> dict[str, Any]:
+        """`{"rules": [still armed], "fired": [every firing, oldest first]}`."""
+        if self._control is not None:
+            return self._control.injections()
+        broker = self._running_broker()
+        return self._on_loop(lambda: faults.injections(broker))
+
+    def clear_injections(self) -> int:
+        """Disarm every rule; returns how many were armed."""
+        if self._control is not None:
+            return self._control.clear_injections()
+        broker = self._running_broker()
+        return self._on_loop(lambda: faults.clear(broker))
+
+    def describe_group(self, group_id: str) -> dict[str, Any]:
+        """The group's internal state: state, generation, members with their session
+        deadlines, armed timers, committed offsets (`testing.group_state`)."""
+        if self._control is not None:
+            return self._control.describe_group(group_id)
+        return self.call(describe_group(self._running_broker(), group_id))
+
+    def _running_broker(self) -> Broker:
+        if self.broker is None:
+            raise RuntimeError("broker not started")
+        return self.broker
+
+    def _on_loop(self, fn: Callable[[], T]) -> T:
+        async def run() -> T:
+            return fn()
+        return self.call(run())
 
     # -- in-process ------------------------------------------------------------------------
 
@@ -192,11 +245,16 @@ class KafkaBroker:
                 "--fsync", "never", "--group-initial-rebalance-delay-ms", "0"]
         for name, value in self.group_config.items():
             args += ["--group-config", f"{name}={value}"]
+        args += ["--control-listen", f"{self.host}:0"]
         if self.clock_kind == "manual":
-            args += ["--clock", "manual", "--control-listen", f"{self.host}:0"]
+            args += ["--clock", "manual"]
         assert self._scratch is not None
         process = ServeProcess(args + self.extra_args, self._scratch / "serve.log")
         self._process = process
         self.port = process.start()
+        control_port = process.control_port()
         if self.clock_kind == "manual":
-            self.clock = HttpClock(self.host, process.control_port())
+            self.clock = HttpClock(self.host, control_port)
+            self._control = self.clock
+        else:
+            self._control = ControlClient(self.host, control_port)
