@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="[NAME://]HOST:PORT",
                    help="address given to clients of a listener in Metadata/FindCoordinator "
                         "(repeatable, one per listener name; HOST:PORT: the first listener)")
-    p.add_argument("--data-dir", default="./data", help="log directory (default ./data)")
+    p.add_argument("--data-dir", default="./data",
+                   help="log directory (default ./data); `memory` keeps every log in memory, "
+                        "for tests (gone when the broker stops)")
     p.add_argument("--node-id", type=int, default=0)
     p.add_argument("--cluster-id", default=None,
                    help="cluster id (default: stored in the data dir, else generated)")
@@ -79,12 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
     from groupcoord.server.cluster_id import load_or_create_cluster_id
+    from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+    from groupcoord.storage.memory_io import MEMORY, MemoryFileIO, memory_data_dir
 
+    io: FileIO = OS_FILE_IO
+    data_dir = ns.data_dir
+    if data_dir == MEMORY:
+        io, data_dir = MemoryFileIO(), memory_data_dir()
     return BrokerConfig(
         **security_args.config_kwargs(ns),
-        data_dir=ns.data_dir,
+        data_dir=data_dir,
+        file_io=io,
         node_id=ns.node_id,
-        cluster_id=load_or_create_cluster_id(ns.data_dir, ns.cluster_id),
+        cluster_id=load_or_create_cluster_id(data_dir, ns.cluster_id, io),
         fsync=ns.fsync,
         fsync_interval_ms=ns.fsync_interval_ms,
         auto_create_topics=ns.auto_create_topics,

@@ -72,7 +72,7 @@ class Broker:
         self.groups: Any = None
         self.shares: Any = None
         self.transactions: Any = None
-        self.cleaner = LogCleaner()
+        self.cleaner = LogCleaner(config.file_io)
         # The ACL authorizer, or None when none is configured (everything allowed).
         self.authorizer: DurableAuthorizer | None = None
         self.scram_credentials: Any = None
@@ -94,7 +94,7 @@ class Broker:
         self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs
-        self.producers = ProducerStateManager(cfg.data_dir)
+        self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
         self.groups = CoordinatorRuntime(self)
         from groupcoord.server.share_runtime import ShareRuntime
 

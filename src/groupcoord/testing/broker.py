@@ -6,9 +6,10 @@
 In-process (the default) the broker runs on its own thread and event loop, so the test's
 own code (blocking clients, or an asyncio loop of its own) never shares a loop with it.
 `subprocess=True` runs `python -m groupcoord serve` instead, for tests that kill it.
-Without `data_dir` the logs go to a temporary directory removed on `stop()`: there is no
-in-memory storage mode, the broker keeps Kafka's on-disk layout even here (with
-`fsync=never`, so the page cache absorbs it).
+Without `data_dir` (or with `data_dir="memory"`) every log is kept in memory
+(`storage.memory_io.MemoryFileIO`, behind the same `FileIO` seam as the disk, so all the code
+above storage is the one that runs in production) and is gone on `stop()`; a `data_dir`
+path keeps Kafka's on-disk layout there, and survives restarts.
 
 `clock="manual"` gives virtual time: the broker's clock stands still until `advance(ms)`
 (or `broker.clock.advance(ms)`), so a 45 s session timeout expires in milliseconds of wall
@@ -34,6 +35,8 @@ from typing import Any, Literal, Self, TypeVar
 from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
+from groupcoord.storage.fileio import OS_FILE_IO
+from groupcoord.storage.memory_io import MEMORY, MemoryFileIO, memory_data_dir
 from groupcoord.testing import faults
 from groupcoord.testing.broker_process import ServeProcess
 from groupcoord.testing.control_client import ControlClient, HttpClock
@@ -69,9 +72,14 @@ class KafkaBroker:
         self.group_config = dict(group_config or {})
         self.extra_args = list(extra_args)
         self.config_overrides = config
-        self._given_data_dir = Path(data_dir) if data_dir is not None else None
-        self.data_dir: Path | None = self._given_data_dir
-        # Holds the temporary data dir and the subprocess's log; removed on stop.
+        in_memory = data_dir is None or str(data_dir) == MEMORY
+        if in_memory and "file_io" in config:
+            raise ValueError("memory storage brings its own file_io; pass a data_dir to run "
+                             "another FileIO over the disk")
+        self.storage: Literal["memory", "disk"] = "memory" if in_memory else "disk"
+        # The data dir on disk; None when the logs are in memory.
+        self.data_dir: Path | None = None if in_memory else Path(data_dir)  # type: ignore[arg-type]
+        # Holds the subprocess's log; removed on stop.
         self._scratch: Path | None = None
         self._manual = LoopManualClock(start_ms) if start_ms is not None else LoopManualClock()
         # Set while a manual-clock broker runs: in-process, or over the control endpoint.
@@ -92,9 +100,6 @@ class KafkaBroker:
     def start(self) -> Self:
         if self.running:
             raise RuntimeError("broker already started")
-        self._scratch = Path(tempfile.mkdtemp(prefix="groupcoord-"))
-        if self._given_data_dir is None:
-            self.data_dir = self._scratch / "data"
         try:
             if self.subprocess:
                 self._start_process()
@@ -121,7 +126,6 @@ class KafkaBroker:
             if self._scratch is not None:
                 shutil.rmtree(self._scratch, ignore_errors=True)
                 self._scratch = None
-                self.data_dir = self._given_data_dir
 
     def __enter__(self) -> Self:
         return self.start()
@@ -208,8 +212,13 @@ class KafkaBroker:
         values: dict[str, Any] = dict(TEST_DEFAULTS)
         values.update(self.config_overrides)
         values["listeners"] = (Listener(self.host, self.port),)
-        values["data_dir"] = str(self.data_dir)
-        values.setdefault("cluster_id", load_or_create_cluster_id(str(self.data_dir), None))
+        if self.data_dir is None:
+            values.setdefault("file_io", MemoryFileIO())
+            values["data_dir"] = memory_data_dir()
+        else:
+            values["data_dir"] = str(self.data_dir)
+        values.setdefault("cluster_id", load_or_create_cluster_id(
+            values["data_dir"], None, values.get("file_io", OS_FILE_IO)))
         values["extra"] = {**values.get("extra", {}), **self.group_config}
         return BrokerConfig(**values)
 
@@ -236,19 +245,22 @@ class KafkaBroker:
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(LOOP_CALL_TIMEOUT_S)
+        # The loop's executor threads (getaddrinfo, ...) end with it, not after.
+        loop.run_until_complete(loop.shutdown_default_executor())
         loop.close()
 
     # -- subprocess ------------------------------------------------------------------------
 
     def _start_process(self) -> None:
-        args = ["--listen", f"{self.host}:{self.port}", "--data-dir", str(self.data_dir),
+        data_dir = MEMORY if self.data_dir is None else str(self.data_dir)
+        args = ["--listen", f"{self.host}:{self.port}", "--data-dir", data_dir,
                 "--fsync", "never", "--group-initial-rebalance-delay-ms", "0"]
         for name, value in self.group_config.items():
             args += ["--group-config", f"{name}={value}"]
         args += ["--control-listen", f"{self.host}:0"]
         if self.clock_kind == "manual":
             args += ["--clock", "manual"]
-        assert self._scratch is not None
+        self._scratch = Path(tempfile.mkdtemp(prefix="groupcoord-"))
         process = ServeProcess(args + self.extra_args, self._scratch / "serve.log")
         self._process = process
         self.port = process.start()
