@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
+from helpers import confluent_io
 from helpers.wire_client import WireConnection
 
 from groupcoord.testing import KafkaBroker
@@ -103,6 +105,25 @@ def test_an_error_takes_the_shape_of_the_apis_error_response(broker: KafkaBroker
     conn.close()
 
 
+def test_a_produce_error_reaches_every_partition_and_the_producer_retries(
+        broker: KafkaBroker) -> None:
+    confluent_io.create_topic(broker.bootstrap_servers, "t-produce", 2)
+    rule = broker.inject("Produce", error="NOT_LEADER_OR_FOLLOWER", count=2,
+                         topic="t-produce")
+    delivered: list[tuple[int, int]] = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                         "enable.idempotence": True, "linger.ms": 0})
+    for i in range(4):
+        producer.produce("t-produce", value=b"%d" % i, partition=i % 2,
+                         on_delivery=lambda err, msg: delivered.append(
+                             (msg.partition(), msg.offset())) if err is None else None)
+    assert producer.flush(30) == 0
+    # Retried after the refusals, each record once: offsets 0 and 1 on each partition.
+    assert sorted(delivered) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    fired = [f for f in broker.injections()["fired"] if f["rule"] == rule["id"]]
+    assert [f["error"] for f in fired] == ["NOT_LEADER_OR_FOLLOWER"] * 2
+
+
 def test_group_and_topic_filters(broker: KafkaBroker) -> None:
     conn = _connect(broker)
     broker.inject("JoinGroup", error="NOT_COORDINATOR", group_id="g-target")
@@ -160,7 +181,7 @@ def test_a_delayed_response_is_late_and_later_responses_wait_for_it(
     ({"api": "JoinGroup", "drop": True, "delay_ms": 5}, "exactly one"),
     ({"api": "JoinGroup", "drop": True, "count": 0}, "count"),
     ({"api": "JoinGroup", "delay_ms": -1}, "delay_ms"),
-    ({"api": "Produce", "error": "NOT_COORDINATOR"}, "no error response"),
+    ({"api": "CreateTopics", "error": "NOT_CONTROLLER"}, "no error response"),
 ])
 def test_rules_that_cannot_fire_are_refused(broker: KafkaBroker, args: dict[str, Any],
                                             message: str) -> None:
