@@ -23,7 +23,13 @@ records the client's behaviour.
 Then the second half is produced. Checks: the rule fired; both members end Stable with one
 partition each; every record is processed; none of the records committed before the fault
 is processed again (a lost or ignored commit would restart a partition from 0); the final
-committed offsets are the end of the topic.
+committed offsets are the end of the topic. A failure prints the group's state, what each
+member reported and the coordinator's `__group_events` for the group.
+
+kafka-python (3.0.12) occasionally stalls on its own, with or without a fault: when its
+`poll` times out while its SyncGroup is in flight, it can end up a Stable member that never
+heartbeats nor fetches (the race of dpkp/kafka-python#2610), and its session expires. The
+group events then show the member synced and expired with no request in between.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any
 
 import pytest
 from helpers import confluent_io
+from helpers.group_checks import group_events
 from helpers.group_members import Ledger, MemberHost, host_factory, wait_for
 
 from groupcoord.testing import KafkaBroker
@@ -133,7 +140,10 @@ def _run(client: str, fault: dict[str, Any], tmp_path: Path, topic: str,
                              for recs, _ in log.batches for p, o in recs)
             return sorted(k for k, n in counts.items() if n > 1 and k[1] < HALF)
         except AssertionError:
-            print(host.stderr_tail())
+            print(f"group: {broker.describe_group(group)}\nmembers: {ledger.members}\n"
+                  f"stderr: {host.stderr_tail()}")
+            for event in group_events(bootstrap, group):
+                print(event)
             raise
         finally:
             host.close()
