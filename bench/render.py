@@ -19,7 +19,7 @@ RESULTS_DIR = REPO_ROOT / "bench" / "results"
 # Benchmarks with their own runners; each writes bench/results/<name>.md (with its command
 # and machine), folded in here so regenerating this file never drops them.
 COMPONENTS = ("consumer_groups", "assignors", "share", "compaction", "restart", "analytics",
-              "tls", "authz")
+              "tls", "authz", "testing")
 
 METHOD = """\
 ## Method

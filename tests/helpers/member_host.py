@@ -30,6 +30,10 @@ from typing import Any
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 500
 POLL_S = 0.2
+# kafka-python's poll: long enough that a join and sync complete within one call. When its
+# poll times out with the SyncGroup in flight, kafka-python 3.0 can stay a member that never
+# heartbeats nor fetches until its session expires (the race of dpkp/kafka-python#2610).
+KAFKA_PYTHON_POLL_MS = 2000
 
 _out_lock = threading.Lock()
 
@@ -135,7 +139,7 @@ def _kafka_python(member: Member) -> None:
     consumer.subscribe([opts.topic], listener=Listener())
     try:
         while not member.stop.is_set():
-            batches = consumer.poll(timeout_ms=int(POLL_S * 1000), max_records=500)
+            batches = consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS, max_records=500)
             recs = [[r.partition, r.offset] for batch in batches.values() for r in batch]
             if not recs:
                 continue

@@ -21,6 +21,7 @@ from server.broker_inproc import RawClient
 
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.logformat.batch import validate
+from groupcoord.storage.fileio import OS_FILE_IO
 from groupcoord.storage.segment import iter_file_batches
 from groupcoord.wire.generated import offset_commit, offset_fetch
 
@@ -67,7 +68,7 @@ def damage_batch(path: str, which: str) -> int:
     """Garbage over the head/middle/tail batch of a segment; the position of that batch."""
     fd = os.open(path, os.O_RDWR)
     try:
-        positions = [pos for pos, view in iter_file_batches(fd, 0, os.fstat(fd).st_size)
+        positions = [pos for pos, view in iter_file_batches(OS_FILE_IO, fd, 0, os.fstat(fd).st_size)
                      if validate(view)]
         pos = {"head": positions[0], "middle": positions[len(positions) // 2],
                "tail": positions[-1]}[which]

@@ -13,6 +13,7 @@ from storage_helpers import make_batch
 
 from groupcoord.logformat.batch import iter_batches, validate
 from groupcoord.storage.config import LogConfig
+from groupcoord.storage.fileio import OS_FILE_IO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.segment import iter_file_batches
 
@@ -40,7 +41,7 @@ def damage(path: str, which: str, garbage: bytes) -> tuple[int, int]:
     fd = os.open(path, os.O_RDWR)
     try:
         batches = [(pos, validate(view).base_offset)
-                   for pos, view in iter_file_batches(fd, 0, os.fstat(fd).st_size)]
+                   for pos, view in iter_file_batches(OS_FILE_IO, fd, 0, os.fstat(fd).st_size)]
         pos, offset = {"head": batches[0], "middle": batches[len(batches) // 2],
                        "tail": batches[-1]}[which]
         os.pwrite(fd, garbage, pos + 20)

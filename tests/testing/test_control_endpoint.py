@@ -66,13 +66,21 @@ def test_a_garbage_request_closes_the_connection_and_the_endpoint_goes_on(
     assert control.now_ms() > 0
 
 
-@pytest.mark.parametrize("args", [["--clock", "manual"],
-                                  ["--control-listen", "127.0.0.1:0"]])
-def test_serve_refuses_a_clock_without_a_control_endpoint_and_vice_versa(
-        args: list[str], tmp_path: Any) -> None:
+def test_serve_refuses_a_manual_clock_without_a_control_endpoint(tmp_path: Any) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "groupcoord", "serve", "--listen", "127.0.0.1:0",
-         "--data-dir", str(tmp_path), *args],
+         "--data-dir", str(tmp_path), "--clock", "manual"],
         check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "--control-listen" in result.stderr
+
+
+def test_on_the_system_clock_the_clock_answers_409_and_faults_work() -> None:
+    with KafkaBroker(subprocess=True) as broker:
+        assert broker.clock is None
+        client = HttpClock(broker.host, broker._process.control_port())  # type: ignore[union-attr]
+        assert _status(client, "GET", "/clock")[0] == 409
+        assert _status(client, "POST", "/clock/advance", b'{"ms": 1}')[0] == 409
+        rule = broker.inject("Heartbeat", error="REBALANCE_IN_PROGRESS", count=2)
+        assert broker.injections()["rules"] == [rule]
+        assert broker.clear_injections() == 1

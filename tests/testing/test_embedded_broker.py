@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.wire_client import WireConnection
 
+from groupcoord.storage.memory_io import MEMORY_ROOT
 from groupcoord.testing import KafkaBroker
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest
@@ -45,11 +46,10 @@ def test_start_serve_stop_and_clean_up(subprocess: bool) -> None:
     broker = KafkaBroker(subprocess=subprocess)
     with broker:
         assert broker.running
-        data_dir = broker.data_dir
-        assert data_dir is not None and data_dir.is_dir()
+        assert broker.storage == "memory" and broker.data_dir is None
         assert _api_versions_ok(broker)
     assert not broker.running
-    assert not data_dir.exists()
+    assert not Path(MEMORY_ROOT).exists()  # the memory data dir never touched the disk
     with pytest.raises(RuntimeError):
         _ = broker.bootstrap_servers
     broker.stop()  # a second stop is harmless
@@ -135,6 +135,6 @@ def test_a_failed_start_raises_and_leaves_nothing_behind(subprocess: bool) -> No
         with pytest.raises((OSError, RuntimeError)):
             second.start()
         assert not second.running
-        assert second.data_dir is None  # its temporary directory is gone
+        assert second._scratch is None  # its temporary directory is gone
         assert threading.active_count() == threads_before
         assert _api_versions_ok(first)

@@ -1,5 +1,5 @@
 """Virtual time and transactions: an open transaction of a real producer (confluent-kafka,
-kafka-python, aiokafka) is aborted by the broker once the test moves time past `transaction.timeout.ms`, not a millisecond before,
+kafka-python, aiokafka, the Java client) is aborted by the broker once the test moves time past `transaction.timeout.ms`, not a millisecond before,
 and the abort frees read_committed readers (the last stable offset moves past it).
 
 The broker looks for timed-out transactions every
@@ -10,6 +10,8 @@ clock, so the abort happens at the first check after the timeout.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from typing import Any, Protocol
 
 import pytest
 from confluent_kafka import Producer
+from helpers.java import harness_command
 from helpers.wire_client import WireConnection
 
 from groupcoord.testing import KafkaBroker
@@ -127,10 +130,45 @@ class AiokafkaTransaction:
             self.thread.join(10)
 
 
+class JavaTransaction:
+    """The Java harness's `txn-produce` step `hold`: the transaction stays open, in a live
+    producer, until the test tells it to commit."""
+
+    def __init__(self, bootstrap: str, tid: str, topic: str) -> None:
+        self.proc = subprocess.Popen(
+            [*harness_command("txn-produce"), "--bootstrap", bootstrap, "--topic", topic,
+             "--transactional-id", tid, "--plan", "hold:1",
+             "--prop", f"transaction.timeout.ms={TXN_TIMEOUT_MS}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        self._event("held")
+
+    def _event(self, *names: str) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{") and (event := json.loads(line)).get("event") in names:
+                return dict(event)
+        raise AssertionError(f"the Java producer ended before {names}")
+
+    def commit(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("commit\n")
+        self.proc.stdin.flush()
+        event = self._event("txn-commit-failed", "txn")
+        if event["event"] == "txn-commit-failed":
+            raise RuntimeError(event["error"])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+
+
 CLIENTS: dict[str, Callable[[str, str, str], OpenTransaction]] = {
     "confluent": ConfluentTransaction,
     "kafka-python": KafkaPythonTransaction,
     "aiokafka": AiokafkaTransaction,
+    "java": JavaTransaction,
 }
 
 
@@ -159,7 +197,8 @@ def test_an_open_transaction_times_out_in_virtual_time(client: str, unique_topic
             assert time.monotonic() - started < WALL_BUDGET_S
 
             # The abort bumped the producer's epoch: each client reports its commit fenced
-            # (ProducerFenced, ProducerFencedError, KafkaError _FENCED).
+            # (ProducerFenced, ProducerFencedError, KafkaError _FENCED,
+            # ProducerFencedException).
             with pytest.raises(Exception) as failure:
                 txn.commit()
             assert "fenced" in f"{type(failure.value).__name__} {failure.value}".lower()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 POLL_MS = 50
+KAFKA_PYTHON_POLL_MS = 2000
 
 
 def report_changes() -> Callable[[list[int]], None]:
@@ -49,15 +50,27 @@ def confluent(bootstrap: str, topic: str, group: str, session_ms: int, hb_ms: in
 
 
 def kafka_python(bootstrap: str, topic: str, group: str, session_ms: int, hb_ms: int) -> None:
-    from kafka import KafkaConsumer
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
 
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
         session_timeout_ms=session_ms, heartbeat_interval_ms=hb_ms)
     report = report_changes()
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        """Reports from inside `poll`, which then need not return to be heard."""
+
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            report([])
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            report([tp.partition for tp in assigned])
+
+    consumer.subscribe([topic], listener=Listener())
     while True:
-        consumer.poll(timeout_ms=POLL_MS)
-        report([tp.partition for tp in consumer.assignment()])
+        # Long polls: a join and sync complete within one (helpers/member_host.py,
+        # KAFKA_PYTHON_POLL_MS, on kafka-python's SyncGroup/poll race).
+        consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
 
 
 async def aiokafka(bootstrap: str, topic: str, group: str, session_ms: int, hb_ms: int) -> None:

@@ -35,6 +35,17 @@ LEADER_EPOCH = 0
 READ_COMMITTED = 1
 
 
+def error_response(request: ListOffsetsRequest, version: int, code: int
+                   ) -> ListOffsetsResponse:
+    """Kafka's `ListOffsetsRequest.getErrorResponse`: the error on every partition."""
+    return ListOffsetsResponse(topics=[
+        ListOffsetsTopicResponse(name=t.name, partitions=[
+            ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code,
+                                         timestamp=-1, offset=-1, leader_epoch=-1)
+            for p in t.partitions])
+        for t in request.topics])
+
+
 def _lookup(plog: Any, timestamp: int, last_fetchable: int) -> tuple[int, int]:
     """(offset, timestamp) for one partition; (-1, -1) when nothing matches."""
     if timestamp == LATEST:

@@ -191,6 +191,18 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     return resp
 
 
+def error_response(request: ProduceRequest, version: int, code: int
+                   ) -> ProduceResponse | None:
+    """Kafka's `ProduceRequest.getErrorResponse`: the error on every partition, and no
+    response at all for acks=0."""
+    if request.acks == 0:
+        return None
+    return ProduceResponse(responses=[
+        TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
+            _refused(p.index, code) for p in t.partition_data])
+        for t in request.topic_data])
+
+
 def _refused(index: int, code: int) -> PartitionProduceResponse:
     """Kafka's `PartitionResponse(error)`: no offset, append time or log start."""
     return PartitionProduceResponse(index=index, error_code=code, base_offset=-1,

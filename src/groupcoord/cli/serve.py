@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="[NAME://]HOST:PORT",
                    help="address given to clients of a listener in Metadata/FindCoordinator "
                         "(repeatable, one per listener name; HOST:PORT: the first listener)")
-    p.add_argument("--data-dir", default="./data", help="log directory (default ./data)")
+    p.add_argument("--data-dir", default="./data",
+                   help="log directory (default ./data); `memory` keeps every log in memory, "
+                        "for tests (gone when the broker stops)")
     p.add_argument("--node-id", type=int, default=0)
     p.add_argument("--cluster-id", default=None,
                    help="cluster id (default: stored in the data dir, else generated)")
@@ -69,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="system: real time; manual: virtual time for tests, standing still "
                         "until advanced through --control-listen (docs/testing.md)")
     p.add_argument("--control-listen", default=None, metavar="HOST:PORT",
-                   help="HTTP/JSON control endpoint of a --clock manual broker "
-                        "(GET /clock, POST /clock/advance)")
+                   help="HTTP/JSON control endpoint for tests: virtual time of a --clock "
+                        "manual broker, injected faults, group state (docs/testing.md)")
     security_args.add_arguments(p)
     p.add_argument("--log-level", default="info",
                    choices=("debug", "info", "warning", "error"))
@@ -79,12 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
     from groupcoord.server.cluster_id import load_or_create_cluster_id
+    from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+    from groupcoord.storage.memory_io import MEMORY, MemoryFileIO, memory_data_dir
 
+    io: FileIO = OS_FILE_IO
+    data_dir = ns.data_dir
+    if data_dir == MEMORY:
+        io, data_dir = MemoryFileIO(), memory_data_dir()
     return BrokerConfig(
         **security_args.config_kwargs(ns),
-        data_dir=ns.data_dir,
+        data_dir=data_dir,
+        file_io=io,
         node_id=ns.node_id,
-        cluster_id=load_or_create_cluster_id(ns.data_dir, ns.cluster_id),
+        cluster_id=load_or_create_cluster_id(data_dir, ns.cluster_id, io),
         fsync=ns.fsync,
         fsync_interval_ms=ns.fsync_interval_ms,
         auto_create_topics=ns.auto_create_topics,
@@ -117,16 +126,16 @@ def _group_configs(items: list[str]) -> dict[str, str]:
 
 
 def _control_listener(ns: argparse.Namespace) -> Listener | None:
-    """The control endpoint of a manual clock; each option needs the other."""
+    """The control endpoint; a manual clock needs it (it is the way to advance it)."""
     if ns.clock == "manual" and ns.control_listen is None:
         raise ValueError("--clock manual needs --control-listen (the way to advance it)")
-    if ns.clock == "system" and ns.control_listen is not None:
-        raise ValueError("--control-listen serves a --clock manual broker")
     return Listener.parse(ns.control_listen) if ns.control_listen is not None else None
 
 
-async def serve(config: BrokerConfig, control_listen: Listener | None = None) -> None:
-    """Run until a signal; with `control_listen`, on virtual time advanced through it."""
+async def serve(config: BrokerConfig, control_listen: Listener | None = None,
+                manual_clock: bool = False) -> None:
+    """Run until a signal; with `control_listen`, controlled through it (and with
+    `manual_clock`, on virtual time advanced through it)."""
     from groupcoord.server.broker import Broker
     from groupcoord.server.fd_limits import raise_nofile_limit
 
@@ -138,7 +147,7 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None) ->
         from groupcoord.testing.control import ControlServer
         from groupcoord.testing.virtual_clock import LoopManualClock
 
-        clock = LoopManualClock()
+        clock = LoopManualClock() if manual_clock else None
         broker = Broker(config, clock=clock)
         control = ControlServer(clock, lambda: broker)
     stop = asyncio.Event()
@@ -148,8 +157,8 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None) ->
     await broker.start()
     if control is not None and control_listen is not None:
         port = await control.start(control_listen.host, control_listen.port)
-        log.info("groupcoord control listening on %s:%d (virtual time)",
-                 control_listen.host, port)
+        log.info("groupcoord control listening on %s:%d (%s)", control_listen.host, port,
+                 "virtual time" if manual_clock else "system time")
     for bound in broker.bound:
         log.info("groupcoord listening on %s:%d (%s)", bound.host, bound.port, bound.name)
     try:
@@ -185,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"groupcoord serve: {exc}\n")
         return 2
     try:
-        _run(serve(config, control))
+        _run(serve(config, control, ns.clock == "manual"))
     except (OSError, ValueError) as exc:  # ports, key material, users file, mapping rules
         log.error("cannot start: %s", exc)
         return 1

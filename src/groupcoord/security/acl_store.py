@@ -25,7 +25,7 @@ from groupcoord.security.acl import (
     validate_new_acl,
 )
 from groupcoord.security.authorizer import StandardAuthorizer
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.wire.errors import ErrorCode
 
 ACL_FILE = "acls.json"
@@ -47,8 +47,7 @@ class AclStore:
 
     def load(self) -> list[AclBinding]:
         try:
-            with open(self.path, encoding="utf-8") as f:
-                doc = json.load(f)
+            doc = json.loads(self.file_io.read_text(self.path))
             if doc.get("version") != _FORMAT_VERSION:
                 raise ValueError(f"unknown format version {doc.get('version')!r}")
             return [AclBinding.from_json(row) for row in doc["acls"]]
@@ -61,9 +60,9 @@ class AclStore:
         """Replace the file with `acls`; raises OSError and leaves the old file otherwise."""
         doc = {"version": _FORMAT_VERSION, "acls": [a.to_json() for a in sorted(acls)]}
         data = json.dumps(doc, separators=(",", ":")).encode()
-        os.makedirs(self.data_dir, exist_ok=True)
+        self.file_io.makedirs(self.data_dir)
         self.file_io.replace_file(self.path, data)
-        fsync_dir(self.data_dir)
+        self.file_io.fsync_dir(self.data_dir)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from groupcoord.security.scram import MECHANISMS, ScramCredential
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 
 STORE_FILE = "scram-credentials.json"
 FORMAT_VERSION = 1
@@ -72,8 +72,7 @@ class ScramCredentialStore:
         self._io = io
         self._users: Credentials = {}
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                self._users = _decode(handle.read(), self.path)
+            self._users = _decode(io.read_text(self.path), self.path)
         except FileNotFoundError:
             pass
 
@@ -94,7 +93,7 @@ class ScramCredentialStore:
         for user, mechanism, credential in upserts:
             users.setdefault(user, {})[mechanism] = credential
         users = {user: mechs for user, mechs in users.items() if mechs}
-        os.makedirs(self.data_dir, exist_ok=True)
+        self._io.makedirs(self.data_dir)
         self._io.replace_file(self.path, _encode(users))
-        fsync_dir(self.data_dir)
+        self._io.fsync_dir(self.data_dir)
         self._users = users

@@ -25,6 +25,7 @@ from groupcoord.server.clock import SystemClock
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
+from groupcoord.server.fault_injection import FaultInjector
 from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.log_cleaner import LogCleaner
 from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
@@ -71,11 +72,13 @@ class Broker:
         self.groups: Any = None
         self.shares: Any = None
         self.transactions: Any = None
-        self.cleaner = LogCleaner()
+        self.cleaner = LogCleaner(config.file_io)
         # The ACL authorizer, or None when none is configured (everything allowed).
         self.authorizer: DurableAuthorizer | None = None
         self.scram_credentials: Any = None
         self.listener_security: list[Any] = []
+        # Test faults on the request path (`fault_injection`); empty in production.
+        self.faults = FaultInjector()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -91,7 +94,7 @@ class Broker:
         self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs
-        self.producers = ProducerStateManager(cfg.data_dir)
+        self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
         self.groups = CoordinatorRuntime(self)
         from groupcoord.server.share_runtime import ShareRuntime
 

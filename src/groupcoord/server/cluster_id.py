@@ -8,37 +8,36 @@ from __future__ import annotations
 
 import os
 
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.wire.kafka_uuid import random_uuid, uuid_text
 
 META_FILE = "meta.properties"
 
 
-def _read(path: str) -> dict[str, str]:
+def _read(path: str, io: FileIO) -> dict[str, str]:
     props: dict[str, str] = {}
     try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if line and not line.startswith("#") and "=" in line:
-                    key, _, value = line.partition("=")
-                    props[key.strip()] = value.strip()
+        text = io.read_text(path)
     except FileNotFoundError:
-        pass
+        return props
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            props[key.strip()] = value.strip()
     return props
 
 
-def load_or_create_cluster_id(data_dir: str, given: str | None) -> str:
+def load_or_create_cluster_id(data_dir: str, given: str | None,
+                              io: FileIO = OS_FILE_IO) -> str:
     """The stored id (or `given`, which replaces it); a new Kafka-style id otherwise."""
-    os.makedirs(data_dir, exist_ok=True)
+    io.makedirs(data_dir)
     path = os.path.join(data_dir, META_FILE)
-    props = _read(path)
+    props = _read(path, io)
     cluster_id = given or props.get("cluster.id")
     if not cluster_id:
         cluster_id = uuid_text(random_uuid(os.urandom))
     if props.get("cluster.id") != cluster_id:
         props.update({"version": "1", "cluster.id": cluster_id})
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.writelines(f"{k}={v}\n" for k, v in props.items())
-        os.replace(tmp, path)
+        io.replace_file(path, "".join(f"{k}={v}\n" for k, v in props.items()).encode())
     return cluster_id

@@ -79,7 +79,8 @@ class ShardTask:
         self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
-        self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle]] = {}
+        # key -> (sequence, handle, deadline ms); the deadline is for describing state.
+        self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self._timer_seq = itertools.count(1)
         self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._main())
@@ -276,7 +277,7 @@ class ShardTask:
             _op, _ctx, fut, _txn = self.queue.get_nowait()
             if fut is not None and not fut.done():
                 fut.set_exception(err)
-        for _seq, handle in self.timers.values():
+        for _seq, handle, _deadline in self.timers.values():
             handle.cancel()
         self.timers.clear()
 
@@ -290,7 +291,7 @@ class ShardTask:
         self.cancel(key)
         seq = next(self._timer_seq)
         handle = self.runtime.clock.call_at(deadline_ms, lambda: self._fire(key, seq))
-        self.timers[key] = (seq, handle)
+        self.timers[key] = (seq, handle, deadline_ms)
 
     def cancel(self, key: tuple[Any, ...]) -> None:
         entry = self.timers.pop(key, None)

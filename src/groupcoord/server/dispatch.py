@@ -6,6 +6,7 @@ UNSUPPORTED_VERSION) or an undecodable body closes the connection; a string fiel
 than the coordinator's records can hold is answered with its error before the handler
 runs (`apis.request_limits`); an `ApiError` raised by a handler becomes the response's
 error code; an unexpected exception is logged once and answered with UNKNOWN_SERVER_ERROR.
+A decoded request may meet an injected fault first (`server.fault_injection`, for tests).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.context import RawResponse, RequestHeader
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.request_limits import FieldRejection, check_request
+from groupcoord.server.fault_injection import FaultInjector, FaultRule
 from groupcoord.server.framing import (
     API_VERSIONS_KEY,
     FrameError,
@@ -47,6 +49,7 @@ class Dispatcher:
         self._ctx_cls = BrokerRequestContext
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_conn = 0
+        self.faults: FaultInjector = broker.faults
 
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._next_conn += 1
@@ -87,19 +90,31 @@ class Dispatcher:
             return
         rejection = check_request(request, end - start)
         header = RequestHeader(api_key, version, correlation_id, client_id)
+        fault = self.faults.match(api_key, request) if self.faults.by_api else None
+        if fault is not None:
+            self.faults.record(fault, version, correlation_id, client_id or "",
+                               conn.connection_id, self.broker.clock.now_ms())
+            if fault.action == "drop":
+                log.info("injected fault %d: dropping connection %s at api key %d",
+                         fault.id, conn.connection_id, api_key)
+                conn.close()
+                return
         ctx = self._ctx_cls(self.broker, conn, header)
         slot = conn.new_slot()
         ctx.slot = slot
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
         slot.task = loop.create_task(
-            self._run(conn, slot, spec, ctx, header, request, rejection))
+            self._run(conn, slot, spec, ctx, header, request, rejection, fault))
 
     async def _run(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, ctx: Any,
                    header: RequestHeader, request: Any,
-                   rejection: FieldRejection | None = None) -> None:
+                   rejection: FieldRejection | None = None,
+                   fault: FaultRule | None = None) -> None:
         version = header.request_api_version
         try:
+            if fault is not None and fault.action == "error":
+                raise ApiError(fault.error_code, "injected fault")
             if rejection is not None:
                 log.debug("api key %d v%d refused: %s", spec.api_key, version,
                           rejection.message)
@@ -112,6 +127,8 @@ class Dispatcher:
         except Exception:
             log.exception("handler for api key %d v%d failed", spec.api_key, version)
             response = self._error_response(conn, spec, request, version, UNKNOWN_SERVER_ERROR)
+        if fault is not None and fault.action == "delay":
+            await asyncio.sleep(fault.delay_ms / 1000.0)  # real time: see fault_injection
         if response is None:
             conn.complete(slot, None)
             return

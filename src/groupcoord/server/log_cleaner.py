@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
 from groupcoord.storage.compaction import CleanJob, CleanOutcome, run_clean_job
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 
 log = logging.getLogger("groupcoord.server")
 
@@ -34,12 +35,19 @@ def _work(job: CleanJob, conn: Connection) -> None:
 
 
 class LogCleaner:
-    def __init__(self) -> None:
+    def __init__(self, io: FileIO = OS_FILE_IO) -> None:
         self._context = multiprocessing.get_context("spawn")
         self._running: BaseProcess | None = None
+        self.io = io
 
     async def clean(self, job: CleanJob) -> CleanOutcome:
-        """Run `job` in a worker process; its outcome, or the worker's error raised."""
+        """Run `job` in a worker process; its outcome, or the worker's error raised. Files
+        no other process can see (a data dir in memory) are cleaned here, on the loop."""
+        if not self.io.shared_across_processes:
+            try:
+                return run_clean_job(job, self.io)
+            except (OSError, ValueError) as exc:
+                raise RuntimeError(f"cleaning {job.directory} failed: {exc!r}") from exc
         loop = asyncio.get_running_loop()
         receiver, sender = self._context.Pipe(duplex=False)
         proc = self._context.Process(target=_work, args=(job, sender), daemon=True,

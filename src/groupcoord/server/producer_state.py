@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
@@ -195,12 +197,12 @@ class PartitionProducerState:
 class ProducerIdManager:
     """Hands out producer ids in blocks whose upper bound is persisted before use."""
 
-    def __init__(self, data_dir: str) -> None:
+    def __init__(self, data_dir: str, io: FileIO = OS_FILE_IO) -> None:
         self._path = os.path.join(data_dir, "producer-id-block")
+        self._io = io
         start = 0
         try:
-            with open(self._path, encoding="ascii") as fh:
-                start = int(fh.read().strip() or 0)
+            start = int(io.read_text(self._path).strip() or 0)
         except FileNotFoundError:
             pass
         self._next = start
@@ -220,20 +222,15 @@ class ProducerIdManager:
             self._next = pid + 1
 
     def _reserve(self, limit: int) -> None:
-        tmp = self._path + ".tmp"
-        with open(tmp, "w", encoding="ascii") as fh:
-            fh.write(str(limit))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self._path)
+        self._io.replace_file(self._path, str(limit).encode("ascii"))
         self._limit = limit
 
 
 class ProducerStateManager:
     """All partitions' producer state plus the producer id allocator."""
 
-    def __init__(self, data_dir: str) -> None:
-        self.ids = ProducerIdManager(data_dir)
+    def __init__(self, data_dir: str, io: FileIO = OS_FILE_IO) -> None:
+        self.ids = ProducerIdManager(data_dir, io)
         self._partitions: dict[tuple[str, int], PartitionProducerState] = {}
 
     def partition(self, topic: str, partition: int) -> PartitionProducerState | None:

@@ -11,20 +11,22 @@ import json
 import os
 from collections.abc import Mapping
 
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+
 FILE_NAME = "group-configs.json"
 
 
 class GroupConfigStore:
     """group id -> {config name: value}; only explicitly set names are stored."""
 
-    def __init__(self, data_dir: str) -> None:
+    def __init__(self, data_dir: str, io: FileIO = OS_FILE_IO) -> None:
         self.path = os.path.join(data_dir, FILE_NAME)
+        self.io = io
         self.configs: dict[str, dict[str, str]] = {}
 
     def load(self) -> None:
         try:
-            with open(self.path, encoding="utf-8") as f:
-                raw = json.load(f)
+            raw = json.loads(self.io.read_text(self.path))
         except FileNotFoundError:
             return
         self.configs = {g: {k: str(v) for k, v in c.items()} for g, c in raw.items()}
@@ -46,9 +48,4 @@ class GroupConfigStore:
         self._save()
 
     def _save(self) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.configs, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        self.io.replace_file(self.path, json.dumps(self.configs, sort_keys=True).encode())

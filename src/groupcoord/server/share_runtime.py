@@ -74,7 +74,7 @@ class ShareRuntime:
                                    self.partitions.keys, self.drop)
         self.store = self.state.store
         self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
-        self.group_configs = GroupConfigStore(broker.config.data_dir)
+        self.group_configs = GroupConfigStore(broker.config.data_dir, broker.config.file_io)
         self.defaults = broker_defaults(settings)
         self._timers: dict[SPKey, tuple[int, TimerHandle]] = {}
         self.dlq = ShareDlq(self)

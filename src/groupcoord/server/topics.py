@@ -80,8 +80,7 @@ class TopicStore:
     def _load(self) -> None:
         data: dict[str, Any] = {}
         try:
-            with open(self._path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = json.loads(self._logs.io.read_text(self._path))
         except FileNotFoundError:
             pass
         saved: dict[str, dict[str, Any]] = data.get("topics", {})
@@ -110,12 +109,8 @@ class TopicStore:
                      "configs": t.configs, "lazy": t.internal}
             for t in self._topics.values() if t.configs or t.internal
         }, "broker": dict(self.broker_configs)}
-        tmp = self._path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self._path)
+        self._logs.io.replace_file(
+            self._path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -35,7 +35,6 @@ Rules kept here:
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ from groupcoord.logformat.batch import (
     decode_records,
     parse_header,
 )
-from groupcoord.storage.fileio import fsync_dir
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.segment import LogSegment, iter_file_batches, segment_name
 
@@ -96,14 +95,15 @@ def _is_aborted(header: BatchHeader, aborted: Aborted) -> bool:
 
 
 def _build_offset_map(segments: list[tuple[int, str, int]], key_fn: KeyFn,
-                      aborted: Aborted | None = None) -> dict[bytes, int]:
+                      aborted: Aborted | None = None, io: FileIO = OS_FILE_IO
+                      ) -> dict[bytes, int]:
     """key -> offset of its latest record across ``(base, path, size)`` segments (the
     cleaner's OffsetMap)."""
     latest: dict[bytes, int] = {}
     for _, path, size in segments:
-        fd = os.open(path, os.O_RDONLY)
+        fd = io.open(path, os.O_RDONLY)
         try:
-            for _, view in iter_file_batches(fd, 0, size):
+            for _, view in iter_file_batches(io, fd, 0, size):
                 header = parse_header(view)
                 if header.is_control or (aborted and _is_aborted(header, aborted)):
                     continue
@@ -112,7 +112,7 @@ def _build_offset_map(segments: list[tuple[int, str, int]], key_fn: KeyFn,
                     if key is not None:
                         latest[key] = header.base_offset + rec.offset_delta
         finally:
-            os.close(fd)
+            io.close(fd)
     return latest
 
 
@@ -188,42 +188,45 @@ def plan_cleaning(log: PartitionLog, now_ms: int | None = None,
                     _aborted_ranges(log), now - retention, log.config.index_interval_bytes, key_fn)
 
 
-def run_clean_job(job: CleanJob) -> CleanOutcome:
+def run_clean_job(job: CleanJob, io: FileIO = OS_FILE_IO) -> CleanOutcome:
     """Write each planned segment that loses records, with its indexes, to the cleaner's
-    temporary directory. Touches nothing the log uses; safe in another process."""
+    temporary directory. Touches nothing the log uses; safe in another process (on the
+    operating system's files)."""
     tmp = os.path.join(job.directory, CLEANER_TMP)
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    latest = _build_offset_map(job.segments, job.key_fn, job.aborted)
+    io.rmtree(tmp)
+    io.makedirs(tmp)
+    latest = _build_offset_map(job.segments, job.key_fn, job.aborted, io)
     outcome = CleanOutcome()
     for base, path, size in job.segments:
-        removed = _write_cleaned(tmp, base, path, size, job, latest)
+        removed = _write_cleaned(tmp, base, path, size, job, latest, io)
         if removed:
             outcome.cleaned[base] = (removed, size)
     return outcome
 
 
 def _write_cleaned(tmp: str, base: int, path: str, size: int, job: CleanJob,
-                   latest: dict[bytes, int]) -> int:
+                   latest: dict[bytes, int], io: FileIO) -> int:
     removed = 0
     out_path = os.path.join(tmp, segment_name(base) + ".log")
-    fd = os.open(path, os.O_RDONLY)
+    fd = io.open(path, os.O_RDONLY)
     try:
-        with open(out_path, "wb") as out:
-            for _, view in iter_file_batches(fd, 0, size):
+        out = io.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            for _, view in iter_file_batches(io, fd, 0, size):
                 batch, dropped = _filter_batch(view, job.key_fn, latest, job.horizon_ms,
                                                job.aborted)
                 removed += dropped
                 if batch is not None:
-                    out.write(batch)
-            out.flush()
-            os.fsync(out.fileno())
+                    io.write_all(out, batch)
+            io.fsync(out)
+        finally:
+            io.close(out)
     finally:
-        os.close(fd)
+        io.close(fd)
     if not removed:
-        os.unlink(out_path)
+        io.unlink(out_path)
         return 0
-    cleaned = LogSegment(tmp, base, job.index_interval_bytes)
+    cleaned = LogSegment(tmp, base, job.index_interval_bytes, io)
     cleaned.recover(verify=False)  # writes its .index and .timeindex
     cleaned.close()
     return removed
@@ -241,8 +244,8 @@ def apply_cleaned(log: PartitionLog, job: CleanJob, outcome: CleanOutcome) -> Co
         log.segments[index] = _swap_in(log, log.segments[index], tmp)
         result.segments_cleaned += 1
         result.records_removed += removed
-    shutil.rmtree(tmp, ignore_errors=True)
-    fsync_dir(log.path)
+    log.io.rmtree(tmp)
+    log.io.fsync_dir(log.path)
     sizes = {s.base_offset: s.size for s in log.segments[:-1]}
     result.bytes_after = sum(sizes.get(base, 0) for base, _, _ in job.segments)
     return result
@@ -251,11 +254,11 @@ def apply_cleaned(log: PartitionLog, job: CleanJob, outcome: CleanOutcome) -> Co
 def _swap_in(log: PartitionLog, seg: LogSegment, tmp: str) -> LogSegment:
     stem = segment_name(seg.base_offset)
     swap_path = seg.log_path + ".swap"
-    os.replace(os.path.join(tmp, stem + ".log"), swap_path)
+    log.io.replace(os.path.join(tmp, stem + ".log"), swap_path)
     for index_path in (seg.offset_index.path, seg.time_index.path):
-        os.replace(os.path.join(tmp, os.path.basename(index_path)), index_path)
+        log.io.replace(os.path.join(tmp, os.path.basename(index_path)), index_path)
     seg.close()
-    os.replace(swap_path, seg.log_path)
+    log.io.replace(swap_path, seg.log_path)
     fresh = LogSegment(log.path, seg.base_offset, log.config.index_interval_bytes, log.io)
     if not fresh.load_indexes():
         fresh.recover(verify=False)
@@ -272,4 +275,4 @@ def compact(log: PartitionLog, key_fn: KeyFn = record_key, now_ms: int | None = 
     """Clean every inactive segment of ``log`` wholly below ``first_unstable_offset``
     in place, in this thread (see the module rules)."""
     job = plan_cleaning(log, now_ms, delete_retention_ms, first_unstable_offset, key_fn)
-    return apply_cleaned(log, job, run_clean_job(job))
+    return apply_cleaned(log, job, run_clean_job(job, log.io))

@@ -59,9 +59,9 @@ class DamagedRange:
     saved_to: str | None = None
 
 
-def batch_at(fd: int, position: int, end: int, min_offset: int) -> int | None:
+def batch_at(io: FileIO, fd: int, position: int, end: int, min_offset: int) -> int | None:
     """Size of a whole valid batch at ``position`` (base offset >= ``min_offset``), or None."""
-    prefix = os.pread(fd, LOG_OVERHEAD + 5, position)
+    prefix = io.pread(fd, LOG_OVERHEAD + 5, position)
     if len(prefix) < LOG_OVERHEAD + 5 or prefix[MAGIC_OFFSET] != MAGIC:
         return None
     base_offset, length = _PREFIX.unpack_from(prefix)
@@ -69,23 +69,24 @@ def batch_at(fd: int, position: int, end: int, min_offset: int) -> int | None:
     if base_offset < min_offset or length < MIN_BATCH_LENGTH or position + size > end:
         return None
     try:
-        validate(os.pread(fd, size, position))
+        validate(io.pread(fd, size, position))
     except CorruptRecordError:
         return None
     return size
 
 
-def find_next_batch(fd: int, start: int, end: int, min_offset: int) -> int | None:
+def find_next_batch(io: FileIO, fd: int, start: int, end: int, min_offset: int
+                    ) -> int | None:
     """First position in ``[start, end)`` where a whole valid batch begins, or None."""
     window_start = start + MAGIC_OFFSET
     while window_start < end:
-        window = os.pread(fd, min(_WINDOW, end - window_start), window_start)
+        window = io.pread(fd, min(_WINDOW, end - window_start), window_start)
         if not window:
             return None
         i = window.find(_MAGIC_BYTE)
         while i >= 0:
             candidate = window_start + i - MAGIC_OFFSET
-            if batch_at(fd, candidate, end, min_offset) is not None:
+            if batch_at(io, fd, candidate, end, min_offset) is not None:
                 return candidate
             i = window.find(_MAGIC_BYTE, i + 1)
         window_start += len(window)
@@ -96,7 +97,7 @@ def save_aside(fd: int, log_path: str, position: int, length: int, io: FileIO) -
     """Copy damaged bytes next to the segment; the file name, or None if that failed."""
     target = f"{log_path}{DAMAGED_SUFFIX}{position:020d}"
     try:
-        io.replace_file(target, os.pread(fd, length, position))
+        io.replace_file(target, io.pread(fd, length, position))
     except OSError as exc:
         logger.error("%s: could not save %d damaged bytes at position %d aside: %s",
                      log_path, length, position, exc)
@@ -113,11 +114,11 @@ def rewrite_without(fd: int, log_path: str, size: int, cuts: list[tuple[int, int
         pos = 0
         for cut_at, cut_len in [*sorted(cuts), (size, 0)]:
             while pos < cut_at:
-                chunk = os.pread(fd, min(_WINDOW, cut_at - pos), pos)
+                chunk = io.pread(fd, min(_WINDOW, cut_at - pos), pos)
                 io.write_all(out, chunk)
                 pos += len(chunk)
             pos = cut_at + cut_len
         io.fsync(out)
     finally:
         io.close(out)
-    os.replace(swap, log_path)
+    io.replace(swap, log_path)

@@ -59,7 +59,7 @@ class _IndexFile:
                          exc)
             self.close()
             try:
-                os.unlink(self.path)
+                self.io.unlink(self.path)
             except OSError:
                 pass
 
@@ -72,7 +72,7 @@ class _IndexFile:
             logger.error("%s: index rewrite failed (%s); the index will be rebuilt", self.path,
                          exc)
             try:
-                os.unlink(self.path)
+                self.io.unlink(self.path)
             except OSError:
                 pass
             return
@@ -98,8 +98,7 @@ class OffsetIndex(_IndexFile):
 
     def load(self, log_size: int) -> None:
         """Read entries from disk; raise ``IndexCorruptError`` if inconsistent."""
-        with open(self.path, "rb") as f:
-            data = f.read()
+        data = self.io.read_bytes(self.path)
         if len(data) % self.ENTRY_SIZE:
             raise IndexCorruptError(f"{self.path}: size {len(data)} not a multiple of 8")
         offsets: list[int] = []
@@ -150,8 +149,7 @@ class TimeIndex(_IndexFile):
         self.offsets: list[int] = []  # relative offsets
 
     def load(self) -> None:
-        with open(self.path, "rb") as f:
-            data = f.read()
+        data = self.io.read_bytes(self.path)
         if len(data) % self.ENTRY_SIZE:
             raise IndexCorruptError(f"{self.path}: size {len(data)} not a multiple of 12")
         timestamps: list[int] = []

@@ -22,7 +22,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import os
 import time
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -48,7 +47,7 @@ from groupcoord.storage.config import (
     RecordBatchTooLargeError,
     RecoveryReport,
 )
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.metadata import read_partition_metadata, write_partition_metadata
 from groupcoord.storage.segment import LogSegment, iter_file_batches
 
@@ -92,8 +91,8 @@ class PartitionLog:
         from groupcoord.storage.recovery import load_segments
 
         cfg = config or LogConfig()
-        os.makedirs(path, exist_ok=True)
-        stored_id = read_partition_metadata(path)
+        io.makedirs(path)
+        stored_id = read_partition_metadata(path, io)
         if topic_id is not None and stored_id != topic_id:
             write_partition_metadata(path, topic_id, io)
             stored_id = topic_id
@@ -204,7 +203,7 @@ class PartitionLog:
             if old.size:
                 old.flush()  # before anything changes, so a failed fsync leaves it active
             seg = LogSegment(self.path, base, self.config.index_interval_bytes, self.io)
-            fsync_dir(self.path)  # make the new segment's directory entry durable
+            self.io.fsync_dir(self.path)  # make the new segment's directory entry durable
         except OSError as exc:
             raise KafkaStorageError(f"rolling {self.path} at offset {base} failed: {exc}") from exc
         if old.size == 0:
@@ -236,7 +235,7 @@ class PartitionLog:
         if found is None or not found[2]:
             return _EMPTY
         seg, position, length = found
-        return memoryview(os.pread(seg.fd, length, position))
+        return memoryview(self.io.pread(seg.fd, length, position))
 
     def read_range(self, offset: int, max_bytes: int, max_offset: int | None = None
                    ) -> tuple[LogSegment, int, int] | None:
@@ -266,7 +265,7 @@ class PartitionLog:
             found = seg.find_batch(start)
             if found is None:
                 continue
-            for _, view in iter_file_batches(seg.fd, found[0], seg.size):
+            for _, view in iter_file_batches(self.io, seg.fd, found[0], seg.size):
                 yield parse_header(view)
 
     def iter_batches(self) -> Iterator[memoryview]:
@@ -284,7 +283,7 @@ class PartitionLog:
             seg = self.segments[i]
             end = 0
             damaged = False
-            for pos, view in iter_file_batches(seg.fd, 0, seg.size):
+            for pos, view in iter_file_batches(self.io, seg.fd, 0, seg.size):
                 try:
                     header = validate(view)
                 except CorruptRecordError:
@@ -342,7 +341,7 @@ class PartitionLog:
         found = seg.find_batch(start_offset)
         if found is None:
             return None
-        for _, view in iter_file_batches(seg.fd, found[0], seg.size):
+        for _, view in iter_file_batches(self.io, seg.fd, found[0], seg.size):
             header = parse_header(view)
             if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
                 continue

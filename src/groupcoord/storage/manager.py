@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.storage.config import LogConfig, RecoveryReport, StorageError
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO, fsync_dir
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.metadata import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -76,7 +75,7 @@ class LogManager:
         self.topic_configs: dict[str, dict[str, Any]] = dict(topic_configs or {})
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.topic_ids: dict[str, bytes] = {}
-        os.makedirs(data_dir, exist_ok=True)
+        io.makedirs(data_dir)
 
     def config_for(self, topic: str) -> LogConfig:
         return self.default_config.with_overrides(self.topic_configs.get(topic))
@@ -95,17 +94,19 @@ class LogManager:
     def load_all(self, now_ms: int | None = None) -> list[RecoveryReport]:
         """Open every partition directory, recovering each; return their reports."""
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
-        clean = os.path.exists(marker)
-        starts = read_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT))
-        points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT))
+        clean = self.io.exists(marker)
+        starts = read_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT),
+                                 self.io)
+        points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT),
+                                 self.io)
         reports = []
-        for name in sorted(os.listdir(self.data_dir)):
+        for name in sorted(self.io.listdir(self.data_dir)):
             full = os.path.join(self.data_dir, name)
-            if name.endswith("-delete") and os.path.isdir(full):
-                shutil.rmtree(full, ignore_errors=True)
+            if name.endswith("-delete") and self.io.isdir(full):
+                self.io.rmtree(full)
                 continue
             tp = parse_partition_dir(name)
-            if tp is None or not os.path.isdir(full) or tp in self.logs:
+            if tp is None or not self.io.isdir(full) or tp in self.logs:
                 continue
             # No recovery point means no clean checkpoint: verify every segment.
             log = PartitionLog.open(full, self.config_for(tp[0]), log_start_offset=starts.get(
@@ -117,8 +118,8 @@ class LogManager:
             reports.append(log.recovery_report)
         if clean:
             # From here on the logs are written again: a crash must not look clean.
-            os.unlink(marker)
-            fsync_dir(self.data_dir)
+            self.io.unlink(marker)
+            self.io.fsync_dir(self.data_dir)
         return reports
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -154,8 +155,8 @@ class LogManager:
             log = self.logs.pop(tp)
             log.close()
             doomed = f"{log.path}.{uuid.uuid4().hex}-delete"
-            os.rename(log.path, doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+            self.io.replace(log.path, doomed)
+            self.io.rmtree(doomed)
         self.topic_ids.pop(topic, None)
         self.topic_configs.pop(topic, None)
         return len(victims)
@@ -196,7 +197,7 @@ class LogManager:
         if clean:
             try:
                 self.io.replace_file(os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE), b"")
-                fsync_dir(self.data_dir)
+                self.io.fsync_dir(self.data_dir)
             except OSError as exc:
                 logger.error("%s: writing the clean-shutdown marker failed: %s",
                              self.data_dir, exc)

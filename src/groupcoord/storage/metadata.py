@@ -43,11 +43,10 @@ def write_partition_metadata(partition_dir: str, topic_id: bytes,
     atomic_write(os.path.join(partition_dir, PARTITION_METADATA), text, io)
 
 
-def read_partition_metadata(partition_dir: str) -> bytes | None:
+def read_partition_metadata(partition_dir: str, io: FileIO = OS_FILE_IO) -> bytes | None:
     """The topic id recorded for a partition directory, or None if there is no file."""
     try:
-        with open(os.path.join(partition_dir, PARTITION_METADATA), encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = io.read_text(os.path.join(partition_dir, PARTITION_METADATA)).splitlines()
     except FileNotFoundError:
         return None
     fields = dict(line.split(": ", 1) for line in lines if ": " in line)
@@ -63,11 +62,10 @@ def write_checkpoint(path: str, entries: dict[tuple[str, int], int],
     atomic_write(path, "\n".join(["0", str(len(lines)), *lines]) + "\n", io)
 
 
-def read_checkpoint(path: str) -> dict[tuple[str, int], int]:
+def read_checkpoint(path: str, io: FileIO = OS_FILE_IO) -> dict[tuple[str, int], int]:
     """Entries of an offset checkpoint file; an absent or malformed file reads as empty."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = io.read_text(path).splitlines()
     except FileNotFoundError:
         return {}
     if len(lines) < 2 or lines[0] != "0":

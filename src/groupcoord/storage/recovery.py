@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 
 from groupcoord.storage.config import LogConfig, RecoveryReport
 from groupcoord.storage.damage import DamagedRange
@@ -36,27 +35,27 @@ _LEFTOVER_SUFFIXES = (".cleaned", ".deleted", ".tmp")
 logger = logging.getLogger(__name__)
 
 
-def _resolve_leftovers(path: str) -> None:
-    shutil.rmtree(os.path.join(path, "cleaner-tmp"), ignore_errors=True)
-    for name in os.listdir(path):
+def _resolve_leftovers(path: str, io: FileIO) -> None:
+    io.rmtree(os.path.join(path, "cleaner-tmp"))
+    for name in io.listdir(path):
         full = os.path.join(path, name)
         if name.endswith(_LEFTOVER_SUFFIXES):
-            os.unlink(full)
+            io.unlink(full)
         elif name.endswith(".log.swap"):
             # The cleaner finished writing this segment; its old indexes describe the
             # replaced file, so drop them and let the load rebuild them.
             target = full[: -len(".swap")]
-            os.replace(full, target)
+            io.replace(full, target)
             for ext in (".index", ".timeindex"):
                 stale = target[: -len(".log")] + ext
-                if os.path.exists(stale):
-                    os.unlink(stale)
+                if io.exists(stale):
+                    io.unlink(stale)
 
 
-def segment_bases(path: str) -> list[int]:
+def segment_bases(path: str, io: FileIO = OS_FILE_IO) -> list[int]:
     """Base offsets of the ``.log`` files in ``path``, ascending."""
     bases = []
-    for name in os.listdir(path):
+    for name in io.listdir(path):
         stem, dot, ext = name.partition(".")
         if dot and ext == "log" and stem.isdigit():
             bases.append(int(stem))
@@ -67,9 +66,9 @@ def load_segments(path: str, cfg: LogConfig, log_start_offset: int,
                   recovery_point: int | None, now_ms: int, io: FileIO = OS_FILE_IO,
                   clean_shutdown: bool = False) -> tuple[list[LogSegment], RecoveryReport]:
     """Open every segment of ``path``, recovering as described in the module docstring."""
-    _resolve_leftovers(path)
+    _resolve_leftovers(path, io)
     report = RecoveryReport(path)
-    bases = segment_bases(path)
+    bases = segment_bases(path, io)
     if not bases:
         seg = LogSegment(path, log_start_offset, cfg.index_interval_bytes, io)
         seg.next_offset, seg.created_ms = log_start_offset, now_ms

@@ -4,7 +4,7 @@ Mirrors ``org.apache.kafka.storage.internals.log.LogSegment``.
 
 Rules kept here:
 - The log file stays open for the segment's life; an append is one write of the
-  already-validated batch bytes (through the injected ``FileIO``), reads are ``os.pread`` so they share the page cache and
+  already-validated batch bytes (through the injected ``FileIO``), reads are positional (``pread``) so they share the page cache and
   never move a file position another reader depends on.
 - Index entries are added as in ``LogSegment.append``: once more than
   ``index_interval_bytes`` were written since the last entry, the next batch gets an
@@ -62,7 +62,8 @@ class SegmentRecovery:
     damaged: list[DamagedRange] = field(default_factory=list)
 
 
-def iter_file_batches(fd: int, start: int, end: int) -> Iterator[tuple[int, memoryview]]:
+def iter_file_batches(io: FileIO, fd: int, start: int, end: int
+                      ) -> Iterator[tuple[int, memoryview]]:
     """Yield ``(position, batch view)`` for whole batches in ``fd[start:end]``.
 
     Stops silently at a partial tail or an impossible length; the caller compares the end
@@ -70,7 +71,7 @@ def iter_file_batches(fd: int, start: int, end: int) -> Iterator[tuple[int, memo
     """
     pos = start
     while pos < end:
-        chunk = memoryview(os.pread(fd, min(_SCAN_CHUNK, end - pos), pos))
+        chunk = memoryview(io.pread(fd, min(_SCAN_CHUNK, end - pos), pos))
         off = 0
         while len(chunk) - off >= LOG_OVERHEAD:
             _, length = _PREFIX.unpack_from(chunk, off)
@@ -84,7 +85,7 @@ def iter_file_batches(fd: int, start: int, end: int) -> Iterator[tuple[int, memo
         if off == 0:  # one batch larger than the chunk, or a torn tail
             if len(chunk) < LOG_OVERHEAD or pos + size > end:
                 return
-            yield pos, memoryview(os.pread(fd, size, pos))
+            yield pos, memoryview(io.pread(fd, size, pos))
             off = size
         pos += off
 
@@ -103,13 +104,13 @@ class LogSegment:
         self.time_index = TimeIndex(stem + ".timeindex", base_offset, io)
         self.txn_index = TransactionIndex(stem + ".txnindex", base_offset, io)
         self.fd = io.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        self.size = io.size(self.fd)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
         self.bytes_since_last_index_entry = 0
         self.first_batch_timestamp: int | None = None
-        self.created_ms = int(os.fstat(self.fd).st_mtime * 1000)
+        self.created_ms = io.mtime_ms(self.fd)
         self.dirty = False
         # Set when a failed append could not be undone: the file holds bytes past ``size``
         # that must be cut before anything else is written behind them.
@@ -169,7 +170,7 @@ class LogSegment:
             stop = self._scan(verify)
             if stop >= self.size or not resync:
                 break
-            resume = find_next_batch(self.fd, stop + 1, self.size, self.next_offset)
+            resume = find_next_batch(self.io, self.fd, stop + 1, self.size, self.next_offset)
             if resume is None:
                 break
             resume_offset = self._base_offset_at(resume)
@@ -201,7 +202,7 @@ class LogSegment:
         self.bytes_since_last_index_entry, self.first_batch_timestamp = 0, None
         self.next_offset = self.base_offset
         valid = 0
-        for pos, view in iter_file_batches(self.fd, 0, self.size):
+        for pos, view in iter_file_batches(self.io, self.fd, 0, self.size):
             try:
                 header = validate(view) if verify else parse_header(view)
             except CorruptRecordError:
@@ -213,7 +214,7 @@ class LogSegment:
         return valid
 
     def _base_offset_at(self, position: int) -> int:
-        base_offset, _ = _PREFIX.unpack(os.pread(self.fd, _PREFIX.size, position))
+        base_offset, _ = _PREFIX.unpack(self.io.pread(self.fd, _PREFIX.size, position))
         return int(base_offset)
 
     def _cut_out(self, position: int, length: int) -> None:
@@ -228,7 +229,7 @@ class LogSegment:
         count, pos = 0, start
         while pos < self.size:
             count += 1
-            prefix = os.pread(self.fd, LOG_OVERHEAD, pos)
+            prefix = self.io.pread(self.fd, LOG_OVERHEAD, pos)
             if len(prefix) < LOG_OVERHEAD:
                 break
             _, length = _PREFIX.unpack(prefix)
@@ -317,14 +318,14 @@ class LogSegment:
     # -- reading -------------------------------------------------------------------------
 
     def read_header(self, position: int) -> BatchHeader | None:
-        data = os.pread(self.fd, HEADER_SIZE, position)
+        data = self.io.pread(self.fd, HEADER_SIZE, position)
         return parse_header(data) if len(data) == HEADER_SIZE else None
 
     def find_batch(self, offset: int, start: int | None = None) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset``."""
         pos = self.offset_index.lookup(offset) if start is None else start
         while pos < self.size:
-            block = os.pread(self.fd, min(_HEADER_PEEK, self.size - pos), pos)
+            block = self.io.pread(self.fd, min(_HEADER_PEEK, self.size - pos), pos)
             off = 0
             while len(block) - off >= HEADER_SIZE:
                 header = parse_header(block, off)
@@ -368,7 +369,7 @@ class LogSegment:
         positions = self.offset_index.positions
         i = bisect_right(positions, limit) - 1
         walk = max(positions[i], position) if i >= 0 else position
-        window = os.pread(self.fd, limit - walk, walk)
+        window = self.io.pread(self.fd, limit - walk, walk)
         off = 0
         while len(window) - off >= LOG_OVERHEAD:
             _, length = _PREFIX.unpack_from(window, off)
@@ -386,7 +387,7 @@ class LogSegment:
         Batches whose base offset is >= ``max_offset`` are not returned.
         """
         length = self.locate(position, max_bytes, max_offset)
-        return memoryview(os.pread(self.fd, length, position) if length else b"")
+        return memoryview(self.io.pread(self.fd, length, position) if length else b"")
 
     # -- truncation and lifecycle -----------------------------------------------------
 
@@ -417,7 +418,7 @@ class LogSegment:
         for path in (self.log_path, self.offset_index.path, self.time_index.path,
                      self.txn_index.path):
             try:
-                os.unlink(path)
+                self.io.unlink(path)
             except FileNotFoundError:
                 pass
 

@@ -75,7 +75,7 @@ def scan_batches(log: PartitionLog) -> Iterator[TxnBatch]:
     for seg in list(log.segments):
         if seg.fd < 0:
             continue
-        for _, view in iter_file_batches(seg.fd, 0, seg.size):
+        for _, view in iter_file_batches(log.io, seg.fd, 0, seg.size):
             h = parse_header(view)
             if h.producer_id < 0 or h.last_offset < log.log_start_offset:
                 continue

@@ -60,8 +60,7 @@ class TransactionIndex:
 
     def _load(self) -> list[AbortedTxn]:
         try:
-            with open(self.path, "rb") as fh:
-                data = fh.read()
+            data = self.io.read_bytes(self.path)
         except FileNotFoundError:
             return []
         out = []
@@ -110,7 +109,7 @@ class TransactionIndex:
 
     def rewrite(self, entries: list[AbortedTxn]) -> None:
         """Replace every entry (recovery found the index out of step with the log)."""
-        if not entries and self._fd < 0 and not os.path.exists(self.path):
+        if not entries and self._fd < 0 and not self.io.exists(self.path):
             self._entries = []
             return
         self._entries = list(entries)
@@ -138,7 +137,7 @@ class TransactionIndex:
                      exc)
         self.close()
         try:
-            os.unlink(self.path)
+            self.io.unlink(self.path)
         except OSError:
             pass
 
@@ -150,6 +149,6 @@ class TransactionIndex:
     def delete(self) -> None:
         self.close()
         try:
-            os.unlink(self.path)
+            self.io.unlink(self.path)
         except FileNotFoundError:
             pass

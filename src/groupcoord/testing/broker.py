@@ -6,9 +6,10 @@
 In-process (the default) the broker runs on its own thread and event loop, so the test's
 own code (blocking clients, or an asyncio loop of its own) never shares a loop with it.
 `subprocess=True` runs `python -m groupcoord serve` instead, for tests that kill it.
-Without `data_dir` the logs go to a temporary directory removed on `stop()`: there is no
-in-memory storage mode, the broker keeps Kafka's on-disk layout even here (with
-`fsync=never`, so the page cache absorbs it).
+Without `data_dir` (or with `data_dir="memory"`) every log is kept in memory
+(`storage.memory_io.MemoryFileIO`, behind the same `FileIO` seam as the disk, so all the code
+above storage is the one that runs in production) and is gone on `stop()`; a `data_dir`
+path keeps Kafka's on-disk layout there, and survives restarts.
 
 `clock="manual"` gives virtual time: the broker's clock stands still until `advance(ms)`
 (or `broker.clock.advance(ms)`), so a 45 s session timeout expires in milliseconds of wall
@@ -27,15 +28,19 @@ import asyncio
 import shutil
 import tempfile
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self, TypeVar
 
 from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
+from groupcoord.storage.fileio import OS_FILE_IO
+from groupcoord.storage.memory_io import MEMORY, MemoryFileIO, memory_data_dir
+from groupcoord.testing import faults
 from groupcoord.testing.broker_process import ServeProcess
-from groupcoord.testing.control_client import HttpClock
+from groupcoord.testing.control_client import ControlClient, HttpClock
+from groupcoord.testing.group_state import describe_group
 from groupcoord.testing.virtual_clock import LoopManualClock, VirtualClock
 
 T = TypeVar("T")
@@ -67,9 +72,14 @@ class KafkaBroker:
         self.group_config = dict(group_config or {})
         self.extra_args = list(extra_args)
         self.config_overrides = config
-        self._given_data_dir = Path(data_dir) if data_dir is not None else None
-        self.data_dir: Path | None = self._given_data_dir
-        # Holds the temporary data dir and the subprocess's log; removed on stop.
+        in_memory = data_dir is None or str(data_dir) == MEMORY
+        if in_memory and "file_io" in config:
+            raise ValueError("memory storage brings its own file_io; pass a data_dir to run "
+                             "another FileIO over the disk")
+        self.storage: Literal["memory", "disk"] = "memory" if in_memory else "disk"
+        # The data dir on disk; None when the logs are in memory.
+        self.data_dir: Path | None = None if in_memory else Path(data_dir)  # type: ignore[arg-type]
+        # Holds the subprocess's log; removed on stop.
         self._scratch: Path | None = None
         self._manual = LoopManualClock(start_ms) if start_ms is not None else LoopManualClock()
         # Set while a manual-clock broker runs: in-process, or over the control endpoint.
@@ -78,6 +88,8 @@ class KafkaBroker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._process: ServeProcess | None = None
+        # A subprocess's control endpoint (always served, for faults and group state).
+        self._control: ControlClient | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -88,9 +100,6 @@ class KafkaBroker:
     def start(self) -> Self:
         if self.running:
             raise RuntimeError("broker already started")
-        self._scratch = Path(tempfile.mkdtemp(prefix="groupcoord-"))
-        if self._given_data_dir is None:
-            self.data_dir = self._scratch / "data"
         try:
             if self.subprocess:
                 self._start_process()
@@ -108,6 +117,7 @@ class KafkaBroker:
                 self._process.stop()
                 self._process = None
                 self.clock = None
+                self._control = None
             if self.broker is not None:
                 broker, self.broker = self.broker, None
                 self.call(broker.stop())
@@ -116,7 +126,6 @@ class KafkaBroker:
             if self._scratch is not None:
                 shutil.rmtree(self._scratch, ignore_errors=True)
                 self._scratch = None
-                self.data_dir = self._given_data_dir
 
     def __enter__(self) -> Self:
         return self.start()
@@ -140,6 +149,54 @@ class KafkaBroker:
             raise RuntimeError("advance() needs KafkaBroker(clock='manual'), started")
         return self.clock.advance(ms)
 
+    # -- faults and group state ------------------------------------------------------------
+
+    def inject(self, api: int | str, *, error: int | str | None = None, drop: bool = False,
+               delay_ms: int | None = None, count: int = 1, group_id: str | None = None,
+               topic: str | None = None) -> dict[str, Any]:
+        """Make the next `count` requests of `api` (optionally only those naming `group_id`
+        or `topic`) answer `error`, drop their connection, or answer `delay_ms` late.
+        Returns the rule; see docs/testing.md."""
+        if self._control is not None:
+            return self._control.inject(api, error=error, drop=drop or None,
+                                        delay_ms=delay_ms, count=count, group_id=group_id,
+                                        topic=topic)
+        broker = self._running_broker()
+        return self._on_loop(lambda: faults.inject(
+            broker, api, error=error, drop=drop, delay_ms=delay_ms, count=count,
+            group_id=group_id, topic=topic))
+
+    def injections(self) -> dict[str, Any]:
+        """`{"rules": [still armed], "fired": [every firing, oldest first]}`."""
+        if self._control is not None:
+            return self._control.injections()
+        broker = self._running_broker()
+        return self._on_loop(lambda: faults.injections(broker))
+
+    def clear_injections(self) -> int:
+        """Disarm every rule; returns how many were armed."""
+        if self._control is not None:
+            return self._control.clear_injections()
+        broker = self._running_broker()
+        return self._on_loop(lambda: faults.clear(broker))
+
+    def describe_group(self, group_id: str) -> dict[str, Any]:
+        """The group's internal state: state, generation, members with their session
+        deadlines, armed timers, committed offsets (`testing.group_state`)."""
+        if self._control is not None:
+            return self._control.describe_group(group_id)
+        return self.call(describe_group(self._running_broker(), group_id))
+
+    def _running_broker(self) -> Broker:
+        if self.broker is None:
+            raise RuntimeError("broker not started")
+        return self.broker
+
+    def _on_loop(self, fn: Callable[[], T]) -> T:
+        async def run() -> T:
+            return fn()
+        return self.call(run())
+
     # -- in-process ------------------------------------------------------------------------
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = LOOP_CALL_TIMEOUT_S) -> T:
@@ -155,8 +212,13 @@ class KafkaBroker:
         values: dict[str, Any] = dict(TEST_DEFAULTS)
         values.update(self.config_overrides)
         values["listeners"] = (Listener(self.host, self.port),)
-        values["data_dir"] = str(self.data_dir)
-        values.setdefault("cluster_id", load_or_create_cluster_id(str(self.data_dir), None))
+        if self.data_dir is None:
+            values.setdefault("file_io", MemoryFileIO())
+            values["data_dir"] = memory_data_dir()
+        else:
+            values["data_dir"] = str(self.data_dir)
+        values.setdefault("cluster_id", load_or_create_cluster_id(
+            values["data_dir"], None, values.get("file_io", OS_FILE_IO)))
         values["extra"] = {**values.get("extra", {}), **self.group_config}
         return BrokerConfig(**values)
 
@@ -183,20 +245,28 @@ class KafkaBroker:
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(LOOP_CALL_TIMEOUT_S)
+        # The loop's executor threads (getaddrinfo, ...) end with it, not after.
+        loop.run_until_complete(loop.shutdown_default_executor())
         loop.close()
 
     # -- subprocess ------------------------------------------------------------------------
 
     def _start_process(self) -> None:
-        args = ["--listen", f"{self.host}:{self.port}", "--data-dir", str(self.data_dir),
+        data_dir = MEMORY if self.data_dir is None else str(self.data_dir)
+        args = ["--listen", f"{self.host}:{self.port}", "--data-dir", data_dir,
                 "--fsync", "never", "--group-initial-rebalance-delay-ms", "0"]
         for name, value in self.group_config.items():
             args += ["--group-config", f"{name}={value}"]
+        args += ["--control-listen", f"{self.host}:0"]
         if self.clock_kind == "manual":
-            args += ["--clock", "manual", "--control-listen", f"{self.host}:0"]
-        assert self._scratch is not None
+            args += ["--clock", "manual"]
+        self._scratch = Path(tempfile.mkdtemp(prefix="groupcoord-"))
         process = ServeProcess(args + self.extra_args, self._scratch / "serve.log")
         self._process = process
         self.port = process.start()
+        control_port = process.control_port()
         if self.clock_kind == "manual":
-            self.clock = HttpClock(self.host, process.control_port())
+            self.clock = HttpClock(self.host, control_port)
+            self._control = self.clock
+        else:
+            self._control = ControlClient(self.host, control_port)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 READY = re.compile(r"groupcoord listening on \S+:(\d+)")
-# Logged before READY by a `--clock manual` broker.
+# Logged before READY when `serve` has a control endpoint.
 CONTROL = re.compile(r"groupcoord control listening on \S+:(\d+)")
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0

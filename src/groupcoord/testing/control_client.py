@@ -1,19 +1,44 @@
 """The client side of the control endpoint (`groupcoord.testing.control`): a broker
-subprocess's virtual clock, with the same methods as `VirtualClock`."""
+subprocess's injected faults and group state (`ControlClient`), and its virtual clock with
+the same methods as `VirtualClock` (`HttpClock`)."""
 
 from __future__ import annotations
 
 import json
+import urllib.parse
 import urllib.request
 from typing import Any
 
 REQUEST_TIMEOUT_S = 60.0
 
 
-class HttpClock:
+class ControlClient:
     def __init__(self, host: str, port: int) -> None:
         self.base = f"http://{host}:{port}"
 
+    def inject(self, api: int | str, **rule: Any) -> dict[str, Any]:
+        """`testing.faults.inject` over HTTP (a refused rule raises urllib's HTTPError 400)."""
+        body = {"api": api, **{k: v for k, v in rule.items() if v is not None}}
+        return dict(self._call("POST", "/faults", body)["rule"])
+
+    def injections(self) -> dict[str, Any]:
+        return dict(self._call("GET", "/faults"))
+
+    def clear_injections(self) -> int:
+        return int(self._call("DELETE", "/faults")["removed"])
+
+    def describe_group(self, group_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", "/groups/" + urllib.parse.quote(group_id, safe="")))
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
+            return json.load(response)
+
+
+class HttpClock(ControlClient):
     def now_ms(self) -> int:
         return int(self._call("GET", "/clock")["now_ms"])
 
@@ -24,10 +49,3 @@ class HttpClock:
         if ms < 0:
             raise ValueError("time does not go back")
         return int(self._call("POST", "/clock/advance", {"ms": ms})["fired"])
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
-            return json.load(response)

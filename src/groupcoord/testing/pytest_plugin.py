@@ -3,8 +3,8 @@
 Fixtures:
 - `groupcoord_broker`: one in-process broker for the whole session (cheap per test; tests
   keep apart by using `unique_topic` and `unique_group`).
-- `groupcoord_fresh_broker`: a broker of its own for one test, stopped (and its data dir
-  removed) after it. `@pytest.mark.groupcoord(...)` passes keyword arguments to
+- `groupcoord_fresh_broker`: a broker of its own for one test, stopped after it (its logs,
+  in memory unless a `data_dir` is given, go with it). `@pytest.mark.groupcoord(...)` passes keyword arguments to
   `KafkaBroker` for that test, e.g. `clock="manual"` or `subprocess=True`.
 - `unique_topic`, `unique_group`: names derived from the test's name plus a random suffix,
   legal as Kafka topic and group names.

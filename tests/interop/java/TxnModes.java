@@ -19,7 +19,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * <p>{@code txn-produce --topic T --transactional-id ID --plan commit:5,abort:3,open:2}:
  * one transaction per plan step, each sending N records keyed {@code <step>-<i>} with value
  * {@code <outcome>-<step>-<i>} to partition 0, then committing or aborting; {@code open}
- * flushes its records and halts the JVM without ending the transaction (a crashed producer).
+ * flushes its records and halts the JVM without ending the transaction (a crashed producer);
+ * {@code hold} flushes its records, prints {@code held}, waits for a line on stdin (a test
+ * moving the broker's virtual time past the transaction's timeout meanwhile), then tries to
+ * commit and prints {@code txn-commit-failed} with the error, or {@code txn} if it committed.
  * Prints {@code txn} per finished step and {@code txn-produced} at the end.
  *
  * <p>{@code ctp --input I --output O --group G --transactional-id ID --count N}: a
@@ -67,6 +70,25 @@ final class TxnModes {
                     Json.flush();
                     // A crash: no abort, no close, the transaction stays open.
                     Runtime.getRuntime().halt(0);
+                }
+                case "hold" -> {
+                    Json.emit(Map.of("event", "held", "step", step));
+                    Json.flush();
+                    try {
+                        new java.io.BufferedReader(new java.io.InputStreamReader(
+                                System.in, StandardCharsets.UTF_8)).readLine();
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                    try {
+                        producer.commitTransaction();
+                    } catch (RuntimeException e) {
+                        Json.emit(Map.of("event", "txn-commit-failed", "step", step,
+                                "error", Harness.describe(e)));
+                        Json.flush();
+                        producer.close(Duration.ofSeconds(5));
+                        return 0;
+                    }
                 }
                 default -> Harness.usage("unknown outcome " + outcome);
             }

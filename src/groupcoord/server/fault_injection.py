@@ -1,0 +1,225 @@
+"""Faults on demand on the request path, for tests: answer an error, drop the connection,
+or delay the response of the next N requests of an API.
+
+A rule names an API key, optionally a group id or a topic the request must carry, how many
+matching requests it takes (`count`), and an action:
+
+- `error`: the request is not handled; it is answered with the API's own error response for
+  the code, built as every other error answer is (`Dispatcher._error_response`: the API
+  module's `error_response`, Kafka's `AbstractRequest.getErrorResponse`, else the
+  top-level `error_code`);
+- `drop`: the connection is closed at once, the request unanswered and unhandled, as a
+  network failure between client and broker would leave it (responses still owed on that
+  connection are lost with it);
+- `delay`: the request is handled as usual and its response leaves `delay_ms` later. The
+  delay is real (event-loop) time even when the broker runs on a manual clock: it stands
+  for latency that the client measures with its own real-time timers, and a response held
+  until a test advances virtual time would look to the client like a hung broker.
+
+Rules are matched in the order they were added; a request fires at most one rule. Every
+firing is recorded. With no rule the dispatcher pays one dictionary lookup per request.
+Everything here runs on the broker's event loop; other threads go through it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire.errors import ErrorCode
+
+Action = Literal["error", "drop", "delay"]
+ACTIONS: tuple[str, ...] = ("error", "drop", "delay")
+# Firings kept for `fired()`; the oldest go first.
+MAX_FIRED = 10_000
+
+
+class InvalidRule(ValueError):
+    """A rule that cannot fire (unknown API or error, bad count or delay, wrong types)."""
+
+
+@dataclass
+class FaultRule:
+    """One rule; `remaining` counts down as it fires and the rule goes at zero."""
+
+    id: int
+    api_key: int
+    action: Action
+    count: int
+    remaining: int
+    error_code: int = 0
+    delay_ms: int = 0
+    group_id: str | None = None
+    topic: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["api"] = api_name(self.api_key)
+        if self.action == "error":
+            out["error"] = error_name(self.error_code)
+        return out
+
+
+@dataclass(frozen=True)
+class Firing:
+    """A rule that fired on one request."""
+
+    rule: int
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+    connection: str
+    action: Action
+    error_code: int
+    delay_ms: int
+    now_ms: int
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["api"] = api_name(self.api_key)
+        if self.action == "error":
+            out["error"] = error_name(self.error_code)
+        return out
+
+
+def api_key_of(value: int | str) -> int:
+    """An API key by number, by `ApiKey` name (`JOIN_GROUP`) or by Kafka's name (`JoinGroup`)."""
+    if isinstance(value, bool):
+        raise InvalidRule(f"not an api key: {value!r}")
+    if isinstance(value, int):
+        if value not in ApiKey._value2member_map_:
+            raise InvalidRule(f"unknown api key {value}")
+        return value
+    if not isinstance(value, str):
+        raise InvalidRule(f"not an api key: {value!r}")
+    wanted = value.replace("_", "").lower()
+    for key in ApiKey:
+        if key.name.replace("_", "").lower() == wanted:
+            return int(key)
+    raise InvalidRule(f"unknown api {value!r}")
+
+
+def error_code_of(value: int | str) -> int:
+    """An error code by number or by Kafka's name (`NOT_COORDINATOR`)."""
+    if isinstance(value, bool):
+        raise InvalidRule(f"not an error code: {value!r}")
+    if isinstance(value, int):
+        if value not in ErrorCode._value2member_map_:
+            raise InvalidRule(f"unknown error code {value}")
+        return value
+    if not isinstance(value, str):
+        raise InvalidRule(f"not an error code: {value!r}")
+    try:
+        return int(ErrorCode[value.upper()])
+    except KeyError:
+        raise InvalidRule(f"unknown error {value!r}") from None
+
+
+def api_name(api_key: int) -> str:
+    return ApiKey(api_key).name
+
+
+def error_name(code: int) -> str:
+    return ErrorCode(code).name
+
+
+class FaultInjector:
+    """The rules of one broker and what they did."""
+
+    def __init__(self) -> None:
+        # api key -> its rules in the order added: the dispatcher's one lookup.
+        self.by_api: dict[int, list[FaultRule]] = {}
+        self.fired: deque[Firing] = deque(maxlen=MAX_FIRED)
+        self._next_id = 0
+
+    def add(self, api: int | str, action: Action, *, count: int = 1, error: int | str = 0,
+            delay_ms: int = 0, group_id: str | None = None,
+            topic: str | None = None) -> FaultRule:
+        if action not in ACTIONS:
+            raise InvalidRule(f"action must be one of {ACTIONS}, got {action!r}")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise InvalidRule(f"count must be a positive integer, got {count!r}")
+        code = error_code_of(error) if action == "error" else 0
+        if action == "error" and code == ErrorCode.NONE:
+            raise InvalidRule("an error rule needs a non-zero error code")
+        if action == "delay" and (not isinstance(delay_ms, int) or isinstance(delay_ms, bool)
+                                  or delay_ms < 0):
+            raise InvalidRule(f"delay_ms must be a non-negative integer, got {delay_ms!r}")
+        self._next_id += 1
+        rule = FaultRule(self._next_id, api_key_of(api), action, count, count, code,
+                         delay_ms if action == "delay" else 0, group_id, topic)
+        self.by_api.setdefault(rule.api_key, []).append(rule)
+        return rule
+
+    def rules(self) -> list[FaultRule]:
+        """Rules still armed, in the order added."""
+        return sorted((r for rules in self.by_api.values() for r in rules), key=lambda r: r.id)
+
+    def clear(self) -> int:
+        """Disarm every rule; returns how many were armed. What fired is kept."""
+        removed = sum(len(rules) for rules in self.by_api.values())
+        self.by_api.clear()
+        return removed
+
+    def match(self, api_key: int, request: Any) -> FaultRule | None:
+        """The first armed rule of `api_key` that `request` matches, counted down; the
+        caller records the firing."""
+        rules = self.by_api.get(api_key)
+        if not rules:
+            return None
+        for rule in rules:
+            if rule.group_id is not None and rule.group_id not in request_groups(request):
+                continue
+            if rule.topic is not None and rule.topic not in request_topics(request):
+                continue
+            rule.remaining -= 1
+            if rule.remaining == 0:
+                rules.remove(rule)
+                if not rules:
+                    del self.by_api[api_key]
+            return rule
+        return None
+
+    def record(self, rule: FaultRule, api_version: int, correlation_id: int, client_id: str,
+               connection: str, now_ms: int) -> None:
+        self.fired.append(Firing(rule.id, rule.api_key, api_version, correlation_id, client_id,
+                                 connection, rule.action, rule.error_code, rule.delay_ms,
+                                 now_ms))
+
+
+# Request fields that name groups or topics. Generated messages list their fields in
+# `_FIELDS`; one table here instead of a per-API matcher keeps every API matchable.
+_GROUP_FIELDS = ("group_id", "key", "coordinator_keys", "groups", "group_ids")
+_TOPIC_FIELDS = ("topics", "topic_data", "topic_names")
+
+
+def request_groups(request: Any) -> set[str]:
+    return set(_names(request, _GROUP_FIELDS, ("group_id",)))
+
+
+def request_topics(request: Any) -> set[str]:
+    return set(_names(request, _TOPIC_FIELDS, ("name", "topic")))
+
+
+def _names(request: Any, fields: tuple[str, ...], element_fields: tuple[str, ...]
+           ) -> Iterator[str]:
+    present = getattr(type(request), "_FIELDS", ())
+    for field in fields:
+        if field not in present:
+            continue
+        value = getattr(request, field)
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, str):
+                    yield item
+                    continue
+                item_fields = getattr(type(item), "_FIELDS", ())
+                for name in element_fields:
+                    if name in item_fields and isinstance(getattr(item, name), str):
+                        yield getattr(item, name)
