@@ -17,6 +17,15 @@ before anything is appended: Kafka's runtime refuses such an atomic write with
 `RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
 as UNKNOWN_SERVER_ERROR. Group events go to `__group_events` (see `group_events`).
 
+Load and unload (Kafka's `CoordinatorRuntime.scheduleLoadOperation` / `scheduleUnloadOperation`
+and `activeContextOrThrow`): a shard is LOADING while it replays, ACTIVE once `on_loaded` ran,
+and gone once unloaded. A request for a LOADING shard is answered at once with
+COORDINATOR_LOAD_IN_PROGRESS (it does not wait), for an unloaded one with NOT_COORDINATOR;
+unloading answers every queued and parked request NOT_COORDINATOR and drops the state, and
+a later load replays the log again. A shard with nothing to replay is ACTIVE on creation, so
+the first request of a new group never sees LOAD_IN_PROGRESS. Which node may call a shard is
+the caller's concern (`GroupCaller`, with the cluster's ownership map).
+
 Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
 a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
 the request's producer, so replay keeps them pending; `complete_transaction`, called by
@@ -27,6 +36,7 @@ queue and replays it. Both pass the log layer's producer-epoch checks (`Producer
 from __future__ import annotations
 
 import asyncio
+import enum
 import itertools
 import logging
 import os
@@ -53,6 +63,7 @@ log = logging.getLogger("groupcoord.coordinator")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 # Longest stretch a loading shard holds the event loop before letting other work run.
 LOAD_SLICE_S = 0.005
@@ -69,6 +80,16 @@ class WriteRefused(Exception):
     operation fails, nothing is appended and the shard keeps serving."""
 
 
+class ShardState(enum.Enum):
+    """Kafka's `CoordinatorRuntime.CoordinatorState`, without INITIAL (a task is created
+    loading) and CLOSED (an unloaded task is dropped)."""
+
+    LOADING = "loading"
+    ACTIVE = "active"
+    FAILED = "failed"
+    UNLOADED = "unloaded"
+
+
 class ShardTask:
     """One shard: its state object, queue, timers and parked replies."""
 
@@ -76,28 +97,42 @@ class ShardTask:
         self.runtime = runtime
         self.partition = partition
         self.shard: Any = None
+        self.state = ShardState.LOADING
         self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
         self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self._timer_seq = itertools.count(1)
+        plog = runtime.broker.logs.get(OFFSETS_TOPIC, partition)
+        if plog is None or plog.log_start_offset >= plog.log_end_offset:
+            try:
+                self._begin_load()
+                self._loaded(0)  # nothing to replay: serving from the first request on
+            except Exception:
+                log.exception("shard %d failed to load; retrying", partition)
+                self.state = ShardState.LOADING
         self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._main())
 
     # -- loading ---------------------------------------------------------------------------
 
-    async def _load(self) -> None:
-        """Replay the shard's partition, giving the loop back every few milliseconds so a
-        large `__consumer_offsets` never stalls other APIs; requests for this shard queue
-        until the replay ends."""
+    def _begin_load(self) -> None:
         rt = self.runtime
-        # Only an existing partition is replayed; the directory is created by the first
-        # append, so read-only calls (ListGroups over every shard) create nothing.
-        plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
+        self.state = ShardState.LOADING
         self.shard = rt.shard_factory(self.partition)
         if hasattr(self.shard, "on_topics_changed"):
             self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
         self.producers = ProducerEpochs()
+
+    async def _load(self) -> None:
+        """Replay the shard's partition, giving the loop back every few milliseconds so a
+        large `__consumer_offsets` never stalls other APIs; requests for this shard are
+        answered COORDINATOR_LOAD_IN_PROGRESS until the replay ends."""
+        rt = self.runtime
+        self._begin_load()
+        # Only an existing partition is replayed; the directory is created by the first
+        # append, so read-only calls (ListGroups over every shard) create nothing.
+        plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
         loop = asyncio.get_running_loop()
         count = 0
         # One shard replays at a time (Kafka's loader is one thread too), so what the loop
@@ -108,10 +143,14 @@ class ShardTask:
                 if loop.time() >= slice_end:
                     await asyncio.sleep(0)
                     slice_end = loop.time() + LOAD_SLICE_S
+        self._loaded(count)
+
+    def _loaded(self, count: int) -> None:
         if count:
             log.info("loaded %d records into shard %d", count, self.partition)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
         self._schedule_cleanup()
+        self.state = ShardState.ACTIVE
 
     def _schedule_cleanup(self) -> None:
         interval = self.runtime.cleanup_interval_ms
@@ -123,14 +162,35 @@ class ShardTask:
     async def _main(self) -> None:
         while True:
             try:
-                await self._load()
+                if self.state is not ShardState.ACTIVE:
+                    await self._load()
                 await self._serve()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("shard %d failed; reloading from its log", self.partition)
+                self.state = ShardState.FAILED
                 self._fail_all()
                 await asyncio.sleep(0.1)
+
+    def check_active(self) -> None:
+        """Kafka's `activeContextOrThrow`: a request is taken only by an ACTIVE shard."""
+        state = self.state
+        if state is ShardState.ACTIVE:
+            return
+        if state is ShardState.LOADING:
+            raise ApiError(COORDINATOR_LOAD_IN_PROGRESS)
+        if state is ShardState.FAILED:
+            raise ApiError(COORDINATOR_NOT_AVAILABLE)
+        raise ApiError(NOT_COORDINATOR)
+
+    def unload(self) -> None:
+        """Stop taking requests: every queued and parked one is answered NOT_COORDINATOR
+        (Kafka's `onUnloaded`: parked JoinGroup and SyncGroup get NOT_COORDINATOR), timers
+        stop and the task ends; the state goes with it."""
+        self.state = ShardState.UNLOADED
+        self._fail_all(NOT_COORDINATOR)
+        self.task.cancel()
 
     async def _serve(self) -> None:
         queue = self.queue
@@ -266,8 +326,8 @@ class ShardTask:
                 self.submit(lambda s, _c, _n: s.on_client_disconnect([token]), None, None)
         return on_done
 
-    def _fail_all(self) -> None:
-        err = ApiError(COORDINATOR_NOT_AVAILABLE)
+    def _fail_all(self, code: int = COORDINATOR_NOT_AVAILABLE) -> None:
+        err = ApiError(code)
         for parked in self.parked.values():
             if not parked.done():
                 parked.set_exception(err)
@@ -322,6 +382,8 @@ class CoordinatorRuntime:
         self.cleanup_interval_ms = 600_000
         self.shard_factory = shard_factory or self._default_factory
         self.shards: dict[int, ShardTask] = {}
+        # Partitions unloaded on request: not recreated by use until `load` (NOT_COORDINATOR).
+        self.unloaded: set[int] = set()
         self.written: dict[int, bool] = {}
         self.loading = asyncio.Lock()
         self._tokens = itertools.count(1)
@@ -393,6 +455,32 @@ class CoordinatorRuntime:
             task = self.shards[partition] = ShardTask(self, partition)
         return task
 
+    def active_shard(self, partition: int) -> ShardTask:
+        """The shard a request may use; else the error Kafka's runtime answers
+        (NOT_COORDINATOR when unloaded or not a partition, LOAD_IN_PROGRESS while loading)."""
+        if not 0 <= partition < self.num_partitions or partition in self.unloaded:
+            raise ApiError(NOT_COORDINATOR)
+        task = self.shard(partition)
+        task.check_active()
+        return task
+
+    def unload(self, partition: int) -> None:
+        """Resign the shard (Kafka's `scheduleUnloadOperation`): NOT_COORDINATOR from now on."""
+        self.unloaded.add(partition)
+        task = self.shards.pop(partition, None)
+        if task is not None:
+            task.unload()
+            log.info("unloaded shard %d", partition)
+
+    def load(self, partition: int) -> ShardTask:
+        """Take the shard (Kafka's `scheduleLoadOperation`): replay its log in the
+        background, COORDINATOR_LOAD_IN_PROGRESS until the replay ends."""
+        self.unloaded.discard(partition)
+        return self.shard(partition)
+
+    def loading_partitions(self) -> list[int]:
+        return [p for p, t in self.shards.items() if t.state is ShardState.LOADING]
+
     def flush_shard(self, partition: int) -> None:
         plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
         if plog is not None:
@@ -415,11 +503,10 @@ class CoordinatorRuntime:
 
     async def call_shard(self, partition: int, op: Operation, client_id: str = "",
                          client_host: str = "") -> Any:
-        if not 0 <= partition < self.num_partitions:
-            raise ApiError(COORDINATOR_NOT_AVAILABLE)
+        task = self.active_shard(partition)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         ctx = self.op_context(client_id or "", client_host, next(self._tokens))
-        self.shard(partition).submit(op, ctx, fut)
+        task.submit(op, ctx, fut)
         return await fut
 
     async def call(self, group_id: str, op: Operation, client_id: str = "",
@@ -430,10 +517,10 @@ class CoordinatorRuntime:
                                  op: Operation, client_id: str = "",
                                  client_host: str = "") -> Any:
         """Like `call`, but the records go in a transactional batch of the producer."""
-        partition = self.partition_for(group_id)
+        task = self.active_shard(self.partition_for(group_id))
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         ctx = self.op_context(client_id or "", client_host, next(self._tokens))
-        self.shard(partition).submit(op, ctx, fut, (producer_id, producer_epoch))
+        task.submit(op, ctx, fut, (producer_id, producer_epoch))
         return await fut
 
     async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
@@ -444,17 +531,15 @@ class CoordinatorRuntime:
         NOT_COORDINATOR for a partition this broker does not host, COORDINATOR_NOT_AVAILABLE
         if the shard failed, INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED for
         a fenced writer, 0 once the marker is written."""
-        if not 0 <= partition < self.num_partitions:
-            return NOT_COORDINATOR
         end = EndTxnWrite(producer_id, producer_epoch, coordinator_epoch, commit)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.shard(partition).submit(lambda _s, _c, _n: end, None, fut)
         try:
+            self.active_shard(partition).submit(lambda _s, _c, _n: end, None, fut)
             return int(await fut)
         except ApiError as exc:
             return int(exc.code)
 
-    def bind(self, client_id: str | None, client_host: str) -> GroupCaller:
+    def bind(self, client_id: str | None, client_host: str, node_id: int = 0) -> GroupCaller:
         from groupcoord.server.group_caller import GroupCaller
 
-        return GroupCaller(self, client_id or "", client_host)
+        return GroupCaller(self, client_id or "", client_host, node_id)
