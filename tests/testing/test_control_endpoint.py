@@ -66,13 +66,10 @@ def test_a_garbage_request_closes_the_connection_and_the_endpoint_goes_on(
     assert control.now_ms() > 0
 
 
-@pytest.mark.parametrize("args", [["--clock", "manual"],
-                                  ["--control-listen", "127.0.0.1:0"]])
-def test_serve_refuses_a_clock_without_a_control_endpoint_and_vice_versa(
-        args: list[str], tmp_path: Any) -> None:
+def test_serve_refuses_a_manual_clock_without_a_control_endpoint(tmp_path: Any) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "groupcoord", "serve", "--listen", "127.0.0.1:0",
-         "--data-dir", str(tmp_path), *args],
+         "--data-dir", str(tmp_path), "--clock", "manual"],
         check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "--control-listen" in result.stderr

@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(repeatable, one per listener name; HOST:PORT: the first listener)")
     p.add_argument("--data-dir", default="./data", help="log directory (default ./data)")
     p.add_argument("--node-id", type=int, default=0)
+    p.add_argument("--nodes", type=int, default=1,
+                   help="nodes served by this process: ids node-id.., node i on each listen "
+                        "port + i, partitions and coordinators spread over them (default 1)")
     p.add_argument("--cluster-id", default=None,
                    help="cluster id (default: stored in the data dir, else generated)")
     p.add_argument("--fsync", choices=("always", "interval", "never"), default="interval")
@@ -84,6 +87,7 @@ def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
         **security_args.config_kwargs(ns),
         data_dir=ns.data_dir,
         node_id=ns.node_id,
+        nodes=ns.nodes,
         cluster_id=load_or_create_cluster_id(ns.data_dir, ns.cluster_id),
         fsync=ns.fsync,
         fsync_interval_ms=ns.fsync_interval_ms,
@@ -117,16 +121,17 @@ def _group_configs(items: list[str]) -> dict[str, str]:
 
 
 def _control_listener(ns: argparse.Namespace) -> Listener | None:
-    """The control endpoint of a manual clock; each option needs the other."""
+    """The control endpoint: the way to advance a manual clock (so it needs one), and to
+    move coordinators and stop and start nodes (`testing.cluster_control`)."""
     if ns.clock == "manual" and ns.control_listen is None:
         raise ValueError("--clock manual needs --control-listen (the way to advance it)")
-    if ns.clock == "system" and ns.control_listen is not None:
-        raise ValueError("--control-listen serves a --clock manual broker")
     return Listener.parse(ns.control_listen) if ns.control_listen is not None else None
 
 
-async def serve(config: BrokerConfig, control_listen: Listener | None = None) -> None:
-    """Run until a signal; with `control_listen`, on virtual time advanced through it."""
+async def serve(config: BrokerConfig, control_listen: Listener | None = None,
+                manual_clock: bool = True) -> None:
+    """Run until a signal; with `control_listen`, a control endpoint (on virtual time
+    advanced through it when `manual_clock`)."""
     from groupcoord.server.broker import Broker
     from groupcoord.server.fd_limits import raise_nofile_limit
 
@@ -138,7 +143,7 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None) ->
         from groupcoord.testing.control import ControlServer
         from groupcoord.testing.virtual_clock import LoopManualClock
 
-        clock = LoopManualClock()
+        clock = LoopManualClock() if manual_clock else None
         broker = Broker(config, clock=clock)
         control = ControlServer(clock, lambda: broker)
     stop = asyncio.Event()
@@ -148,10 +153,15 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None) ->
     await broker.start()
     if control is not None and control_listen is not None:
         port = await control.start(control_listen.host, control_listen.port)
-        log.info("groupcoord control listening on %s:%d (virtual time)",
-                 control_listen.host, port)
+        log.info("groupcoord control listening on %s:%d (%s)", control_listen.host, port,
+                 "virtual time" if manual_clock else "system time")
     for bound in broker.bound:
         log.info("groupcoord listening on %s:%d (%s)", bound.host, bound.port, bound.name)
+    for node_id, ports in broker.node_ports.items():
+        if node_id != config.node_id:
+            log.info("groupcoord node %d listening on %s", node_id,
+                     ", ".join(f"{listener.host}:{port}"
+                               for listener, port in zip(config.listeners, ports, strict=True)))
     try:
         await stop.wait()
     finally:
@@ -185,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"groupcoord serve: {exc}\n")
         return 2
     try:
-        _run(serve(config, control))
+        _run(serve(config, control, ns.clock == "manual"))
     except (OSError, ValueError) as exc:  # ports, key material, users file, mapping rules
         log.error("cannot start: %s", exc)
         return 1

@@ -65,6 +65,8 @@ class Broker:
         self._servers: list[Acceptor] = []
         # Each node's acceptors (one node unless `config.nodes` > 1).
         self.node_servers: dict[int, list[Acceptor]] = {}
+        # Each node's bound ports, kept while it is stopped so it starts where it was.
+        self.node_ports: dict[int, list[int]] = {}
         # Who serves what with several nodes (`server.cluster_map`); None with one.
         self.cluster: ClusterMap | None = None
         self.connection_limits: ConnectionLimits | None = None
@@ -171,6 +173,7 @@ class Broker:
             raise
         self._servers.extend(servers)
         self.node_servers[node_id] = servers
+        self.node_ports[node_id] = [server.port for server in servers]
 
     async def close_node(self, node_id: int) -> None:
         """Close the node's listeners and the connections they accepted."""

@@ -36,8 +36,6 @@ class ClusterControl:
             raise ValueError("the broker serves one node: start it with nodes > 1")
         self.broker = broker
         self.cluster: ClusterMap = broker.cluster
-        # Each node's listener ports, to start a stopped node where clients know it.
-        self._ports: dict[int, list[int]] = {}
 
     def _offsets_owners(self) -> list[int]:
         return [self.cluster.owner(OFFSETS_TOPIC, p)
@@ -71,7 +69,6 @@ class ClusterControl:
         node = self.cluster.nodes[node_id]
         if not node.live:
             return
-        self._ports[node_id] = [s.port for s in self.broker.node_servers.get(node_id, [])]
         before = self._offsets_owners()
         node.live = False
         await self.broker.close_node(node_id)
@@ -82,7 +79,7 @@ class ClusterControl:
         node = self.cluster.nodes[node_id]
         if node.live:
             return
-        await self.broker.bind_node(node_id, self._ports[node_id])
+        await self.broker.bind_node(node_id, self.broker.node_ports[node_id])
         before = self._offsets_owners()
         node.live = True
         self._move_shards(before)

@@ -19,6 +19,12 @@ Test-friendly defaults, as Kafka's test images set them: no initial rebalance de
 (`group.initial.rebalance.delay.ms=0`) and no fsync. Anything else is a keyword argument
 named like a `BrokerConfig` field (in-process) or `extra_args` for `serve` (subprocess);
 `group_config` takes coordinator settings by their Kafka names in both modes.
+
+`nodes=3` serves three nodes from the one broker (`serve --nodes`): `bootstrap_servers`
+lists them all, and `move_group_coordinator`, `stop_node` and `start_node` move work between
+them (`testing.cluster_control`; a subprocess is driven over its control endpoint).
+`unload_group_coordinator` / `load_group_coordinator` resign and retake a group's shard on
+any number of nodes.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.testing.broker_process import ServeProcess
-from groupcoord.testing.control_client import HttpClock
+from groupcoord.testing.control_client import HttpClock, HttpControl
 from groupcoord.testing.virtual_clock import LoopManualClock, VirtualClock
 
 T = TypeVar("T")
@@ -52,7 +58,7 @@ class KafkaBroker:
                  data_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
                  group_config: Mapping[str, str] | None = None,
                  extra_args: Sequence[str] = (), start_ms: int | None = None,
-                 **config: Any) -> None:
+                 nodes: int = 1, **config: Any) -> None:
         if clock not in CLOCKS:
             raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
         if subprocess and config:
@@ -61,6 +67,7 @@ class KafkaBroker:
         if not subprocess and extra_args:
             raise ValueError("extra_args are `serve` options, for subprocess=True")
         self.clock_kind = clock
+        self.nodes = nodes
         self.subprocess = subprocess
         self.host = host
         self.port = port
@@ -78,6 +85,8 @@ class KafkaBroker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._process: ServeProcess | None = None
+        # The subprocess's control endpoint (cluster operations; the clock when manual).
+        self._control: HttpControl | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -107,6 +116,7 @@ class KafkaBroker:
             if self._process is not None:
                 self._process.stop()
                 self._process = None
+                self._control = None
                 self.clock = None
             if self.broker is not None:
                 broker, self.broker = self.broker, None
@@ -129,7 +139,52 @@ class KafkaBroker:
         """`host:port` for a client's `bootstrap.servers`."""
         if not self.running:
             raise RuntimeError("broker not started")
-        return f"{self.host}:{self.port}"
+        if self.nodes == 1:
+            return f"{self.host}:{self.port}"
+        return ",".join(f"{self.host}:{port}" for port in self.node_ports().values())
+
+    # -- nodes and coordinators ------------------------------------------------------------
+
+    def node_ports(self) -> dict[int, int]:
+        """Each node's (first listener's) port, stopped nodes included."""
+        nodes = self._cluster("GET", "/cluster")["nodes"]
+        return {int(n["node_id"]): int(n["ports"][0]) for n in nodes}
+
+    def live_nodes(self) -> list[int]:
+        return [int(n["node_id"]) for n in self._cluster("GET", "/cluster")["nodes"]
+                if n["live"]]
+
+    def move_group_coordinator(self, group_id: str, node_id: int) -> int:
+        """Move a group's coordinator to a node: unloaded on its node (NOT_COORDINATOR),
+        loaded on `node_id` (COORDINATOR_LOAD_IN_PROGRESS until replayed). Returns the
+        group's `__consumer_offsets` partition."""
+        got = self._cluster("POST", "/cluster/move-group", {"group": group_id, "node": node_id})
+        return int(got["partition"])
+
+    def stop_node(self, node_id: int) -> None:
+        """Close a node's listeners and connections; the others take over its work."""
+        self._cluster("POST", "/cluster/stop-node", {"node": node_id})
+
+    def start_node(self, node_id: int) -> None:
+        """Start a stopped node again on its ports; it takes back what it prefers."""
+        self._cluster("POST", "/cluster/start-node", {"node": node_id})
+
+    def unload_group_coordinator(self, group_id: str) -> int:
+        return int(self._cluster("POST", "/cluster/unload-group", {"group": group_id})
+                   ["partition"])
+
+    def load_group_coordinator(self, group_id: str) -> int:
+        return int(self._cluster("POST", "/cluster/load-group", {"group": group_id})
+                   ["partition"])
+
+    def _cluster(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        if self._control is not None:
+            return self._control.call(method, path, body)
+        if self.broker is None:
+            raise RuntimeError("broker not started")
+        from groupcoord.testing.cluster_control import route
+
+        return self.call(route(self.broker, method, path, body or {}))
 
     # -- virtual time ----------------------------------------------------------------------
 
@@ -155,6 +210,7 @@ class KafkaBroker:
         values: dict[str, Any] = dict(TEST_DEFAULTS)
         values.update(self.config_overrides)
         values["listeners"] = (Listener(self.host, self.port),)
+        values["nodes"] = self.nodes
         values["data_dir"] = str(self.data_dir)
         values.setdefault("cluster_id", load_or_create_cluster_id(str(self.data_dir), None))
         values["extra"] = {**values.get("extra", {}), **self.group_config}
@@ -192,11 +248,15 @@ class KafkaBroker:
                 "--fsync", "never", "--group-initial-rebalance-delay-ms", "0"]
         for name, value in self.group_config.items():
             args += ["--group-config", f"{name}={value}"]
+        if self.nodes > 1:
+            args += ["--nodes", str(self.nodes)]
         if self.clock_kind == "manual":
-            args += ["--clock", "manual", "--control-listen", f"{self.host}:0"]
+            args += ["--clock", "manual"]
+        args += ["--control-listen", f"{self.host}:0"]
         assert self._scratch is not None
         process = ServeProcess(args + self.extra_args, self._scratch / "serve.log")
         self._process = process
         self.port = process.start()
+        self._control = HttpControl(self.host, process.control_port())
         if self.clock_kind == "manual":
             self.clock = HttpClock(self.host, process.control_port())

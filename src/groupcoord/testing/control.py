@@ -1,7 +1,10 @@
-"""A small HTTP/JSON control endpoint for a broker on virtual time, for tests in any language.
+"""A small HTTP/JSON control endpoint for a broker, for tests in any language.
 
     GET  /clock          -> {"now_ms": N, "pending": [deadline, ...]}
     POST /clock/advance  {"ms": N} -> {"fired": K, "now_ms": N}
+    /cluster/...         coordinators and nodes (`testing.cluster_control`)
+
+The `/clock` routes need a broker on virtual time (404 on the system clock).
 
 `advance` has the semantics of `KafkaBroker.advance` (every due timer fired, and what they
 set off run, before the answer). One request per connection, `Connection: close`; bodies
@@ -34,7 +37,8 @@ class HttpError(Exception):
 
 
 class ControlServer:
-    def __init__(self, clock: LoopManualClock, broker: Callable[[], Broker | None]) -> None:
+    def __init__(self, clock: LoopManualClock | None,
+                 broker: Callable[[], Broker | None]) -> None:
         self.clock = clock
         self.broker = broker
         self.server: asyncio.Server | None = None
@@ -86,6 +90,11 @@ class ControlServer:
         if length > MAX_BODY:
             raise HttpError(413, "body too large")
         raw = await asyncio.wait_for(reader.readexactly(length), READ_TIMEOUT_S)
+        if path == "/cluster" or path.startswith("/cluster/"):
+            return 200, await _cluster_route(self.broker(), method, path, raw)
+        if self.clock is None and path.startswith("/clock"):
+            raise HttpError(404, "the broker runs on the system clock")
+        assert self.clock is not None
         if path == "/clock":
             if method != "GET":
                 raise HttpError(405, "GET /clock")
@@ -97,6 +106,26 @@ class ControlServer:
             fired = await advance_broker(self.clock, self.broker(), ms)
             return 200, {"fired": fired, "now_ms": self.clock.now_ms()}
         raise HttpError(404, f"no such endpoint: {path}")
+
+
+async def _cluster_route(broker: Broker | None, method: str, path: str,
+                         raw: bytes) -> dict[str, Any]:
+    from groupcoord.testing import cluster_control
+
+    if broker is None:
+        raise HttpError(404, "no broker")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise HttpError(400, f"body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise HttpError(400, "body must be a JSON object")
+    try:
+        return await cluster_control.route(broker, method, path, body)
+    except KeyError as exc:
+        raise HttpError(404, f"no such endpoint: {path}") from exc
+    except cluster_control.ControlError as exc:
+        raise HttpError(400, str(exc)) from exc
 
 
 def _ms(raw: bytes) -> int:
