@@ -82,11 +82,13 @@ class WriteRefused(Exception):
 
 class ShardState(enum.Enum):
     """Kafka's `CoordinatorRuntime.CoordinatorState`, without INITIAL (a task is created
-    loading) and CLOSED (an unloaded task is dropped)."""
+    loading) and CLOSED (an unloaded task is dropped); RECOVERING is the reload after a
+    failed append, which stands for Kafka's rollback to the last committed snapshot: the
+    shard stays the coordinator and requests queue until the reload ends."""
 
     LOADING = "loading"
     ACTIVE = "active"
-    FAILED = "failed"
+    RECOVERING = "recovering"
     UNLOADED = "unloaded"
 
 
@@ -105,7 +107,9 @@ class ShardTask:
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self._timer_seq = itertools.count(1)
         plog = runtime.broker.logs.get(OFFSETS_TOPIC, partition)
-        if plog is None or plog.log_start_offset >= plog.log_end_offset:
+        # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
+        # torn tail before recovery) is replayed.
+        if plog is None or plog.log_end_offset == plog.log_start_offset:
             try:
                 self._begin_load()
                 self._loaded(0)  # nothing to replay: serving from the first request on
@@ -118,7 +122,8 @@ class ShardTask:
 
     def _begin_load(self) -> None:
         rt = self.runtime
-        self.state = ShardState.LOADING
+        if self.state is not ShardState.RECOVERING:
+            self.state = ShardState.LOADING
         self.shard = rt.shard_factory(self.partition)
         if hasattr(self.shard, "on_topics_changed"):
             self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
@@ -169,19 +174,17 @@ class ShardTask:
                 raise
             except Exception:
                 log.exception("shard %d failed; reloading from its log", self.partition)
-                self.state = ShardState.FAILED
+                self.state = ShardState.RECOVERING
                 self._fail_all()
                 await asyncio.sleep(0.1)
 
     def check_active(self) -> None:
         """Kafka's `activeContextOrThrow`: a request is taken only by an ACTIVE shard."""
         state = self.state
-        if state is ShardState.ACTIVE:
+        if state is ShardState.ACTIVE or state is ShardState.RECOVERING:
             return
         if state is ShardState.LOADING:
             raise ApiError(COORDINATOR_LOAD_IN_PROGRESS)
-        if state is ShardState.FAILED:
-            raise ApiError(COORDINATOR_NOT_AVAILABLE)
         raise ApiError(NOT_COORDINATOR)
 
     def unload(self) -> None:

@@ -154,6 +154,10 @@ class KafkaBroker:
         return [int(n["node_id"]) for n in self._cluster("GET", "/cluster")["nodes"]
                 if n["live"]]
 
+    def group_coordinator(self, group_id: str) -> int:
+        """The node coordinating a group now."""
+        return int(self._cluster("POST", "/cluster/group", {"group": group_id})["node"])
+
     def move_group_coordinator(self, group_id: str, node_id: int) -> int:
         """Move a group's coordinator to a node: unloaded on its node (NOT_COORDINATOR),
         loaded on `node_id` (COORDINATOR_LOAD_IN_PROGRESS until replayed). Returns the

@@ -2,6 +2,7 @@
 API on the broker's loop and the `/cluster/...` routes of the control endpoint.
 
     GET  /cluster                                -> {"nodes": [{"node_id", "live", "ports"}]}
+    POST /cluster/group       {"group"}          -> {"partition": P, "node": N}
     POST /cluster/move-group  {"group", "node"}  -> {"partition": P}
     POST /cluster/stop-node   {"node"}           -> {}
     POST /cluster/start-node  {"node"}           -> {}
@@ -54,6 +55,16 @@ def describe(broker: Broker) -> dict[str, Any]:
                       for n in broker.cluster.nodes.values()]}
 
 
+def group_coordinator(broker: Broker, group: str) -> dict[str, int]:
+    """The group's `__consumer_offsets` partition and the node coordinating it."""
+    from groupcoord.server.cluster_map import OFFSETS_TOPIC
+
+    partition = broker.groups.partition_for(_group(group))
+    cluster = broker.cluster
+    node = broker.config.node_id if cluster is None else cluster.owner(OFFSETS_TOPIC, partition)
+    return {"partition": int(partition), "node": node}
+
+
 def move_group(broker: Broker, group: str, node: int) -> int:
     """Move the coordinator of `group` to `node`; its `__consumer_offsets` partition."""
     return _control(broker).move_group_coordinator(_group(group), _node(broker, node))
@@ -85,6 +96,8 @@ async def route(broker: Broker, method: str, path: str, body: dict[str, Any]) ->
         return describe(broker)
     if method != "POST":
         raise ControlError(f"{path} takes POST")
+    if path == "/cluster/group":
+        return group_coordinator(broker, body.get("group"))
     if path == "/cluster/move-group":
         return {"partition": move_group(broker, body.get("group"), body.get("node"))}
     if path == "/cluster/stop-node":
