@@ -9,7 +9,8 @@ shows), and a confluent-kafka `ShareConsumer` acknowledging what it gets. While 
 each group's coordinator is unloaded (NOT_COORDINATOR) and loaded again
 (COORDINATOR_LOAD_IN_PROGRESS until replayed), or moved to another node; on three nodes one
 node is stopped and started too. At the end: every acknowledged record was processed by every
-consumer group and acknowledged by the share group, nothing was committed twice, no partition
+consumer group and delivered to the share group, whose acknowledgement of it was confirmed or
+failed on the way (a lost one brings the record back), nothing was committed twice, no partition
 was owned by two members at once (from the rebalance callbacks' own timestamps), and the
 clients' logs show them finding the coordinator again.
 """
@@ -29,6 +30,8 @@ from helpers import confluent_io, java
 from helpers.group_checks import StreamProducer, check_delivery, ownership_overlaps
 from helpers.group_members import MEMBER_HOST, Ledger, MemberHost, wait_for
 
+from groupcoord.cli import share_group_ops
+from groupcoord.cli.wire_client import WireClient
 from groupcoord.testing import KafkaBroker
 
 pytestmark = pytest.mark.interop
@@ -52,7 +55,9 @@ JAVA_REDISCOVERY = "Rediscovery will be attempted"
 
 class ShareMember(threading.Thread):
     """A confluent-kafka ShareConsumer acknowledging (ACCEPT) everything it gets; remembers
-    the (partition, offset) pairs whose acknowledgement commit succeeded."""
+    the (partition, offset) pairs it got, those whose acknowledgement was confirmed, and
+    those whose acknowledgement failed on its way (applied or not: a record whose
+    acknowledgement was lost comes back once its lock ends)."""
 
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         super().__init__(daemon=True, name=f"share-{group}")
@@ -61,26 +66,38 @@ class ShareMember(threading.Thread):
                                           "debug": "cgrp"})
         self.consumer.subscribe([topic])
         self.stop = threading.Event()
+        self.seen: set[tuple[int, int]] = set()
         self.accepted: set[tuple[int, int]] = set()
+        self.uncertain: set[tuple[int, int]] = set()
+        self.errors: list[str] = []
         self.lock = threading.Lock()
 
     def run(self) -> None:
         try:
             while not self.stop.is_set():
-                batch = [m for m in self.consumer.poll(0.5) if m.error() is None]
-                if not batch:
-                    continue
-                for msg in batch:
-                    self.consumer.acknowledge(msg, ck.AcknowledgeType.ACCEPT)
-                try:
-                    results = self.consumer.commit_sync(10)
-                except ck.KafkaException:
-                    continue  # not acknowledged: the records come back
-                if all(err is None for err in results.values()):
-                    with self.lock:
-                        self.accepted |= {(m.partition(), m.offset()) for m in batch}
+                self._poll_once()
+        except Exception as exc:  # noqa: BLE001 - reported to the test, which fails on it
+            self.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
             self.consumer.close()
+
+    def _poll_once(self) -> None:
+        batch = [m for m in self.consumer.poll(0.5) if m.error() is None]
+        if not batch:
+            return
+        got = {(m.partition(), m.offset()) for m in batch}
+        for msg in batch:
+            self.consumer.acknowledge(msg, ck.AcknowledgeType.ACCEPT)
+        try:
+            results = self.consumer.commit_sync(10)
+        except ck.KafkaException:
+            results = {}
+        done = {tp.partition for tp, err in results.items() if err is None}
+        with self.lock:
+            self.seen |= got
+            confirmed = {(p, o) for p, o in got if p in done}
+            self.accepted |= confirmed
+            self.uncertain |= got - confirmed
 
 
 def _confluent_host(bootstrap: str, topic: str, group: str, protocol: str,
@@ -135,8 +152,10 @@ class Groups:
 
     def missing(self, acked: set[tuple[int, int]]) -> dict[str, int]:
         """How many acknowledged records each group has not processed yet."""
-        with self.share.lock:
-            counts = {"share": len(acked - self.share.accepted)}
+        share = self.share
+        with share.lock:
+            unconfirmed = acked - share.accepted
+            counts = {"share": len(acked - share.seen) + len(unconfirmed - share.uncertain)}
         counts.update({group: len(acked - ledger.processed())
                        for group, ledger in self.ledgers.items()})
         return {group: count for group, count in counts.items() if count}
@@ -179,6 +198,9 @@ def _run(broker: KafkaBroker, disturb: Callable[[list[str]], None], tmp: Path) -
             owned = {group: ledger.owned() for group, ledger in groups.ledgers.items()}
             raise AssertionError(f"{exc}: missing {groups.missing(acked)}, owned {owned}, "
                                  f"logs in {tmp}") from None
+        wait_for(lambda: not _share_finished(broker, topic),
+                 "the share group to acknowledge every record", DRAIN_TIMEOUT_S)
+        assert not groups.share.errors, groups.share.errors
         for group, ledger in groups.ledgers.items():
             assert not ledger.errors(), (group, ledger.errors())
             check_delivery(acked, ledger, None)
@@ -187,6 +209,19 @@ def _run(broker: KafkaBroker, disturb: Callable[[list[str]], None], tmp: Path) -
         producer.halt.set()
         groups.close()
     return groups
+
+
+def _share_finished(broker: KafkaBroker, topic: str) -> dict[int, tuple[int | None, int]]:
+    """Partitions whose share-partition start offset is not yet the high watermark (every
+    record before it acknowledged): partition -> (start offset, high watermark). Asked of
+    the group's coordinator."""
+    port = broker.node_ports()[broker.group_coordinator("share")]
+    ends = confluent_io.high_watermarks(broker.bootstrap_servers, topic, PARTITIONS)
+    with WireClient(f"127.0.0.1:{port}", timeout_s=10) as client:
+        rows = share_group_ops.share_offsets(client, "share")
+    starts = {row["partition"]: row["start_offset"] for row in rows if row["topic"] == topic}
+    return {p: (starts.get(p), ends[p]) for p in range(PARTITIONS)
+            if ends[p] and starts.get(p) != ends[p]}
 
 
 def _rediscovered(groups: Groups) -> None:
