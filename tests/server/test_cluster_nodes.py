@@ -57,6 +57,13 @@ from groupcoord.wire.generated.produce import (
     ProduceResponse,
     TopicProduceData,
 )
+from groupcoord.wire.generated.read_share_group_state import (
+    PartitionData,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
+    ReadStateData,
+)
+from groupcoord.wire.kafka_uuid import uuid_text
 
 NODES = (0, 1, 2)
 TOPIC = "spread"
@@ -176,6 +183,29 @@ def test_wrong_node_answers_not_leader_and_not_coordinator(tmp_path: Path) -> No
             assert refused.error_code == E.NOT_COORDINATOR
             accepted = await clients[txn.node_id].call(init, 4, InitProducerIdResponse)
             assert accepted.error_code == 0
+    run(go())
+
+
+def test_share_state_keys_have_their_own_coordinators(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with InProcBroker(tmp_path, nodes=3, default_partitions=3) as b:
+            clients = {n: await _client(b, n) for n in NODES}
+            md = await _metadata(clients[0])
+            topic_id = bytes(md.topics[0].topic_id)
+            owners = {}
+            for p in range(3):
+                key = f"sg:{uuid_text(topic_id)}:{p}"
+                found = await clients[0].call(FindCoordinatorRequest(
+                    key_type=2, coordinator_keys=[key]), 6, FindCoordinatorResponse)
+                assert found.coordinators[0].error_code == 0
+                owners[p] = found.coordinators[0].node_id
+                for node in NODES:
+                    read = await clients[node].call(ReadShareGroupStateRequest(
+                        group_id="sg", topics=[ReadStateData(topic_id=topic_id, partitions=[
+                            PartitionData(partition=p, leader_epoch=-1)])]), 0,
+                        ReadShareGroupStateResponse)
+                    code = read.results[0].partitions[0].error_code
+                    assert code == (0 if node == owners[p] else E.NOT_COORDINATOR)
     run(go())
 
 

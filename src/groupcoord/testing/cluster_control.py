@@ -97,17 +97,18 @@ async def route(broker: Broker, method: str, path: str, body: dict[str, Any]) ->
     if method != "POST":
         raise ControlError(f"{path} takes POST")
     if path == "/cluster/group":
-        return group_coordinator(broker, body.get("group"))
+        return group_coordinator(broker, _group(body.get("group")))
     if path == "/cluster/move-group":
-        return {"partition": move_group(broker, body.get("group"), body.get("node"))}
+        return {"partition": move_group(broker, _group(body.get("group")),
+                                        _node(broker, body.get("node")))}
     if path == "/cluster/stop-node":
-        await stop_node(broker, body.get("node"))
+        await stop_node(broker, _node(broker, body.get("node")))
         return {}
     if path == "/cluster/start-node":
-        await start_node(broker, body.get("node"))
+        await start_node(broker, _node(broker, body.get("node")))
         return {}
     if path == "/cluster/unload-group":
-        return {"partition": unload_group(broker, body.get("group"))}
+        return {"partition": unload_group(broker, _group(body.get("group")))}
     if path == "/cluster/load-group":
-        return {"partition": load_group(broker, body.get("group"))}
+        return {"partition": load_group(broker, _group(body.get("group")))}
     raise KeyError(path)
