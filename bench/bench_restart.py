@@ -4,8 +4,9 @@
 partitions hold ``--commits`` offset commits (batches of 100 records, 10,000 groups, spread
 over five partitions as a busy cluster would), plus a one-partition data topic, then starts
 the broker (a subprocess) and measures from spawn: the first ApiVersions answer, the first
-Produce to the data topic, the first Fetch of it, and the first OffsetFetch of a group
-(answered once its shard has replayed). ``--compare-src`` also starts a broker from another
+Metadata, Produce to the data topic and Fetch of it, the first answer to an OffsetFetch of a
+group (COORDINATOR_LOAD_IN_PROGRESS while its shard replays, as Kafka answers) and the first
+one with its offsets (the shard loaded). ``--compare-src`` also starts a broker from another
 checkout's ``src/`` in the same run, for a before/after. Three restarts each after a clean and after an
 unclean shutdown (the unclean one has no `.kafka_cleanshutdown`, so the last segments are
 CRC-scanned first). Results go to stdout and ``bench/results/restart.md``.
@@ -31,7 +32,7 @@ from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.logformat.batch import build_batch
 from groupcoord.server.shard_log import encode_records_batch
 from groupcoord.storage.manager import CLEAN_SHUTDOWN_FILE, LogManager
-from groupcoord.wire.generated import api_versions, fetch, offset_fetch, produce
+from groupcoord.wire.generated import api_versions, fetch, metadata, offset_fetch, produce
 
 SECTION = "restart"
 GROUPS = 10_000
@@ -109,6 +110,9 @@ def measure(data: Path, group: str, src: Path | None = None) -> dict[str, float]
             except OSError:
                 time.sleep(0.001)
         out["api_versions_ms"] = (time.perf_counter() - start) * 1000
+        _call(port, _frame(metadata.MetadataRequest(topics=[
+            metadata.MetadataRequestTopic(name=TOPIC)]), 3, 12))
+        out["metadata_ms"] = (time.perf_counter() - start) * 1000
         batch = build_batch([(b"k", b"v", [], int(time.time() * 1000))])
         _call(port, _frame(produce.ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
             produce.TopicProduceData(name=TOPIC, partition_data=[
@@ -119,9 +123,18 @@ def measure(data: Path, group: str, src: Path | None = None) -> dict[str, float]
             fetch.FetchTopic(topic=TOPIC, partitions=[fetch.FetchPartition(
                 partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 1, 11))
         out["fetch_ms"] = (time.perf_counter() - start) * 1000
-        _call(port, _frame(offset_fetch.OffsetFetchRequest(group_id=group, topics=[
-            offset_fetch.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])]), 9, 7))
-        out["offset_fetch_ms"] = (time.perf_counter() - start) * 1000
+        request = _frame(offset_fetch.OffsetFetchRequest(group_id=group, topics=[
+            offset_fetch.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])]), 9, 7)
+        while True:
+            # v7 is flexible: correlation id, then the response header's tagged fields.
+            answer, _ = offset_fetch.OffsetFetchResponse.decode(_call(port, request), 5, 7)
+            now = (time.perf_counter() - start) * 1000
+            out.setdefault("offset_fetch_first_ms", now)
+            out.setdefault("offset_fetch_first_error", float(answer.error_code))
+            if answer.error_code == 0:
+                out["offset_fetch_ms"] = now
+                break
+            time.sleep(0.01)
     finally:
         proc.terminate()
         proc.wait(60)
@@ -161,11 +174,15 @@ def main() -> None:
     lines = [f"# Restart with {args.commits:,} offset commits in __consumer_offsets\n",
              (f"Command: `{command}`; median of {args.repeats} starts, ms from spawn; "
              f"1-minute load average at the end: {os.getloadavg()[0]:.1f}\n"),
-             "| broker, shutdown | ApiVersions | Produce | Fetch | OffsetFetch (shard loaded) |",
-             "|---|---|---|---|---|"]
+             ("| broker, shutdown | ApiVersions | Metadata | Produce | Fetch | first OffsetFetch "
+              "answer (error) | OffsetFetch (shard loaded) |"),
+             "|---|---|---|---|---|---|---|"]
     for shutdown, m in rows:
-        lines.append(f"| {shutdown} | {m['api_versions_ms']:.0f} | {m['produce_ms']:.0f} | "
-                     f"{m['fetch_ms']:.0f} | {m['offset_fetch_ms']:.0f} |")
+        first_error = int(m.get("offset_fetch_first_error", 0))
+        lines.append(f"| {shutdown} | {m['api_versions_ms']:.0f} | "
+                     f"{m.get('metadata_ms', float('nan')):.0f} | {m['produce_ms']:.0f} | "
+                     f"{m['fetch_ms']:.0f} | {m['offset_fetch_first_ms']:.0f} ({first_error}) "
+                     f"| {m['offset_fetch_ms']:.0f} |")
     text = "\n".join(lines) + "\n"
     (RESULTS_DIR / "restart.md").write_text(text)
     print(text)

@@ -154,6 +154,26 @@ def check_delivery(acked: set[tuple[int, int]], ledger: Ledger, victim: int | No
             "victim_duplicates": victim_dups}
 
 
+def ownership_overlaps(ledger: Ledger, since_ms: float = 0.0) -> list[str]:
+    """Moments from `since_ms` on that a partition was owned by two members at once, from
+    the callbacks' own timestamps: an `assigned` while another member had it and had not
+    yet revoked or lost it."""
+    with ledger.lock:
+        history = sorted(ledger.ownership)
+    owners: dict[int, set[int]] = defaultdict(set)
+    overlaps = []
+    for t, member, kind, parts in history:
+        for p in parts:
+            if kind == "assigned":
+                others = owners[p] - {member}
+                if others and t >= since_ms:
+                    overlaps.append(f"p{p} to m{member} at {t:.0f} while m{sorted(others)} own it")
+                owners[p].add(member)
+            else:
+                owners[p].discard(member)
+    return overlaps
+
+
 def group_events(bootstrap: str, group: str) -> list[dict[str, Any]]:
     """The coordinator's `__group_events` for `group`, oldest first (see group_events.py)."""
     import json

@@ -51,12 +51,16 @@ class Ledger:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.members: dict[int, MemberLog] = {}
+        # (time ms, member, event, partitions) of every rebalance callback, as reported.
+        self.ownership: list[tuple[float, int, str, list[int]]] = []
 
     def apply(self, event: dict[str, Any]) -> None:
         with self.lock:
             log = self.members.setdefault(int(event["m"]), MemberLog())
             kind = event["ev"]
             if kind in ("assigned", "revoked", "lost"):
+                self.ownership.append((float(event.get("t", 0)), int(event["m"]), kind,
+                                       list(event["parts"])))
                 log.callbacks += 1
                 parts = set(event["parts"])
                 log.owned = log.owned | parts if kind == "assigned" else log.owned - parts

@@ -1,7 +1,8 @@
 """A process hosting consumer-group members of one Python Kafka client, driven over stdin.
 
 Run as `python member_host.py --client confluent|kafka-python|aiokafka --bootstrap B
---topic T --group G --assignor NAME`. Each member is a real consumer in its own thread,
+--topic T --group G --assignor NAME [--protocol classic|consumer] [--prop K=V ...]`
+(`--protocol consumer` and `--prop`, extra client settings, are for confluent-kafka). Each member is a real consumer in its own thread,
 subscribed to the topic, committing synchronously after processing every non-empty poll
 (so what it commits it has processed). The Java harness mode `group-members` speaks the
 same protocol, so one test driver serves every client.
@@ -11,7 +12,8 @@ stdin, one command per line: `start IDX [INSTANCE_ID]` starts member IDX (client
 `exit` leaves every member and ends the process. A member that must vanish without leaving
 runs alone in a host that the test SIGKILLs.
 
-stdout, one JSON object per line, each with `ev` and the member index `m`: `assigned` /
+stdout, one JSON object per line, each with `ev`, the member index `m` and the wall-clock
+time `t` (ms) at which it happened: `assigned` /
 `revoked` / `lost` (`parts`: partitions), `records` (`recs`: [partition, offset] pairs of
 one processed poll), `committed` (`offsets`: {partition: next offset}), `commit_failed`
 (`error`), `closed`, `error` (`message`).
@@ -24,6 +26,7 @@ import asyncio
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +42,7 @@ _out_lock = threading.Lock()
 
 
 def emit(event: dict[str, Any]) -> None:
+    event["t"] = time.time() * 1000
     line = json.dumps(event, separators=(",", ":"))
     with _out_lock:
         sys.stdout.write(line + "\n")
@@ -76,6 +80,15 @@ def _confluent(member: Member) -> None:
         "auto.offset.reset": "earliest", "partition.assignment.strategy": opts.assignor,
         "session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
     }
+    if opts.protocol == "consumer":
+        # The broker owns timeouts and assignment under KIP-848.
+        for name in ("partition.assignment.strategy", "session.timeout.ms",
+                     "heartbeat.interval.ms"):
+            del config[name]
+        config["group.protocol"] = "consumer"
+    for prop in opts.prop:
+        name, _, value = prop.partition("=")
+        config[name] = value
     if member.instance_id:
         config["group.instance.id"] = member.instance_id
     consumer = Consumer(config)
@@ -227,6 +240,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     for name in ("client", "bootstrap", "topic", "group", "assignor"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
+    parser.add_argument("--prop", action="append", default=[])
     opts = parser.parse_args()
     members: dict[int, Member] = {}
     for line in sys.stdin:

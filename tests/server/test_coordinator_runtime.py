@@ -85,6 +85,7 @@ def test_shard_replays_its_log_on_first_use(tmp_path: Path) -> None:
                 await rt.call("g", lambda s, c, n, i=i: s.commit("g", i, n))
             await rt.stop()
             rt2 = await _runtime(b)
+            await settle(lambda: not rt2.loading_partitions())  # LOAD_IN_PROGRESS until then
             offsets = await rt2.call("g", lambda s, c, n: Result(response=dict(s.offsets)))
             assert offsets == {("g", "t", 0): 2}
             assert rt2.shards[rt2.partition_for("g")].shard.loaded_with == 1

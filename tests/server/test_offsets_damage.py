@@ -23,6 +23,7 @@ from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.logformat.batch import validate
 from groupcoord.storage.fileio import OS_FILE_IO
 from groupcoord.storage.segment import iter_file_batches
+from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated import offset_commit, offset_fetch
 
 TOPIC, PARTITION = "events", 7
@@ -57,6 +58,9 @@ async def fetch_all(port: int, groups: list[str]) -> dict[str, int]:
                 offset_fetch.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])],
                 require_stable=False)
             resp = await client.call(request, 7, offset_fetch.OffsetFetchResponse)
+            while resp.error_code == E.COORDINATOR_LOAD_IN_PROGRESS:  # retried, as clients do
+                await asyncio.sleep(0.01)
+                resp = await client.call(request, 7, offset_fetch.OffsetFetchResponse)
             assert resp.error_code == 0
             found[group] = resp.topics[0].partitions[0].committed_offset
     finally:

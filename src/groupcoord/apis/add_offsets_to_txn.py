@@ -12,6 +12,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.add_offsets_to_txn import (
@@ -31,6 +32,8 @@ async def handle(ctx: RequestContext, header: Any, request: AddOffsetsToTxnReque
         return AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id):
         return AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not coordinates(ctx, TRANSACTION_KEY, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.NOT_COORDINATOR)
     partition = ctx.groups.partition_for(request.group_id)
     code = ctx.transactions.add_partitions(request.transactional_id, request.producer_id,
                                            request.producer_epoch, [(OFFSETS_TOPIC, partition)])

@@ -16,6 +16,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.add_partitions_to_txn import (
@@ -67,6 +68,9 @@ def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_
                     topics: list[Any], version: int) -> list[AddPartitionsToTxnTopicResult]:
     if version < 4 and not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid):
         return _results({(t.name, p): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                         for t in topics for p in t.partitions})
+    if not coordinates(ctx, TRANSACTION_KEY, tid):
+        return _results({(t.name, p): ErrorCode.NOT_COORDINATOR
                          for t in topics for p in t.partitions})
     errors, failed = _partition_errors(ctx, topics, version)
     if failed:

@@ -63,7 +63,7 @@ async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
     if (response.error_code == ErrorCode.NONE and version >= FIRST_CLUSTER_CHECK_VERSION
             and request.cluster_id is not None
             and (request.cluster_id != ctx.config.cluster_id
-                 or request.node_id != ctx.config.node_id)):
+                 or request.node_id != ctx.node_id)):
         return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
     return response
 

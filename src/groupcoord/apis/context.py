@@ -94,6 +94,18 @@ class TopicMetadata(Protocol):
     def delete_records(self, name: str, partition: int, offset: int) -> int: ...
 
 
+class ClusterView(Protocol):
+    """Several nodes in one process (`server.cluster_map.ClusterMap`): who serves what."""
+
+    def owner(self, topic: str, partition: int) -> int: ...
+    def coordinator(self, key_type: int, key: str) -> int: ...
+    def live_nodes(self) -> list[Any]: ...
+    def controller_id(self) -> int: ...
+    def endpoint(self, node_id: int, listener_name: str) -> Any:
+        """The node's advertised host and port on that listener (None if stopped)."""
+        ...
+
+
 class GroupRuntime(Protocol):
     """The coordinator runtime (`server.coordinator_runtime.CoordinatorRuntime`)."""
 
@@ -134,6 +146,14 @@ class RequestContext(Protocol):
     def fetch_sessions(self) -> Any: ...
     @property
     def groups(self) -> GroupRuntime: ...
+    @property
+    def node_id(self) -> int:
+        """The node the request came in on (the broker's node id with one node)."""
+        ...
+    @property
+    def cluster(self) -> ClusterView | None:
+        """The ownership map with several nodes; None with one (it serves everything)."""
+        ...
     @property
     def shares(self) -> Any:
         """The share-partition manager (`server.share_runtime.ShareRuntime`)."""

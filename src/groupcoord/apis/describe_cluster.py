@@ -2,7 +2,7 @@
 
 Mirrors `KafkaApis.handleDescribeCluster` / `AuthHelper.computeDescribeClusterResponse`:
 a broker listener answers endpoint type BROKER (1) only; asking it for controllers ->
-MISMATCHED_ENDPOINT_TYPE. The one broker is never fenced.
+MISMATCHED_ENDPOINT_TYPE. The brokers are the live nodes (`apis.nodes`), never fenced.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import UNKNOWN_OPERATIONS
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import broker_endpoints
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_cluster import (
@@ -38,9 +39,11 @@ async def handle(ctx: RequestContext, header: Any, request: DescribeClusterReque
     if request.include_cluster_authorized_operations:
         ops = authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME) \
             if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE) else 0
-    broker = DescribeClusterBroker(broker_id=ctx.config.node_id, host=ctx.advertised_host,
-                                   port=ctx.advertised_port, rack=ctx.config.rack,
-                                   is_fenced=False)
+    brokers = [DescribeClusterBroker(broker_id=node, host=host, port=port,
+                                     rack=ctx.config.rack, is_fenced=False)
+               for node, host, port in broker_endpoints(ctx)]
+    cluster = ctx.cluster
     return DescribeClusterResponse(
         error_code=0, endpoint_type=ENDPOINT_BROKER, cluster_id=ctx.config.cluster_id,
-        controller_id=ctx.config.node_id, brokers=[broker], cluster_authorized_operations=ops)
+        controller_id=ctx.config.node_id if cluster is None else cluster.controller_id(),
+        brokers=brokers, cluster_authorized_operations=ops)

@@ -64,9 +64,9 @@ def _configs_for(ctx: RequestContext, resource: Any) -> list[ResolvedConfig]:
                            f"Topic {resource.resource_name} does not exist.")
         return describe_topic(topic.configs, ctx.broker_configs, static)
     name = resource.resource_name
-    if name not in ("", str(ctx.config.node_id)):
+    if name not in ("", str(ctx.node_id)):
         raise ApiError(ErrorCode.INVALID_REQUEST,
-                       f"Unexpected broker id, expected {ctx.config.node_id} or empty string, "
+                       f"Unexpected broker id, expected {ctx.node_id} or empty string, "
                        f"but received {name}")
     return [resolve_broker_config(d, ctx.broker_configs, static) for d in BROKER_CONFIGS.values()]
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.end_txn import EndTxnRequest, EndTxnResponse
@@ -29,6 +30,9 @@ async def handle(ctx: RequestContext, header: Any, request: EndTxnRequest,
                  version: int) -> EndTxnResponse:
     if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not coordinates(ctx, TRANSACTION_KEY, request.transactional_id):
+        return EndTxnResponse(error_code=ErrorCode.NOT_COORDINATOR, producer_id=-1,
+                              producer_epoch=-1)
     client_tv = 2 if version > 4 else 0
     op = await ctx.transactions.end_txn(request.transactional_id, request.producer_id,
                                         request.producer_epoch, request.committed, client_tv)

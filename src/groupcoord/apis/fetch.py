@@ -47,6 +47,7 @@ MAX_VERSION = 17
 READ_COMMITTED = 1
 _E_OUT_OF_RANGE = int(ErrorCode.OFFSET_OUT_OF_RANGE)
 _E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_E_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 _E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 _E_TOPIC_AUTH = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 EMPTY = b""
@@ -129,6 +130,7 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
     limit = max_bytes
     min_one = True
     total = 0
+    cluster, node = ctx.cluster, ctx.node_id
     for cp in partitions:
         topic_key, index = cp.key
         topic = _resolve(ctx, topic_key, uses_ids)
@@ -143,6 +145,10 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
             reads.append(PartitionRead(cp, None if uses_ids else topic_key,
                                        topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY,
                                        aborted=[]))
+            continue
+        if cluster is not None and cluster.owner(topic.name, index) != node:
+            reads.append(PartitionRead(cp, topic.name, topic.topic_id, _E_NOT_LEADER, -1, -1,
+                                       EMPTY, aborted=[]))
             continue
         read = _read_one(ctx, cp, topic, plog, min(cp.max_bytes, limit), min_one,
                          read_committed)

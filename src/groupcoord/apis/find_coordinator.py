@@ -1,5 +1,6 @@
-"""FindCoordinator (key 10, v0-v6): this broker coordinates every group, transaction and
-share-partition key.
+"""FindCoordinator (key 10, v0-v6): the node coordinating a group, transaction or
+share-partition key: this broker with one node, else the node the ownership map gives the
+key's internal partition (`apis.nodes`); with no live node, COORDINATOR_NOT_AVAILABLE.
 
 Mirrors `KafkaApis.handleFindCoordinatorRequest` / `getCoordinator`: single key up to v3,
 batched `coordinator_keys` from v4 (KIP-699); key type 0 GROUP, 1 TRANSACTION, 2 SHARE
@@ -13,6 +14,13 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import (
+    GROUP_KEY,
+    SHARE_KEY,
+    TRANSACTION_KEY,
+    coordinator_node,
+    endpoint,
+)
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.find_coordinator import (
@@ -25,7 +33,7 @@ API_KEY = ApiKey.FIND_COORDINATOR
 MIN_VERSION = 0
 MAX_VERSION = 6
 
-GROUP, TRANSACTION, SHARE = 0, 1, 2
+GROUP, TRANSACTION, SHARE = GROUP_KEY, TRANSACTION_KEY, SHARE_KEY
 
 
 def _share_key_valid(key: str) -> bool:
@@ -65,24 +73,28 @@ def _auth_error(ctx: RequestContext, key: str, key_type: int) -> int:
     return 0
 
 
+def _find(ctx: RequestContext, key: str, key_type: int, version: int) -> tuple[int, int, str, int]:
+    """(error, node, host, port) of one key."""
+    error = _auth_error(ctx, key, key_type) or key_error(key, key_type, version)
+    if error:
+        return error, -1, "", -1
+    node = coordinator_node(ctx, key_type, key)
+    found = endpoint(ctx, node)
+    if found is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return 0, node, found[0], found[1]
+
+
 async def handle(ctx: RequestContext, header: Any, request: FindCoordinatorRequest,
                  version: int) -> FindCoordinatorResponse:
-    node, host, port = ctx.config.node_id, ctx.advertised_host, ctx.advertised_port
     if request.key_type == SHARE and version >= 6:
         authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if version < 4:
-        error = _auth_error(ctx, request.key, request.key_type) or \
-            key_error(request.key, request.key_type, version)
-        if error:
-            return FindCoordinatorResponse(error_code=error, node_id=-1, host="", port=-1)
-        return FindCoordinatorResponse(error_code=0, node_id=node, host=host, port=port)
+        error, node, host, port = _find(ctx, request.key, request.key_type, version)
+        return FindCoordinatorResponse(error_code=error, node_id=node, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error = _auth_error(ctx, key, request.key_type) or key_error(key, request.key_type, version)
-        if error:
-            coordinators.append(Coordinator(key=key, node_id=-1, host="", port=-1,
-                                            error_code=error))
-        else:
-            coordinators.append(Coordinator(key=key, node_id=node, host=host, port=port,
-                                            error_code=0))
+        error, node, host, port = _find(ctx, key, request.key_type, version)
+        coordinators.append(Coordinator(key=key, node_id=node, host=host, port=port,
+                                        error_code=error))
     return FindCoordinatorResponse(coordinators=coordinators)

@@ -86,7 +86,7 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     if resource.resource_type != BROKER:
         raise ApiError(ErrorCode.INVALID_REQUEST,
                        f"Unsupported resource type {resource.resource_type}")
-    if resource.resource_name not in ("", str(ctx.config.node_id)):
+    if resource.resource_name not in ("", str(ctx.node_id)):
         raise ApiError(ErrorCode.INVALID_REQUEST,
                        f"Unexpected broker id {resource.resource_name}")
     dynamic = ctx.broker_configs

@@ -16,6 +16,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.init_producer_id import (
@@ -42,6 +43,8 @@ async def handle(ctx: RequestContext, header: Any, request: InitProducerIdReques
     if tid is None:
         pid, epoch = ctx.producers.init_producer_id()
         return InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)
+    if not coordinates(ctx, TRANSACTION_KEY, tid):
+        return _error(ErrorCode.NOT_COORDINATOR)
     expected: tuple[int, int] | None = None
     if version >= 3:
         pid, epoch = request.producer_id, request.producer_epoch

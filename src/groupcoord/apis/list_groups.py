@@ -7,6 +7,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
+from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_groups import ListGroupsResponse
 
 API_KEY = 16
@@ -29,8 +30,10 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         try:
             groups.extend(await ctx.groups.call_shard(partition, _list_op(states, types)))
         except ApiError as exc:
-            # Kafka skips partitions it does not coordinate; any other failure is reported.
-            error = error or exc.code
+            # Kafka skips partitions it does not coordinate; any other failure (a loading
+            # shard: COORDINATOR_LOAD_IN_PROGRESS) is reported.
+            if exc.code != ErrorCode.NOT_COORDINATOR:
+                error = error or exc.code
     if not authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE):
         visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, (g.group_id for g in groups))
         groups = [g for g in groups if g.group_id in visible]

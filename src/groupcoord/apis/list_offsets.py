@@ -17,6 +17,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import leads
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_offsets import (
@@ -70,6 +71,9 @@ def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
     plog = ctx.topics.log(name, p.partition_index)
     if plog is None:
         resp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return resp
+    if not leads(ctx, name, p.partition_index):
+        resp.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         return resp
     if p.current_leader_epoch > LEADER_EPOCH:
         resp.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH

@@ -1,8 +1,9 @@
 """Metadata (key 3, v0-v12): brokers, cluster id, controller, topics and partitions.
 
-Mirrors `KafkaApis.handleTopicMetadataRequest` + `MetadataCache.getTopicMetadata` for one
-node: this broker leads every partition at leader epoch 0 with itself as the only
-replica. Null topics (v1+; an empty list in v0) means all topics. Unknown topics are
+Mirrors `KafkaApis.handleTopicMetadataRequest` + `MetadataCache.getTopicMetadata`: with one
+node this broker leads every partition at leader epoch 0 with itself as the only replica;
+with several (`ctx.cluster`) the brokers are the live nodes on the request's listener and
+each partition's leader (its only replica) is the node the ownership map gives it. Null topics (v1+; an empty list in v0) means all topics. Unknown topics are
 auto-created when the request (v4+) and the broker allow it; bad names get
 INVALID_TOPIC_EXCEPTION, unknown topic ids UNKNOWN_TOPIC_ID (v10+).
 
@@ -20,6 +21,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import UNKNOWN_OPERATIONS, auto_create, topic_name_error
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import broker_endpoints
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.metadata import (
@@ -36,15 +38,21 @@ MAX_VERSION = 12
 UUID_ZERO = bytes(16)
 
 
-def topic_metadata(ctx: RequestContext, topic: Any, with_ops: bool) -> MetadataResponseTopic:
-    node = ctx.config.node_id
+def _partition(index: int, node: int) -> MetadataResponsePartition:
     replicas = [node]
-    partitions = [
-        MetadataResponsePartition(error_code=0, partition_index=p, leader_id=node,
-                                  leader_epoch=0, replica_nodes=replicas, isr_nodes=replicas,
-                                  offline_replicas=[])
-        for p in range(topic.num_partitions)
-    ]
+    return MetadataResponsePartition(error_code=0, partition_index=index, leader_id=node,
+                                     leader_epoch=0, replica_nodes=replicas, isr_nodes=replicas,
+                                     offline_replicas=[])
+
+
+def topic_metadata(ctx: RequestContext, topic: Any, with_ops: bool) -> MetadataResponseTopic:
+    cluster = ctx.cluster
+    if cluster is None:
+        node = ctx.config.node_id
+        partitions = [_partition(p, node) for p in range(topic.num_partitions)]
+    else:
+        partitions = [_partition(p, cluster.owner(topic.name, p))
+                      for p in range(topic.num_partitions)]
     return MetadataResponseTopic(
         error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
         partitions=partitions,
@@ -122,11 +130,13 @@ async def handle(ctx: RequestContext, header: Any, request: MetadataRequest,
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
         cluster_ops = authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME) \
             if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE) else 0
+    cluster = ctx.cluster
     return MetadataResponse(
-        brokers=[MetadataResponseBroker(node_id=ctx.config.node_id, host=ctx.advertised_host,
-                                        port=ctx.advertised_port, rack=ctx.config.rack)],
+        brokers=[MetadataResponseBroker(node_id=node, host=host, port=port,
+                                        rack=ctx.config.rack)
+                 for node, host, port in broker_endpoints(ctx)],
         cluster_id=ctx.config.cluster_id,
-        controller_id=ctx.config.node_id,
+        controller_id=ctx.config.node_id if cluster is None else cluster.controller_id(),
         topics=topics,
         cluster_authorized_operations=cluster_ops,
     )

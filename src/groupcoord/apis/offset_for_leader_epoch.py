@@ -13,6 +13,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import leads
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_for_leader_epoch import (
@@ -33,6 +34,8 @@ def _end_offset(ctx: RequestContext, topic: str, p: Any) -> EpochEndOffset:
     plog = ctx.topics.log(topic, p.partition)
     if plog is None:
         result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif not leads(ctx, topic, p.partition):
+        result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     elif p.current_leader_epoch > LEADER_EPOCH:
         result.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
     elif p.leader_epoch == LEADER_EPOCH:

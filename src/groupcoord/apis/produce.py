@@ -30,6 +30,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.nodes import leads
 from groupcoord.logformat.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -67,6 +68,7 @@ _E_TOO_LARGE = int(ErrorCode.MESSAGE_TOO_LARGE)
 _E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 _E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 _E_INVALID_TOPIC = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
+_E_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 _E_ACKS = int(ErrorCode.INVALID_REQUIRED_ACKS)
 _E_COMPRESSION = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
 _E_TXN_AUTH = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -155,6 +157,9 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
         return resp
     if topic.internal:
         resp.error_code = _E_INVALID_TOPIC
+        return resp
+    if not leads(ctx, topic.name, partition):
+        resp.error_code = _E_NOT_LEADER
         return resp
     error = _one_batch_error(records)
     if error:

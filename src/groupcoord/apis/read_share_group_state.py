@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.nodes import SHARE_KEY, coordinates
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.read_share_group_state import (
     PartitionResult,
@@ -30,6 +31,7 @@ from groupcoord.wire.generated.read_share_group_state import (
     ReadStateResult,
     StateBatch,
 )
+from groupcoord.wire.kafka_uuid import uuid_text
 
 API_KEY = 84
 MIN_VERSION = 0
@@ -85,6 +87,9 @@ def _partition(ctx: Any, group_id: str, topic: Any, index: int) -> PartitionResu
                                start_offset=UNINITIALIZED_START_OFFSET)
     if topic is None or index >= topic.num_partitions:
         return PartitionResult(partition=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               start_offset=UNINITIALIZED_START_OFFSET)
+    if not coordinates(ctx, SHARE_KEY, f"{group_id}:{uuid_text(bytes(topic.topic_id))}:{index}"):
+        return PartitionResult(partition=index, error_code=ErrorCode.NOT_COORDINATOR,
                                start_offset=UNINITIALIZED_START_OFFSET)
     key = (group_id, bytes(topic.topic_id), index)
     live = ctx.shares.partitions.get(key)

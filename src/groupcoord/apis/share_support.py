@@ -14,6 +14,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.errors import ApiError
+from groupcoord.apis.nodes import leads
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 
@@ -92,6 +93,8 @@ def resolve(ctx: Any, topic_id: bytes, index: int,
         return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if not 0 <= index < topic.num_partitions:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not leads(ctx, topic.name, index):
+        return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
     return topic, ErrorCode.NONE
 
 

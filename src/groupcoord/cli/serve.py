@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="log directory (default ./data); `memory` keeps every log in memory, "
                         "for tests (gone when the broker stops)")
     p.add_argument("--node-id", type=int, default=0)
+    p.add_argument("--nodes", type=int, default=1,
+                   help="nodes served by this process: ids node-id.., node i on each listen "
+                        "port + i, partitions and coordinators spread over them (default 1)")
     p.add_argument("--cluster-id", default=None,
                    help="cluster id (default: stored in the data dir, else generated)")
     p.add_argument("--fsync", choices=("always", "interval", "never"), default="interval")
@@ -93,6 +96,7 @@ def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
         data_dir=data_dir,
         file_io=io,
         node_id=ns.node_id,
+        nodes=ns.nodes,
         cluster_id=load_or_create_cluster_id(data_dir, ns.cluster_id, io),
         fsync=ns.fsync,
         fsync_interval_ms=ns.fsync_interval_ms,
@@ -126,7 +130,8 @@ def _group_configs(items: list[str]) -> dict[str, str]:
 
 
 def _control_listener(ns: argparse.Namespace) -> Listener | None:
-    """The control endpoint; a manual clock needs it (it is the way to advance it)."""
+    """The control endpoint: the way to advance a manual clock (so it needs one), and to
+    move coordinators and stop and start nodes (`testing.cluster_control`)."""
     if ns.clock == "manual" and ns.control_listen is None:
         raise ValueError("--clock manual needs --control-listen (the way to advance it)")
     return Listener.parse(ns.control_listen) if ns.control_listen is not None else None
@@ -161,6 +166,11 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
                  "virtual time" if manual_clock else "system time")
     for bound in broker.bound:
         log.info("groupcoord listening on %s:%d (%s)", bound.host, bound.port, bound.name)
+    for node_id, ports in broker.node_ports.items():
+        if node_id != config.node_id:
+            log.info("groupcoord node %d listening on %s", node_id,
+                     ", ".join(f"{listener.host}:{port}"
+                               for listener, port in zip(config.listeners, ports, strict=True)))
     try:
         await stop.wait()
     finally:

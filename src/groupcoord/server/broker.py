@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
     from groupcoord.coordinator.clock import Clock
     from groupcoord.security.acl_store import DurableAuthorizer
+    from groupcoord.server.cluster_map import ClusterMap
     from groupcoord.storage import AppendInfo
 
 log = logging.getLogger("groupcoord.server")
@@ -62,6 +64,12 @@ class Broker:
         self.advertised = config.advertised()
         self.bound: list[Listener] = []
         self._servers: list[Acceptor] = []
+        # Each node's acceptors (one node unless `config.nodes` > 1).
+        self.node_servers: dict[int, list[Acceptor]] = {}
+        # Each node's bound ports, kept while it is stopped so it starts where it was.
+        self.node_ports: dict[int, list[int]] = {}
+        # Who serves what with several nodes (`server.cluster_map`); None with one.
+        self.cluster: ClusterMap | None = None
         self.connection_limits: ConnectionLimits | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._dirty: set[Any] = set()
@@ -104,32 +112,20 @@ class Broker:
 
             self._handlers = handlers()
         self.handlers = self._handlers
-        dispatcher = Dispatcher(self, self.handlers)
+        self.dispatcher = Dispatcher(self, self.handlers)
         loop = asyncio.get_running_loop()
         from groupcoord.security.scram_store import ScramCredentialStore
         from groupcoord.server.listener_setup import ListenerSetup
 
         self.scram_credentials = ScramCredentialStore(cfg.data_dir, cfg.file_io)
-        setup = ListenerSetup(cfg, self.handlers, dispatcher.dispatch, self.scram_credentials)
-        limits = self.connection_limits = build_connection_limits(cfg)
-        for index, listener in enumerate(cfg.listeners):
-            sockets = await bind_listener(listener.host, listener.port)
-            port = int(sockets[0].getsockname()[1])
-            try:
-                security = setup.listener(index, port)  # key material, users file, rules
-            except BaseException:
-                for sock in sockets:
-                    sock.close()
-                raise
-            server = Acceptor(
-                sockets, limits,
-                lambda address, sec=security: KafkaConnection(  # type: ignore[misc]
-                    dispatcher, cfg.max_request_size, limits, address, sec),
-                security.ssl_context, cfg.security.ssl_handshake_timeout_ms / 1000.0)
-            server.start()
-            self._servers.append(server)
-            self.listener_security.append(security)
-            self.bound.append(Listener(listener.host, port, listener.name))
+        self._listener_setup = ListenerSetup(cfg, self.handlers, self.dispatcher.dispatch,
+                                             self.scram_credentials)
+        self.connection_limits = build_connection_limits(cfg)
+        if cfg.nodes > 1:
+            self.cluster = _cluster_map(cfg)
+        for index in range(cfg.nodes):
+            ports = [0 if lst.port == 0 else lst.port + index for lst in cfg.listeners]
+            await self.bind_node(cfg.node_id + index, ports)
         self.advertised = cfg.advertised(self.bound[0].port)
         if cfg.fsync == "interval":
             self._tasks.append(loop.create_task(self._flush_loop()))
@@ -140,6 +136,59 @@ class Broker:
 
         self.transactions = TransactionRuntime(self)
         await self.transactions.start()
+
+    async def bind_node(self, node_id: int, ports: list[int]) -> None:
+        """Open the node's listeners (one per configured listener, on `ports`)."""
+        cfg = self.config
+        servers: list[Acceptor] = []
+        try:
+            for index, listener in enumerate(cfg.listeners):
+                sockets = await bind_listener(listener.host, ports[index])
+                port = int(sockets[0].getsockname()[1])
+                try:
+                    # key material, users file, rules
+                    security = self._listener_setup.listener(index, port)
+                except BaseException:
+                    for sock in sockets:
+                        sock.close()
+                    raise
+                if node_id != cfg.node_id:
+                    # Advertised listeners name node 0's endpoints; the others advertise
+                    # their own port on the same host.
+                    security = replace(security, advertised=Listener(
+                        security.advertised.host, port, listener.name))
+                server = Acceptor(
+                    sockets, self.connection_limits,  # type: ignore[arg-type]
+                    lambda address, sec=security: KafkaConnection(  # type: ignore[misc]
+                        self.dispatcher, cfg.max_request_size, self.connection_limits,
+                        address, sec, node_id),
+                    security.ssl_context, cfg.security.ssl_handshake_timeout_ms / 1000.0)
+                server.start()
+                servers.append(server)
+                if node_id == cfg.node_id:
+                    self.listener_security.append(security)
+                    self.bound.append(Listener(listener.host, port, listener.name))
+                if self.cluster is not None:
+                    self.cluster.nodes[node_id].endpoints[listener.name] = security.advertised
+        except BaseException:
+            for server in servers:
+                server.close()
+            raise
+        self._servers.extend(servers)
+        self.node_servers[node_id] = servers
+        self.node_ports[node_id] = [server.port for server in servers]
+
+    async def close_node(self, node_id: int) -> None:
+        """Close the node's listeners and the connections they accepted."""
+        servers = self.node_servers.pop(node_id, [])
+        for server in servers:
+            server.close()
+            self._servers.remove(server)
+        for conn in list(self.connections):
+            if conn.node_id == node_id:
+                conn.close()
+        for server in servers:
+            await server.wait_closed()
 
     async def stop(self) -> None:
         """Stop accepting, drop connections, stop shards, flush and close every log."""
@@ -278,3 +327,18 @@ class Broker:
         for partition in range(count):
             self.producers.drop_partition(topic, partition)
             self.waiters.notify((topic, partition))
+
+
+def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
+    from groupcoord.server.cluster_map import (
+        OFFSETS_TOPIC,
+        SHARE_STATE_TOPIC,
+        TXN_TOPIC,
+        ClusterMap,
+    )
+    from groupcoord.server.share_state import STATE_TOPIC_PARTITIONS
+    from groupcoord.server.transactions import txn_topic_partitions
+
+    return ClusterMap([cfg.node_id + i for i in range(cfg.nodes)], {
+        OFFSETS_TOPIC: cfg.offsets_partitions, SHARE_STATE_TOPIC: STATE_TOPIC_PARTITIONS,
+        TXN_TOPIC: txn_topic_partitions(cfg.extra)})

@@ -63,6 +63,9 @@ class BrokerConfig:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     data_dir: str = "./data"
     node_id: int = 0
+    # Nodes served by this process (`server.cluster_map`): ids node_id .. node_id+nodes-1,
+    # node i on each listener's port + i (or a free port for port 0).
+    nodes: int = 1
     cluster_id: str = "groupcoord-cluster-0001"
     fsync: str = "interval"
     fsync_interval_ms: int = 1000
@@ -95,6 +98,8 @@ class BrokerConfig:
             raise ValueError(f"fsync must be one of {FSYNC_POLICIES}, got {self.fsync!r}")
         if self.default_partitions < 1:
             raise ValueError("default_partitions must be >= 1")
+        if self.nodes < 1:
+            raise ValueError("nodes must be >= 1")
         if self.offsets_partitions < 1:
             raise ValueError("offsets_partitions must be >= 1")
         validate_limits(self.max_connections, self.max_connections_per_ip,

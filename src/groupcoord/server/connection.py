@@ -62,8 +62,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def __init__(self, dispatcher: Dispatcher, max_request_size: int,
                  limits: ConnectionLimits | None = None, quota_address: str = "",
-                 listener: ListenerSecurity | None = None) -> None:
+                 listener: ListenerSecurity | None = None, node_id: int = 0) -> None:
         self._dispatcher = dispatcher
+        # The node whose listener accepted this connection (`server.cluster_map`).
+        self.node_id = node_id
         # Largest frame accepted now: smaller while SASL authentication is in progress.
         self.max_frame = max_request_size
         # The listener this connection came in on (None: a plain PLAINTEXT connection).

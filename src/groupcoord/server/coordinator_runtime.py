@@ -1,27 +1,15 @@
-"""The coordinator runtime: one asyncio task per `__consumer_offsets` shard.
+"""The coordinator runtime: every `__consumer_offsets` shard of the broker, and the entry
+points API handlers reach through `ctx.groups` (a `GroupCaller`).
 
-Mirrors Kafka's `CoordinatorRuntime` (coordinator-common) for a single node. Each shard
-task owns its `GroupCoordinatorShard`: it replays the shard's partition on first use (in
-slices of a few milliseconds, so other APIs are served while a large partition loads; the
-shard's own requests queue until the replay ends), then runs queued operations one at a
-time. Per operation it appends `result.records` to
-`__consumer_offsets-<p>` as one uncompressed batch, replays them, and releases the
-response and deferred replies only after the append (with `--fsync always`, after one
-fsync covering every operation drained from the queue: a group commit). Timers are keyed
-soft state armed on the broker's `Clock` (which never fires one before its deadline); a
-fired timer is an ordinary queued operation. An
-append failure fail-stops the shard: pending callers get COORDINATOR_NOT_AVAILABLE and the
-shard reloads from its log. Records the log cannot take (a batch over the partition's
-`max.message.bytes`, a value its record version cannot hold) fail only their operation,
-before anything is appended: Kafka's runtime refuses such an atomic write with
-`RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
-as UNKNOWN_SERVER_ERROR. Group events go to `__group_events` (see `group_events`).
-
-Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
-a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
-the request's producer, so replay keeps them pending; `complete_transaction`, called by
-the transaction coordinator for EndTxn, appends the COMMIT/ABORT control batch on the same
-queue and replays it. Both pass the log layer's producer-epoch checks (`ProducerEpochs`).
+Mirrors Kafka's `CoordinatorRuntime` (coordinator-common): a request goes to its group's
+shard (`partition_for`, as Kafka's `partitionFor`) and is answered by Kafka's
+`activeContextOrThrow` rules (`shard_task`: LOAD_IN_PROGRESS while a shard replays,
+NOT_COORDINATOR once it is unloaded or for no such partition). `unload` and `load` resign and
+retake a shard (`scheduleUnloadOperation` / `scheduleLoadOperation`); shards are created on
+first use, and at start-up those with a log load in the background while the listener
+already serves. Which node may call a shard is the caller's concern (`GroupCaller`, with the
+cluster's ownership map). `complete_transaction` writes a transaction's marker for the
+transaction coordinator.
 """
 
 from __future__ import annotations
@@ -34,281 +22,24 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
-from groupcoord.coordinator.clock import Clock, TimerHandle
+from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.partitioning import partition_for
-from groupcoord.server import group_events
 from groupcoord.server.coordinator_txn import NOT_COORDINATOR, EndTxnWrite
-from groupcoord.server.shard_log import (
-    NO_PRODUCER_ID,
-    ProducerEpochs,
-    encode_records_batch,
-    replay_log_in_steps,
+from groupcoord.server.shard_task import (
+    OFFSETS_TOPIC,
+    Operation,
+    ShardState,
+    ShardTask,
 )
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
     from groupcoord.server.group_caller import GroupCaller
 
+__all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
+
 log = logging.getLogger("groupcoord.coordinator")
-
-OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
-COORDINATOR_NOT_AVAILABLE = 15
-# Longest stretch a loading shard holds the event loop before letting other work run.
-LOAD_SLICE_S = 0.005
-UNKNOWN_SERVER_ERROR = -1
-
-Operation = Callable[[Any, Any, int], Any]
-# (producer id, producer epoch) of a transactional operation; None for the others.
-Txn = tuple[int, int] | None
-QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn]
-
-
-class WriteRefused(Exception):
-    """An operation's records cannot be written (too large, or not encodable): that
-    operation fails, nothing is appended and the shard keeps serving."""
-
-
-class ShardTask:
-    """One shard: its state object, queue, timers and parked replies."""
-
-    def __init__(self, runtime: CoordinatorRuntime, partition: int) -> None:
-        self.runtime = runtime
-        self.partition = partition
-        self.shard: Any = None
-        self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
-        # Soft state re-derived from the log at each load, like Kafka's producer state.
-        self.producers = ProducerEpochs()
-        # key -> (sequence, handle, deadline ms); the deadline is for describing state.
-        self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
-        self.parked: dict[int, asyncio.Future[Any]] = {}
-        self._timer_seq = itertools.count(1)
-        self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._main())
-
-    # -- loading ---------------------------------------------------------------------------
-
-    async def _load(self) -> None:
-        """Replay the shard's partition, giving the loop back every few milliseconds so a
-        large `__consumer_offsets` never stalls other APIs; requests for this shard queue
-        until the replay ends."""
-        rt = self.runtime
-        # Only an existing partition is replayed; the directory is created by the first
-        # append, so read-only calls (ListGroups over every shard) create nothing.
-        plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
-        self.shard = rt.shard_factory(self.partition)
-        if hasattr(self.shard, "on_topics_changed"):
-            self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
-        self.producers = ProducerEpochs()
-        loop = asyncio.get_running_loop()
-        count = 0
-        # One shard replays at a time (Kafka's loader is one thread too), so what the loop
-        # gives to loading is one slice per turn, whatever the number of shards.
-        async with rt.loading:
-            slice_end = loop.time() + LOAD_SLICE_S
-            for count in replay_log_in_steps(plog, self.shard, self.producers, step_batches=1):
-                if loop.time() >= slice_end:
-                    await asyncio.sleep(0)
-                    slice_end = loop.time() + LOAD_SLICE_S
-        if count:
-            log.info("loaded %d records into shard %d", count, self.partition)
-        self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
-        self._schedule_cleanup()
-
-    def _schedule_cleanup(self) -> None:
-        interval = self.runtime.cleanup_interval_ms
-        if interval > 0 and hasattr(self.shard, "cleanup_expired_offsets"):
-            self.schedule(("__cleanup__",), self.runtime.clock.now_ms() + interval)
-
-    # -- the operation loop ----------------------------------------------------------------
-
-    async def _main(self) -> None:
-        while True:
-            try:
-                await self._load()
-                await self._serve()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("shard %d failed; reloading from its log", self.partition)
-                self._fail_all()
-                await asyncio.sleep(0.1)
-
-    async def _serve(self) -> None:
-        queue = self.queue
-        while True:
-            item = await queue.get()
-            done: list[tuple[asyncio.Future[Any] | None, Any]] = []
-            drain_start = self.runtime.log_end_offset(self.partition)
-            try:
-                self._run_one(item, done)
-                while not queue.empty():
-                    item = queue.get_nowait()
-                    self._run_one(item, done)
-                if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
-                    self.runtime.flush_shard(self.partition)
-            except Exception:
-                # The append (or its fsync) failed. Nothing drained so far was answered, so
-                # its records are cut off again: every caller gets an error and the reload
-                # rebuilds exactly the state of what was acknowledged before.
-                self.runtime.written.pop(self.partition, None)
-                self.runtime.discard_from(self.partition, drain_start)
-                done.append((item[2], None))
-                for fut, _ in done:
-                    if fut is not None and not fut.done():
-                        fut.set_exception(ApiError(COORDINATOR_NOT_AVAILABLE))
-                raise
-            for fut, response in done:
-                if fut is not None and not fut.done():
-                    if isinstance(response, BaseException):
-                        fut.set_exception(response)
-                    else:
-                        fut.set_result(response)
-
-    def _run_one(self, item: QueueItem,
-                 done: list[tuple[asyncio.Future[Any] | None, Any]]) -> None:
-        op, op_ctx, fut, txn = item
-        if fut is not None and fut.done():
-            return
-        error = 0 if txn is None else self.producers.check(*txn)
-        if error:
-            # Kafka's log refuses the batch of a fenced producer before anything is written.
-            done.append((fut, ApiError(error)))
-            return
-        try:
-            result = self._call(op, op_ctx)
-        except ApiError as exc:
-            done.append((fut, exc))
-            return
-        except Exception:
-            log.exception("coordinator operation failed on shard %d", self.partition)
-            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
-            return
-        try:
-            applied = self._apply(result, txn)
-        except WriteRefused as exc:
-            log.warning("write refused on shard %d: %s", self.partition, exc)
-            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
-            return
-        self._release(done, applied, fut, op_ctx)
-
-    def _call(self, op: Operation, op_ctx: Any = None) -> Any:
-        if op_ctx is None:
-            op_ctx = self.runtime.op_context("", "", 0)
-        return op(self.shard, op_ctx, self.runtime.clock.now_ms())
-
-    def _apply(self, result: Any, txn: Txn = None) -> Any:
-        """Append + replay the records, then apply timers and write events."""
-        if result is None:
-            return None
-        if isinstance(result, EndTxnWrite):
-            # A failed append propagates to _main, as for records: fail-stop and reload.
-            return result.write(self, self.runtime.clock.now_ms())
-        records = getattr(result, "records", None)
-        if records:
-            pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
-            batch = self._encode(records, pid, epoch)
-            # A failure here propagates to _main: fail-stop and reload.
-            info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch,
-                                              self.runtime.clock.now_ms())
-            self.runtime.written[self.partition] = True
-            if txn is not None:
-                self.producers.observe(pid, epoch)
-            # Replay learns each record's log offset: a COMMIT marker keeps the later of a
-            # pending and a committed offset by comparing them.
-            for index, record in enumerate(records):
-                self.shard.replay(record, info.base_offset + index, pid, epoch)
-        for timer in getattr(result, "timers", ()):
-            deadline = getattr(timer, "deadline_ms", None)
-            if deadline is None:
-                self.cancel(timer.key)
-            else:
-                self.schedule(timer.key, deadline)
-        events = getattr(result, "events", None)
-        if events:
-            group_events.write(self.runtime.broker, events)
-        return result
-
-    def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
-        """The operation's batch; WriteRefused when the log would refuse it."""
-        try:
-            batch = encode_records_batch(records, self.runtime.clock.now_ms(), pid, epoch)
-        except ValueError as exc:
-            raise WriteRefused(str(exc)) from exc
-        # A missing partition is left to the append, which fail-stops the shard.
-        plog = self.runtime.broker.topics.log(OFFSETS_TOPIC, self.partition)
-        if plog is not None and len(batch) > plog.config.max_message_bytes:
-            raise WriteRefused(
-                f"Message batch size is {len(batch)} bytes in append to partition "
-                f"{OFFSETS_TOPIC}-{self.partition} which exceeds the maximum configured "
-                f"size of {plog.config.max_message_bytes}.")
-        return batch
-
-    def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
-                 fut: asyncio.Future[Any] | None = None, op_ctx: Any = None) -> None:
-        if result is None:
-            done.append((fut, None))
-            return
-        response = getattr(result, "response", None)
-        if fut is not None:
-            if response is None and op_ctx is not None and op_ctx.reply_token:
-                self.parked[op_ctx.reply_token] = fut
-                fut.add_done_callback(self._parked_done(op_ctx.reply_token))
-            else:
-                done.append((fut, response))
-        for reply in getattr(result, "deferred", ()):
-            waiter = self.parked.pop(reply.token, None)
-            if waiter is not None:
-                done.append((waiter, reply.response))
-
-    def _parked_done(self, token: int) -> Callable[[asyncio.Future[Any]], None]:
-        def on_done(fut: asyncio.Future[Any]) -> None:
-            parked = fut.cancelled() and self.parked.pop(token, None) is not None
-            if parked and hasattr(self.shard, "on_client_disconnect"):
-                self.submit(lambda s, _c, _n: s.on_client_disconnect([token]), None, None)
-        return on_done
-
-    def _fail_all(self) -> None:
-        err = ApiError(COORDINATOR_NOT_AVAILABLE)
-        for parked in self.parked.values():
-            if not parked.done():
-                parked.set_exception(err)
-        self.parked.clear()
-        while not self.queue.empty():
-            _op, _ctx, fut, _txn = self.queue.get_nowait()
-            if fut is not None and not fut.done():
-                fut.set_exception(err)
-        for _seq, handle, _deadline in self.timers.values():
-            handle.cancel()
-        self.timers.clear()
-
-    # -- submission and timers -------------------------------------------------------------
-
-    def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None,
-               txn: Txn = None) -> None:
-        self.queue.put_nowait((op, op_ctx, fut, txn))
-
-    def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
-        self.cancel(key)
-        seq = next(self._timer_seq)
-        handle = self.runtime.clock.call_at(deadline_ms, lambda: self._fire(key, seq))
-        self.timers[key] = (seq, handle, deadline_ms)
-
-    def cancel(self, key: tuple[Any, ...]) -> None:
-        entry = self.timers.pop(key, None)
-        if entry is not None:
-            entry[1].cancel()
-
-    def _fire(self, key: tuple[Any, ...], seq: int) -> None:
-        def op(shard: Any, _ctx: Any, now: int) -> Any:
-            entry = self.timers.get(key)
-            if entry is None or entry[0] != seq:
-                return None  # replaced or cancelled after it fired
-            del self.timers[key]
-            if key == ("__cleanup__",):
-                self._schedule_cleanup()
-                return shard.cleanup_expired_offsets(now)
-            return shard.on_timer(key, now)
-        self.submit(op, None, None)
 
 
 class CoordinatorRuntime:
@@ -323,6 +54,8 @@ class CoordinatorRuntime:
         self.cleanup_interval_ms = 600_000
         self.shard_factory = shard_factory or self._default_factory
         self.shards: dict[int, ShardTask] = {}
+        # Partitions unloaded on request: not recreated by use until `load` (NOT_COORDINATOR).
+        self.unloaded: set[int] = set()
         self.written: dict[int, bool] = {}
         self.loading = asyncio.Lock()
         self._tokens = itertools.count(1)
@@ -394,6 +127,32 @@ class CoordinatorRuntime:
             task = self.shards[partition] = ShardTask(self, partition)
         return task
 
+    def active_shard(self, partition: int) -> ShardTask:
+        """The shard a request may use; else the error Kafka's runtime answers
+        (NOT_COORDINATOR when unloaded or not a partition, LOAD_IN_PROGRESS while loading)."""
+        if not 0 <= partition < self.num_partitions or partition in self.unloaded:
+            raise ApiError(NOT_COORDINATOR)
+        task = self.shard(partition)
+        task.check_active()
+        return task
+
+    def unload(self, partition: int) -> None:
+        """Resign the shard (Kafka's `scheduleUnloadOperation`): NOT_COORDINATOR from now on."""
+        self.unloaded.add(partition)
+        task = self.shards.pop(partition, None)
+        if task is not None:
+            task.unload()
+            log.info("unloaded shard %d", partition)
+
+    def load(self, partition: int) -> ShardTask:
+        """Take the shard (Kafka's `scheduleLoadOperation`): replay its log in the
+        background, COORDINATOR_LOAD_IN_PROGRESS until the replay ends."""
+        self.unloaded.discard(partition)
+        return self.shard(partition)
+
+    def loading_partitions(self) -> list[int]:
+        return [p for p, t in self.shards.items() if t.state is ShardState.LOADING]
+
     def flush_shard(self, partition: int) -> None:
         plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
         if plog is not None:
@@ -416,11 +175,10 @@ class CoordinatorRuntime:
 
     async def call_shard(self, partition: int, op: Operation, client_id: str = "",
                          client_host: str = "") -> Any:
-        if not 0 <= partition < self.num_partitions:
-            raise ApiError(COORDINATOR_NOT_AVAILABLE)
+        task = self.active_shard(partition)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         ctx = self.op_context(client_id or "", client_host, next(self._tokens))
-        self.shard(partition).submit(op, ctx, fut)
+        task.submit(op, ctx, fut)
         return await fut
 
     async def call(self, group_id: str, op: Operation, client_id: str = "",
@@ -431,10 +189,10 @@ class CoordinatorRuntime:
                                  op: Operation, client_id: str = "",
                                  client_host: str = "") -> Any:
         """Like `call`, but the records go in a transactional batch of the producer."""
-        partition = self.partition_for(group_id)
+        task = self.active_shard(self.partition_for(group_id))
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         ctx = self.op_context(client_id or "", client_host, next(self._tokens))
-        self.shard(partition).submit(op, ctx, fut, (producer_id, producer_epoch))
+        task.submit(op, ctx, fut, (producer_id, producer_epoch))
         return await fut
 
     async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
@@ -445,17 +203,15 @@ class CoordinatorRuntime:
         NOT_COORDINATOR for a partition this broker does not host, COORDINATOR_NOT_AVAILABLE
         if the shard failed, INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED for
         a fenced writer, 0 once the marker is written."""
-        if not 0 <= partition < self.num_partitions:
-            return NOT_COORDINATOR
         end = EndTxnWrite(producer_id, producer_epoch, coordinator_epoch, commit)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.shard(partition).submit(lambda _s, _c, _n: end, None, fut)
         try:
+            self.active_shard(partition).submit(lambda _s, _c, _n: end, None, fut)
             return int(await fut)
         except ApiError as exc:
             return int(exc.code)
 
-    def bind(self, client_id: str | None, client_host: str) -> GroupCaller:
+    def bind(self, client_id: str | None, client_host: str, node_id: int = 0) -> GroupCaller:
         from groupcoord.server.group_caller import GroupCaller
 
-        return GroupCaller(self, client_id or "", client_host)
+        return GroupCaller(self, client_id or "", client_host, node_id)

@@ -61,7 +61,15 @@ class BrokerRequestContext:
 
     @property
     def groups(self) -> Any:
-        return self.broker.groups.bind(self.client_id, self.client_host)
+        return self.broker.groups.bind(self.client_id, self.client_host, self.conn.node_id)
+
+    @property
+    def node_id(self) -> int:
+        return self.conn.node_id
+
+    @property
+    def cluster(self) -> Any:
+        return self.broker.cluster
 
     @property
     def shares(self) -> Any:

@@ -61,12 +61,19 @@ COORDINATOR_EPOCH = 0
 COORDINATOR_NOT_AVAILABLE = 15
 UNKNOWN_SERVER_ERROR = -1
 # Marker answers after which the partition needs no marker any more.
-_MARKER_DONE = frozenset({0, 3, 16, 47, 52})  # NONE, UNKNOWN_TOPIC_OR_PARTITION,
-# NOT_COORDINATOR (no such offsets partition), INVALID_PRODUCER_EPOCH, COORDINATOR_FENCED
+# NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS are retried: the shard is moving.
+_MARKER_DONE = frozenset({0, 3, 47, 52})  # NONE, UNKNOWN_TOPIC_OR_PARTITION,
+# INVALID_PRODUCER_EPOCH, COORDINATOR_FENCED
+UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 def _int(extra: dict[str, str], name: str, default: int) -> int:
     return int(extra.get(name, default))
+
+
+def txn_topic_partitions(extra: dict[str, str]) -> int:
+    """`transaction.state.log.num.partitions` (Kafka's default 50)."""
+    return _int(extra, "transaction.state.log.num.partitions", 50)
 
 
 class TransactionRuntime:
@@ -76,7 +83,7 @@ class TransactionRuntime:
         self.broker = broker
         self.clock = broker.clock
         extra = broker.config.extra
-        self.num_partitions = _int(extra, "transaction.state.log.num.partitions", 50)
+        self.num_partitions = txn_topic_partitions(extra)
         self.coordinator = TransactionCoordinator(
             broker.producers.ids.next_id, _int(extra, "transaction.max.timeout.ms", 900_000))
         self.abort_interval_ms = _int(
@@ -230,6 +237,8 @@ class TransactionRuntime:
         try:
             if topic == OFFSETS_TOPIC:
                 groups: Any = self.broker.groups
+                if not 0 <= partition < groups.num_partitions:
+                    return UNKNOWN_TOPIC_OR_PARTITION  # no such offsets partition
                 result: int = await groups.complete_transaction(partition, pid, epoch,
                                                                 COORDINATOR_EPOCH, commit)
                 return result

@@ -20,6 +20,12 @@ Test-friendly defaults, as Kafka's test images set them: no initial rebalance de
 (`group.initial.rebalance.delay.ms=0`) and no fsync. Anything else is a keyword argument
 named like a `BrokerConfig` field (in-process) or `extra_args` for `serve` (subprocess);
 `group_config` takes coordinator settings by their Kafka names in both modes.
+
+`nodes=3` serves three nodes from the one broker (`serve --nodes`): `bootstrap_servers`
+lists them all, and `move_group_coordinator`, `stop_node` and `start_node` move work between
+them (`testing.cluster_control`; a subprocess is driven over its control endpoint).
+`unload_group_coordinator` / `load_group_coordinator` resign and retake a group's shard on
+any number of nodes.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ class KafkaBroker:
                  data_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
                  group_config: Mapping[str, str] | None = None,
                  extra_args: Sequence[str] = (), start_ms: int | None = None,
-                 **config: Any) -> None:
+                 nodes: int = 1, **config: Any) -> None:
         if clock not in CLOCKS:
             raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
         if subprocess and config:
@@ -66,6 +72,7 @@ class KafkaBroker:
         if not subprocess and extra_args:
             raise ValueError("extra_args are `serve` options, for subprocess=True")
         self.clock_kind = clock
+        self.nodes = nodes
         self.subprocess = subprocess
         self.host = host
         self.port = port
@@ -116,8 +123,8 @@ class KafkaBroker:
             if self._process is not None:
                 self._process.stop()
                 self._process = None
-                self.clock = None
                 self._control = None
+                self.clock = None
             if self.broker is not None:
                 broker, self.broker = self.broker, None
                 self.call(broker.stop())
@@ -138,7 +145,56 @@ class KafkaBroker:
         """`host:port` for a client's `bootstrap.servers`."""
         if not self.running:
             raise RuntimeError("broker not started")
-        return f"{self.host}:{self.port}"
+        if self.nodes == 1:
+            return f"{self.host}:{self.port}"
+        return ",".join(f"{self.host}:{port}" for port in self.node_ports().values())
+
+    # -- nodes and coordinators ------------------------------------------------------------
+
+    def node_ports(self) -> dict[int, int]:
+        """Each node's (first listener's) port, stopped nodes included."""
+        nodes = self._cluster("GET", "/cluster")["nodes"]
+        return {int(n["node_id"]): int(n["ports"][0]) for n in nodes}
+
+    def live_nodes(self) -> list[int]:
+        return [int(n["node_id"]) for n in self._cluster("GET", "/cluster")["nodes"]
+                if n["live"]]
+
+    def group_coordinator(self, group_id: str) -> int:
+        """The node coordinating a group now."""
+        return int(self._cluster("POST", "/cluster/group", {"group": group_id})["node"])
+
+    def move_group_coordinator(self, group_id: str, node_id: int) -> int:
+        """Move a group's coordinator to a node: unloaded on its node (NOT_COORDINATOR),
+        loaded on `node_id` (COORDINATOR_LOAD_IN_PROGRESS until replayed). Returns the
+        group's `__consumer_offsets` partition."""
+        got = self._cluster("POST", "/cluster/move-group", {"group": group_id, "node": node_id})
+        return int(got["partition"])
+
+    def stop_node(self, node_id: int) -> None:
+        """Close a node's listeners and connections; the others take over its work."""
+        self._cluster("POST", "/cluster/stop-node", {"node": node_id})
+
+    def start_node(self, node_id: int) -> None:
+        """Start a stopped node again on its ports; it takes back what it prefers."""
+        self._cluster("POST", "/cluster/start-node", {"node": node_id})
+
+    def unload_group_coordinator(self, group_id: str) -> int:
+        return int(self._cluster("POST", "/cluster/unload-group", {"group": group_id})
+                   ["partition"])
+
+    def load_group_coordinator(self, group_id: str) -> int:
+        return int(self._cluster("POST", "/cluster/load-group", {"group": group_id})
+                   ["partition"])
+
+    def _cluster(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        if self._control is not None:
+            return self._control.call(method, path, body)
+        if self.broker is None:
+            raise RuntimeError("broker not started")
+        from groupcoord.testing.cluster_control import route
+
+        return self.call(route(self.broker, method, path, body or {}))
 
     # -- virtual time ----------------------------------------------------------------------
 
@@ -219,6 +275,7 @@ class KafkaBroker:
             values["data_dir"] = str(self.data_dir)
         values.setdefault("cluster_id", load_or_create_cluster_id(
             values["data_dir"], None, values.get("file_io", OS_FILE_IO)))
+        values["nodes"] = self.nodes
         values["extra"] = {**values.get("extra", {}), **self.group_config}
         return BrokerConfig(**values)
 
@@ -257,6 +314,8 @@ class KafkaBroker:
                 "--fsync", "never", "--group-initial-rebalance-delay-ms", "0"]
         for name, value in self.group_config.items():
             args += ["--group-config", f"{name}={value}"]
+        if self.nodes > 1:
+            args += ["--nodes", str(self.nodes)]
         args += ["--control-listen", f"{self.host}:0"]
         if self.clock_kind == "manual":
             args += ["--clock", "manual"]

@@ -8,6 +8,8 @@
     GET    /faults            -> {"rules": [armed], "fired": [what fired]}
     DELETE /faults            -> {"removed": N}
     GET    /groups/<group id> -> the group's internal state and timers (`testing.group_state`)
+    GET    /cluster           -> the nodes; POST /cluster/...: move coordinators, stop and
+                               start nodes (`testing.cluster_control`)
 
 `advance` has the semantics of `KafkaBroker.advance` (every due timer fired, and what they
 set off run, before the answer); on a broker on the system clock the clock answers 409.
@@ -173,6 +175,22 @@ async def _describe_group(server: ControlServer, group_id: str, _raw: bytes) -> 
     return await describe_group(server.running_broker(), group_id)
 
 
+async def _cluster(server: ControlServer, rest: str, raw: bytes) -> Answer:
+    from groupcoord.testing import cluster_control
+
+    body = _json(raw)
+    if not isinstance(body, dict):
+        raise HttpError(400, "body must be a JSON object")
+    path = "/cluster/" + rest if rest else "/cluster"
+    try:
+        return await cluster_control.route(server.running_broker(), "POST" if rest else "GET",
+                                           path, body)
+    except KeyError as exc:
+        raise HttpError(404, f"no such endpoint: {path}") from exc
+    except cluster_control.ControlError as exc:
+        raise HttpError(400, str(exc)) from exc
+
+
 ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/clock", _get_clock),
     ("POST", "/clock/advance", _advance),
@@ -180,6 +198,8 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/faults", _list_faults),
     ("DELETE", "/faults", _clear_faults),
     ("GET", "/groups/", _describe_group),
+    ("GET", "/cluster", _cluster),
+    ("POST", "/cluster/", _cluster),
 ]
 
 
@@ -188,6 +208,7 @@ def _json(raw: bytes) -> Any:
         return json.loads(raw or b"{}")
     except ValueError as exc:
         raise HttpError(400, f"body is not JSON: {exc}") from exc
+
 
 
 def _ms(raw: bytes) -> int:

@@ -9,8 +9,11 @@ Fixtures:
 - `unique_topic`, `unique_group`: names derived from the test's name plus a random suffix,
   legal as Kafka topic and group names.
 
-Option `--groupcoord-clock=system|manual` picks the clock of both broker fixtures (a marker's
-`clock` wins for a fresh broker). Nothing here imports the broker until a fixture is used,
+- `groupcoord_cluster`: a broker serving N nodes (`--groupcoord-nodes`, default 3) for one
+  test, with `move_group_coordinator`, `stop_node` and `start_node`.
+
+Option `--groupcoord-clock=system|manual` picks the clock of the broker fixtures (a marker's
+`clock` wins for a fresh broker or cluster). Nothing here imports the broker until a fixture is used,
 so a suite that never asks for one pays nothing for the plugin.
 """
 
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from groupcoord.testing.broker import KafkaBroker
 
 CLOCK_OPTION = "--groupcoord-clock"
+NODES_OPTION = "--groupcoord-nodes"
+DEFAULT_CLUSTER_NODES = 3
 MARKER = "groupcoord"
 # Kafka's legal topic characters; 249 is its limit, names stay far below it.
 _ILLEGAL = re.compile(r"[^a-zA-Z0-9._-]+")
@@ -38,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(CLOCK_OPTION, choices=("system", "manual"), default="system",
                     help="clock of the groupcoord broker fixtures: system (real time) or "
                          "manual (virtual time, moved by broker.advance(ms))")
+    group.addoption(NODES_OPTION, type=int, default=DEFAULT_CLUSTER_NODES,
+                    help="nodes of the groupcoord_cluster fixture (default 3)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,6 +73,19 @@ def groupcoord_fresh_broker(request: pytest.FixtureRequest) -> Iterator[KafkaBro
     if marker is not None:
         if marker.args:
             raise pytest.UsageError(f"@pytest.mark.{MARKER} takes keyword arguments only")
+        kwargs.update(marker.kwargs)
+    with KafkaBroker(**kwargs) as broker:
+        yield broker
+
+
+@pytest.fixture
+def groupcoord_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaBroker]:
+    from groupcoord.testing.broker import KafkaBroker
+
+    kwargs: dict[str, Any] = {"clock": _clock(request.config),
+                              "nodes": request.config.getoption(NODES_OPTION)}
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is not None:
         kwargs.update(marker.kwargs)
     with KafkaBroker(**kwargs) as broker:
         yield broker

@@ -28,7 +28,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * {@code leave IDX} closes it (a dynamic member sends LeaveGroup; a static one does not, as
  * the client does); {@code exit} closes every member and ends the JVM.
  *
- * <p>stdout: JSON lines with {@code ev} and {@code m}: assigned/revoked/lost ({@code parts}),
+ * <p>stdout: JSON lines with {@code ev}, {@code m} and {@code t} (wall-clock ms): assigned/revoked/lost ({@code parts}),
  * records ({@code recs}: [partition, offset] pairs of one processed poll), committed
  * ({@code offsets}), commit_failed ({@code error}), closed, error ({@code message}). Each
  * member commits synchronously after processing every non-empty poll. {@code --assignor} is a
@@ -74,6 +74,7 @@ final class GroupMembers {
         Map<String, Object> line = new HashMap<>();
         line.put("ev", ev);
         line.put("m", idx);
+        line.put("t", System.currentTimeMillis());
         if (field != null) {
             line.put(field, value);
         }
@@ -201,6 +202,7 @@ final class GroupMembers {
             Map<String, Object> line = new HashMap<>();
             line.put("ev", "assigned");
             line.put("m", idx);
+            line.put("t", System.currentTimeMillis());
             line.put("parts", numbers(partitions));
             line.put("generation", member.consumer.groupMetadata().generationId());
             Json.emit(line);

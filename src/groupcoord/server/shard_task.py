@@ -1,0 +1,368 @@
+"""One `__consumer_offsets` shard of the coordinator runtime: its task, queue, timers and
+parked replies (`coordinator_runtime` holds every shard and the callers' entry points).
+
+Mirrors a `CoordinatorRuntime.CoordinatorContext` of Kafka (coordinator-common). The task
+replays the shard's partition (in slices of a few milliseconds, so other APIs are served
+while a large partition loads), then runs queued operations one at a time. Per operation it
+appends `result.records` to `__consumer_offsets-<p>` as one uncompressed batch, replays them,
+and releases the response and deferred replies only after the append (with `--fsync always`,
+after one fsync covering every operation drained from the queue: a group commit). Timers are
+keyed soft state armed on the broker's `Clock` (which never fires one before its deadline);
+a fired timer is an ordinary queued operation. An append failure fail-stops the shard:
+pending callers get COORDINATOR_NOT_AVAILABLE and the shard reloads from its log, queueing
+requests meanwhile (RECOVERING). Records the log cannot take (a batch over the partition's
+`max.message.bytes`, a value its record version cannot hold) fail only their operation,
+before anything is appended: Kafka's runtime refuses such an atomic write with
+`RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
+as UNKNOWN_SERVER_ERROR. Group events go to `__group_events` (see `group_events`).
+
+States (Kafka's `scheduleLoadOperation` / `scheduleUnloadOperation` and
+`activeContextOrThrow`): a shard is LOADING while it replays, ACTIVE once `on_loaded` ran,
+and UNLOADED once resigned. A request for a LOADING shard is answered at once with
+COORDINATOR_LOAD_IN_PROGRESS (it does not wait), for an unloaded one with NOT_COORDINATOR;
+unloading answers every queued and parked request NOT_COORDINATOR and drops the state. A
+shard with nothing to replay is ACTIVE on creation, so the first request of a new group
+never sees LOAD_IN_PROGRESS.
+
+Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
+a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
+the request's producer, so replay keeps them pending; an `EndTxnWrite` operation appends the
+COMMIT/ABORT control batch on the same queue and replays it. Both pass the log layer's
+producer-epoch checks (`ProducerEpochs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import itertools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.coordinator.clock import TimerHandle
+from groupcoord.server import group_events
+from groupcoord.server.coordinator_txn import NOT_COORDINATOR, EndTxnWrite
+from groupcoord.server.shard_log import (
+    NO_PRODUCER_ID,
+    ProducerEpochs,
+    encode_records_batch,
+    replay_log_in_steps,
+)
+
+if TYPE_CHECKING:
+    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+
+log = logging.getLogger("groupcoord.coordinator")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+# Longest stretch a loading shard holds the event loop before letting other work run.
+LOAD_SLICE_S = 0.005
+UNKNOWN_SERVER_ERROR = -1
+
+Operation = Callable[[Any, Any, int], Any]
+# (producer id, producer epoch) of a transactional operation; None for the others.
+Txn = tuple[int, int] | None
+QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn]
+
+
+class WriteRefused(Exception):
+    """An operation's records cannot be written (too large, or not encodable): that
+    operation fails, nothing is appended and the shard keeps serving."""
+
+
+class ShardState(enum.Enum):
+    """Kafka's `CoordinatorRuntime.CoordinatorState`, without INITIAL (a task is created
+    loading) and CLOSED (an unloaded task is dropped); RECOVERING is the reload after a
+    failed append, which stands for Kafka's rollback to the last committed snapshot: the
+    shard stays the coordinator and requests queue until the reload ends."""
+
+    LOADING = "loading"
+    ACTIVE = "active"
+    RECOVERING = "recovering"
+    UNLOADED = "unloaded"
+
+
+class ShardTask:
+    """One shard: its state object, queue, timers and parked replies."""
+
+    def __init__(self, runtime: CoordinatorRuntime, partition: int) -> None:
+        self.runtime = runtime
+        self.partition = partition
+        self.shard: Any = None
+        self.state = ShardState.LOADING
+        self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
+        # Soft state re-derived from the log at each load, like Kafka's producer state.
+        self.producers = ProducerEpochs()
+        # key -> (sequence, handle, deadline ms); the deadline is for describing state.
+        self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
+        self.parked: dict[int, asyncio.Future[Any]] = {}
+        self._timer_seq = itertools.count(1)
+        plog = runtime.broker.logs.get(OFFSETS_TOPIC, partition)
+        # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
+        # torn tail before recovery) is replayed.
+        if plog is None or plog.log_end_offset == plog.log_start_offset:
+            try:
+                self._begin_load()
+                self._loaded(0)  # nothing to replay: serving from the first request on
+            except Exception:
+                log.exception("shard %d failed to load; retrying", partition)
+                self.state = ShardState.LOADING
+        self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._main())
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _begin_load(self) -> None:
+        rt = self.runtime
+        if self.state is not ShardState.RECOVERING:
+            self.state = ShardState.LOADING
+        self.shard = rt.shard_factory(self.partition)
+        if hasattr(self.shard, "on_topics_changed"):
+            self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
+        self.producers = ProducerEpochs()
+
+    async def _load(self) -> None:
+        """Replay the shard's partition, giving the loop back every few milliseconds so a
+        large `__consumer_offsets` never stalls other APIs; requests for this shard are
+        answered COORDINATOR_LOAD_IN_PROGRESS until the replay ends."""
+        rt = self.runtime
+        self._begin_load()
+        # Only an existing partition is replayed; the directory is created by the first
+        # append, so read-only calls (ListGroups over every shard) create nothing.
+        plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
+        loop = asyncio.get_running_loop()
+        count = 0
+        # One shard replays at a time (Kafka's loader is one thread too), so what the loop
+        # gives to loading is one slice per turn, whatever the number of shards.
+        async with rt.loading:
+            slice_end = loop.time() + LOAD_SLICE_S
+            for count in replay_log_in_steps(plog, self.shard, self.producers, step_batches=1):
+                if loop.time() >= slice_end:
+                    await asyncio.sleep(0)
+                    slice_end = loop.time() + LOAD_SLICE_S
+        self._loaded(count)
+
+    def _loaded(self, count: int) -> None:
+        if count:
+            log.info("loaded %d records into shard %d", count, self.partition)
+        self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
+        self._schedule_cleanup()
+        self.state = ShardState.ACTIVE
+
+    def _schedule_cleanup(self) -> None:
+        interval = self.runtime.cleanup_interval_ms
+        if interval > 0 and hasattr(self.shard, "cleanup_expired_offsets"):
+            self.schedule(("__cleanup__",), self.runtime.clock.now_ms() + interval)
+
+    # -- the operation loop ----------------------------------------------------------------
+
+    async def _main(self) -> None:
+        while True:
+            try:
+                if self.state is not ShardState.ACTIVE:
+                    await self._load()
+                await self._serve()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("shard %d failed; reloading from its log", self.partition)
+                self.state = ShardState.RECOVERING
+                self._fail_all()
+                await asyncio.sleep(0.1)
+
+    def check_active(self) -> None:
+        """Kafka's `activeContextOrThrow`: a request is taken only by an ACTIVE shard."""
+        state = self.state
+        if state is ShardState.ACTIVE or state is ShardState.RECOVERING:
+            return
+        if state is ShardState.LOADING:
+            raise ApiError(COORDINATOR_LOAD_IN_PROGRESS)
+        raise ApiError(NOT_COORDINATOR)
+
+    def unload(self) -> None:
+        """Stop taking requests: every queued and parked one is answered NOT_COORDINATOR
+        (Kafka's `onUnloaded`: parked JoinGroup and SyncGroup get NOT_COORDINATOR), timers
+        stop and the task ends; the state goes with it."""
+        self.state = ShardState.UNLOADED
+        self._fail_all(NOT_COORDINATOR)
+        self.task.cancel()
+
+    async def _serve(self) -> None:
+        queue = self.queue
+        while True:
+            item = await queue.get()
+            done: list[tuple[asyncio.Future[Any] | None, Any]] = []
+            drain_start = self.runtime.log_end_offset(self.partition)
+            try:
+                self._run_one(item, done)
+                while not queue.empty():
+                    item = queue.get_nowait()
+                    self._run_one(item, done)
+                if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
+                    self.runtime.flush_shard(self.partition)
+            except Exception:
+                # The append (or its fsync) failed. Nothing drained so far was answered, so
+                # its records are cut off again: every caller gets an error and the reload
+                # rebuilds exactly the state of what was acknowledged before.
+                self.runtime.written.pop(self.partition, None)
+                self.runtime.discard_from(self.partition, drain_start)
+                done.append((item[2], None))
+                for fut, _ in done:
+                    if fut is not None and not fut.done():
+                        fut.set_exception(ApiError(COORDINATOR_NOT_AVAILABLE))
+                raise
+            for fut, response in done:
+                if fut is not None and not fut.done():
+                    if isinstance(response, BaseException):
+                        fut.set_exception(response)
+                    else:
+                        fut.set_result(response)
+
+    def _run_one(self, item: QueueItem,
+                 done: list[tuple[asyncio.Future[Any] | None, Any]]) -> None:
+        op, op_ctx, fut, txn = item
+        if fut is not None and fut.done():
+            return
+        error = 0 if txn is None else self.producers.check(*txn)
+        if error:
+            # Kafka's log refuses the batch of a fenced producer before anything is written.
+            done.append((fut, ApiError(error)))
+            return
+        try:
+            result = self._call(op, op_ctx)
+        except ApiError as exc:
+            done.append((fut, exc))
+            return
+        except Exception:
+            log.exception("coordinator operation failed on shard %d", self.partition)
+            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
+            return
+        try:
+            applied = self._apply(result, txn)
+        except WriteRefused as exc:
+            log.warning("write refused on shard %d: %s", self.partition, exc)
+            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
+            return
+        self._release(done, applied, fut, op_ctx)
+
+    def _call(self, op: Operation, op_ctx: Any = None) -> Any:
+        if op_ctx is None:
+            op_ctx = self.runtime.op_context("", "", 0)
+        return op(self.shard, op_ctx, self.runtime.clock.now_ms())
+
+    def _apply(self, result: Any, txn: Txn = None) -> Any:
+        """Append + replay the records, then apply timers and write events."""
+        if result is None:
+            return None
+        if isinstance(result, EndTxnWrite):
+            # A failed append propagates to _main, as for records: fail-stop and reload.
+            return result.write(self, self.runtime.clock.now_ms())
+        records = getattr(result, "records", None)
+        if records:
+            pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
+            batch = self._encode(records, pid, epoch)
+            # A failure here propagates to _main: fail-stop and reload.
+            info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch,
+                                              self.runtime.clock.now_ms())
+            self.runtime.written[self.partition] = True
+            if txn is not None:
+                self.producers.observe(pid, epoch)
+            # Replay learns each record's log offset: a COMMIT marker keeps the later of a
+            # pending and a committed offset by comparing them.
+            for index, record in enumerate(records):
+                self.shard.replay(record, info.base_offset + index, pid, epoch)
+        for timer in getattr(result, "timers", ()):
+            deadline = getattr(timer, "deadline_ms", None)
+            if deadline is None:
+                self.cancel(timer.key)
+            else:
+                self.schedule(timer.key, deadline)
+        events = getattr(result, "events", None)
+        if events:
+            group_events.write(self.runtime.broker, events)
+        return result
+
+    def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
+        """The operation's batch; WriteRefused when the log would refuse it."""
+        try:
+            batch = encode_records_batch(records, self.runtime.clock.now_ms(), pid, epoch)
+        except ValueError as exc:
+            raise WriteRefused(str(exc)) from exc
+        # A missing partition is left to the append, which fail-stops the shard.
+        plog = self.runtime.broker.topics.log(OFFSETS_TOPIC, self.partition)
+        if plog is not None and len(batch) > plog.config.max_message_bytes:
+            raise WriteRefused(
+                f"Message batch size is {len(batch)} bytes in append to partition "
+                f"{OFFSETS_TOPIC}-{self.partition} which exceeds the maximum configured "
+                f"size of {plog.config.max_message_bytes}.")
+        return batch
+
+    def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
+                 fut: asyncio.Future[Any] | None = None, op_ctx: Any = None) -> None:
+        if result is None:
+            done.append((fut, None))
+            return
+        response = getattr(result, "response", None)
+        if fut is not None:
+            if response is None and op_ctx is not None and op_ctx.reply_token:
+                self.parked[op_ctx.reply_token] = fut
+                fut.add_done_callback(self._parked_done(op_ctx.reply_token))
+            else:
+                done.append((fut, response))
+        for reply in getattr(result, "deferred", ()):
+            waiter = self.parked.pop(reply.token, None)
+            if waiter is not None:
+                done.append((waiter, reply.response))
+
+    def _parked_done(self, token: int) -> Callable[[asyncio.Future[Any]], None]:
+        def on_done(fut: asyncio.Future[Any]) -> None:
+            parked = fut.cancelled() and self.parked.pop(token, None) is not None
+            if parked and hasattr(self.shard, "on_client_disconnect"):
+                self.submit(lambda s, _c, _n: s.on_client_disconnect([token]), None, None)
+        return on_done
+
+    def _fail_all(self, code: int = COORDINATOR_NOT_AVAILABLE) -> None:
+        err = ApiError(code)
+        for parked in self.parked.values():
+            if not parked.done():
+                parked.set_exception(err)
+        self.parked.clear()
+        while not self.queue.empty():
+            _op, _ctx, fut, _txn = self.queue.get_nowait()
+            if fut is not None and not fut.done():
+                fut.set_exception(err)
+        for _seq, handle, _deadline in self.timers.values():
+            handle.cancel()
+        self.timers.clear()
+
+    # -- submission and timers -------------------------------------------------------------
+
+    def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None,
+               txn: Txn = None) -> None:
+        self.queue.put_nowait((op, op_ctx, fut, txn))
+
+    def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
+        self.cancel(key)
+        seq = next(self._timer_seq)
+        handle = self.runtime.clock.call_at(deadline_ms, lambda: self._fire(key, seq))
+        self.timers[key] = (seq, handle, deadline_ms)
+
+    def cancel(self, key: tuple[Any, ...]) -> None:
+        entry = self.timers.pop(key, None)
+        if entry is not None:
+            entry[1].cancel()
+
+    def _fire(self, key: tuple[Any, ...], seq: int) -> None:
+        def op(shard: Any, _ctx: Any, now: int) -> Any:
+            entry = self.timers.get(key)
+            if entry is None or entry[0] != seq:
+                return None  # replaced or cancelled after it fired
+            del self.timers[key]
+            if key == ("__cleanup__",):
+                self._schedule_cleanup()
+                return shard.cleanup_expired_offsets(now)
+            return shard.on_timer(key, now)
+        self.submit(op, None, None)
