@@ -75,7 +75,9 @@ def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_
     partitions = list(errors)
     if verify_only:
         return _results(ctx.transactions.verify_partitions(tid, pid, epoch, partitions))
-    code = ctx.transactions.add_partitions(tid, pid, epoch, partitions)
+    # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4+ is sent for TV2 producers.
+    client_tv = 2 if version >= 4 else 0
+    code = ctx.transactions.add_partitions(tid, pid, epoch, partitions, client_tv)
     if code == ErrorCode.PRODUCER_FENCED and version < 2:
         code = ErrorCode.INVALID_PRODUCER_EPOCH
     return _results(dict.fromkeys(partitions, code))

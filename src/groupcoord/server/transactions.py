@@ -162,9 +162,9 @@ class TransactionRuntime:
         return op
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: list[TopicPartition]) -> int:
+                       partitions: list[TopicPartition], client_tv: int = 0) -> int:
         now = self.clock.now_ms()
-        op = self.coordinator.add_partitions(tid, pid, epoch, partitions, now)
+        op = self.coordinator.add_partitions(tid, pid, epoch, partitions, now, client_tv)
         if op.error or op.transit is None:
             return op.error
         return self._write(op, now)

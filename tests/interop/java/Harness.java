@@ -72,6 +72,7 @@ public final class Harness {
             case "group-members" -> GroupMembers.run(args);
             case "txn-produce" -> TxnModes.produce(args);
             case "ctp" -> TxnModes.consumeTransformProduce(args);
+            case "txn-fence" -> TxnModes.fence(args);
             default -> {
                 Integer code = ClientModes.run(mode, args);
                 if (code == null) {

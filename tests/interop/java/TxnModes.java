@@ -26,6 +26,12 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * consume-transform-produce loop: a read_committed group consumer, and per non-empty poll one
  * transaction that writes each record to O (value prefixed {@code out-}) and commits the
  * consumed offsets with {@code sendOffsetsToTransaction}. Prints {@code ctp-done}.
+ *
+ * <p>{@code txn-fence --topic T --transactional-id ID}: a zombie and its successor. Producer A
+ * sends {@code zombie-0} and {@code zombie-1} in a transaction and flushes; producer B with the
+ * same id runs initTransactions (fencing A); A's commit fails and is reported as
+ * {@code fenced} with the exception's simple class name, then A's further send too
+ * ({@code zombie-send}); B commits {@code successor-0}. Prints {@code fence-done}.
  */
 final class TxnModes {
     private TxnModes() {
@@ -75,6 +81,46 @@ final class TxnModes {
         producer.close();
         Json.emit(Map.of("event", "txn-produced", "steps", plan.size()));
         return 0;
+    }
+
+    static int fence(Args args) {
+        String topic = args.get("topic");
+        KafkaProducer<byte[], byte[]> zombie = producer(args);
+        zombie.beginTransaction();
+        for (int i = 0; i < 2; i++) {
+            zombie.send(new ProducerRecord<>(topic, 0, bytes("z" + i), bytes("zombie-" + i)));
+        }
+        zombie.flush();
+        KafkaProducer<byte[], byte[]> successor = producer(args);
+        Json.emit(Map.of("event", "fenced", "error", failure(zombie::commitTransaction)));
+        Json.emit(Map.of("event", "zombie-send", "error", failure(() -> zombie.send(
+                new ProducerRecord<>(topic, 0, bytes("z2"), bytes("zombie-2"))).get())));
+        zombie.close(Duration.ZERO);
+        successor.beginTransaction();
+        successor.send(new ProducerRecord<>(topic, 0, bytes("s0"), bytes("successor-0")));
+        successor.commitTransaction();
+        successor.close();
+        Json.emit(Map.of("event", "fence-done"));
+        return 0;
+    }
+
+    /** What {@code action} threw, as the simple class name of the root cause, or "none". */
+    private static String failure(Action action) {
+        try {
+            action.run();
+            return "none";
+        } catch (Exception e) {
+            Throwable cause = e;
+            while (cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            return cause.getClass().getSimpleName();
+        }
+    }
+
+    @FunctionalInterface
+    private interface Action {
+        void run() throws Exception;
     }
 
     static int consumeTransformProduce(Args args) {

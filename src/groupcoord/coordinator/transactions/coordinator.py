@@ -160,7 +160,8 @@ class TransactionCoordinator:
         return NONE, md
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: Iterable[TopicPartition], now_ms: int) -> TxnOp:
+                       partitions: Iterable[TopicPartition], now_ms: int,
+                       client_tv: int = 0) -> TxnOp:
         error, md = self._check_producer(tid, pid, epoch)
         if md is None:
             return _error(error)
@@ -169,7 +170,7 @@ class TransactionCoordinator:
         added = frozenset(partitions)
         if md.state == S.ONGOING and added <= md.partitions:
             return TxnOp(NONE, pid, epoch, tid)
-        return TxnOp(NONE, pid, epoch, tid, md.prepare_add_partitions(added, now_ms))
+        return TxnOp(NONE, pid, epoch, tid, md.prepare_add_partitions(added, now_ms, client_tv))
 
     def verify_partitions(self, tid: str, pid: int, epoch: int,
                           partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:

@@ -188,12 +188,14 @@ class TransactionMetadata:
                              partitions=frozenset(), start_ms=-1, last_update_ms=now_ms,
                              client_tv=0)
 
-    def prepare_add_partitions(self, added: frozenset[TopicPartition],
-                               now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, added: frozenset[TopicPartition], now_ms: int,
+                               client_tv: int = 0) -> TxnTransit:
+        """`client_tv` is the transaction version of the adding request (2 for partitions
+        a TV2 producer adds implicitly), recorded as Kafka's `prepareAddPartitions` does."""
         starting = self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT)
         return self._transit(S.ONGOING, partitions=frozenset(self.partitions) | added,
                              start_ms=now_ms if starting else self.start_ms,
-                             last_update_ms=now_ms, client_tv=0)
+                             last_update_ms=now_ms, client_tv=client_tv)
 
     def prepare_fence_and_abort(self, now_ms: int) -> TxnTransit:
         """Ongoing -> PrepareEpochFence -> PrepareAbort with the epoch bumped (Kafka's
