@@ -82,14 +82,14 @@ def test_update_features_keeps_levels_and_refuses_changes_as_kafka_words_them(
                 == (0, None)
             v1 = await c.call(keep, 1, UpdateFeaturesResponse)
             assert [(r.feature, r.error_code, r.error_message) for r in v1.results] == [
-                ("transaction.version", 0, None), ("group.version", 0, None)]
+                ("transaction.version", 0, "NONE"), ("group.version", 0, "NONE")]
             v2 = await c.call(keep, 2, UpdateFeaturesResponse)
             assert v2.error_code == 0 and v2.results == []
             cases = {
                 ("streams.version", 1, 1): "Invalid update version 1 for feature "
                 "streams.version. Local controller 3 does not support this feature.",
                 ("transaction.version", 3, 1): "Invalid update version 3 for feature "
-                "transaction.version. Local controller 3 only supports versions [0, 2]",
+                "transaction.version. Local controller 3 only supports versions 0-2",
                 ("group.version", -1, 1): "Invalid update version -1 for feature "
                 "group.version. A feature version cannot be less than 0.",
                 ("group.version", 0, 1): "Invalid update version 0 for feature group.version. "

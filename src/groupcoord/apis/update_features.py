@@ -8,7 +8,8 @@ versions [a, b]"), a downgrade sent as an upgrade and an upgrade sent as a downg
 INVALID_UPDATE_VERSION with Kafka's message. The first failing feature fails the request:
 "The update failed for all features since the following feature had an error: ...", and no
 per-feature results. A request that keeps every level (validate-only or not) succeeds;
-v0-1 then list each feature with NONE, v2 lists none (`QuorumController.updateFeatures`).
+v0-1 then list each feature with NONE (message "NONE"), v2 lists none
+(`QuorumController.updateFeatures`).
 
 groupcoord's levels are fixed for the life of the process (`apis/features.py`: each level is
 behaviour the code has, not a switch), so a valid request that would change a level is
@@ -40,6 +41,8 @@ UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 _KNOWN_UPGRADE_TYPES = (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE)
 # First version whose successful response carries no per-feature results.
 FIRST_NO_RESULTS_VERSION = 2
+# `Errors.NONE.message()`: an error without an exception is described by its name.
+NONE_MESSAGE = "NONE"
 FAILED_PREFIX = "The update failed for all features since the following feature had an error: "
 
 
@@ -52,7 +55,7 @@ def _range_reason(node_id: int, name: str, level: int) -> str | None:
     what = f"Local controller {node_id}"
     if high == 0:
         return f"{what} does not support this feature."
-    return f"{what} only supports versions [{low}, {high}]"
+    return f"{what} only supports versions {low}-{high}"  # `VersionRange.toString`
 
 
 def update_error(node_id: int, name: str, level: int, upgrade_type: int) -> str | None:
@@ -94,6 +97,6 @@ async def handle(ctx: RequestContext, header: Any, request: UpdateFeaturesReques
             return UpdateFeaturesResponse(error_code=ErrorCode.INVALID_UPDATE_VERSION,
                                           error_message=FAILED_PREFIX + message)
     results = [] if version >= FIRST_NO_RESULTS_VERSION else [
-        UpdatableFeatureResult(feature=u.feature, error_code=0, error_message=None)
+        UpdatableFeatureResult(feature=u.feature, error_code=0, error_message=NONE_MESSAGE)
         for u in request.feature_updates]
     return UpdateFeaturesResponse(error_code=0, error_message=None, results=results)
