@@ -21,8 +21,11 @@ MVN_CHECK := command -v mvn >/dev/null \
 # v0 RPCs (tests/helpers/java.py names both).
 KAFKA_CLIENT_VERSION := $(KAFKA_VERSION)
 CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
+# Kafka's command-line tools (kafka-share-groups.sh and friends are classes of kafka-tools),
+# run by interop tests against groupcoord.
+KAFKA_TOOLS := .cache/kafka-tools-$(KAFKA_VERSION)
 
-.PHONY: test test-fast interop demo venv jars client-jars java-check browser lint bench clean reference conformance
+.PHONY: test test-fast interop demo venv jars client-jars java-check browser lint bench clean reference conformance kafka-tools
 
 venv: $(VENV)/.installed
 
@@ -81,6 +84,18 @@ $(CLIENT_JARS)/.stamp: tests/interop/java/pom.xml | java-check
 	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(CLIENT_JARS))/libs
 	test -f $(CLIENT_JARS)/libs/kafka-clients-$(KAFKA_CLIENT_VERSION).jar
 	echo '$(KAFKA_CLIENT_VERSION)' > $@
+
+# Kafka's tools, stamped by version like `reference` and sharing its Maven repo.
+kafka-tools: $(KAFKA_TOOLS)/.stamp
+
+$(KAFKA_TOOLS)/.stamp: tests/reference/tools/pom.xml | java-check
+	@$(MVN_CHECK)
+	rm -rf $(KAFKA_TOOLS) && mkdir -p $(KAFKA_TOOLS)
+	mvn -B -q -f tests/reference/tools/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
+	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_TOOLS))/libs
+	test -f $(KAFKA_TOOLS)/libs/kafka-tools-$(KAFKA_VERSION).jar
+	echo '$(KAFKA_VERSION)' > $@
 
 # Headless Chromium for the report rendering test; installed (as root, Debian packages) only
 # when missing, so an existing install is never touched.
