@@ -104,7 +104,7 @@ browser:
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars client-jars browser reference
+test: venv java-check jars client-jars browser reference kafka-tools
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -115,7 +115,7 @@ test-fast: venv
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
-interop: venv java-check jars client-jars
+interop: venv java-check jars client-jars kafka-tools
 	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv
