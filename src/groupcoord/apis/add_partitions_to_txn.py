@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -76,7 +77,7 @@ def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_
     if verify_only:
         return _results(ctx.transactions.verify_partitions(tid, pid, epoch, partitions))
     # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4+ is sent for TV2 producers.
-    client_tv = 2 if version >= 4 else 0
+    client_tv = features.TRANSACTION_VERSION_2 if version >= 4 else 0
     code = ctx.transactions.add_partitions(tid, pid, epoch, partitions, client_tv)
     if code == ErrorCode.PRODUCER_FENCED and version < 2:
         code = ErrorCode.INVALID_PRODUCER_EPOCH

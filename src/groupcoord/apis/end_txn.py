@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -29,7 +30,8 @@ async def handle(ctx: RequestContext, header: Any, request: EndTxnRequest,
                  version: int) -> EndTxnResponse:
     if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    client_tv = 2 if version > 4 else 0
+    # TransactionVersion.transactionVersionForEndTxn.
+    client_tv = features.TRANSACTION_VERSION_2 if version > 4 else 0
     op = await ctx.transactions.end_txn(request.transactional_id, request.producer_id,
                                         request.producer_epoch, request.committed, client_tv)
     code = op.error

@@ -31,13 +31,17 @@ class Feature:
     enables: str
 
 
+# `TransactionVersion.TV_2`: the level of KIP-890 part 2, which a request version implies
+# (EndTxn v5+, AddPartitionsToTxn v4+, Produce v12+, TxnOffsetCommit v5+).
+TRANSACTION_VERSION_2 = 2
+
 FEATURES: tuple[Feature, ...] = (
     Feature("group.version", 0, 1, 1,
             "KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe)"),
     Feature("share.version", 0, 1, 1,
             "KIP-932 share groups (ShareGroupHeartbeat, ShareFetch, ShareAcknowledge, "
             "share-group offsets admin)"),
-    Feature("transaction.version", 0, 2, 2,
+    Feature("transaction.version", 0, TRANSACTION_VERSION_2, TRANSACTION_VERSION_2,
             "KIP-890 part 2 transactions: an epoch bump at every EndTxn (v5), partitions "
             "added by Produce v12+ and TxnOffsetCommit v5+ without AddPartitionsToTxn/"
             "AddOffsetsToTxn, flexible transaction-log records"),

@@ -32,6 +32,7 @@ import struct
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.logformat.batch import (
     ATTRIBUTES_OFFSET,
@@ -64,8 +65,6 @@ MAX_VERSION = 12
 # First version whose transactional batches add their partition to the transaction
 # (`produceRequestVersionToTransactionSupportedOperation`: addPartition).
 FIRST_ADD_PARTITION_VERSION = 12
-# The transaction version such a producer runs (KIP-890 part 2).
-IMPLICIT_ADD_TV = 2
 
 _LENGTH = struct.Struct(">i")
 _E_NONE = 0
@@ -116,7 +115,7 @@ def _verify_error(ctx: RequestContext, state: Any, header: Any, topic: str, part
     if version >= FIRST_ADD_PARTITION_VERSION:
         code = int(ctx.transactions.add_partitions(
             tid or "", header.producer_id, header.producer_epoch, [(topic, partition)],
-            IMPLICIT_ADD_TV))
+            features.TRANSACTION_VERSION_2))
     else:
         errors = ctx.transactions.verify_partitions(tid or "", header.producer_id,
                                                     header.producer_epoch, [(topic, partition)])

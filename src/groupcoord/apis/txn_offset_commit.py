@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import features
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import partition_exists, topic_info
 from groupcoord.wire.errors import ErrorCode
@@ -48,8 +49,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 FIRST_ABORTABLE_VERSION = 4
 # First version whose verification adds the partition (`addPartition`, KIP-890 part 2).
 FIRST_ADD_PARTITION_VERSION = 5
-# The transaction version of a producer whose partitions are added implicitly (KIP-890 part 2).
-IMPLICIT_ADD_TV = 2
 # First version naming topics by id (`TxnOffsetCommitResponse.useTopicIds`, KIP-1319).
 FIRST_TOPIC_ID_VERSION = 6
 # GroupCoordinatorService.handleOperationException: storage and replication errors of the
@@ -107,7 +106,8 @@ def _verify(ctx: Any, request: Any, version: int) -> int:
     tp = (OFFSETS_TOPIC, partition)
     tid = request.transactional_id or ""
     if version >= FIRST_ADD_PARTITION_VERSION:
-        code = ctx.transactions.add_partitions(tid, pid, epoch, [tp], IMPLICIT_ADD_TV)
+        code = ctx.transactions.add_partitions(tid, pid, epoch, [tp],
+                                               features.TRANSACTION_VERSION_2)
     else:
         code = ctx.transactions.verify_partitions(tid, pid, epoch, [tp]).get(tp, 0)
     return verification_error(code, version)
