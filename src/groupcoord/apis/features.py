@@ -33,6 +33,7 @@ class Feature:
 
 # `TransactionVersion.TV_2`: the level of KIP-890 part 2, which a request version implies
 # (EndTxn v5+, AddPartitionsToTxn v4+, Produce v12+, TxnOffsetCommit v5+).
+TRANSACTION_VERSION = "transaction.version"
 TRANSACTION_VERSION_2 = 2
 
 FEATURES: tuple[Feature, ...] = (
@@ -41,7 +42,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("share.version", 0, 1, 1,
             "KIP-932 share groups (ShareGroupHeartbeat, ShareFetch, ShareAcknowledge, "
             "share-group offsets admin)"),
-    Feature("transaction.version", 0, TRANSACTION_VERSION_2, TRANSACTION_VERSION_2,
+    Feature(TRANSACTION_VERSION, 0, TRANSACTION_VERSION_2, TRANSACTION_VERSION_2,
             "KIP-890 part 2 transactions: an epoch bump at every EndTxn (v5), partitions "
             "added by Produce v12+ and TxnOffsetCommit v5+ without AddPartitionsToTxn/"
             "AddOffsetsToTxn, flexible transaction-log records"),

@@ -29,6 +29,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.apis import features
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.transactions.coordinator import (
     CONCURRENT_TRANSACTIONS,
@@ -78,7 +79,8 @@ class TransactionRuntime:
         extra = broker.config.extra
         self.num_partitions = _int(extra, "transaction.state.log.num.partitions", 50)
         self.coordinator = TransactionCoordinator(
-            broker.producers.ids.next_id, _int(extra, "transaction.max.timeout.ms", 900_000))
+            broker.producers.ids.next_id, _int(extra, "transaction.max.timeout.ms", 900_000),
+            features.finalized_level(features.TRANSACTION_VERSION))
         self.abort_interval_ms = _int(
             extra, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10_000)
         self.expiration_ms = _int(extra, "transactional.id.expiration.ms", 604_800_000)
