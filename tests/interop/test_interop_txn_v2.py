@@ -9,7 +9,11 @@ both brokers:
   transaction, and read_committed readers see exactly the committed records;
 - a zombie and its successor with one transactional id: the successor's initTransactions
   fences the zombie, whose commit and next send fail with ProducerFencedException; its open
-  transaction is aborted and only the successor's record is committed.
+  transaction is aborted and only the successor's record is committed;
+- two transactions left open past `transaction.timeout.ms`, which the coordinator aborts
+  (at transaction version 2): committing one afterwards fails with
+  InvalidTxnStateException, aborting the other is answered as a retry, and that producer
+  then commits a new transaction.
 """
 
 from __future__ import annotations
@@ -41,7 +45,15 @@ EXPECTED: dict[str, Any] = {
     "zombie_send": "ProducerFencedException",
     "fence_read_committed": ["successor-0"],
     "fence_read_uncommitted": ["zombie-0", "zombie-1", "successor-0"],
+    "late_commit": "InvalidTxnStateException",
+    "late_abort": "none",
+    "after": "none",
+    "timeout_read_committed": ["after-0"],
 }
+# The coordinators' abort task runs every 10 s (Kafka's default
+# transaction.abort.timed.out.transaction.cleanup.interval.ms, groupcoord's too).
+TXN_TIMEOUT_MS = 2_000
+TIMEOUT_WAIT_MS = 15_000
 
 
 @pytest.fixture
@@ -93,6 +105,15 @@ def run_scenario(bootstrap: str) -> dict[str, Any]:
     seen["zombie_send"] = fence.of("zombie-send")[0]["error"]
     seen["fence_read_committed"] = _read(bootstrap, "tv2-fence", "read_committed", 1)
     seen["fence_read_uncommitted"] = _read(bootstrap, "tv2-fence", "read_uncommitted", 3)
+
+    confluent_io.create_topic(bootstrap, "tv2-timeout", 1)
+    timeout = java.run_harness("txn-timeout", bootstrap, "--topic", "tv2-timeout",
+                               "--transactional-id", "tv2-timeout-tx",
+                               "--wait-ms", str(TIMEOUT_WAIT_MS),
+                               "--prop", f"transaction.timeout.ms={TXN_TIMEOUT_MS}")
+    for event in ("late-commit", "late-abort", "after"):
+        seen[event.replace("-", "_")] = timeout.of(event)[0]["error"]
+    seen["timeout_read_committed"] = _read(bootstrap, "tv2-timeout", "read_committed", 1)
     return seen
 
 

@@ -32,16 +32,27 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * same id runs initTransactions (fencing A); A's commit fails and is reported as
  * {@code fenced} with the exception's simple class name, then A's further send too
  * ({@code zombie-send}); B commits {@code successor-0}. Prints {@code fence-done}.
+ *
+ * <p>{@code txn-timeout --topic T --transactional-id ID --wait-ms W} (with
+ * {@code --prop transaction.timeout.ms=...}): producers ID-commit and ID-abort each send one
+ * record in a transaction, flush, and leave it open for W ms, so that the coordinator aborts
+ * both; then ID-commit commits ({@code late-commit}) and ID-abort aborts
+ * ({@code late-abort}), each reported with the simple class name of what it threw or
+ * "none"; ID-abort then commits {@code after-0} in a new transaction ({@code after}).
  */
 final class TxnModes {
     private TxnModes() {
     }
 
     private static KafkaProducer<byte[], byte[]> producer(Args args) {
+        return producer(args, args.get("transactional-id"));
+    }
+
+    private static KafkaProducer<byte[], byte[]> producer(Args args, String transactionalId) {
         Map<String, Object> defaults = new HashMap<>();
         defaults.put("key.serializer", ByteArraySerializer.class.getName());
         defaults.put("value.serializer", ByteArraySerializer.class.getName());
-        defaults.put("transactional.id", args.get("transactional-id"));
+        defaults.put("transactional.id", transactionalId);
         KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(args.clientProps(defaults));
         producer.initTransactions();
         return producer;
@@ -101,6 +112,29 @@ final class TxnModes {
         successor.commitTransaction();
         successor.close();
         Json.emit(Map.of("event", "fence-done"));
+        return 0;
+    }
+
+    static int timeout(Args args) throws InterruptedException {
+        String topic = args.get("topic");
+        String id = args.get("transactional-id");
+        KafkaProducer<byte[], byte[]> committer = producer(args, id + "-commit");
+        KafkaProducer<byte[], byte[]> aborter = producer(args, id + "-abort");
+        for (KafkaProducer<byte[], byte[]> p : List.of(committer, aborter)) {
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, 0, bytes("late"), bytes("timed-out")));
+            p.flush();
+        }
+        Thread.sleep(args.getLong("wait-ms", 15_000));
+        Json.emit(Map.of("event", "late-commit", "error", failure(committer::commitTransaction)));
+        Json.emit(Map.of("event", "late-abort", "error", failure(aborter::abortTransaction)));
+        Json.emit(Map.of("event", "after", "error", failure(() -> {
+            aborter.beginTransaction();
+            aborter.send(new ProducerRecord<>(topic, 0, bytes("a0"), bytes("after-0"))).get();
+            aborter.commitTransaction();
+        })));
+        committer.close(Duration.ZERO);
+        aborter.close(Duration.ZERO);
         return 0;
     }
 
