@@ -21,8 +21,11 @@ MVN_CHECK := command -v mvn >/dev/null \
 # v0 RPCs (tests/helpers/java.py names both).
 KAFKA_CLIENT_VERSION := $(KAFKA_VERSION)
 CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
+# Kafka's command-line tools (kafka-share-groups.sh and friends are classes of kafka-tools),
+# run by interop tests against groupcoord.
+KAFKA_TOOLS := .cache/kafka-tools-$(KAFKA_VERSION)
 
-.PHONY: test test-fast interop demo venv jars client-jars java-check browser lint bench clean reference conformance
+.PHONY: test test-fast interop demo venv jars client-jars java-check browser lint bench clean reference conformance kafka-tools
 
 venv: $(VENV)/.installed
 
@@ -82,6 +85,18 @@ $(CLIENT_JARS)/.stamp: tests/interop/java/pom.xml | java-check
 	test -f $(CLIENT_JARS)/libs/kafka-clients-$(KAFKA_CLIENT_VERSION).jar
 	echo '$(KAFKA_CLIENT_VERSION)' > $@
 
+# Kafka's tools, stamped by version like `reference` and sharing its Maven repo.
+kafka-tools: $(KAFKA_TOOLS)/.stamp
+
+$(KAFKA_TOOLS)/.stamp: tests/reference/tools/pom.xml | java-check
+	@$(MVN_CHECK)
+	rm -rf $(KAFKA_TOOLS) && mkdir -p $(KAFKA_TOOLS)
+	mvn -B -q -f tests/reference/tools/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
+	    -Dkafka.version=$(KAFKA_VERSION) dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_TOOLS))/libs
+	test -f $(KAFKA_TOOLS)/libs/kafka-tools-$(KAFKA_VERSION).jar
+	echo '$(KAFKA_VERSION)' > $@
+
 # Headless Chromium for the report rendering test; installed (as root, Debian packages) only
 # when missing, so an existing install is never touched.
 browser:
@@ -89,7 +104,7 @@ browser:
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars client-jars browser reference
+test: venv java-check jars client-jars browser reference kafka-tools
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -100,7 +115,7 @@ test-fast: venv
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
-interop: venv java-check jars client-jars
+interop: venv java-check jars client-jars kafka-tools
 	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv

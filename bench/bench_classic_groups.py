@@ -206,7 +206,7 @@ def rate_section(workload: Workload, specs: list[BrokerSpec], runs: int, groups:
     ]
     if workload is COMMITS:
         section.notes.append(
-            "Each OffsetCommit (v9 at most, as the Java 3.9 client) carries the member's "
+            "Each OffsetCommit (v9 at most: topics by name) carries the member's "
             f"generation and member id and one offset of `{TOPIC}` partition 0; every commit "
             "is appended to `__consumer_offsets` (groupcoord: --fsync interval; Kafka: its "
             "default flush policy, no fsync per append; Tansu: in-memory storage).")

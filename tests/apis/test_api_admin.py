@@ -57,7 +57,7 @@ def test_api_versions_advertise_the_registry(tmp_path: Path) -> None:
                 resp = await c.call(req, version, api_versions.ApiVersionsResponse)
                 keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
                 assert resp.error_code == 0
-                assert keys[0] == (0, 11) and keys[1] == (4, 17) and keys[18] == (0, 5)
+                assert keys[0] == (0, 12) and keys[1] == (4, 17) and keys[18] == (0, 5)
                 assert set(keys) == set(b.broker.handlers)
             bad = api_versions.ApiVersionsRequest(client_software_name="-bad",
                                                   client_software_version="1")

@@ -177,6 +177,35 @@ def test_produce_transactional_errors(tmp_path: Path) -> None:
     run(go())
 
 
+def test_produce_v12_adds_the_partition_for_a_tv2_producer(tmp_path: Path) -> None:
+    """KIP-890 part 2: a Produce v12 batch starts the transaction on its partition (no
+    AddPartitionsToTxn), the transaction records ClientTransactionVersion 2, EndTxn v5 bumps
+    the epoch, and the next transaction runs at the bumped epoch; the old epoch is fenced."""
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            c = await b.client()
+            await _topic(c, "t")
+            init = await _init(c, "tx", version=5)
+            pid, epoch = init.producer_id, init.producer_epoch
+            first = await _produce(c, "t", _batch([b"a"], pid, epoch, 0), "tx", version=12)
+            assert first.error_code == 0
+            txn = b.broker.transactions.coordinator.txns["tx"]
+            assert (txn.partitions, txn.client_tv) == (frozenset({("t", 0)}), 2)
+            ended = await _end(c, "tx", pid, epoch, True, version=5)
+            assert (ended.error_code, ended.producer_epoch) == (0, epoch + 1)
+            second = await _produce(c, "t", _batch([b"b"], pid, epoch + 1, 0), "tx", version=12)
+            assert second.error_code == 0
+            assert (await _end(c, "tx", pid, epoch + 1, False, version=5)).producer_epoch == (
+                epoch + 2)
+            stale = await _produce(c, "t", _batch([b"z"], pid, epoch + 1, 1), "tx", version=12)
+            assert stale.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+            part = await _fetch(c, "t", 0, 1)  # a, its marker, b (aborted), its marker
+            assert _keys(part.records) == [b"a", b"b"] and part.last_stable_offset == 4
+            assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [
+                (pid, 2)]
+    run(go())
+
+
 def test_add_partitions_validation_and_batched_verify(tmp_path: Path) -> None:
     async def go() -> None:
         async with InProcBroker(tmp_path) as b:

@@ -79,7 +79,8 @@ class Transactions:
         return dict.fromkeys(partitions, self.verify_error)
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: list[tuple[str, int]]) -> int:
+                       partitions: list[tuple[str, int]], client_tv: int = 0) -> int:
+        assert client_tv == 2  # only TV2 producers have partitions added implicitly
         self.added.append((tid, pid, epoch, partitions))
         return self.verify_error
 

@@ -204,9 +204,9 @@ def test_reset_offsets_of_an_empty_share_group(share_group) -> None:  # type: ig
         [(TOPIC, 0, 10), (TOPIC, 1, 15)]
     unchanged = groups_json(bootstrap, "describe", GROUP)
     assert {r["partition"]: r["start_offset"] for r in unchanged["partitions"]} == {0: 4, 1: 2}
-    wrong = groups(bootstrap, "reset-offsets", GROUP, "--topic", TOPIC, "--to-offset", "3",
+    wrong = groups(bootstrap, "reset-offsets", GROUP, "--topic", TOPIC, "--shift-by", "3",
                    "--execute")
-    assert wrong.returncode == 1 and "--to-earliest, --to-latest or --to-datetime" in wrong.stderr
+    assert wrong.returncode == 1 and "cannot be reset --shift-by" in wrong.stderr
     done = groups(bootstrap, "reset-offsets", GROUP, "--topic", f"{TOPIC}:0", "--to-latest",
                   "--execute")
     assert done.returncode == 0, done.stderr

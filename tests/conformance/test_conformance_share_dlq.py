@@ -1,7 +1,8 @@
 """The share-group dead-letter queue (KIP-1191), differentially against Kafka 4.4.
 
-Kafka's DLQ needs share.version 2, its 4.4 default; the session's reference broker is
-formatted at share.version 1, so these scenarios run on a second Kafka formatted at 2.
+Kafka's DLQ needs share.version 2, its 4.4 default (the session's reference broker is
+formatted at it too); these scenarios change the DLQ's dynamic broker configs, so they run on
+a Kafka of their own.
 Records rejected, and released up to `share.delivery.count.limit`, are read back from the
 DLQ topic with a plain Fetch and compared with their headers (the DLQ records' timestamps are
 each broker's clock and are left out). Mirrors `SharePartition.initiateDLQAndArchive` and

@@ -3,7 +3,7 @@
 `make reference` puts Kafka's server jar and its runtime dependencies in
 `.cache/kafka-<version>/libs` (stamped by version). `KraftNode` writes `server.properties` and a
 log4j2 config under its base dir, formats the data dir (`kafka.tools.StorageTool format
---standalone`, with `share.version=1` so share groups are on) and gives the
+--standalone`, with `share.version=2`, 4.4's default: share groups and their DLQ) and gives the
 `java -cp '<libs>/*' kafka.Kafka server.properties` command line. Starting, readiness and
 stopping are the caller's: the conformance suite's `ReferenceBroker` and the benchmark harness
 (`bench/brokers.py`) each wait for what they need. Nothing here imports groupcoord, so the
@@ -82,8 +82,9 @@ def cluster_id() -> str:
     return uuid_text(random_uuid(os.urandom))
 
 
-# share.version=1 turns share groups on; 2 (Kafka 4.4's default) adds the KIP-1191 DLQ.
-FORMAT_FEATURES: Mapping[str, str] = {"share.version": "1"}
+# share.version=1 turns share groups on; 2 (Kafka 4.4's default, named so it stays put if the
+# default moves) adds the KIP-1191 DLQ.
+FORMAT_FEATURES: Mapping[str, str] = {"share.version": "2"}
 
 
 class KraftNode:

@@ -8,7 +8,9 @@ request naming a cluster id (KIP-1242) that is not this broker's cluster id and 
 answered REBOOTSTRAP_REQUIRED with no api keys (`clusterIdOrNodeIdIsInvalid`); a null
 ClusterId means the client does not know whom it reached, and nothing is checked. As
 Kafka does for librdkafka (KAFKA-18659), Produce is advertised from version 0 even though
-versions below 3 are then refused.
+versions below 3 are then refused. From v3 the response carries the broker's features
+(`apis/features.py`); below v4 a supported feature whose minimum level is 0 is left out, as
+Kafka does for older clients that cannot read such a range (KAFKA-17492).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -23,6 +26,8 @@ from groupcoord.wire.generated.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
 )
 
 API_KEY = ApiKey.API_VERSIONS
@@ -36,9 +41,11 @@ NO_NODE_ID = -1
 # ApiVersionsRequest.isValid: client software name/version pattern.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 PRODUCE_ADVERTISED_MIN = 0
+# First version whose supported features may have a minimum level of 0 (KAFKA-17492).
+FIRST_LEVEL_ZERO_VERSION = 4
 
 
-_CACHE: dict[int, tuple[dict[int, Any], ApiVersionsResponse]] = {}
+_CACHE: dict[tuple[int, bool], tuple[dict[int, Any], ApiVersionsResponse]] = {}
 
 
 def api_version_entries(handlers: dict[int, Any]) -> list[ApiVersion]:
@@ -81,14 +88,31 @@ def respond(handlers: dict[int, Any], request: ApiVersionsRequest,
     if version >= FIRST_CLUSTER_CHECK_VERSION and (
             (request.cluster_id is None) != (request.node_id == NO_NODE_ID)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return _ok_response(handlers)
+    return _ok_response(handlers, version >= FIRST_LEVEL_ZERO_VERSION)
 
 
-def _ok_response(handlers: dict[int, Any]) -> ApiVersionsResponse:
-    """The table never changes while the broker runs: build the response once."""
-    cached = _CACHE.get(id(handlers))
+def supported_feature_keys(level_zero: bool) -> list[SupportedFeatureKey]:
+    """`ApiVersionsResponse.maybeFilterSupportedFeatureKeys`."""
+    return [SupportedFeatureKey(name=f.name, min_version=f.min_supported,
+                                max_version=f.max_supported)
+            for f in features.FEATURES if level_zero or f.min_supported > 0]
+
+
+def finalized_feature_keys() -> list[FinalizedFeatureKey]:
+    return [FinalizedFeatureKey(name=f.name, min_version_level=f.finalized,
+                                max_version_level=f.finalized)
+            for f in features.FEATURES if f.finalized > 0]
+
+
+def _ok_response(handlers: dict[int, Any], level_zero: bool) -> ApiVersionsResponse:
+    """The table never changes while the broker runs: build each response once."""
+    key = (id(handlers), level_zero)
+    cached = _CACHE.get(key)
     if cached is None or cached[0] is not handlers:
-        cached = (handlers, ApiVersionsResponse(error_code=0,
-                                                api_keys=api_version_entries(handlers)))
-        _CACHE[id(handlers)] = cached
+        cached = (handlers, ApiVersionsResponse(
+            error_code=0, api_keys=api_version_entries(handlers),
+            supported_features=supported_feature_keys(level_zero),
+            finalized_features_epoch=features.FINALIZED_FEATURES_EPOCH,
+            finalized_features=finalized_feature_keys()))
+        _CACHE[key] = cached
     return cached[1]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
@@ -33,7 +34,8 @@ async def handle(ctx: RequestContext, header: Any, request: EndTxnRequest,
     if not coordinates(ctx, TRANSACTION_KEY, request.transactional_id):
         return EndTxnResponse(error_code=ErrorCode.NOT_COORDINATOR, producer_id=-1,
                               producer_epoch=-1)
-    client_tv = 2 if version > 4 else 0
+    # TransactionVersion.transactionVersionForEndTxn.
+    client_tv = features.TRANSACTION_VERSION_2 if version > 4 else 0
     op = await ctx.transactions.end_txn(request.transactional_id, request.producer_id,
                                         request.producer_epoch, request.committed, client_tv)
     code = op.error

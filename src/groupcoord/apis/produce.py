@@ -1,4 +1,4 @@
-"""Produce (key 0, v3-v11): append client record batches to partition logs.
+"""Produce (key 0, v3-v12): append client record batches to partition logs.
 
 Mirrors `KafkaApis.handleProduceRequest` -> `ReplicaManager.appendRecords` ->
 `UnifiedLog.appendAsLeader` for a single replica: exactly one magic-2 batch per partition
@@ -14,7 +14,10 @@ already has an open transaction on the partition at that epoch, the transaction
 coordinator's word that the partition was added (KIP-890 verification, as
 `ReplicaManager.appendRecordsWithTransactionVerification` with its error translation:
 fenced -> INVALID_PRODUCER_EPOCH, not added -> TRANSACTION_ABORTABLE from v11 and
-INVALID_TXN_STATE before, coordinator busy -> NOT_ENOUGH_REPLICAS); a non-transactional
+INVALID_TXN_STATE before, coordinator busy -> NOT_ENOUGH_REPLICAS). From v12 the producer
+runs KIP-890 part 2 transactions (`transaction.version` 2) and never sends
+AddPartitionsToTxn: the partition is added to its transaction instead of only verified
+(`AddPartitionsToTxnManager`'s `addPartition` operation); a non-transactional
 batch while the producer's transaction is open -> INVALID_TXN_STATE. A disk that refuses the
 write answers KAFKA_STORAGE_ERROR for that partition (retriable; the log kept nothing of it). With acks=0 no
 response is sent at all (a failed acks=0 produce closes the connection instead, as Kafka
@@ -29,6 +32,7 @@ import struct
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import leads
 from groupcoord.logformat.batch import (
@@ -58,7 +62,10 @@ log = logging.getLogger("groupcoord.server")
 
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
-MAX_VERSION = 11
+MAX_VERSION = 12
+# First version whose transactional batches add their partition to the transaction
+# (`produceRequestVersionToTransactionSupportedOperation`: addPartition).
+FIRST_ADD_PARTITION_VERSION = 12
 
 _LENGTH = struct.Struct(">i")
 _E_NONE = 0
@@ -102,13 +109,19 @@ def _one_batch_error(records: Any) -> int:
 
 def _verify_error(ctx: RequestContext, state: Any, header: Any, topic: str, partition: int,
                   tid: str | None, version: int) -> int:
-    """KIP-890 part 1: a transactional batch that may start a transaction on this partition
-    is checked against the transaction coordinator before it is written."""
+    """KIP-890: a transactional batch that may start a transaction on this partition is
+    checked against (part 1), or from v12 added by (part 2), the transaction coordinator
+    before it is written."""
     if state.has_ongoing(header.producer_id, header.producer_epoch):
         return 0
-    errors = ctx.transactions.verify_partitions(tid or "", header.producer_id,
-                                                header.producer_epoch, [(topic, partition)])
-    code = int(errors.get((topic, partition), 0))
+    if version >= FIRST_ADD_PARTITION_VERSION:
+        code = int(ctx.transactions.add_partitions(
+            tid or "", header.producer_id, header.producer_epoch, [(topic, partition)],
+            features.TRANSACTION_VERSION_2))
+    else:
+        errors = ctx.transactions.verify_partitions(tid or "", header.producer_id,
+                                                    header.producer_epoch, [(topic, partition)])
+        code = int(errors.get((topic, partition), 0))
     if code == ErrorCode.PRODUCER_FENCED:
         return int(ErrorCode.INVALID_PRODUCER_EPOCH)
     if code == ErrorCode.TRANSACTION_ABORTABLE and version <= 10:

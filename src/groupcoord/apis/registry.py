@@ -49,6 +49,7 @@ BROKER_MODULES: tuple[str, ...] = (
     "describe_acls",
     "create_acls",
     "delete_acls",
+    "update_features",
     "sasl_handshake",
     "sasl_authenticate",
     "describe_user_scram_credentials",

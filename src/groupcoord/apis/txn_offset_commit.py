@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import features
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import partition_exists, topic_info
 from groupcoord.wire.errors import ErrorCode
@@ -105,7 +106,8 @@ def _verify(ctx: Any, request: Any, version: int) -> int:
     tp = (OFFSETS_TOPIC, partition)
     tid = request.transactional_id or ""
     if version >= FIRST_ADD_PARTITION_VERSION:
-        code = ctx.transactions.add_partitions(tid, pid, epoch, [tp])
+        code = ctx.transactions.add_partitions(tid, pid, epoch, [tp],
+                                               features.TRANSACTION_VERSION_2)
     else:
         code = ctx.transactions.verify_partitions(tid, pid, epoch, [tp]).get(tp, 0)
     return verification_error(code, version)

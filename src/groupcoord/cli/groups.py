@@ -18,6 +18,7 @@ from typing import Any
 
 from groupcoord.cli import group_ops as ops
 from groupcoord.cli import groups_share as share_cmds
+from groupcoord.cli import reset_plan
 from groupcoord.cli import share_dlq_ops as share_dlq
 from groupcoord.cli import share_group_ops as share_ops
 from groupcoord.cli.wire_client import KafkaError, WireClient
@@ -80,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
 def _reset_parser(add: Any) -> None:
     p = add("reset-offsets", "reset an inactive group's offsets")
     p.add_argument("group")
-    scope = p.add_mutually_exclusive_group(required=True)
+    scope = p.add_mutually_exclusive_group()
     scope.add_argument("--topic", action="append", help="TOPIC or TOPIC:P,P")
     scope.add_argument("--all-topics", action="store_true")
     to = p.add_mutually_exclusive_group(required=True)
@@ -89,6 +90,17 @@ def _reset_parser(add: Any) -> None:
     to.add_argument("--to-offset", type=int)
     to.add_argument("--shift-by", type=int)
     to.add_argument("--to-datetime", help="ISO 8601, e.g. 2026-11-21T10:00:00+00:00")
+    to.add_argument("--to-current", action="store_true",
+                    help="the committed (share: start) offset, else the log end")
+    to.add_argument("--from-file", metavar="CSV",
+                    help="offsets from a plan: topic,partition,offset lines (or "
+                         "group,topic,partition,offset), as --export writes them; the plan "
+                         "names the partitions, so --topic/--all-topics are not given")
+    p.add_argument("--share", action="store_true",
+                   help="the group is a share group (kafka-share-groups.sh); needed only "
+                        "for one that does not exist yet, which --execute creates")
+    p.add_argument("--export", action="store_true",
+                   help="print the new offsets as a plan (CSV) instead of a table")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--execute", action="store_true")
     mode.add_argument("--dry-run", action="store_true")
@@ -290,11 +302,25 @@ def cmd_delete_offsets(client: WireClient, args: argparse.Namespace) -> int:
     return 0 if all(c == 0 for c in results.values()) else 1
 
 
+def _check_reset_scope(args: argparse.Namespace) -> None:
+    """`ConsumerGroupCommandOptions` / `ShareGroupCommandOptions.checkArgs`: a plan names
+    its own partitions; every other reset needs --topic or --all-topics."""
+    scope = "--topic" if args.topic else "--all-topics" if args.all_topics else None
+    if args.from_file is not None and scope:
+        raise SystemExit(f"Error: Option --from-file can't be used with option {scope}")
+    if args.from_file is None and scope is None:
+        raise SystemExit("Error: Option --reset-offsets takes one of these options: "
+                         "--all-topics, --from-file, --topic")
+
+
 def cmd_reset(client: WireClient, args: argparse.Namespace) -> int:
-    if ops.group_type(client, args.group) == "share":
+    _check_reset_scope(args)
+    if args.share or ops.group_type(client, args.group) == "share":
         return share_cmds.cmd_reset(client, args, _resolve_partitions, _print_table)
     ops.ensure_inactive(client, args.group)
-    if args.all_topics:
+    if args.from_file is not None:
+        partitions = []
+    elif args.all_topics:
         partitions = sorted(ops.committed_offsets(client, args.group))
     else:
         partitions = _resolve_partitions(client, args.topic)
@@ -308,6 +334,9 @@ def cmd_reset(client: WireClient, args: argparse.Namespace) -> int:
                          "dry run. You should add the --dry-run option explicitly if you are "
                          "scripting this command and want to keep the current default behavior "
                          "without prompting.\n")
+    if args.export:
+        sys.stdout.write(reset_plan.export_csv(targets))
+        return 0
     rows = [{"group": args.group, "topic": t, "partition": p, "new_offset": o}
             for (t, p), o in sorted(targets.items())]
     if args.json:
@@ -319,21 +348,24 @@ def cmd_reset(client: WireClient, args: argparse.Namespace) -> int:
 
 def _reset_targets(client: WireClient, args: argparse.Namespace,
                    partitions: list[ops.TopicPartition]) -> dict[ops.TopicPartition, int]:
-    earliest = ops.list_offsets(client, partitions, ops.EARLIEST)
-    latest = ops.list_offsets(client, partitions, ops.LATEST)
-
-    def clamp(tp: ops.TopicPartition, offset: int) -> int:
-        return min(max(offset, earliest[tp]), latest[tp])
-
+    """`GroupOffsetsResetter`'s reset scenarios for a consumer or classic group."""
+    if args.from_file is not None:
+        return reset_plan.planned_offsets(client, args.from_file, args.group)
+    if not partitions:
+        return {}
     if args.to_earliest:
-        return dict(earliest)
+        return ops.list_offsets(client, partitions, ops.EARLIEST)
+    latest = ops.list_offsets(client, partitions, ops.LATEST)
     if args.to_latest:
-        return dict(latest)
+        return latest
     if args.to_offset is not None:
-        return {tp: clamp(tp, args.to_offset) for tp in partitions}
-    if args.shift_by is not None:
+        return reset_plan.offsets_in_range(client, dict.fromkeys(partitions, args.to_offset))
+    if args.shift_by is not None or args.to_current:
         current = ops.committed_offsets(client, args.group)
-        return {tp: clamp(tp, current.get(tp, latest[tp]) + args.shift_by) for tp in partitions}
+        if args.to_current:
+            return {tp: current.get(tp, latest[tp]) for tp in partitions}
+        return reset_plan.offsets_in_range(
+            client, {tp: current.get(tp, latest[tp]) + args.shift_by for tp in partitions})
     ts = int(datetime.fromisoformat(args.to_datetime).timestamp() * 1000)
     by_time = ops.list_offsets(client, partitions, ts)
     return {tp: (o if o >= 0 else latest[tp]) for tp, o in by_time.items()}

@@ -2,10 +2,13 @@
 `kafka-share-groups.sh --reset-offsets` / `--delete-offsets` (ShareGroupCommand) do them.
 
 - reset-offsets: the group must be Empty (or Dead), else "Share group 'g' is not empty.";
-  only --to-earliest, --to-latest and --to-datetime exist for share groups; --all-topics
-  means the share-partitions the group has offsets for (DescribeShareGroupOffsets);
-  without --execute it is a dry run. The new start offsets go in one
-  AlterShareGroupOffsets.
+  a group that does not exist yet is reset all the same (AlterShareGroupOffsets creates
+  it, KAFKA-19662), which is how `--from-file` initialises a new share group's offsets
+  (KIP-1323). Scenarios as kafka-share-groups.sh 4.4: --to-earliest, --to-latest,
+  --to-datetime, --to-offset, --to-current (the start offset, else the log end) and
+  --from-file (`reset_plan`); no --shift-by. --all-topics means the share-partitions the
+  group has offsets for (DescribeShareGroupOffsets); without --execute it is a dry run;
+  --export prints the plan as CSV. The new start offsets go in one AlterShareGroupOffsets.
 - delete-offsets: whole topics only (a share group's state is deleted per topic), one
   DeleteShareGroupOffsets; a TOPIC/STATUS table with "Successful" or "Error: <message>".
 """
@@ -19,8 +22,9 @@ from datetime import datetime
 from typing import Any
 
 from groupcoord.cli import group_ops as ops
+from groupcoord.cli import reset_plan
 from groupcoord.cli import share_group_ops as share_ops
-from groupcoord.cli.wire_client import WireClient
+from groupcoord.cli.wire_client import KafkaError, WireClient
 from groupcoord.wire.errors import ErrorCode
 
 TopicPartition = tuple[str, int]
@@ -28,13 +32,12 @@ TopicPartition = tuple[str, int]
 
 def cmd_reset(client: WireClient, args: argparse.Namespace,
               resolve: Any, table: Any) -> int:
-    if args.to_offset is not None or args.shift_by is not None:
-        raise SystemExit("Error: share groups can only be reset --to-earliest, --to-latest "
-                         "or --to-datetime.")
-    state = share_ops.describe_share_group(client, args.group)["state"]
-    if state not in ("Empty", "Dead"):
-        raise SystemExit(f"Error: Share group '{args.group}' is not empty.")
-    if args.all_topics:
+    if args.shift_by is not None:
+        raise SystemExit("Error: share groups cannot be reset --shift-by.")
+    _ensure_inactive(client, args.group)
+    if args.from_file is not None:
+        partitions = []
+    elif args.all_topics:
         partitions = sorted((r["topic"], r["partition"])
                             for r in share_ops.share_offsets(client, args.group))
     else:
@@ -47,6 +50,9 @@ def cmd_reset(client: WireClient, args: argparse.Namespace,
     elif not args.execute and not args.dry_run:
         sys.stderr.write("WARN: No action will be performed as the --execute option is "
                          "missing.\n")
+    if args.export:
+        sys.stdout.write(reset_plan.export_csv(targets))
+        return 1 if errors else 0
     rows = [{"group": args.group, "topic": t, "partition": p, "new_offset": o,
              "error": ErrorCode(errors[(t, p)]).name if (t, p) in errors else None}
             for (t, p), o in sorted(targets.items())]
@@ -59,16 +65,38 @@ def cmd_reset(client: WireClient, args: argparse.Namespace,
     return 1 if errors else 0
 
 
+def _ensure_inactive(client: WireClient, group: str) -> None:
+    """ShareGroupService.resetOffsets: a described group must be Empty or Dead; one that
+    does not exist (GroupIdNotFoundException) is reset anyway."""
+    try:
+        state = share_ops.describe_share_group(client, group)["state"]
+    except KafkaError as exc:
+        if exc.code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return
+        raise
+    if state not in ("Empty", "Dead"):
+        raise SystemExit(f"Error: Share group '{group}' is not empty.")
+
+
 def _targets(client: WireClient, args: argparse.Namespace,
              partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-    """`OffsetsUtils.resetToEarliest/Latest/DateTime`."""
+    """`GroupOffsetsResetter`'s scenarios for a share group (`prepareOffsetsToReset`)."""
+    if args.from_file is not None:
+        return reset_plan.planned_offsets(client, args.from_file, args.group)
     if not partitions:
         return {}
     if args.to_earliest:
         return ops.list_offsets(client, partitions, ops.EARLIEST)
+    if args.to_offset is not None:
+        return reset_plan.offsets_in_range(client, dict.fromkeys(partitions, args.to_offset))
     latest = ops.list_offsets(client, partitions, ops.LATEST)
     if args.to_latest:
         return latest
+    if args.to_current:  # `resetToCurrentForShareGroup`
+        started = {(r["topic"], r["partition"]): r["start_offset"]
+                   for r in share_ops.share_offsets(client, args.group)
+                   if r["start_offset"] is not None}
+        return {tp: started.get(tp, latest[tp]) for tp in partitions}
     ts = int(datetime.fromisoformat(args.to_datetime).timestamp() * 1000)
     by_time = ops.list_offsets(client, partitions, ts)
     return {tp: (o if o >= 0 else latest[tp]) for tp, o in by_time.items()}

@@ -32,6 +32,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from groupcoord.apis import features
 from groupcoord.apis.common import topic_name_error
 from groupcoord.apis.topic_configs import DLQ_AUTO_CREATE, DLQ_GROUP_ENABLE, DLQ_TOPIC_PREFIX
 from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -68,10 +69,9 @@ SOURCE_READ_BYTES = 1024 * 1024
 
 
 def share_version_supports_dlq() -> bool:
-    """share.version >= 2 (`ShareVersion.supportsShareGroupDLQ`). SV_2 is Kafka 4.4's
-    latest production level, finalized on a new 4.4 cluster; this broker does not finalize
-    feature levels yet, so it always runs at that default."""
-    return True
+    """share.version >= 2 (`ShareVersion.supportsShareGroupDLQ`), as finalized in
+    `apis.features` (Kafka 4.4's default level)."""
+    return features.finalized_level(features.SHARE_VERSION) >= features.SHARE_VERSION_DLQ
 
 
 class DlqTarget(NamedTuple):

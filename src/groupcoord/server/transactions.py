@@ -29,6 +29,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.apis import features
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.transactions.coordinator import (
     CONCURRENT_TRANSACTIONS,
@@ -85,7 +86,8 @@ class TransactionRuntime:
         extra = broker.config.extra
         self.num_partitions = txn_topic_partitions(extra)
         self.coordinator = TransactionCoordinator(
-            broker.producers.ids.next_id, _int(extra, "transaction.max.timeout.ms", 900_000))
+            broker.producers.ids.next_id, _int(extra, "transaction.max.timeout.ms", 900_000),
+            features.finalized_level(features.TRANSACTION_VERSION))
         self.abort_interval_ms = _int(
             extra, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10_000)
         self.expiration_ms = _int(extra, "transactional.id.expiration.ms", 604_800_000)
@@ -169,9 +171,9 @@ class TransactionRuntime:
         return op
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: list[TopicPartition]) -> int:
+                       partitions: list[TopicPartition], client_tv: int = 0) -> int:
         now = self.clock.now_ms()
-        op = self.coordinator.add_partitions(tid, pid, epoch, partitions, now)
+        op = self.coordinator.add_partitions(tid, pid, epoch, partitions, now, client_tv)
         if op.error or op.transit is None:
             return op.error
         return self._write(op, now)

@@ -204,6 +204,34 @@ def test_timeouts_abort_with_epoch_fence() -> None:
     assert c.end_txn("t", pid, epoch, True, 61_003).error == PRODUCER_FENCED
 
 
+def test_at_transaction_version_2_the_coordinators_abort_is_a_tv2_abort() -> None:
+    """`abortTimedOutTransactions` ends the transaction at the server's TV: the epoch is
+    bumped once, the fenced one kept as the last epoch, ClientTransactionVersion 2. The
+    request's own version then picks the path: a TV2 producer's abort at its old epoch is a
+    retry (answered with the new epoch, so it carries on), its commit INVALID_TXN_STATE;
+    a TV1 producer (EndTxn v4-) is fenced."""
+    ids = itertools.count(1000)
+    c = TransactionCoordinator(lambda: next(ids), transaction_version=2)
+    pid, epoch = _ongoing(c, now=1000)
+    op = _commit(c, c.abort_timed_out("t", 61_001))
+    md = c.txns["t"]
+    assert (md.state, md.producer_epoch, md.last_producer_epoch, md.client_tv) == (
+        S.PREPARE_ABORT, epoch + 1, epoch, 2)
+    assert op.writes_markers
+    _commit(c, c.complete("t", 61_002))
+    assert (c.txns["t"].state, c.txns["t"].producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
+    abort = c.end_txn("t", pid, epoch, False, 61_003, client_tv=2)
+    assert (abort.error, abort.producer_id, abort.producer_epoch, abort.transit) == (
+        0, pid, epoch + 1, None)
+    assert c.end_txn("t", pid, epoch, True, 61_004, client_tv=2).error == INVALID_TXN_STATE
+    assert c.end_txn("t", pid, epoch, False, 61_005, client_tv=0).error == PRODUCER_FENCED
+    # A new instance's InitProducerId fences an ongoing transaction the same way.
+    _commit(c, c.add_partitions("t", pid, epoch + 1, [("a", 0)], 61_006, client_tv=2))
+    fenced = _commit(c, c.init_producer_id("t", 60_000, None, 61_007))
+    assert fenced.error == CONCURRENT_TRANSACTIONS
+    assert (c.txns["t"].producer_epoch, c.txns["t"].client_tv) == (epoch + 2, 2)
+
+
 def test_expiration_and_tombstone_replay() -> None:
     c = _coord()
     _init(c, now=0)

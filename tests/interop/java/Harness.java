@@ -72,6 +72,8 @@ public final class Harness {
             case "group-members" -> GroupMembers.run(args);
             case "txn-produce" -> TxnModes.produce(args);
             case "ctp" -> TxnModes.consumeTransformProduce(args);
+            case "txn-fence" -> TxnModes.fence(args);
+            case "txn-timeout" -> TxnModes.timeout(args);
             default -> {
                 Integer code = ClientModes.run(mode, args);
                 if (code == null) {

@@ -29,16 +29,33 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * consume-transform-produce loop: a read_committed group consumer, and per non-empty poll one
  * transaction that writes each record to O (value prefixed {@code out-}) and commits the
  * consumed offsets with {@code sendOffsetsToTransaction}. Prints {@code ctp-done}.
+ *
+ * <p>{@code txn-fence --topic T --transactional-id ID}: a zombie and its successor. Producer A
+ * sends {@code zombie-0} and {@code zombie-1} in a transaction and flushes; producer B with the
+ * same id runs initTransactions (fencing A); A's commit fails and is reported as
+ * {@code fenced} with the exception's simple class name, then A's further send too
+ * ({@code zombie-send}); B commits {@code successor-0}. Prints {@code fence-done}.
+ *
+ * <p>{@code txn-timeout --topic T --transactional-id ID --wait-ms W} (with
+ * {@code --prop transaction.timeout.ms=...}): producers ID-commit and ID-abort each send one
+ * record in a transaction, flush, and leave it open for W ms, so that the coordinator aborts
+ * both; then ID-commit commits ({@code late-commit}) and ID-abort aborts
+ * ({@code late-abort}), each reported with the simple class name of what it threw or
+ * "none"; ID-abort then commits {@code after-0} in a new transaction ({@code after}).
  */
 final class TxnModes {
     private TxnModes() {
     }
 
     private static KafkaProducer<byte[], byte[]> producer(Args args) {
+        return producer(args, args.get("transactional-id"));
+    }
+
+    private static KafkaProducer<byte[], byte[]> producer(Args args, String transactionalId) {
         Map<String, Object> defaults = new HashMap<>();
         defaults.put("key.serializer", ByteArraySerializer.class.getName());
         defaults.put("value.serializer", ByteArraySerializer.class.getName());
-        defaults.put("transactional.id", args.get("transactional-id"));
+        defaults.put("transactional.id", transactionalId);
         KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(args.clientProps(defaults));
         producer.initTransactions();
         return producer;
@@ -97,6 +114,69 @@ final class TxnModes {
         producer.close();
         Json.emit(Map.of("event", "txn-produced", "steps", plan.size()));
         return 0;
+    }
+
+    static int fence(Args args) {
+        String topic = args.get("topic");
+        KafkaProducer<byte[], byte[]> zombie = producer(args);
+        zombie.beginTransaction();
+        for (int i = 0; i < 2; i++) {
+            zombie.send(new ProducerRecord<>(topic, 0, bytes("z" + i), bytes("zombie-" + i)));
+        }
+        zombie.flush();
+        KafkaProducer<byte[], byte[]> successor = producer(args);
+        Json.emit(Map.of("event", "fenced", "error", failure(zombie::commitTransaction)));
+        Json.emit(Map.of("event", "zombie-send", "error", failure(() -> zombie.send(
+                new ProducerRecord<>(topic, 0, bytes("z2"), bytes("zombie-2"))).get())));
+        zombie.close(Duration.ZERO);
+        successor.beginTransaction();
+        successor.send(new ProducerRecord<>(topic, 0, bytes("s0"), bytes("successor-0")));
+        successor.commitTransaction();
+        successor.close();
+        Json.emit(Map.of("event", "fence-done"));
+        return 0;
+    }
+
+    static int timeout(Args args) throws InterruptedException {
+        String topic = args.get("topic");
+        String id = args.get("transactional-id");
+        KafkaProducer<byte[], byte[]> committer = producer(args, id + "-commit");
+        KafkaProducer<byte[], byte[]> aborter = producer(args, id + "-abort");
+        for (KafkaProducer<byte[], byte[]> p : List.of(committer, aborter)) {
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, 0, bytes("late"), bytes("timed-out")));
+            p.flush();
+        }
+        Thread.sleep(args.getLong("wait-ms", 15_000));
+        Json.emit(Map.of("event", "late-commit", "error", failure(committer::commitTransaction)));
+        Json.emit(Map.of("event", "late-abort", "error", failure(aborter::abortTransaction)));
+        Json.emit(Map.of("event", "after", "error", failure(() -> {
+            aborter.beginTransaction();
+            aborter.send(new ProducerRecord<>(topic, 0, bytes("a0"), bytes("after-0"))).get();
+            aborter.commitTransaction();
+        })));
+        committer.close(Duration.ZERO);
+        aborter.close(Duration.ZERO);
+        return 0;
+    }
+
+    /** What {@code action} threw, as the simple class name of the root cause, or "none". */
+    private static String failure(Action action) {
+        try {
+            action.run();
+            return "none";
+        } catch (Exception e) {
+            Throwable cause = e;
+            while (cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            return cause.getClass().getSimpleName();
+        }
+    }
+
+    @FunctionalInterface
+    private interface Action {
+        void run() throws Exception;
     }
 
     static int consumeTransformProduce(Args args) {

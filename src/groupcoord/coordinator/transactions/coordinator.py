@@ -74,9 +74,14 @@ class TransactionCoordinator:
     """All transactional ids of this broker (every `__transaction_state` partition)."""
 
     def __init__(self, next_producer_id: Callable[[], int],
-                 max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS) -> None:
+                 max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
+                 transaction_version: int = 0) -> None:
+        """`transaction_version` is the broker's finalized `transaction.version`, at which
+        the coordinator's own aborts (timeouts, fencing) run, as Kafka's
+        `txnManager.transactionVersionLevel()`."""
         self.next_producer_id = next_producer_id
         self.max_timeout_ms = max_timeout_ms
+        self.transaction_version = transaction_version
         self.txns: dict[str, TransactionMetadata] = {}
 
     # -- log ---------------------------------------------------------------------------
@@ -119,8 +124,7 @@ class TransactionCoordinator:
             return _error(CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
             # Abort first with a bumped epoch the caller never sees; its retry bumps again.
-            return TxnOp(CONCURRENT_TRANSACTIONS, tid=tid,
-                         transit=md.prepare_fence_and_abort(now_ms))
+            return TxnOp(CONCURRENT_TRANSACTIONS, tid=tid, transit=self._fence_and_abort(md, now_ms))
         if md.state in (S.EMPTY, *COMPLETE):
             return self._bump_or_rotate(md, timeout_ms, expected, now_ms)
         raise AssertionError(f"transactional id {tid} in state {md.state.kafka_name}")
@@ -160,7 +164,8 @@ class TransactionCoordinator:
         return NONE, md
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: Iterable[TopicPartition], now_ms: int) -> TxnOp:
+                       partitions: Iterable[TopicPartition], now_ms: int,
+                       client_tv: int = 0) -> TxnOp:
         error, md = self._check_producer(tid, pid, epoch)
         if md is None:
             return _error(error)
@@ -169,7 +174,7 @@ class TransactionCoordinator:
         added = frozenset(partitions)
         if md.state == S.ONGOING and added <= md.partitions:
             return TxnOp(NONE, pid, epoch, tid)
-        return TxnOp(NONE, pid, epoch, tid, md.prepare_add_partitions(added, now_ms))
+        return TxnOp(NONE, pid, epoch, tid, md.prepare_add_partitions(added, now_ms, client_tv))
 
     def verify_partitions(self, tid: str, pid: int, epoch: int,
                           partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -191,12 +196,14 @@ class TransactionCoordinator:
         md = self.txns.get(tid)
         if md is None:
             return _error(INVALID_PRODUCER_ID_MAPPING)
-        tv2 = md.client_tv >= 2
+        # The request's transaction version picks the path (`endTransaction` ->
+        # `endTransactionWithTV1` below 2), whatever version wrote the transaction's state.
+        tv2 = client_tv >= 2
         retry_on_overflow = (tv2 and md.prev_producer_id == pid and epoch == 32766
                              and md.producer_epoch == 0)
         if md.producer_id != pid and not retry_on_overflow:
             return _error(INVALID_PRODUCER_ID_MAPPING)
-        if not self._valid_end_epoch(md, epoch, from_client, retry_on_overflow):
+        if not self._valid_end_epoch(md, epoch, from_client, retry_on_overflow, tv2):
             return _error(PRODUCER_FENCED)
         state = md.state
         if state == S.ONGOING:
@@ -215,8 +222,8 @@ class TransactionCoordinator:
 
     @staticmethod
     def _valid_end_epoch(md: TransactionMetadata, epoch: int, from_client: bool,
-                         retry_on_overflow: bool) -> bool:
-        if md.client_tv < 2:
+                         retry_on_overflow: bool, tv2: bool) -> bool:
+        if not tv2:
             # TV1: clients never bump the epoch without the coordinator.
             return (not from_client or epoch == md.producer_epoch) and epoch >= md.producer_epoch
         bumped = md.producer_epoch == epoch + 1  # a retry of an EndTxn that already bumped
@@ -246,7 +253,15 @@ class TransactionCoordinator:
         md = self.txns.get(tid)
         if md is None or md.state != S.ONGOING:
             return _error(CONCURRENT_TRANSACTIONS)
-        return TxnOp(NONE, tid=tid, transit=md.prepare_fence_and_abort(now_ms))
+        return TxnOp(NONE, tid=tid, transit=self._fence_and_abort(md, now_ms))
+
+    def _fence_and_abort(self, md: TransactionMetadata, now_ms: int) -> TxnTransit:
+        """The coordinator's abort of an ongoing transaction at the server's transaction
+        version; at 2 an exhausted epoch gets its next producer id, as an EndTxn does."""
+        next_pid = NO_PRODUCER_ID
+        if self.transaction_version >= 2 and is_epoch_exhausted(md.producer_epoch):
+            next_pid = self.next_producer_id()
+        return md.prepare_fence_and_abort(now_ms, self.transaction_version, next_pid)
 
     def pending_markers(self) -> list[str]:
         """Ids whose markers are not all written yet (PrepareCommit/PrepareAbort)."""

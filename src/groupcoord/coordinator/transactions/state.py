@@ -188,21 +188,34 @@ class TransactionMetadata:
                              partitions=frozenset(), start_ms=-1, last_update_ms=now_ms,
                              client_tv=0)
 
-    def prepare_add_partitions(self, added: frozenset[TopicPartition],
-                               now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, added: frozenset[TopicPartition], now_ms: int,
+                               client_tv: int = 0) -> TxnTransit:
+        """`client_tv` is the transaction version of the adding request (2 for partitions
+        a TV2 producer adds implicitly), recorded as Kafka's `prepareAddPartitions` does."""
         starting = self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT)
         return self._transit(S.ONGOING, partitions=frozenset(self.partitions) | added,
                              start_ms=now_ms if starting else self.start_ms,
-                             last_update_ms=now_ms, client_tv=0)
+                             last_update_ms=now_ms, client_tv=client_tv)
 
-    def prepare_fence_and_abort(self, now_ms: int) -> TxnTransit:
+    def prepare_fence_and_abort(self, now_ms: int, server_tv: int = 0,
+                                next_pid: int = NO_PRODUCER_ID) -> TxnTransit:
         """Ongoing -> PrepareEpochFence -> PrepareAbort with the epoch bumped (Kafka's
         prepareFenceProducerEpoch followed by the abort it triggers); PrepareEpochFence is
-        never written, as in Kafka."""
+        never written, as in Kafka. The abort runs at the broker's finalized transaction
+        version (`server_tv`, "not from client, use server TV"): at 2 it is a KIP-890 part 2
+        abort (`prepareAbortOrCommit` bumps the epoch once, keeps the fenced one as the last
+        epoch, and `next_pid` replaces an exhausted producer id at completion), so the
+        fenced producer's own abort at its old epoch is then answered as a retry."""
         if self.producer_epoch >= SHORT_MAX:
             raise IllegalTransitionError("cannot fence a producer at epoch 32767")
         check_transition(self.state, S.PREPARE_EPOCH_FENCE)
         check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT)
+        if server_tv >= 2:
+            return self._transit(S.PREPARE_ABORT, check=False,
+                                 producer_epoch=self.producer_epoch + 1,
+                                 last_producer_epoch=self.producer_epoch,
+                                 next_producer_id=next_pid, last_update_ms=now_ms,
+                                 client_tv=server_tv)
         return self._transit(S.PREPARE_ABORT, check=False,
                              producer_epoch=self.producer_epoch + 1,
                              last_producer_epoch=NO_PRODUCER_EPOCH,

@@ -1,7 +1,7 @@
 /**
  * The modes of the 4.x client beyond those every client runs ({@link Harness}): group admin
  * through Admin.listGroups and describeConsumerGroups ({@link GroupAdmin}) and the share-group
- * admin calls ({@link ShareGroupAdmin}), none of which the 3.9 Admin client has in this form.
+ * admin calls ({@link ShareGroupAdmin}) and feature admin ({@link FeatureAdmin}), none of which the 3.9 Admin client has in this form.
  */
 final class ClientModes {
     private ClientModes() {
@@ -19,6 +19,8 @@ final class ClientModes {
             case "alter-share-group-offsets" -> ShareGroupAdmin.alterOffsets(args);
             case "delete-share-group-offsets" -> ShareGroupAdmin.deleteOffsets(args);
             case "delete-share-groups" -> ShareGroupAdmin.deleteGroups(args);
+            case "describe-features" -> FeatureAdmin.describe(args);
+            case "update-feature" -> FeatureAdmin.update(args);
             default -> null;
         };
     }
