@@ -70,6 +70,8 @@ GROUP_MODULES: tuple[str, ...] = (
     "consumer_group_describe",
     "share_group_heartbeat",
     "share_group_describe",
+    "streams_group_heartbeat",
+    "streams_group_describe",
     "share_fetch",
     "share_acknowledge",
     "describe_share_group_offsets",

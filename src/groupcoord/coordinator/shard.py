@@ -1,6 +1,7 @@
 """One `__consumer_offsets` partition's worth of groups and offsets
 (`GroupCoordinatorShard` over `GroupMetadataManager` + `OffsetMetadataManager`): classic
-groups, KIP-848 consumer groups (record types 3-8 and 16) and committed offsets.
+groups, KIP-848 consumer groups (record types 3-8 and 16), KIP-1071 streams groups
+(17, 19-23) and committed offsets.
 
 Every method is an operation of the shard's single writer: it takes the request, the
 caller (`OpContext`) and the time, and returns a `Result`. Durable state changes only in
@@ -38,10 +39,16 @@ from groupcoord.coordinator.share import shard_ops as share_ops
 from groupcoord.coordinator.share.manager import SESSION_TIMER as SHARE_SESSION_TIMER
 from groupcoord.coordinator.share.manager import ShareGroups
 from groupcoord.coordinator.share.records import RECORD_TYPES as SHARE_RECORD_TYPES
+from groupcoord.coordinator.streams import offsets as streams_offsets
+from groupcoord.coordinator.streams import timers as streams_timers
+from groupcoord.coordinator.streams.heartbeat import HeartbeatResult
+from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
+from groupcoord.coordinator.streams.manager import StreamsGroups
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult
+from groupcoord.wire.generated.streams_group_heartbeat import StreamsGroupHeartbeatResponse
 
 OFFSET_RECORD_TYPES = (0, 1)
 GROUP_METADATA_RECORD_TYPE = 2
@@ -57,6 +64,7 @@ class GroupCoordinatorShard:
         self.classic = ClassicGroups(self.config, self.ids)
         self.consumer = ConsumerGroups(self.config, self.ids, self.classic)
         migration.install(self)
+        self.streams = StreamsGroups(self.config)
         self.offsets = OffsetStore()
         self.share = ShareGroups(
             session_timeout_ms=self.config.group_share_session_timeout_ms,
@@ -81,7 +89,8 @@ class GroupCoordinatorShard:
         record_type = key.RECORD_TYPE
         if record_type in OFFSET_RECORD_TYPES:
             self.offsets.replay(key.group, key.topic, key.partition, value, producer_id, offset)
-            if value is not None and key.group not in self.consumer.groups:
+            if value is not None and key.group not in self.consumer.groups \
+                    and key.group not in self.streams.groups:
                 self.classic.ensure_simple_group(key.group)
         elif record_type == GROUP_METADATA_RECORD_TYPE:
             self.classic.replay_group_metadata(key.group, value, self.live, self.last_now_ms)
@@ -89,6 +98,11 @@ class GroupCoordinatorShard:
             self.consumer.replay(key, value)
         elif record_type in SHARE_RECORD_TYPES:
             self.share.replay(key, value)
+        elif record_type in STREAMS_RECORD_TYPES:
+            if value is not None and key.group_id not in self.streams.groups:
+                # A simple classic group (offsets only) is replaced, as in Kafka.
+                self.classic.groups.pop(key.group_id, None)
+            self.streams.replay(key, value)
         # Other record types belong to other group kinds; the loader skips them here.
 
     def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int,
@@ -103,12 +117,14 @@ class GroupCoordinatorShard:
         result = self.classic.on_loaded(now_ms)
         result.timers.extend(self.consumer.on_loaded(now_ms).timers)
         result.timers.extend(self.share.on_loaded(now_ms).timers)
+        result.timers.extend(self.streams.on_loaded(now_ms).timers)
         return result
 
     def on_topics_changed(self, image: TopicsImage, now_ms: int) -> Result:
         """The runtime's topics image changed (or was loaded): input, not durable state."""
         self.consumer.on_topics_changed(image)
         self.share.on_topics_changed(image)
+        self.streams.on_topics_changed(image)
         return Result()
 
     # -- consumer group RPCs -----------------------------------------------------------
@@ -116,7 +132,7 @@ class GroupCoordinatorShard:
                                  now_ms: int, overrides: Mapping[str, str] | None = None
                                  ) -> Result:
         self.last_now_ms = now_ms
-        if request.group_id in self.share.groups:
+        if request.group_id in self.share.groups or request.group_id in self.streams.groups:
             return Result(response=ConsumerGroupHeartbeatResponse(
                 error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                 error_message=f"Group {request.group_id} is not a consumer group."))
@@ -124,6 +140,30 @@ class GroupCoordinatorShard:
 
     def consumer_group_describe(self, group_id: str, version: int = 1) -> Result:
         return Result(response=self.consumer.describe(group_id, version, False))
+
+    # -- streams group RPCs (KIP-1071) --------------------------------------------------
+    def streams_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
+                                now_ms: int) -> Result:
+        """The response is a `HeartbeatResult` (response + internal topics to create)."""
+        self.last_now_ms = now_ms
+        group_id = request.group_id
+        classic = self.classic.get(group_id)
+        other = group_id in self.consumer.groups or group_id in self.share.groups \
+            or (classic is not None and not classic.is_in(ClassicGroupState.EMPTY))
+        if other and group_id not in self.streams.groups:
+            return Result(response=HeartbeatResult(StreamsGroupHeartbeatResponse(
+                error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                error_message=f"Group {group_id} is not a streams group.")))
+        result = self.streams.streams_group_heartbeat(request, version, ctx, now_ms)
+        if classic is not None and request.member_epoch == 0 and result.records:
+            # `getOrCreateStreamsGroup`: an empty classic group becomes a streams group.
+            result.records[:0] = [group_tombstone(group_id)]
+        return result
+
+    def streams_group_describe(self, group_id: str) -> Result:
+        other = group_id in self.consumer.groups or group_id in self.share.groups \
+            or group_id in self.classic.groups
+        return Result(response=self.streams.describe(group_id, other))
 
     # -- classic group RPCs ------------------------------------------------------------
     def join_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
@@ -161,6 +201,13 @@ class GroupCoordinatorShard:
     # -- offsets -------------------------------------------------------------------------
     def offset_commit(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         fx = self._fx(now_ms)
+        streams = self.streams.groups.get(request.group_id)
+        if streams is not None:
+            verdict = streams_offsets.validate_commit(
+                streams, request.member_id or "", request.group_instance_id,
+                request.generation_id_or_member_epoch, version, False, self.streams.image)
+            return commit.offset_commit(self.classic, request, version, fx, verdict,
+                                        self.streams.image.topic_id)
         group = self.consumer.get(request.group_id)
         if group is None:
             return commit.offset_commit(self.classic, request, version, fx)
@@ -183,7 +230,12 @@ class GroupCoordinatorShard:
         member_id, instance_id = request.member_id or "", request.group_instance_id
         generation = request.generation_id_or_member_epoch
         consumer = self.consumer.get(request.group_id)
-        if consumer is not None:
+        streams = self.streams.groups.get(request.group_id)
+        if streams is not None:
+            verdict = streams_offsets.validate_commit(streams, member_id, instance_id,
+                                                      generation, version, True,
+                                                      self.streams.image)
+        elif consumer is not None:
             verdict = txn_commit.validate_consumer(consumer, member_id, instance_id, generation,
                                                    version)
         elif request.group_id in self.share.groups:
@@ -233,7 +285,8 @@ class GroupCoordinatorShard:
     # -- admin -----------------------------------------------------------------------------
     def describe_group(self, group_id: str, version: int = 6) -> Result:
         described = admin.describe(self.classic.get(group_id), group_id, version)
-        if group_id in self.consumer.groups and described.error_code:
+        if (group_id in self.consumer.groups or group_id in self.streams.groups) \
+                and described.error_code:
             # DescribeGroups serves classic groups only (`GroupMetadataManager.describeGroups`).
             described.error_message = f"Group {group_id} is not a classic group."
         return Result(response=described)
@@ -246,6 +299,7 @@ class GroupCoordinatorShard:
         wanted_types = {t.strip().lower() for t in types or []}
         listed.extend(self.consumer.list_groups(wanted_states, wanted_types))
         listed.extend(self.share.list_groups(wanted_states, wanted_types))
+        listed.extend(self.streams.list_groups(wanted_states, wanted_types))
         listed.sort(key=lambda g: g.group_id)
         return Result(response=listed)
 
@@ -255,6 +309,16 @@ class GroupCoordinatorShard:
         for group_id in group_ids:
             if group_id in self.share.groups:
                 results.append(share_ops.delete_group(self, group_id, fx))
+                continue
+            streams = self.streams.groups.get(group_id)
+            if streams is not None:
+                error = self.streams.validate_delete(streams)
+                if error == ErrorCode.NONE:
+                    self._delete_offsets(group_id, fx.records)
+                    self.streams.delete_records(streams, fx.records)
+                    fx.event(group_id, "group_deleted", streams.group_epoch,
+                             reason="DeleteGroups request")
+                results.append(DeletableGroupResult(group_id=group_id, error_code=int(error)))
                 continue
             consumer = self.consumer.get(group_id)
             if consumer is not None:
@@ -294,6 +358,8 @@ class GroupCoordinatorShard:
         self.last_now_ms = now_ms
         if key[0] == SHARE_SESSION_TIMER:
             return self.share.on_timer(key, now_ms)
+        if key[0] in streams_timers.KINDS:
+            return self.streams.on_timer(key, now_ms)
         if key[0] in consumer_timers.KINDS:
             return self.consumer.on_timer(key, now_ms)
         if key[0] in migration.TIMER_KINDS:
@@ -352,6 +418,8 @@ class GroupCoordinatorShard:
             snap["consumer"] = self.consumer.canonical()
         if self.share.groups:
             snap["share"] = self.share.canonical()
+        if self.streams.groups:
+            snap["streams"] = self.streams.canonical()
         return snap
 
     # -- share groups (KIP-932) ------------------------------------------------------------

@@ -1,0 +1,331 @@
+"""StreamsGroupHeartbeat for joining and active members
+(`GroupMetadataManager.streamsGroupHeartbeat`), in Kafka's five steps:
+
+1. create or update the member (a metadata change bumps the group epoch);
+2. initialise the topology from the first member, or check a joining member's against it;
+3. validate the topology against the topics image and list internal topics to create
+   (re-done when the topology is new, the topics changed, or every 10 s);
+4. recompute the target assignment when the group epoch moved past it;
+5. reconcile the member toward its target (revoke before assign).
+
+The handler reads state and returns records; soft state (configured topology, reported
+task offsets, refresh deadline) is updated in place, as Kafka's non-timeline fields are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.coordinator.classic.effects import Effects
+from groupcoord.coordinator.consumer.errors import HeartbeatError
+from groupcoord.coordinator.streams import records as rec
+from groupcoord.coordinator.streams import target as target_assignment
+from groupcoord.coordinator.streams import timers
+from groupcoord.coordinator.streams.configure import (
+    ConfiguredTopology,
+    IllegalTopologyState,
+    InternalTopic,
+    InvalidTopology,
+    Status,
+    configure_topics,
+)
+from groupcoord.coordinator.streams.group import METADATA_REFRESH_INTERVAL_MS, StreamsGroup
+from groupcoord.coordinator.streams.member import MemberState, StreamsGroupMember
+from groupcoord.coordinator.streams.membership import get_or_create_member
+from groupcoord.coordinator.streams.reconcile import FencedMember, Reconciler
+from groupcoord.coordinator.streams.tasks import TasksTuple, TasksWithEpochs, tasks_of
+from groupcoord.coordinator.streams.topology import StreamsTopology, record_value
+from groupcoord.coordinator.streams.validate import JOIN_EPOCH
+from groupcoord.coordinator.topics import group_hash, topic_hash
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated import streams_group_heartbeat as wire
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.streams.manager import StreamsGroups
+
+
+@dataclass(slots=True)
+class HeartbeatResult:
+    """`StreamsGroupHeartbeatResult`: the response and the internal topics to create."""
+
+    response: wire.StreamsGroupHeartbeatResponse
+    topics_to_create: dict[str, InternalTopic] = field(default_factory=dict)
+
+
+def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
+              client_host: str, fx: Effects) -> HeartbeatResult:
+    group_id, member_id = request.group_id, request.member_id
+    statuses: list[wire.Status] = []
+    joining = request.member_epoch == JOIN_EPOCH
+    group = mgr.group_for_heartbeat(group_id, joining, request.instance_id, member_id)
+    member, replaced = get_or_create_member(mgr, group, request, fx.records)
+    updated = _updated_member(member, request, joining, client_id, client_host)
+    recompute = _write_member(group, request.instance_id, member, updated, fx)
+
+    topology = _maybe_update_topology(group, request.topology, fx.records)
+    if topology.epoch > updated.topology_epoch:
+        statuses.append(wire.Status(
+            status_code=Status.STALE_TOPOLOGY,
+            status_detail=f"The member's topology epoch {updated.topology_epoch} is behind "
+                          f"the group's topology epoch {topology.epoch}."))
+    configured, metadata_hash, changed = _configured(mgr, group, topology, fx.now_ms)
+    recompute |= changed
+    validated = -1
+    if configured.is_ready():
+        validated = topology.epoch
+        for tasks in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
+            _throw_if_invalid_tasks(configured, tasks)
+    _store_task_offsets(group, member_id, request)
+    if validated != group.validated_topology_epoch:
+        recompute = True
+    configs = mgr.assignment_configs()
+    if not recompute and configs != group.last_assignment_configs:
+        recompute = True
+
+    group_epoch = group.group_epoch
+    if recompute:
+        group_epoch += 1
+        fx.records.append(rec.group_metadata(group_id, group_epoch, metadata_hash, validated,
+                                             configs, group.stored_description_epoch,
+                                             group.failed_description_epoch))
+        fx.event(group_id, "group_epoch_bumped", group_epoch, member_id=member_id,
+                 reason=_bump_reason(member, updated, changed, validated, group))
+        group.refresh_deadline_ms = fx.now_ms + METADATA_REFRESH_INTERVAL_MS
+        group.refresh_epoch = group_epoch
+    if not group.members and mgr.config.group_streams_initial_rebalance_delay_ms > 0 \
+            and group_id not in mgr.initial_delays:
+        mgr.initial_delays.add(group_id)
+        fx.schedule(timers.initial_delay_key(group_id),
+                    mgr.config.group_streams_initial_rebalance_delay_ms)
+
+    members = dict(group.members)
+    if replaced is not None:
+        members.pop(replaced.member_id, None)
+    members[updated.member_id] = updated
+    current_target = dict(group.target)
+    if replaced is not None and replaced.member_id in current_target:
+        current_target[updated.member_id] = current_target.pop(replaced.member_id)
+    target_epoch, target = update_target(mgr, group, group_epoch, members, current_target,
+                                         configured, topology, configs, fx, statuses)
+    reconciled = _reconcile(mgr, group, updated, target_epoch,
+                            target.get(member_id, TasksTuple()), request, fx)
+    fx.schedule(timers.session_key(group_id, member_id), mgr.config.group_streams_session_timeout_ms)
+    if request.shutdown_application and group.shutdown_requester is None:
+        group.shutdown_requester = member_id
+    return _response(mgr, group, member, reconciled, joining, configured, statuses, request)
+
+
+def _updated_member(member: StreamsGroupMember, request: Any, joining: bool, client_id: str,
+                    client_host: str) -> StreamsGroupMember:
+    """`StreamsGroupMember.Builder.maybeUpdate*`: null (or -1) keeps the old value."""
+    changes: dict[str, Any] = {"client_id": client_id, "client_host": client_host}
+    if request.instance_id is not None:
+        changes["instance_id"] = request.instance_id
+    if request.rack_id is not None:
+        changes["rack_id"] = request.rack_id
+    if request.rebalance_timeout_ms != -1:
+        changes["rebalance_timeout_ms"] = request.rebalance_timeout_ms
+    if request.topology is not None:
+        changes["topology_epoch"] = request.topology.epoch
+    if request.process_id is not None:
+        changes["process_id"] = request.process_id
+    if request.client_tags is not None:
+        changes["client_tags"] = tuple(sorted({kv.key: kv.value
+                                               for kv in request.client_tags}.items()))
+    endpoint = request.user_endpoint
+    if joining or endpoint is not None:
+        changes["user_endpoint"] = None if endpoint is None else (endpoint.host, endpoint.port)
+    return replace(member, **changes)
+
+
+def _write_member(group: StreamsGroup, instance_id: str | None, member: StreamsGroupMember,
+                  updated: StreamsGroupMember, fx: Effects) -> bool:
+    """`hasStreamsMemberMetadataChanged`: a static member's rejoin bumps the epoch only
+    for topology epoch, rack, client tags or process id."""
+    new = updated.member_id not in group.members
+    if not new and not member.metadata_differs(updated):
+        return False
+    fx.records.append(rec.member_metadata(group.group_id, updated))
+    if instance_id is None:
+        return True
+    return member.epoch_relevant_config_differs(updated)
+
+
+def _maybe_update_topology(group: StreamsGroup, topology: Any, records: list[Any]
+                           ) -> StreamsTopology:
+    if topology is not None:
+        requested = StreamsTopology.from_request(topology)
+        if group.topology is None:
+            records.append(rec.topology(group.group_id, record_value(topology)))
+            return requested
+        if group.topology.epoch > topology.epoch:
+            return group.topology
+        if group.topology != requested:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST,
+                                 "Topology updates are not supported yet.")
+        return group.topology
+    if group.topology is None:
+        raise HeartbeatError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             "The topology is null and the group topology is also null.")
+    return group.topology
+
+
+def metadata_hash(mgr: StreamsGroups, topology: StreamsTopology) -> int:
+    """`StreamsGroup.computeMetadataHash` over the required topics that exist."""
+    image = mgr.image
+    return group_hash({t: topic_hash(image, t) for t in topology.required_topics()
+                       if t in image.by_name})
+
+
+def _configured(mgr: StreamsGroups, group: StreamsGroup, topology: StreamsTopology,
+                now_ms: int) -> tuple[ConfiguredTopology, int, bool]:
+    """Step 3: (configured topology, metadata hash, whether the hash changed)."""
+    reconfigure = group.topology is None
+    hashed = group.metadata_hash
+    changed = False
+    if reconfigure or group.configured is None or group.has_metadata_expired(now_ms):
+        hashed = metadata_hash(mgr, topology)
+        if hashed != group.metadata_hash:
+            changed = reconfigure = True
+        if reconfigure or group.configured is None:
+            try:
+                group.configured = configure_topics(topology, mgr.image, hashed)
+            except InvalidTopology as exc:
+                raise HeartbeatError(ErrorCode.STREAMS_INVALID_TOPOLOGY, str(exc)) from exc
+            except IllegalTopologyState as exc:
+                raise HeartbeatError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from exc
+    assert group.configured is not None
+    return group.configured, hashed, changed
+
+
+def _throw_if_invalid_tasks(configured: ConfiguredTopology, tasks: list[Any] | None) -> None:
+    assert configured.subtopologies is not None
+    for t in tasks or []:
+        sub = configured.subtopologies.get(t.subtopology_id)
+        if sub is None:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST,
+                                 f"Subtopology {t.subtopology_id} does not exist in the "
+                                 "topology.")
+        for p in t.partitions:
+            if p < 0 or p >= sub.number_of_tasks:
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Task {p} for subtopology {t.subtopology_id} is invalid. Number of tasks "
+                    f"for this subtopology: {sub.number_of_tasks}")
+
+
+def _store_task_offsets(group: StreamsGroup, member_id: str, request: Any) -> None:
+    """Transient telemetry for the assignor; null keeps the last report."""
+    if request.task_offsets is not None:
+        group.task_offsets[member_id] = {(t.subtopology_id, t.partition): t.offset
+                                         for t in request.task_offsets}
+    if request.task_end_offsets is not None:
+        group.task_end_offsets[member_id] = {(t.subtopology_id, t.partition): t.offset
+                                             for t in request.task_end_offsets}
+
+
+def _bump_reason(member: StreamsGroupMember, updated: StreamsGroupMember, hash_changed: bool,
+                 validated: int, group: StreamsGroup) -> str:
+    if member.member_id not in group.members:
+        return "member joined"
+    if member.metadata_differs(updated):
+        return "member metadata changed"
+    if hash_changed:
+        return "topic metadata changed"
+    if validated != group.validated_topology_epoch:
+        return "topology validated"
+    return "assignment configs changed"
+
+
+def update_target(mgr: StreamsGroups, group: StreamsGroup, group_epoch: int,
+                  members: dict[str, StreamsGroupMember], current_target: dict[str, TasksTuple],
+                  configured: ConfiguredTopology, topology: StreamsTopology | None,
+                  configs: dict[str, str], fx: Effects, statuses: list[wire.Status] | None
+                  ) -> tuple[int, dict[str, TasksTuple]]:
+    """Step 4: (target epoch, target assignment)."""
+    if group.group_id in mgr.initial_delays:
+        if statuses is not None:
+            statuses.append(wire.Status(
+                status_code=Status.ASSIGNMENT_DELAYED,
+                status_detail="Assignment delayed due to the configured initial rebalance "
+                              "delay."))
+        return group.assignment_epoch, {}
+    if group.assignment_epoch >= group_epoch:
+        return group.assignment_epoch, current_target
+    target = target_assignment.compute(group, group_epoch, members, current_target, configured,
+                                       topology, configs, fx.now_ms, fx.records)
+    fx.event(group.group_id, "target_assignment_computed", group_epoch,
+             members=len(members), tasks=sum(len(t.active) for t in target.values()))
+    return group_epoch, target
+
+
+def owned_tasks(request: Any) -> TasksWithEpochs | None:
+    """`TasksTuple.fromHeartbeatRequest`: unknown unless all three lists were sent."""
+    if request.active_tasks is None or request.standby_tasks is None \
+            or request.warmup_tasks is None:
+        return None
+    active = tasks_of((t.subtopology_id, t.partitions) for t in request.active_tasks)
+    return TasksWithEpochs({s: dict.fromkeys(p, 0) for s, p in active.items()},
+                           tasks_of((t.subtopology_id, t.partitions) for t in request.standby_tasks),
+                           tasks_of((t.subtopology_id, t.partitions) for t in request.warmup_tasks))
+
+
+def _reconcile(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMember,
+               target_epoch: int, target: TasksTuple, request: Any, fx: Effects
+               ) -> StreamsGroupMember:
+    """Step 5 (`maybeReconcile`)."""
+    if member.is_reconciled_to(target_epoch):
+        return member
+    try:
+        updated = Reconciler(member, target_epoch, target, group.current_active_process,
+                             group.current_standby_processes, group.current_warmup_processes,
+                             owned_tasks(request)).build()
+    except FencedMember as exc:
+        raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from exc
+    if updated != member:
+        fx.records.append(rec.current_assignment(group.group_id, updated))
+        key = timers.rebalance_key(group.group_id, updated.member_id)
+        if updated.state == MemberState.UNREVOKED_TASKS:
+            fx.schedule(key, max(0, updated.rebalance_timeout_ms))
+            mgr.rebalance_epochs[(group.group_id, updated.member_id)] = updated.member_epoch
+        else:
+            mgr.rebalance_epochs.pop((group.group_id, updated.member_id), None)
+            fx.cancel(key)
+    return updated
+
+
+def _task_ids(tasks: dict[str, Any]) -> list[wire.TaskIds]:
+    return [wire.TaskIds(subtopology_id=s, partitions=sorted(p))
+            for s, p in sorted(tasks.items())]
+
+
+def _response(mgr: StreamsGroups, group: StreamsGroup, before: StreamsGroupMember,
+              member: StreamsGroupMember, joining: bool, configured: ConfiguredTopology,
+              statuses: list[wire.Status], request: Any) -> HeartbeatResult:
+    config = mgr.config
+    response = wire.StreamsGroupHeartbeatResponse(
+        member_id=member.member_id, member_epoch=member.member_epoch,
+        heartbeat_interval_ms=config.group_streams_heartbeat_interval_ms,
+        task_offset_interval_ms=config.group_streams_task_offset_interval_ms,
+        acceptable_recovery_lag=config.group_streams_acceptable_recovery_lag)
+    if joining or before.assigned != member.assigned:
+        response.active_tasks = _task_ids(member.assigned.active)
+        response.standby_tasks = _task_ids(member.assigned.standby)
+        response.warmup_tasks = _task_ids(member.assigned.warmup)
+    if group.endpoint_epoch != request.endpoint_information_epoch:
+        response.partitions_by_user_endpoint = []
+    if group.group_id in mgr.groups:
+        response.endpoint_information_epoch = group.endpoint_epoch
+    to_create: dict[str, InternalTopic] = {}
+    if configured.error is not None:
+        to_create = dict(configured.to_create)
+        statuses.append(wire.Status(status_code=configured.error.status,
+                                    status_detail=configured.error.message))
+    if group.shutdown_requester is not None:
+        statuses.append(wire.Status(
+            status_code=Status.SHUTDOWN_APPLICATION,
+            status_detail=f"Streams group member {group.shutdown_requester} encountered a "
+                          "fatal error and requested a shutdown for the entire application."))
+    response.status = statuses
+    return HeartbeatResult(response, to_create)
