@@ -22,7 +22,7 @@ MVN_CHECK := command -v mvn >/dev/null \
 KAFKA_CLIENT_VERSION := $(KAFKA_VERSION)
 CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
 
-.PHONY: test test-fast interop demo venv jars client-jars java-check browser lint bench clean reference conformance
+.PHONY: test test-fast interop demo venv jars client-jars streams-jars java-check browser lint bench clean reference conformance
 
 venv: $(VENV)/.installed
 
@@ -82,6 +82,21 @@ $(CLIENT_JARS)/.stamp: tests/interop/java/pom.xml | java-check
 	test -f $(CLIENT_JARS)/libs/kafka-clients-$(KAFKA_CLIENT_VERSION).jar
 	echo '$(KAFKA_CLIENT_VERSION)' > $@
 
+# Kafka Streams 4.4 for the streams-group interop test (tests/interop/streams): kafka-streams
+# and its runtime dependencies from Maven Central, stamped and fetched like `client-jars`.
+STREAMS_JARS := .cache/kafka-streams-$(KAFKA_CLIENT_VERSION)
+
+streams-jars: $(STREAMS_JARS)/.stamp
+
+$(STREAMS_JARS)/.stamp: tests/interop/streams/pom.xml | java-check
+	@$(MVN_CHECK)
+	rm -rf $(STREAMS_JARS) && mkdir -p $(STREAMS_JARS)
+	mvn -B -q -f tests/interop/streams/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
+	    -Dkafka.version=$(KAFKA_CLIENT_VERSION) dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(STREAMS_JARS))/libs
+	test -f $(STREAMS_JARS)/libs/kafka-streams-$(KAFKA_CLIENT_VERSION).jar
+	echo '$(KAFKA_CLIENT_VERSION)' > $@
+
 # Headless Chromium for the report rendering test; installed (as root, Debian packages) only
 # when missing, so an existing install is never touched.
 browser:
@@ -89,7 +104,7 @@ browser:
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars client-jars browser reference
+test: venv java-check jars client-jars streams-jars browser reference
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -100,7 +115,7 @@ test-fast: venv
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
-interop: venv java-check jars client-jars
+interop: venv java-check jars client-jars streams-jars
 	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv

@@ -42,13 +42,15 @@ class StreamsGroupState(enum.Enum):
 @dataclass(slots=True)
 class StreamsGroup:
     group_id: str
-    group_epoch: int = 0
+    # Both epochs start at 1 (`TargetAssignmentMetadata.INITIAL`, KAFKA-20268), so a
+    # joined member's epoch is never 0, which would read as a new join.
+    group_epoch: int = 1
     metadata_hash: int = 0
     validated_topology_epoch: int = -1
     last_assignment_configs: dict[str, str] = field(default_factory=dict)
     stored_description_epoch: int = -1
     failed_description_epoch: int = -1
-    assignment_epoch: int = 0
+    assignment_epoch: int = 1
     assignment_timestamp: int = 0
     topology: StreamsTopology | None = None
     members: dict[str, StreamsGroupMember] = field(default_factory=dict)
