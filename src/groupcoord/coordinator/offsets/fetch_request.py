@@ -10,9 +10,9 @@ from typing import Any
 
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.offsets import member_epoch as member_epoch_mod
-from groupcoord.coordinator.streams import offsets as streams_offsets
 from groupcoord.coordinator.offsets.fetch import FetchedTopic, TopicQuery, fetch_offsets
 from groupcoord.coordinator.offsets.store import UUID_ZERO
+from groupcoord.coordinator.streams import offsets as streams_offsets
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_delete import (
     OffsetDeleteResponse,

@@ -129,8 +129,8 @@ class StreamsGroup:
     def _index(self, m: StreamsGroupMember, delta: int) -> None:
         """`maybeUpdateTaskProcessId`: assigned and pending-revocation tasks."""
         for tasks in (m.assigned, m.pending_revocation):
-            for s, parts in tasks.active.items():
-                for p in parts:
+            for s, epochs in tasks.active.items():
+                for p in epochs:
                     if delta > 0:
                         self.active_owner[(s, p)] = m.process_id
                     elif self.active_owner.get((s, p)) == m.process_id:

@@ -75,8 +75,8 @@ class TasksWithEpochs:
 
     def contains_any(self, other: TasksWithEpochs) -> bool:
         """Whether any task of `other` is in this tuple, role by role (`containsAny`)."""
-        for s, parts in other.active.items():
-            if set(parts) & set(self.active.get(s, {})):
+        for s, epochs in other.active.items():
+            if set(epochs) & set(self.active.get(s, {})):
                 return True
         for mine, theirs in ((self.standby, other.standby), (self.warmup, other.warmup)):
             for s, parts in theirs.items():
