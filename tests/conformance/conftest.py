@@ -41,7 +41,9 @@ def kafka_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refere
 def groupcoord_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     factory = BrokerFactory(tmp_path_factory.mktemp("groupcoord-peer"))
     args = ["--group-initial-rebalance-delay-ms", GROUP_SETTINGS["group.initial.rebalance.delay.ms"],
-            "--default-partitions", GROUP_SETTINGS["num.partitions"]]
+            "--default-partitions", GROUP_SETTINGS["num.partitions"],
+            "--group-config", "group.streams.initial.rebalance.delay.ms="
+            + GROUP_SETTINGS["group.streams.initial.rebalance.delay.ms"]]
     broker = factory.create(extra_args=args)
     yield Endpoint("groupcoord", "127.0.0.1", broker.port)
     factory.close()

@@ -29,6 +29,7 @@ CACHE_DIR = REPO_ROOT / ".cache" / f"kafka-{KAFKA_VERSION}"
 # values on its command line). Kafka names and, where not listed, Kafka defaults.
 GROUP_SETTINGS: Mapping[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
+    "group.streams.initial.rebalance.delay.ms": "0",
     "group.coordinator.rebalance.protocols": "classic,consumer,share,streams",
     "num.partitions": "1",
 }
@@ -41,6 +42,10 @@ GROUP_SETTINGS: Mapping[str, str] = {
 CONSUMER_ASSIGNMENT_ON_HEARTBEAT: Mapping[str, str] = {
     "group.consumer.assignment.interval.ms": "0",
     "group.consumer.assignor.offload.enable": "false",
+    # The same for streams groups: groupcoord computes a streams group's target assignment
+    # on the heartbeat that bumps the epoch (docs/streams-groups.md).
+    "group.streams.assignment.interval.ms": "0",
+    "group.streams.assignor.offload.enable": "false",
 }
 
 _INTERNAL_TOPICS_SINGLE_REPLICA: Mapping[str, str] = {

@@ -1,0 +1,132 @@
+"""KIP-1071 streams groups, differentially: StreamsGroupHeartbeat and StreamsGroupDescribe
+against Kafka 4.4 (`GroupMetadataManager.streamsGroupHeartbeat`, `streamsGroupDescribe`).
+
+A member joins with a word-count topology (source -> repartition -> stateful counting):
+the first answer reports the internal topics as missing, the broker creates them (Kafka
+through its controller, asynchronously, so the scenario polls unrecorded until the tasks
+arrive), and from then on heartbeats, describes, errors and the leave must match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from conformance import consumer
+from conformance.conversation import Conversation
+from conformance.differential import Scenario
+from groupcoord.wire.generated import streams_group_describe as sgd
+from groupcoord.wire.generated import streams_group_heartbeat as hb
+
+Run = Callable[[Scenario], None]
+HEARTBEAT_VERSION = 1
+DESCRIBE_VERSION = 1
+M1, M2 = consumer.member_id(1), consumer.member_id(2)
+
+
+def topology(c: Conversation, source: str) -> hb.Topology:
+    repartition, changelog = c.name("words-repartition"), c.name("counts-changelog")
+    return hb.Topology(epoch=0, subtopologies=[
+        hb.Subtopology(subtopology_id="0", source_topics=[source],
+                       repartition_sink_topics=[repartition]),
+        hb.Subtopology(subtopology_id="1",
+                       repartition_source_topics=[hb.TopicInfo(name=repartition)],
+                       state_changelog_topics=[hb.TopicInfo(name=changelog, topic_configs=[
+                           hb.KeyValue(key="cleanup.policy", value="compact")])]),
+    ])
+
+
+def request(group: str, member: str, epoch: int, top: hb.Topology | None = None,
+            tasks: list[hb.TaskIds] | None = None, **kw: object
+            ) -> hb.StreamsGroupHeartbeatRequest:
+    joining = epoch == 0
+    fields: dict[str, object] = {
+        "group_id": group, "member_id": member, "member_epoch": epoch,
+        "rebalance_timeout_ms": 30_000 if joining else -1, "topology": top,
+        "process_id": "conformance-process" if joining else None,
+        "active_tasks": tasks or [], "standby_tasks": [], "warmup_tasks": []}
+    fields.update(kw)
+    return hb.StreamsGroupHeartbeatRequest(**fields)  # type: ignore[arg-type]
+
+
+def heartbeat(c: Conversation, step: str, req: hb.StreamsGroupHeartbeatRequest
+              ) -> hb.StreamsGroupHeartbeatResponse:
+    return c.call(step, req, HEARTBEAT_VERSION, hb.StreamsGroupHeartbeatResponse)
+
+
+def describe(c: Conversation, step: str, *groups: str) -> None:
+    c.call(step, sgd.StreamsGroupDescribeRequest(group_ids=list(groups)), DESCRIBE_VERSION,
+           sgd.StreamsGroupDescribeResponse)
+
+
+def until_tasks(c: Conversation, group: str, member: str, epoch: int
+                ) -> hb.StreamsGroupHeartbeatResponse:
+    """Heartbeat (unrecorded) until the internal topics exist and tasks are assigned."""
+    last: list[hb.StreamsGroupHeartbeatResponse] = []
+
+    def assigned() -> bool:
+        current = last[-1].member_epoch if last else epoch
+        response = c.quiet(request(group, member, current), HEARTBEAT_VERSION,
+                           hb.StreamsGroupHeartbeatResponse)
+        assert response.error_code == 0, f"{c.broker}: {response.error_message}"
+        last.append(response)
+        return bool(response.active_tasks)
+    c.wait_until(assigned, f"{member} assigned tasks")
+    return last[-1]
+
+
+def test_streams_join_internal_topics_describe_leave(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        source = c.create_topic("words", partitions=2)
+        group = c.name("app")
+        first = heartbeat(c, "join: internal topics missing",
+                          request(group, M1, 0, topology(c, source.name)))
+        assigned = until_tasks(c, group, M1, first.member_epoch)
+        tasks = assigned.active_tasks
+        heartbeat(c, "steady heartbeat with owned tasks",
+                  request(group, M1, assigned.member_epoch, tasks=tasks))
+        describe(c, "describe one member", group)
+        heartbeat(c, "leave", request(group, M1, -1))
+        describe(c, "describe empty group", group)
+    differential(scenario)
+
+
+def test_streams_missing_source_topics(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        group = c.name("app")
+        joined = heartbeat(c, "join: source topic missing",
+                           request(group, M1, 0, topology(c, c.name("absent"))))
+        describe(c, "describe not ready group", group)
+        heartbeat(c, "heartbeat while not ready", request(group, M1, joined.member_epoch))
+    differential(scenario)
+
+
+def test_streams_heartbeat_errors(differential: Run) -> None:
+    def scenario(c: Conversation) -> None:
+        source = c.create_topic("words", partitions=1)
+        group = c.name("app")
+        top = topology(c, source.name)
+        heartbeat(c, "empty member id", request(group, "", 0, top))
+        heartbeat(c, "join without rebalance timeout",
+                  request(group, M1, 0, top, rebalance_timeout_ms=-1))
+        heartbeat(c, "join without topology", request(group, M1, 0))
+        heartbeat(c, "unknown group at epoch 3", request(c.name("missing"), M1, 3))
+        heartbeat(c, "epoch below -2", request(group, M1, -3))
+        changelog_with_count = hb.Topology(epoch=0, subtopologies=[hb.Subtopology(
+            subtopology_id="0", source_topics=[source.name], state_changelog_topics=[
+                hb.TopicInfo(name=c.name("chg"), partitions=4)])])
+        heartbeat(c, "changelog with a partition count",
+                  request(group, M1, 0, changelog_with_count))
+        heartbeat(c, "internal topic in the topology", request(group, M1, 0, hb.Topology(
+            epoch=0, subtopologies=[hb.Subtopology(subtopology_id="0",
+                                                   source_topics=["__consumer_offsets"])])))
+        first = heartbeat(c, "join", request(group, M1, 0, top))
+        assigned = until_tasks(c, group, M1, first.member_epoch)
+        heartbeat(c, "epoch ahead", request(group, M1, assigned.member_epoch + 5))
+        heartbeat(c, "unknown member", request(group, M2, assigned.member_epoch))
+        heartbeat(c, "topology on a heartbeat",
+                  request(group, M1, assigned.member_epoch, top))
+        heartbeat(c, "another topology on join", request(group, M2, 0, hb.Topology(
+            epoch=0, subtopologies=[hb.Subtopology(subtopology_id="0",
+                                                   source_topics=[source.name])])))
+        describe(c, "describe missing and empty ids", c.name("missing"), "")
+    differential(scenario)
