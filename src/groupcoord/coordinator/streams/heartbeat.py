@@ -147,6 +147,11 @@ def _write_member(group: StreamsGroup, instance_id: str | None, member: StreamsG
     if not new and not member.metadata_differs(updated):
         return False
     fx.records.append(rec.member_metadata(group.group_id, updated))
+    if new:
+        fx.event(group.group_id, "member_joined", group.group_epoch, member_id=updated.member_id,
+                 reason="not provided", instance_id=updated.instance_id,
+                 client_id=updated.client_id, client_host=updated.client_host,
+                 process_id=updated.process_id)
     if instance_id is None:
         return True
     return member.epoch_relevant_config_differs(updated)

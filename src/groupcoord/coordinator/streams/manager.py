@@ -175,11 +175,11 @@ class StreamsGroups:
         if group is None or member is None:
             return fx.result()
         if kind == timers.SESSION:
-            membership.fence(self, group, member, fx, "the member session expired")
+            membership.fence(self, group, member, fx, "member_expired", "session timeout")
         elif kind == timers.REBALANCE:
             armed = self.rebalance_epochs.pop((group_id, member_id), None)
             if armed == member.member_epoch:
-                membership.fence(self, group, member, fx,
+                membership.fence(self, group, member, fx, "member_removed",
                                  "the member failed to revoke its tasks in time")
         return fx.result()
 

@@ -120,7 +120,7 @@ def leave(mgr: StreamsGroups, request: Any, fx: Effects) -> wire.StreamsGroupHea
         member = group.members.get(request.member_id)
         if member is None:
             raise unknown_member(group.group_id, request.member_id)
-        fence(mgr, group, member, fx, "member left the group")
+        fence(mgr, group, member, fx, "member_left", "member left the group")
         return response
     member = group.static_member(instance_id)
     if member is None:
@@ -138,12 +138,12 @@ def leave(mgr: StreamsGroups, request: Any, fx: Effects) -> wire.StreamsGroupHea
                  member_id=member.member_id, reason="static member leave (epoch -2)")
         response.member_epoch = STATIC_LEAVE_EPOCH
         return response
-    fence(mgr, group, member, fx, "static member left the group")
+    fence(mgr, group, member, fx, "member_left", "static member left the group")
     return response
 
 
 def fence(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMember, fx: Effects,
-          reason: str) -> None:
+          kind: str, reason: str) -> None:
     """`streamsGroupFenceMember`: tombstones, then a group epoch bump; the last member
     also moves the assignment epoch (timestamp 0, so no interval delays the next one)."""
     group_id = group.group_id
@@ -156,7 +156,8 @@ def fence(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMember, f
                                          group.failed_description_epoch))
     if len(group.members) == 1:
         fx.records.append(rec.target_metadata(group_id, epoch, 0))
-    fx.event(group_id, "member_removed", epoch, member_id=member.member_id, reason=reason)
+    fx.event(group_id, kind, epoch, member_id=member.member_id, reason=reason,
+             instance_id=member.instance_id)
     fx.cancel(timers.session_key(group_id, member.member_id))
     fx.cancel(timers.rebalance_key(group_id, member.member_id))
     mgr.rebalance_epochs.pop((group_id, member.member_id), None)
