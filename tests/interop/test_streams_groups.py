@@ -126,3 +126,54 @@ def test_word_count_one_three_two_instances_exactly_once(
         assert instance.of("error") == []
         states = [e["state"] for e in instance.of("state")]
         assert "RUNNING" in states and states[-1] == "NOT_RUNNING"
+
+
+# Short sessions so a killed instance is fenced within seconds (Kafka's minimums lowered).
+FAST_SESSIONS = ["--group-config", "group.streams.min.session.timeout.ms=6000",
+                 "--group-config", "group.streams.session.timeout.ms=6000",
+                 "--group-config", "group.streams.min.heartbeat.interval.ms=1000",
+                 "--group-config", "group.streams.heartbeat.interval.ms=2000"]
+
+
+def test_word_count_survives_kill_of_an_instance_and_of_the_broker(
+        broker_factory: BrokerFactory, word_count_classes: Path, tmp_path: Path) -> None:
+    """kill -9 of one of two instances (its open transaction is aborted, its tasks move to
+    the survivor once its session expires), then kill -9 of the broker and a restart on the
+    same data dir (the group, its tasks and the offsets come back from the log), then a new
+    instance joins: the final counts are still exact."""
+    broker = broker_factory.create(["--group-config", "group.streams.num.standby.replicas=1",
+                                    *FAST_SESSIONS])
+    confluent_io.create_topic(broker.bootstrap, "words", PARTITIONS)
+    confluent_io.create_topic(broker.bootstrap, "counts", 1)
+    rng = random.Random(848)
+    batches = [_lines(rng, 300) for _ in range(4)]
+
+    def start(n: int) -> streams_app.StreamsInstance:
+        return streams_app.StreamsInstance(
+            word_count_classes, broker.bootstrap, "wordcount", "words", "counts",
+            tmp_path / f"state-{n}", "exactly_once_v2", tmp_path / f"instance-{n}.log")
+
+    instances = [start(0), start(1)]
+    try:
+        _produce(broker.bootstrap, "words", batches[0], 0)
+        streams_app.wait_until(lambda: _spread(instances), "two instances sharing the tasks",
+                               120, lambda: _detail(instances))
+        _produce(broker.bootstrap, "words", batches[1], 300)
+        instances.pop(0).kill()
+        streams_app.wait_until(lambda: _spread(instances), "the survivor owning every task",
+                               120, lambda: _detail(instances))
+        broker.kill()
+        broker.start()
+        _produce(broker.bootstrap, "words", batches[2], 600)
+        instances.append(start(2))
+        streams_app.wait_until(lambda: _spread(instances), "the survivor and a new instance "
+                               "sharing the tasks after the broker restart", 180,
+                               lambda: _detail(instances))
+        _produce(broker.bootstrap, "words", batches[3], 900)
+        expected = streams_app.expected_counts(line for b in batches for line in b)
+        assert _final_counts(broker.bootstrap, "counts", expected) == dict(expected)
+    finally:
+        for instance in instances:
+            instance.close()
+    for instance in instances:
+        assert instance.of("error") == []
