@@ -39,16 +39,14 @@ from groupcoord.coordinator.share import shard_ops as share_ops
 from groupcoord.coordinator.share.manager import SESSION_TIMER as SHARE_SESSION_TIMER
 from groupcoord.coordinator.share.manager import ShareGroups
 from groupcoord.coordinator.share.records import RECORD_TYPES as SHARE_RECORD_TYPES
-from groupcoord.coordinator.streams import offsets as streams_offsets
+from groupcoord.coordinator.streams import shard_ops as streams_ops
 from groupcoord.coordinator.streams import timers as streams_timers
-from groupcoord.coordinator.streams.heartbeat import HeartbeatResult
 from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
 from groupcoord.coordinator.streams.manager import StreamsGroups
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult
-from groupcoord.wire.generated.streams_group_heartbeat import StreamsGroupHeartbeatResponse
 
 OFFSET_RECORD_TYPES = (0, 1)
 GROUP_METADATA_RECORD_TYPE = 2
@@ -144,26 +142,11 @@ class GroupCoordinatorShard:
     # -- streams group RPCs (KIP-1071) --------------------------------------------------
     def streams_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
                                 now_ms: int) -> Result:
-        """The response is a `HeartbeatResult` (response + internal topics to create)."""
         self.last_now_ms = now_ms
-        group_id = request.group_id
-        classic = self.classic.get(group_id)
-        other = group_id in self.consumer.groups or group_id in self.share.groups \
-            or (classic is not None and not classic.is_in(ClassicGroupState.EMPTY))
-        if other and group_id not in self.streams.groups:
-            return Result(response=HeartbeatResult(StreamsGroupHeartbeatResponse(
-                error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                error_message=f"Group {group_id} is not a streams group.")))
-        result = self.streams.streams_group_heartbeat(request, version, ctx, now_ms)
-        if classic is not None and request.member_epoch == 0 and result.records:
-            # `getOrCreateStreamsGroup`: an empty classic group becomes a streams group.
-            result.records[:0] = [group_tombstone(group_id)]
-        return result
+        return streams_ops.heartbeat(self, request, version, ctx, now_ms)
 
     def streams_group_describe(self, group_id: str) -> Result:
-        other = group_id in self.consumer.groups or group_id in self.share.groups \
-            or group_id in self.classic.groups
-        return Result(response=self.streams.describe(group_id, other))
+        return streams_ops.describe(self, group_id)
 
     # -- classic group RPCs ------------------------------------------------------------
     def join_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
@@ -203,9 +186,9 @@ class GroupCoordinatorShard:
         fx = self._fx(now_ms)
         streams = self.streams.groups.get(request.group_id)
         if streams is not None:
-            verdict = streams_offsets.validate_commit(
-                streams, request.member_id or "", request.group_instance_id,
-                request.generation_id_or_member_epoch, version, False, self.streams.image)
+            verdict = streams_ops.commit_verdict(
+                self, streams, request.member_id or "", request.group_instance_id,
+                request.generation_id_or_member_epoch, version, False)
             return commit.offset_commit(self.classic, request, version, fx, verdict,
                                         self.streams.image.topic_id)
         group = self.consumer.get(request.group_id)
@@ -232,9 +215,8 @@ class GroupCoordinatorShard:
         consumer = self.consumer.get(request.group_id)
         streams = self.streams.groups.get(request.group_id)
         if streams is not None:
-            verdict = streams_offsets.validate_commit(streams, member_id, instance_id,
-                                                      generation, version, True,
-                                                      self.streams.image)
+            verdict = streams_ops.commit_verdict(self, streams, member_id, instance_id,
+                                                 generation, version, True)
         elif consumer is not None:
             verdict = txn_commit.validate_consumer(consumer, member_id, instance_id, generation,
                                                    version)
@@ -312,19 +294,13 @@ class GroupCoordinatorShard:
                 continue
             streams = self.streams.groups.get(group_id)
             if streams is not None:
-                error = self.streams.validate_delete(streams)
-                if error == ErrorCode.NONE:
-                    self._delete_offsets(group_id, fx.records)
-                    self.streams.delete_records(streams, fx.records)
-                    fx.event(group_id, "group_deleted", streams.group_epoch,
-                             reason="DeleteGroups request")
-                results.append(DeletableGroupResult(group_id=group_id, error_code=int(error)))
+                results.append(streams_ops.delete_group(self, streams, fx))
                 continue
             consumer = self.consumer.get(group_id)
             if consumer is not None:
                 error = self.consumer.validate_delete(consumer)
                 if error == ErrorCode.NONE:
-                    self._delete_offsets(group_id, fx.records)
+                    self.delete_offsets(group_id, fx.records)
                     self.consumer.delete_records(consumer, fx.records)
                     fx.event(group_id, "group_deleted", consumer.group_epoch,
                              reason="DeleteGroups request")
@@ -339,10 +315,10 @@ class GroupCoordinatorShard:
         return fx.result(results)
 
     def _delete_group_records(self, group_id: str, records: list[Any]) -> None:
-        self._delete_offsets(group_id, records)
+        self.delete_offsets(group_id, records)
         records.append(group_tombstone(group_id))
 
-    def _delete_offsets(self, group_id: str, records: list[Any]) -> None:
+    def delete_offsets(self, group_id: str, records: list[Any]) -> None:
         """`OffsetMetadataManager.deleteAllOffsets`: committed offsets, then partitions
         that only have pending transactional offsets."""
         committed = self.offsets.group(group_id)
