@@ -16,6 +16,7 @@ from conformance.conversation import Conversation
 from conformance.differential import Scenario
 from groupcoord.wire.generated import streams_group_describe as sgd
 from groupcoord.wire.generated import streams_group_heartbeat as hb
+from groupcoord.wire.generated import streams_group_topology_description_update as tdu
 
 Run = Callable[[Scenario], None]
 HEARTBEAT_VERSION = 1
@@ -129,4 +130,14 @@ def test_streams_heartbeat_errors(differential: Run) -> None:
             epoch=0, subtopologies=[hb.Subtopology(subtopology_id="0",
                                                    source_topics=[source.name])])))
         describe(c, "describe missing and empty ids", c.name("missing"), "")
+    differential(scenario)
+
+
+def test_streams_topology_description_update_without_a_plugin(differential: Run) -> None:
+    """Neither broker has a KIP-1331 topology description plugin configured."""
+    def scenario(c: Conversation) -> None:
+        c.call("push a topology description", tdu.StreamsGroupTopologyDescriptionUpdateRequest(
+            group_id=c.name("app"), member_id=M1, topology_epoch=0,
+            topology_description=tdu.TopologyDescription(subtopologies=[], global_stores=[])),
+            0, tdu.StreamsGroupTopologyDescriptionUpdateResponse)
     differential(scenario)

@@ -72,6 +72,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "share_group_describe",
     "streams_group_heartbeat",
     "streams_group_describe",
+    "streams_group_topology_description_update",
     "share_fetch",
     "share_acknowledge",
     "describe_share_group_offsets",
