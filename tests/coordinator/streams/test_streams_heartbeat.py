@@ -215,7 +215,15 @@ def test_static_member_rejoins_under_new_id_and_keeps_its_tasks() -> None:
     tasks = ids(first.active_tasks)
     left = h.streams_heartbeat("old", -2, instance_id="i1").response
     assert left.member_epoch == -2
+    before = len(h.log)
     back = h.streams_heartbeat("new", 0, instance_id="i1").response
+    # `replaceStreamsMember`: the old member's tombstones, then the new one's records.
+    assert [(type(r.key).__name__[len("StreamsGroup"):-len("Key")], r.key.member_id,
+             r.value is None) for r in h.log[before:before + 6]] == [
+        ("CurrentMemberAssignment", "old", True), ("TargetAssignmentMember", "old", True),
+        ("MemberMetadata", "old", True), ("MemberMetadata", "new", False),
+        ("TargetAssignmentMember", "new", False), ("CurrentMemberAssignment", "new", False)]
+    assert not any(type(r.key).__name__ == "StreamsGroupMetadataKey" for r in h.log[before:])
     assert back.error_code == 0
     assert ids(back.active_tasks) == tasks
     assert set(h.group().members) == {"new"}

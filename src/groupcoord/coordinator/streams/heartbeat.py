@@ -61,7 +61,7 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
     group = mgr.group_for_heartbeat(group_id, joining, request.instance_id, member_id)
     member, replaced = get_or_create_member(mgr, group, request, fx.records)
     updated = _updated_member(member, request, joining, client_id, client_host)
-    recompute = _write_member(group, request.instance_id, member, updated, fx)
+    recompute = _write_member(group, request.instance_id, member, updated, replaced, fx)
 
     topology = _maybe_update_topology(group, request.topology, fx.records)
     if topology.epoch > updated.topology_epoch:
@@ -140,10 +140,12 @@ def _updated_member(member: StreamsGroupMember, request: Any, joining: bool, cli
 
 
 def _write_member(group: StreamsGroup, instance_id: str | None, member: StreamsGroupMember,
-                  updated: StreamsGroupMember, fx: Effects) -> bool:
+                  updated: StreamsGroupMember, replaced: StreamsGroupMember | None,
+                  fx: Effects) -> bool:
     """`hasStreamsMemberMetadataChanged`: a static member's rejoin bumps the epoch only
-    for topology epoch, rack, client tags or process id."""
-    new = updated.member_id not in group.members
+    for topology epoch, rack, client tags or process id. A replacing static member was
+    already written by the replacement; only a change on top of it is."""
+    new = updated.member_id not in group.members and replaced is None
     if not new and not member.metadata_differs(updated):
         return False
     fx.records.append(rec.member_metadata(group.group_id, updated))
