@@ -360,6 +360,7 @@ class GroupCoordinatorShard:
                 fx.event(group_id, "group_deleted", group.generation_id,
                          reason="empty group with no offsets left")
         self._cleanup_consumer_groups(fx, retention)
+        streams_ops.cleanup_expired_offsets(self, fx, retention)
         return fx.result()
 
     def _cleanup_consumer_groups(self, fx: Any, retention: int) -> None:

@@ -17,6 +17,7 @@ from groupcoord.coordinator.streams.group import StreamsGroupState
 from groupcoord.coordinator.streams.member import MemberState
 from groupcoord.logformat.generated.streams_group_metadata import StreamsGroupMetadataKey
 from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated import offset_commit as oc
 from groupcoord.wire.generated import streams_group_heartbeat as hb
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
@@ -322,3 +323,41 @@ def test_metadata_tombstone_deletes_group_on_replay() -> None:
     assert h.log[-1].key == rec.topology_tombstone(GROUP).key
     assert any(r.key == StreamsGroupMetadataKey(group_id=GROUP) and r.value is None
                for r in h.log)
+
+
+def test_offsets_of_an_empty_group_expire_and_the_group_goes() -> None:
+    """`StreamsGroup.offsetExpirationCondition` (commit time) and `isSubscribedToTopic`
+    (nothing while empty); then `maybeDeleteGroup`."""
+    h = ready()
+    joined = h.streams_heartbeat("m1", 0).response
+    _, result = h.call("offset_commit", oc.OffsetCommitRequest(
+        group_id=GROUP, generation_id_or_member_epoch=joined.member_epoch, member_id="m1",
+        topics=[oc.OffsetCommitRequestTopic(name=INPUT, partitions=[
+            oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=5,
+                                            committed_leader_epoch=-1, committed_metadata="")])]),
+        9)
+    assert result.response.topics[0].partitions[0].error_code == 0
+    retention = h.config.offsets_retention_ms
+    h.advance(retention + 1)  # the member's session expired long ago: the group is Empty
+    h.apply(h.shard.cleanup_expired_offsets(h.now))
+    assert h.shard.offsets.group(GROUP) == {}
+    assert GROUP not in h.shard.streams.groups
+
+
+def test_offset_commit_needs_v9_and_the_member_epoch() -> None:
+    """`StreamsGroup.validateOffsetCommit`."""
+    h = ready()
+    joined = h.streams_heartbeat("m1", 0).response
+
+    def commit(epoch: int, version: int, member: str = "m1") -> int:
+        _, result = h.call("offset_commit", oc.OffsetCommitRequest(
+            group_id=GROUP, generation_id_or_member_epoch=epoch, member_id=member,
+            topics=[oc.OffsetCommitRequestTopic(name=INPUT, partitions=[
+                oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                                committed_leader_epoch=-1,
+                                                committed_metadata="")])]), version)
+        return int(result.response.topics[0].partitions[0].error_code)
+    assert commit(joined.member_epoch, 8) == ErrorCode.UNSUPPORTED_VERSION
+    assert commit(joined.member_epoch + 1, 9) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(joined.member_epoch, 9, "nobody") == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(joined.member_epoch, 9) == ErrorCode.NONE

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.state import ClassicGroupState
+from groupcoord.coordinator.offsets import expiry
 from groupcoord.coordinator.records import group_tombstone
 from groupcoord.coordinator.result import OpContext, Result
-from groupcoord.coordinator.streams.group import StreamsGroup
+from groupcoord.coordinator.streams.group import StreamsGroup, StreamsGroupState
 from groupcoord.coordinator.streams.heartbeat import HeartbeatResult
 from groupcoord.coordinator.streams.offsets import validate_commit
 from groupcoord.wire.errors import ErrorCode
@@ -65,3 +66,30 @@ def commit_verdict(shard: GroupCoordinatorShard, group: StreamsGroup, member_id:
                    transactional: bool) -> tuple[int, Any]:
     return validate_commit(group, member_id, instance_id, epoch, version, transactional,
                            shard.streams.image)
+
+
+def _subscribed(group: StreamsGroup) -> set[str]:
+    """`StreamsGroup.isSubscribedToTopic`: the topology's input topics while the group has
+    members; an empty group subscribes to nothing, so its offsets can expire."""
+    if group.topology is None or group.state() == StreamsGroupState.EMPTY:
+        return set()
+    return {topic for s in group.topology.subtopologies.values()
+            for topic in [*s.source_topics, *(t.name for t in s.repartition_source_topics)]}
+
+
+def cleanup_expired_offsets(shard: GroupCoordinatorShard, fx: Effects,
+                            retention_ms: int) -> None:
+    """Offsets expire by commit time (`StreamsGroup.offsetExpirationCondition`); an empty
+    group left with none is deleted (`maybeDeleteGroup`)."""
+    for group_id in sorted(shard.streams.groups):
+        group = shard.streams.groups[group_id]
+        before = len(fx.records)
+        all_expired = expiry.cleanup_consumer_group(shard.offsets, group_id, _subscribed(group),
+                                                    fx.now_ms, retention_ms, fx.records)
+        if len(fx.records) > before:
+            fx.event(group_id, "offsets_expired", group.group_epoch,
+                     partitions=len(fx.records) - before)
+        if all_expired and not group.members:
+            shard.streams.delete_records(group, fx.records)
+            fx.event(group_id, "group_deleted", group.group_epoch,
+                     reason="empty group with no offsets left")
