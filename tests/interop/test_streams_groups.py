@@ -6,7 +6,8 @@ runs as 1, then 3, then 2 instances while input keeps arriving. Every instance m
 RUNNING, the 12 active tasks must be spread with no task active twice, the stateful tasks
 must get standbys on other instances (`group.streams.num.standby.replicas=1`), and the
 final counts read with read_committed must equal the word counts of the input: nothing
-lost, nothing counted twice across the rebalances.
+lost, nothing counted twice across the rebalances. The same scenario runs against Apache
+Kafka 4.4.0 (marked `reference`) with the same expectations.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer
 from helpers import confluent_io, streams_app
 from helpers.broker import BrokerFactory
+from helpers.reference_broker import ReferenceBroker
 
 pytestmark = pytest.mark.interop
 
@@ -91,7 +93,27 @@ def _detail(instances: list[streams_app.StreamsInstance]) -> str:
 def test_word_count_one_three_two_instances_exactly_once(
         broker_factory: BrokerFactory, word_count_classes: Path, tmp_path: Path) -> None:
     broker = broker_factory.create(["--group-config", "group.streams.num.standby.replicas=1"])
-    bootstrap = broker.bootstrap
+    counts, expected = _scale_scenario(broker.bootstrap, word_count_classes, tmp_path)
+    assert counts == dict(expected)
+
+
+@pytest.mark.reference
+def test_word_count_one_three_two_instances_on_kafka(word_count_classes: Path,
+                                                     tmp_path: Path) -> None:
+    """The same scenario against Apache Kafka 4.4.0: the same counts, so the expectations
+    (and groupcoord's output) are Kafka's."""
+    kafka = ReferenceBroker(tmp_path / "kafka", {"group.streams.num.standby.replicas": "1"})
+    kafka.start()
+    try:
+        counts, expected = _scale_scenario(kafka.bootstrap, word_count_classes, tmp_path)
+    finally:
+        kafka.stop()
+    assert counts == dict(expected)
+
+
+def _scale_scenario(bootstrap: str, classes: Path, tmp_path: Path
+                    ) -> tuple[dict[str, int], Counter[str]]:
+    """1 -> 3 -> 2 instances while three batches of lines arrive; the final counts."""
     confluent_io.create_topic(bootstrap, "words", PARTITIONS)
     confluent_io.create_topic(bootstrap, "counts", 1)
     rng = random.Random(1071)
@@ -99,8 +121,8 @@ def test_word_count_one_three_two_instances_exactly_once(
 
     def start(n: int) -> streams_app.StreamsInstance:
         return streams_app.StreamsInstance(
-            word_count_classes, bootstrap, "wordcount", "words", "counts",
-            tmp_path / f"state-{n}", "exactly_once_v2", tmp_path / f"instance-{n}.log")
+            classes, bootstrap, "wordcount", "words", "counts", tmp_path / f"state-{n}",
+            "exactly_once_v2", tmp_path / f"instance-{n}.log")
 
     instances = [start(0)]
     try:
@@ -118,7 +140,7 @@ def test_word_count_one_three_two_instances_exactly_once(
                                lambda: _detail(instances))
         _produce(bootstrap, "words", batches[2], 600)
         expected = streams_app.expected_counts(line for b in batches for line in b)
-        assert _final_counts(bootstrap, "counts", expected) == dict(expected)
+        counts = _final_counts(bootstrap, "counts", expected)
     finally:
         for instance in instances:
             instance.close()
@@ -126,6 +148,7 @@ def test_word_count_one_three_two_instances_exactly_once(
         assert instance.of("error") == []
         states = [e["state"] for e in instance.of("state")]
         assert "RUNNING" in states and states[-1] == "NOT_RUNNING"
+    return counts, expected
 
 
 # Short sessions so a killed instance is fenced within seconds (Kafka's minimums lowered).
