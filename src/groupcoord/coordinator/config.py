@@ -74,6 +74,7 @@ class GroupCoordinatorConfig:
     group_streams_initial_rebalance_delay_ms: int = 3_000
     group_streams_task_offset_interval_ms: int = 60_000
     group_streams_acceptable_recovery_lag: int = 10_000
+    group_streams_rack_aware_assignment_tags: tuple[str, ...] = ()
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -93,7 +94,7 @@ class GroupCoordinatorConfig:
             text = props.get(name.replace("_", "."))
             if text is None:
                 continue
-            if name == "group_consumer_assignors":
+            if name in ("group_consumer_assignors", "group_streams_rack_aware_assignment_tags"):
                 values[name] = tuple(a.strip() for a in text.split(",") if a.strip())
             elif name == "group_consumer_migration_policy":
                 values[name] = text.strip().lower()
@@ -143,6 +144,10 @@ class GroupCoordinatorConfig:
         within("group.streams.max.size", self.group_streams_max_size, 1, INT32_MAX)
         within("group.streams.num.standby.replicas", self.group_streams_num_standby_replicas,
                0, self.group_streams_max_standby_replicas)
+        tags = self.group_streams_rack_aware_assignment_tags
+        if len(set(tags)) != len(tags):
+            raise ValueError("group.streams.rack.aware.assignment.tags must not contain "
+                             "duplicate tag keys.")
         if self.group_streams_initial_rebalance_delay_ms < 0:
             raise ValueError("group.streams.initial.rebalance.delay.ms must be at least 0")
 

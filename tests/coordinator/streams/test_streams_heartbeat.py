@@ -361,3 +361,26 @@ def test_offset_commit_needs_v9_and_the_member_epoch() -> None:
     assert commit(joined.member_epoch + 1, 9) == ErrorCode.STALE_MEMBER_EPOCH
     assert commit(joined.member_epoch, 9, "nobody") == ErrorCode.UNKNOWN_MEMBER_ID
     assert commit(joined.member_epoch, 9) == ErrorCode.NONE
+
+
+def test_missing_client_tags_from_version_1() -> None:
+    """`group.streams.rack.aware.assignment.tags`: recorded in the assignment configs; a
+    member without a required tag hears MISSING_CLIENT_TAGS, but only at v1."""
+    h = ready(config=GroupCoordinatorConfig(group_streams_initial_rebalance_delay_ms=0,
+                                            group_streams_rack_aware_assignment_tags=("zone",
+                                                                                      "rack")))
+    v1 = h.streams_heartbeat("m1", 0).response
+    assert [(s.status_code, s.status_detail) for s in v1.status] == [
+        (6, ("Missing required client tags for rack-aware standby assignment: [zone, rack]. "
+             "Configure them via 'client.tag.<tagKey>' in your Streams config."))]
+    meta = next(r.value for r in h.log if type(r.key).__name__ == "StreamsGroupMetadataKey")
+    assert [(c.key, c.value) for c in meta.last_assignment_configs] == \
+        [("num.standby.replicas", "0"), ("rack.aware.assignment.tags", "zone,rack")]
+    v0 = h.streams_heartbeat("m2", 0, process="p2", version=0).response
+    assert v0.status == []
+
+
+def test_rack_aware_tags_must_not_repeat() -> None:
+    with pytest.raises(ValueError, match="duplicate tag keys"):
+        GroupCoordinatorConfig.from_properties(
+            {"group.streams.rack.aware.assignment.tags": "zone,zone"})

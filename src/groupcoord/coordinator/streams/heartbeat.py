@@ -14,6 +14,7 @@ task offsets, refresh deadline) is updated in place, as Kafka's non-timeline fie
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from groupcoord.coordinator.streams.group import METADATA_REFRESH_INTERVAL_MS, S
 from groupcoord.coordinator.streams.member import MemberState, StreamsGroupMember
 from groupcoord.coordinator.streams.membership import get_or_create_member
 from groupcoord.coordinator.streams.reconcile import FencedMember, Reconciler
+from groupcoord.coordinator.streams.target import RACK_AWARE_ASSIGNMENT_TAGS
 from groupcoord.coordinator.streams.tasks import TasksTuple, TasksWithEpochs, tasks_of
 from groupcoord.coordinator.streams.topology import StreamsTopology, record_value
 from groupcoord.coordinator.streams.validate import JOIN_EPOCH
@@ -113,7 +115,25 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
     fx.schedule(timers.session_key(group_id, member_id), mgr.config.group_streams_session_timeout_ms)
     if request.shutdown_application and group.shutdown_requester is None:
         group.shutdown_requester = member_id
-    return _response(mgr, group, member, reconciled, joining, configured, statuses, request)
+    response = _response(mgr, group, member, reconciled, joining, configured, statuses, request)
+    _missing_client_tags(configs, reconciled, version, statuses)
+    return response
+
+
+def _missing_client_tags(configs: dict[str, str], member: StreamsGroupMember, version: int,
+                         statuses: list[wire.Status]) -> None:
+    """MISSING_CLIENT_TAGS (code 6), only from v1: v0 clients fail on unknown codes."""
+    wanted = configs.get(RACK_AWARE_ASSIGNMENT_TAGS, "").strip()
+    if version < 1 or not wanted:
+        return
+    have = {k for k, _ in member.client_tags}
+    missing = [t for t in re.split(r"\s*,\s*", wanted) if t not in have]
+    if missing:
+        statuses.append(wire.Status(
+            status_code=Status.MISSING_CLIENT_TAGS,
+            status_detail="Missing required client tags for rack-aware standby assignment: "
+                          f"[{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' "
+                          "in your Streams config."))
 
 
 def _updated_member(member: StreamsGroupMember, request: Any, joining: bool, client_id: str,

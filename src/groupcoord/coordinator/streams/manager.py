@@ -25,7 +25,7 @@ from groupcoord.coordinator.streams.group import (
 )
 from groupcoord.coordinator.streams.heartbeat import HeartbeatResult, heartbeat, update_target
 from groupcoord.coordinator.streams.member import MemberState
-from groupcoord.coordinator.streams.target import NUM_STANDBY_REPLICAS
+from groupcoord.coordinator.streams.target import NUM_STANDBY_REPLICAS, RACK_AWARE_ASSIGNMENT_TAGS
 from groupcoord.coordinator.streams.topology import StreamsTopology
 from groupcoord.coordinator.streams.validate import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, validate
 from groupcoord.coordinator.topics import TopicsImage
@@ -52,7 +52,11 @@ class StreamsGroups:
 
     def assignment_configs(self) -> dict[str, str]:
         """`streamsGroupAssignmentConfigs`."""
-        return {NUM_STANDBY_REPLICAS: str(self.config.group_streams_num_standby_replicas)}
+        configs = {NUM_STANDBY_REPLICAS: str(self.config.group_streams_num_standby_replicas)}
+        if self.config.group_streams_rack_aware_assignment_tags:
+            configs[RACK_AWARE_ASSIGNMENT_TAGS] = \
+                ",".join(self.config.group_streams_rack_aware_assignment_tags)
+        return configs
 
     # -- StreamsGroupHeartbeat -----------------------------------------------------------
     def streams_group_heartbeat(self, request: Any, version: int, ctx: OpContext,

@@ -21,7 +21,10 @@ from groupcoord.coordinator.streams.member import StreamsGroupMember
 from groupcoord.coordinator.streams.tasks import TasksTuple, without_epochs
 from groupcoord.coordinator.streams.topology import StreamsTopology
 
+# `AssignmentConfigsImpl` keys. The sticky assignor reads only the standby count; the
+# rack-aware tags are recorded (and make a member missing one hear MISSING_CLIENT_TAGS).
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
+RACK_AWARE_ASSIGNMENT_TAGS = "rack.aware.assignment.tags"
 
 
 def member_specs(members: Mapping[str, StreamsGroupMember],
