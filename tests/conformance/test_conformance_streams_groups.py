@@ -141,3 +141,23 @@ def test_streams_topology_description_update_without_a_plugin(differential: Run)
             topology_description=tdu.TopologyDescription(subtopologies=[], global_stores=[])),
             0, tdu.StreamsGroupTopologyDescriptionUpdateResponse)
     differential(scenario)
+
+
+def test_streams_interactive_query_endpoints(differential: Run) -> None:
+    """A member with an `application.server` endpoint: the endpoint-to-partitions map and
+    the endpoint information epoch (`EndpointToPartitionsManager`)."""
+    def scenario(c: Conversation) -> None:
+        source = c.create_topic("words", partitions=2)
+        group = c.name("app")
+        endpoint = hb.Endpoint(host="streams-host", port=7070)
+        first = heartbeat(c, "join with an endpoint", request(
+            group, M1, 0, topology(c, source.name), user_endpoint=endpoint))
+        assigned = until_tasks(c, group, M1, first.member_epoch)
+        epoch = assigned.endpoint_information_epoch
+        heartbeat(c, "heartbeat at the group's endpoint epoch", request(
+            group, M1, assigned.member_epoch, tasks=assigned.active_tasks,
+            endpoint_information_epoch=epoch))
+        heartbeat(c, "heartbeat behind the endpoint epoch", request(
+            group, M1, assigned.member_epoch, tasks=assigned.active_tasks,
+            endpoint_information_epoch=epoch + 7))
+    differential(scenario)

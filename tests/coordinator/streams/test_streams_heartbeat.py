@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sg_harness import CHANGELOG, GROUP, INPUT, REPARTITION, StreamsHarness, ids
+from sg_harness import (
+    CHANGELOG,
+    GROUP,
+    INPUT,
+    REPARTITION,
+    StreamsHarness,
+    ids,
+    word_count_topology,
+)
 
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.streams import records as rec
@@ -384,3 +392,32 @@ def test_rack_aware_tags_must_not_repeat() -> None:
     with pytest.raises(ValueError, match="duplicate tag keys"):
         GroupCoordinatorConfig.from_properties(
             {"group.streams.rack.aware.assignment.tags": "zone,zone"})
+
+
+def test_interactive_query_endpoints() -> None:
+    """`EndpointToPartitionsManager`: each member with an endpoint maps to the input
+    partitions of its tasks (active; standby and warm-up as standby), sent when the
+    member's endpoint epoch is behind the group's."""
+    h = ready(config=GroupCoordinatorConfig(group_streams_initial_rebalance_delay_ms=0,
+                                            group_streams_num_standby_replicas=1))
+    _, result = h.call("streams_group_heartbeat", hb.StreamsGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m1", member_epoch=0, rebalance_timeout_ms=1000,
+        topology=word_count_topology(), active_tasks=[], standby_tasks=[], warmup_tasks=[],
+        process_id="p1", user_endpoint=hb.Endpoint(host="h1", port=7001)), 1)
+    first = result.response.response
+    # The group was created by this heartbeat: its bumped epoch is not kept, 0 is answered.
+    assert first.endpoint_information_epoch == 0
+    [mapping] = first.partitions_by_user_endpoint
+    assert (mapping.user_endpoint.host, mapping.user_endpoint.port) == ("h1", 7001)
+    assert [(tp.topic, tp.partitions) for tp in mapping.active_partitions] == \
+        [(INPUT, [0, 1, 2]), (REPARTITION, [0, 1, 2])]
+    _, current = h.call("streams_group_heartbeat", hb.StreamsGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m1", member_epoch=first.member_epoch,
+        endpoint_information_epoch=0, active_tasks=first.active_tasks, standby_tasks=[],
+        warmup_tasks=[]), 1)
+    assert current.response.response.partitions_by_user_endpoint is None
+    _, behind = h.call("streams_group_heartbeat", hb.StreamsGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m1", member_epoch=first.member_epoch,
+        endpoint_information_epoch=5, active_tasks=first.active_tasks, standby_tasks=[],
+        warmup_tasks=[]), 1)
+    assert len(behind.response.response.partitions_by_user_endpoint) == 1

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.consumer.errors import HeartbeatError
+from groupcoord.coordinator.streams import endpoints, timers
 from groupcoord.coordinator.streams import records as rec
 from groupcoord.coordinator.streams import target as target_assignment
-from groupcoord.coordinator.streams import timers
 from groupcoord.coordinator.streams.configure import (
     ConfiguredTopology,
     IllegalTopologyState,
@@ -115,7 +115,14 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
     fx.schedule(timers.session_key(group_id, member_id), mgr.config.group_streams_session_timeout_ms)
     if request.shutdown_application and group.shutdown_requester is None:
         group.shutdown_requester = member_id
+    assigned_changed = member.assigned != reconciled.assigned
+    if endpoints.endpoint_changed(member, reconciled) \
+            or (assigned_changed and reconciled.user_endpoint is not None):
+        group.endpoint_epoch += 1
     response = _response(mgr, group, member, reconciled, joining, configured, statuses, request)
+    if group.endpoint_epoch != request.endpoint_information_epoch:
+        response.response.partitions_by_user_endpoint = endpoints.endpoint_to_partitions(
+            group, reconciled, replaced, mgr.image)
     _missing_client_tags(configs, reconciled, version, statuses)
     return response
 
@@ -340,8 +347,6 @@ def _response(mgr: StreamsGroups, group: StreamsGroup, before: StreamsGroupMembe
         response.active_tasks = _task_ids(member.assigned.active)
         response.standby_tasks = _task_ids(member.assigned.standby)
         response.warmup_tasks = _task_ids(member.assigned.warmup)
-    if group.endpoint_epoch != request.endpoint_information_epoch:
-        response.partitions_by_user_endpoint = []
     if group.group_id in mgr.groups:
         response.endpoint_information_epoch = group.endpoint_epoch
     to_create: dict[str, InternalTopic] = {}
