@@ -161,3 +161,24 @@ def test_streams_interactive_query_endpoints(differential: Run) -> None:
             group, M1, assigned.member_epoch, tasks=assigned.active_tasks,
             endpoint_information_epoch=epoch + 7))
     differential(scenario)
+
+
+def test_streams_second_member_revoke_before_assign(differential: Run) -> None:
+    """A second member joins: the first revokes half its tasks (same epoch) before the
+    second gets them (`CurrentAssignmentBuilder`); both end stable at the new epoch."""
+    def scenario(c: Conversation) -> None:
+        source = c.create_topic("words", partitions=2)
+        group = c.name("app")
+        top = topology(c, source.name)
+        first = heartbeat(c, "first member joins", request(group, M1, 0, top))
+        m1 = until_tasks(c, group, M1, first.member_epoch)
+        m2 = heartbeat(c, "second member joins", request(
+            group, M2, 0, top, process_id="conformance-process-2"))
+        m1 = heartbeat(c, "first member told to revoke", request(
+            group, M1, m1.member_epoch, tasks=m1.active_tasks))
+        heartbeat(c, "second member still waits", request(group, M2, m2.member_epoch))
+        m1 = heartbeat(c, "first member revoked", request(
+            group, M1, m1.member_epoch, tasks=m1.active_tasks))
+        m2 = heartbeat(c, "second member gets its tasks", request(group, M2, m2.member_epoch))
+        describe(c, "both members", group)
+    differential(scenario)
