@@ -6,7 +6,8 @@ Kafka does: none may be a Kafka-internal topic or an illegal name (STREAMS_INVAL
 and every one must be describable (TOPIC_AUTHORIZATION_FAILED). After the heartbeat, the
 internal (repartition and changelog) topics the coordinator found missing are created
 with CREATE permission on the cluster or the topics (`createStreamsInternalTopics`); the
-member keeps hearing MISSING_INTERNAL_TOPICS until they exist.
+member keeps hearing MISSING_INTERNAL_TOPICS until they exist. The group's `streams.*`
+dynamic configs go to the shard with the request, as Kafka's `GroupConfigManager` does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import check_new_topic, topic_name_error, validate_configs
+from groupcoord.apis.consumer_group_heartbeat import group_overrides
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.streams.configure import InternalTopic, Status
 from groupcoord.coordinator.streams.heartbeat import HeartbeatResult
@@ -104,8 +106,10 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         if rejected is not None:
             return rejected
 
+    overrides = group_overrides(ctx, request.group_id or "")
+
     def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
-        return shard.streams_group_heartbeat(request, version, op_ctx, now_ms)
+        return shard.streams_group_heartbeat(request, version, op_ctx, now_ms, overrides)
     result: HeartbeatResult = await ctx.groups.call(request.group_id, run)
     if result.topics_to_create:
         _create_internal_topics(ctx, result.response, result.topics_to_create)

@@ -141,9 +141,10 @@ class GroupCoordinatorShard:
 
     # -- streams group RPCs (KIP-1071) --------------------------------------------------
     def streams_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
-                                now_ms: int) -> Result:
+                                now_ms: int, overrides: Mapping[str, str] | None = None
+                                ) -> Result:
         self.last_now_ms = now_ms
-        return streams_ops.heartbeat(self, request, version, ctx, now_ms)
+        return streams_ops.heartbeat(self, request, version, ctx, now_ms, overrides)
 
     def streams_group_describe(self, group_id: str) -> Result:
         return streams_ops.describe(self, group_id)

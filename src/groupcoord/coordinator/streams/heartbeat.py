@@ -81,7 +81,8 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
     _store_task_offsets(group, member_id, request)
     if validated != group.validated_topology_epoch:
         recompute = True
-    configs = mgr.assignment_configs()
+    settings = mgr.settings(group_id)
+    configs = mgr.assignment_configs(group_id)
     if not recompute and configs != group.last_assignment_configs:
         recompute = True
 
@@ -95,11 +96,10 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
                  reason=_bump_reason(member, updated, changed, validated, group))
         group.refresh_deadline_ms = fx.now_ms + METADATA_REFRESH_INTERVAL_MS
         group.refresh_epoch = group_epoch
-    if not group.members and mgr.config.group_streams_initial_rebalance_delay_ms > 0 \
+    if not group.members and settings.initial_rebalance_delay_ms > 0 \
             and group_id not in mgr.initial_delays:
         mgr.initial_delays.add(group_id)
-        fx.schedule(timers.initial_delay_key(group_id),
-                    mgr.config.group_streams_initial_rebalance_delay_ms)
+        fx.schedule(timers.initial_delay_key(group_id), settings.initial_rebalance_delay_ms)
 
     members = dict(group.members)
     if replaced is not None:
@@ -112,7 +112,7 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
                                          configured, topology, configs, fx, statuses)
     reconciled = _reconcile(mgr, group, updated, target_epoch,
                             target.get(member_id, TasksTuple()), request, fx)
-    fx.schedule(timers.session_key(group_id, member_id), mgr.config.group_streams_session_timeout_ms)
+    fx.schedule(timers.session_key(group_id, member_id), settings.session_timeout_ms)
     if request.shutdown_application and group.shutdown_requester is None:
         group.shutdown_requester = member_id
     assigned_changed = member.assigned != reconciled.assigned
@@ -337,12 +337,12 @@ def _task_ids(tasks: dict[str, Any]) -> list[wire.TaskIds]:
 def _response(mgr: StreamsGroups, group: StreamsGroup, before: StreamsGroupMember,
               member: StreamsGroupMember, joining: bool, configured: ConfiguredTopology,
               statuses: list[wire.Status], request: Any) -> HeartbeatResult:
-    config = mgr.config
+    settings = mgr.settings(group.group_id)
     response = wire.StreamsGroupHeartbeatResponse(
         member_id=member.member_id, member_epoch=member.member_epoch,
-        heartbeat_interval_ms=config.group_streams_heartbeat_interval_ms,
-        task_offset_interval_ms=config.group_streams_task_offset_interval_ms,
-        acceptable_recovery_lag=config.group_streams_acceptable_recovery_lag)
+        heartbeat_interval_ms=settings.heartbeat_interval_ms,
+        task_offset_interval_ms=settings.task_offset_interval_ms,
+        acceptable_recovery_lag=settings.acceptable_recovery_lag)
     if joining or before.assigned != member.assigned:
         response.active_tasks = _task_ids(member.assigned.active)
         response.standby_tasks = _task_ids(member.assigned.standby)

@@ -8,13 +8,14 @@ the groups whose initial rebalance delay is pending.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer.errors import HeartbeatError
 from groupcoord.coordinator.result import OpContext, Result
-from groupcoord.coordinator.streams import describe, membership, timers
+from groupcoord.coordinator.streams import describe, group_config, membership, timers
 from groupcoord.coordinator.streams import records as rec
 from groupcoord.coordinator.streams.group import (
     StreamsGroup,
@@ -23,6 +24,7 @@ from groupcoord.coordinator.streams.group import (
     replay_member_metadata,
     target_from_record,
 )
+from groupcoord.coordinator.streams.group_config import StreamsGroupSettings
 from groupcoord.coordinator.streams.heartbeat import HeartbeatResult, heartbeat, update_target
 from groupcoord.coordinator.streams.member import MemberState
 from groupcoord.coordinator.streams.target import NUM_STANDBY_REPLICAS, RACK_AWARE_ASSIGNMENT_TAGS
@@ -49,20 +51,39 @@ class StreamsGroups:
         self.image = TopicsImage()
         self.rebalance_epochs: dict[tuple[str, str], int] = {}
         self.initial_delays: set[str] = set()
+        # Groups with `streams.*` overrides (GroupConfigManager's view), as the last
+        # heartbeat brought them; soft state, like the timers that use them.
+        self.group_settings: dict[str, StreamsGroupSettings] = {}
+        self.broker_settings = group_config.settings(config, None)
 
-    def assignment_configs(self) -> dict[str, str]:
+    def settings(self, group_id: str) -> StreamsGroupSettings:
+        """The group's effective settings: its overrides, else the broker's."""
+        return self.group_settings.get(group_id, self.broker_settings)
+
+    def _set_overrides(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        current = group_config.settings(self.config, overrides)
+        if current == self.broker_settings:
+            self.group_settings.pop(group_id, None)
+        else:
+            self.group_settings[group_id] = current
+
+    def assignment_configs(self, group_id: str) -> dict[str, str]:
         """`streamsGroupAssignmentConfigs`."""
-        configs = {NUM_STANDBY_REPLICAS: str(self.config.group_streams_num_standby_replicas)}
-        if self.config.group_streams_rack_aware_assignment_tags:
-            configs[RACK_AWARE_ASSIGNMENT_TAGS] = \
-                ",".join(self.config.group_streams_rack_aware_assignment_tags)
+        found = self.settings(group_id)
+        configs = {NUM_STANDBY_REPLICAS: str(found.num_standby_replicas)}
+        if found.rack_aware_assignment_tags:
+            configs[RACK_AWARE_ASSIGNMENT_TAGS] = ",".join(found.rack_aware_assignment_tags)
         return configs
 
     # -- StreamsGroupHeartbeat -----------------------------------------------------------
     def streams_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
-                                now_ms: int) -> Result:
-        """The response is a `HeartbeatResult`: the API layer creates its internal topics."""
+                                now_ms: int, overrides: Mapping[str, str] | None = None
+                                ) -> Result:
+        """The response is a `HeartbeatResult`: the API layer creates its internal topics.
+        `overrides`: the group's dynamic configs (None keeps what was last given)."""
         fx = Effects(self.config, now_ms)
+        if overrides is not None:
+            self._set_overrides(request.group_id, overrides)
         try:
             validate(request)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -147,7 +168,7 @@ class StreamsGroups:
         for group_id, group in sorted(self.groups.items()):
             for member_id, member in sorted(group.members.items()):
                 fx.schedule(timers.session_key(group_id, member_id),
-                            self.config.group_streams_session_timeout_ms)
+                            self.settings(group_id).session_timeout_ms)
                 if member.state == MemberState.UNREVOKED_TASKS:
                     fx.schedule(timers.rebalance_key(group_id, member_id),
                                 max(0, member.rebalance_timeout_ms))

@@ -9,6 +9,7 @@ offsets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.effects import Effects
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpContext,
-              now_ms: int) -> Result:
+              now_ms: int, overrides: Mapping[str, str] | None) -> Result:
     """The response is a `HeartbeatResult` (response + internal topics to create)."""
     group_id = request.group_id
     classic = shard.classic.get(group_id)
@@ -38,7 +39,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpC
         return Result(response=HeartbeatResult(StreamsGroupHeartbeatResponse(
             error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
             error_message=f"Group {group_id} is not a streams group.")))
-    result = shard.streams.streams_group_heartbeat(request, version, ctx, now_ms)
+    result = shard.streams.streams_group_heartbeat(request, version, ctx, now_ms, overrides)
     if classic is not None and request.member_epoch == 0 and result.records:
         result.records[:0] = [group_tombstone(group_id)]
     return result
