@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.broker import BrokerFactory
+from helpers.kraft_node import CONSUMER_ASSIGNMENT_ON_HEARTBEAT
 from helpers.reference_broker import GROUP_SETTINGS, ReferenceBroker, log_event
 
 from conformance.differential import Endpoint, Scenario, run_both
@@ -43,7 +44,9 @@ def groupcoord_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoi
     args = ["--group-initial-rebalance-delay-ms", GROUP_SETTINGS["group.initial.rebalance.delay.ms"],
             "--default-partitions", GROUP_SETTINGS["num.partitions"],
             "--group-config", "group.streams.initial.rebalance.delay.ms="
-            + GROUP_SETTINGS["group.streams.initial.rebalance.delay.ms"]]
+            + GROUP_SETTINGS["group.streams.initial.rebalance.delay.ms"],
+            "--group-config", "group.streams.assignment.interval.ms="
+            + CONSUMER_ASSIGNMENT_ON_HEARTBEAT["group.streams.assignment.interval.ms"]]
     broker = factory.create(extra_args=args)
     yield Endpoint("groupcoord", "127.0.0.1", broker.port)
     factory.close()

@@ -72,6 +72,10 @@ class GroupCoordinatorConfig:
     group_streams_num_standby_replicas: int = 0
     group_streams_max_standby_replicas: int = 2
     group_streams_initial_rebalance_delay_ms: int = 3_000
+    # KIP-1263's assignment interval (Kafka 4.3+): at most one new target per interval.
+    group_streams_assignment_interval_ms: int = 1_000
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15_000
     group_streams_task_offset_interval_ms: int = 60_000
     group_streams_acceptable_recovery_lag: int = 10_000
     group_streams_rack_aware_assignment_tags: tuple[str, ...] = ()
@@ -148,6 +152,9 @@ class GroupCoordinatorConfig:
         if len(set(tags)) != len(tags):
             raise ValueError("group.streams.rack.aware.assignment.tags must not contain "
                              "duplicate tag keys.")
+        within("group.streams.assignment.interval.ms", self.group_streams_assignment_interval_ms,
+               self.group_streams_min_assignment_interval_ms,
+               self.group_streams_max_assignment_interval_ms)
         if self.group_streams_initial_rebalance_delay_ms < 0:
             raise ValueError("group.streams.initial.rebalance.delay.ms must be at least 0")
 

@@ -40,7 +40,8 @@ def tasks(assignment: dict[str, list[int]] | None) -> list[hb.TaskIds] | None:
 class StreamsHarness(Harness):
     def __init__(self, config: GroupCoordinatorConfig | None = None, **kw: Any) -> None:
         super().__init__(config or GroupCoordinatorConfig(
-            group_streams_initial_rebalance_delay_ms=0), **kw)
+            group_streams_initial_rebalance_delay_ms=0, group_streams_assignment_interval_ms=0),
+            **kw)
         self.topics: dict[str, int] = {}
         self.image_version = 0
 

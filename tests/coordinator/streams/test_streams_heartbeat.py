@@ -185,6 +185,7 @@ def test_revoke_before_assign() -> None:
 
 def test_standby_replicas_from_the_broker_config() -> None:
     h = ready(config=GroupCoordinatorConfig(group_streams_initial_rebalance_delay_ms=0,
+                                            group_streams_assignment_interval_ms=0,
                                             group_streams_num_standby_replicas=1))
     m1 = h.streams_heartbeat("m1", 0).response
     m2 = h.streams_heartbeat("m2", 0, process="p2").response
@@ -375,6 +376,7 @@ def test_missing_client_tags_from_version_1() -> None:
     """`group.streams.rack.aware.assignment.tags`: recorded in the assignment configs; a
     member without a required tag hears MISSING_CLIENT_TAGS, but only at v1."""
     h = ready(config=GroupCoordinatorConfig(group_streams_initial_rebalance_delay_ms=0,
+                                            group_streams_assignment_interval_ms=0,
                                             group_streams_rack_aware_assignment_tags=("zone",
                                                                                       "rack")))
     v1 = h.streams_heartbeat("m1", 0).response
@@ -399,6 +401,7 @@ def test_interactive_query_endpoints() -> None:
     partitions of its tasks (active; standby and warm-up as standby), sent when the
     member's endpoint epoch is behind the group's."""
     h = ready(config=GroupCoordinatorConfig(group_streams_initial_rebalance_delay_ms=0,
+                                            group_streams_assignment_interval_ms=0,
                                             group_streams_num_standby_replicas=1))
     _, result = h.call("streams_group_heartbeat", hb.StreamsGroupHeartbeatRequest(
         group_id=GROUP, member_id="m1", member_epoch=0, rebalance_timeout_ms=1000,
@@ -421,3 +424,21 @@ def test_interactive_query_endpoints() -> None:
         endpoint_information_epoch=5, active_tasks=first.active_tasks, standby_tasks=[],
         warmup_tasks=[]), 1)
     assert len(behind.response.response.partitions_by_user_endpoint) == 1
+
+
+def test_assignment_interval_delays_the_next_target() -> None:
+    """`canComputeNextTargetAssignment` (KIP-1263): a new target at most once per
+    `group.streams.assignment.interval.ms`; the first heartbeat after it computes."""
+    h = ready(config=GroupCoordinatorConfig(group_streams_initial_rebalance_delay_ms=0))
+    first = h.streams_heartbeat("m1", 0).response
+    assert ids(first.active_tasks) == {"0": [0, 1, 2], "1": [0, 1, 2]}
+    h.advance(500)
+    second = h.streams_heartbeat("m2", 0, process="p2").response
+    assert [(s.status_code, s.status_detail) for s in second.status] == [
+        (5, "Assignment delayed due to the configured assignment interval.")]
+    assert h.group().state() == StreamsGroupState.ASSIGNING
+    h.advance(500)
+    later = h.streams_heartbeat("m2", second.member_epoch, active={}, standby={},
+                                warmup={}).response
+    assert later.status == []
+    assert h.group().assignment_epoch == h.group().group_epoch

@@ -6,9 +6,9 @@ back to the broker's `group.streams.*` setting (`GroupConfig.extractGroupConfigM
 parsing and lower bounds, `validateValues`' ranges from the broker settings, no duplicate
 rack-aware tags, a registered assignor, session longer than heartbeat), raising
 `ValueError` with Kafka's messages. `settings` gives the effective values the coordinator
-uses. `streams.assignment.interval.ms`, `streams.assignor.offload.enable` and
-`streams.num.warmup.replicas` are validated and stored but change nothing: groupcoord
-assigns on the heartbeat and, as Kafka 4.4, inserts no warm-up tasks.
+uses. `streams.assignor.offload.enable` and `streams.num.warmup.replicas` are validated
+and stored but change nothing: groupcoord assigns on the heartbeat (as Kafka without
+offload) and, as Kafka 4.4, inserts no warm-up tasks.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ WARMUPS = "streams.num.warmup.replicas"
 RECOVERY_LAG = "streams.acceptable.recovery.lag"
 ASSIGNOR = "streams.assignor.name"
 # Kafka's broker defaults of the settings groupcoord has no broker knob for.
-ASSIGNMENT_INTERVAL_DEFAULT, MIN_ASSIGNMENT_INTERVAL, MAX_ASSIGNMENT_INTERVAL = 1000, 0, 15000
 MIN_TASK_OFFSET_INTERVAL = 15_000
 WARMUPS_DEFAULT, MAX_WARMUPS = 2, 20
 
@@ -63,7 +62,7 @@ STREAMS_CONFIGS: dict[str, Definition] = {
                               "The amount of time the group coordinator will wait for more "
                               "streams clients to join a new group before performing the first "
                               "rebalance."),
-    ASSIGNMENT_INTERVAL: Definition("int", 0, lambda c: str(ASSIGNMENT_INTERVAL_DEFAULT),
+    ASSIGNMENT_INTERVAL: Definition("int", 0, _int("group_streams_assignment_interval_ms"),
                                     "The minimum time between two target assignments."),
     OFFLOAD: Definition("bool", None, lambda c: "true",
                         "Whether to offload the assignment to a background thread.",
@@ -92,6 +91,7 @@ class StreamsGroupSettings:
     heartbeat_interval_ms: int
     num_standby_replicas: int
     initial_rebalance_delay_ms: int
+    assignment_interval_ms: int
     task_offset_interval_ms: int
     acceptable_recovery_lag: int
     rack_aware_assignment_tags: tuple[str, ...]
@@ -115,7 +115,7 @@ def settings(config: GroupCoordinatorConfig,
         return int(str(values[name]).strip())
     return StreamsGroupSettings(
         number(SESSION), number(HEARTBEAT), number(STANDBYS), number(INITIAL_DELAY),
-        number(TASK_OFFSET_INTERVAL), number(RECOVERY_LAG), _tags(values[RACK_TAGS] or ""))
+        number(ASSIGNMENT_INTERVAL), number(TASK_OFFSET_INTERVAL), number(RECOVERY_LAG), _tags(values[RACK_TAGS] or ""))
 
 
 def _parse(name: str, value: str) -> object:
@@ -172,7 +172,8 @@ def validate(config: GroupCoordinatorConfig, current: Mapping[str, str],
     within(SESSION, config.group_streams_min_session_timeout_ms,
            config.group_streams_max_session_timeout_ms)
     within(STANDBYS, None, config.group_streams_max_standby_replicas)
-    within(ASSIGNMENT_INTERVAL, MIN_ASSIGNMENT_INTERVAL, MAX_ASSIGNMENT_INTERVAL)
+    within(ASSIGNMENT_INTERVAL, config.group_streams_min_assignment_interval_ms,
+           config.group_streams_max_assignment_interval_ms)
     within(TASK_OFFSET_INTERVAL, MIN_TASK_OFFSET_INTERVAL, None)
     within(WARMUPS, None, MAX_WARMUPS)
     if ASSIGNOR in parsed and parsed[ASSIGNOR] != STICKY:

@@ -73,11 +73,7 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
                           f"the group's topology epoch {topology.epoch}."))
     configured, metadata_hash, changed = _configured(mgr, group, topology, fx.now_ms)
     recompute |= changed
-    validated = -1
-    if configured.is_ready():
-        validated = topology.epoch
-        for tasks in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
-            _throw_if_invalid_tasks(configured, tasks)
+    validated = _validated_epoch(configured, topology, request)
     _store_task_offsets(group, member_id, request)
     if validated != group.validated_topology_epoch:
         recompute = True
@@ -88,26 +84,10 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
 
     group_epoch = group.group_epoch
     if recompute:
-        group_epoch += 1
-        fx.records.append(rec.group_metadata(group_id, group_epoch, metadata_hash, validated,
-                                             configs, group.stored_description_epoch,
-                                             group.failed_description_epoch))
-        fx.event(group_id, "group_epoch_bumped", group_epoch, member_id=member_id,
-                 reason=_bump_reason(member, updated, changed, validated, group))
-        group.refresh_deadline_ms = fx.now_ms + METADATA_REFRESH_INTERVAL_MS
-        group.refresh_epoch = group_epoch
-    if not group.members and settings.initial_rebalance_delay_ms > 0 \
-            and group_id not in mgr.initial_delays:
-        mgr.initial_delays.add(group_id)
-        fx.schedule(timers.initial_delay_key(group_id), settings.initial_rebalance_delay_ms)
-
-    members = dict(group.members)
-    if replaced is not None:
-        members.pop(replaced.member_id, None)
-    members[updated.member_id] = updated
-    current_target = dict(group.target)
-    if replaced is not None and replaced.member_id in current_target:
-        current_target[updated.member_id] = current_target.pop(replaced.member_id)
+        group_epoch = _bump_group_epoch(group, member, updated, changed, metadata_hash,
+                                        validated, configs, fx)
+    _arm_initial_delay(mgr, group, settings.initial_rebalance_delay_ms, fx)
+    members, current_target = _members_view(group, updated, replaced)
     target_epoch, target = update_target(mgr, group, group_epoch, members, current_target,
                                          configured, topology, configs, fx, statuses)
     reconciled = _reconcile(mgr, group, updated, target_epoch,
@@ -115,9 +95,8 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
     fx.schedule(timers.session_key(group_id, member_id), settings.session_timeout_ms)
     if request.shutdown_application and group.shutdown_requester is None:
         group.shutdown_requester = member_id
-    assigned_changed = member.assigned != reconciled.assigned
-    if endpoints.endpoint_changed(member, reconciled) \
-            or (assigned_changed and reconciled.user_endpoint is not None):
+    if endpoints.endpoint_changed(member, reconciled) or (
+            member.assigned != reconciled.assigned and reconciled.user_endpoint is not None):
         group.endpoint_epoch += 1
     response = _response(mgr, group, member, reconciled, joining, configured, statuses, request)
     if group.endpoint_epoch != request.endpoint_information_epoch:
@@ -125,6 +104,44 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
             group, reconciled, replaced, mgr.image)
     _missing_client_tags(configs, reconciled, version, statuses)
     return response
+
+
+def _bump_group_epoch(group: StreamsGroup, member: StreamsGroupMember,
+                      updated: StreamsGroupMember, hash_changed: bool, metadata_hash: int,
+                      validated: int, configs: dict[str, str], fx: Effects) -> int:
+    """The StreamsGroupMetadataValue of the next epoch; a new refresh deadline."""
+    epoch = group.group_epoch + 1
+    fx.records.append(rec.group_metadata(group.group_id, epoch, metadata_hash, validated,
+                                         configs, group.stored_description_epoch,
+                                         group.failed_description_epoch))
+    fx.event(group.group_id, "group_epoch_bumped", epoch, member_id=updated.member_id,
+             reason=_bump_reason(member, updated, hash_changed, validated, group))
+    group.refresh_deadline_ms = fx.now_ms + METADATA_REFRESH_INTERVAL_MS
+    group.refresh_epoch = epoch
+    return epoch
+
+
+def _arm_initial_delay(mgr: StreamsGroups, group: StreamsGroup, delay_ms: int,
+                       fx: Effects) -> None:
+    """The first join of an empty group waits for more members (`scheduleIfAbsent`)."""
+    if not group.members and delay_ms > 0 and group.group_id not in mgr.initial_delays:
+        mgr.initial_delays.add(group.group_id)
+        fx.schedule(timers.initial_delay_key(group.group_id), delay_ms)
+
+
+def _members_view(group: StreamsGroup, updated: StreamsGroupMember,
+                  replaced: StreamsGroupMember | None
+                  ) -> tuple[dict[str, StreamsGroupMember], dict[str, TasksTuple]]:
+    """The members and targets with this heartbeat's member in (records not replayed yet);
+    a replaced static member's target is relabelled to its successor."""
+    members = dict(group.members)
+    current_target = dict(group.target)
+    if replaced is not None:
+        members.pop(replaced.member_id, None)
+        if replaced.member_id in current_target:
+            current_target[updated.member_id] = current_target.pop(replaced.member_id)
+    members[updated.member_id] = updated
+    return members, current_target
 
 
 def _missing_client_tags(configs: dict[str, str], member: StreamsGroupMember, version: int,
@@ -233,6 +250,17 @@ def _configured(mgr: StreamsGroups, group: StreamsGroup, topology: StreamsTopolo
     return group.configured, hashed, changed
 
 
+def _validated_epoch(configured: ConfiguredTopology, topology: StreamsTopology,
+                     request: Any) -> int:
+    """Step 3b: the topology epoch once it is ready (-1 before), checking that the tasks
+    the member reports exist (`throwIfRequestContainsInvalidTasks`)."""
+    if not configured.is_ready():
+        return -1
+    for tasks in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
+        _throw_if_invalid_tasks(configured, tasks)
+    return topology.epoch
+
+
 def _throw_if_invalid_tasks(configured: ConfiguredTopology, tasks: list[Any] | None) -> None:
     assert configured.subtopologies is not None
     for t in tasks or []:
@@ -286,6 +314,15 @@ def update_target(mgr: StreamsGroups, group: StreamsGroup, group_epoch: int,
                               "delay."))
         return group.assignment_epoch, {}
     if group.assignment_epoch >= group_epoch:
+        return group.assignment_epoch, current_target
+    interval = mgr.settings(group.group_id).assignment_interval_ms
+    if group.assignment_timestamp != 0 and interval != 0 \
+            and fx.now_ms < group.assignment_timestamp + interval:
+        # `canComputeNextTargetAssignment`: the next heartbeat after the interval computes.
+        if statuses is not None:
+            statuses.append(wire.Status(
+                status_code=Status.ASSIGNMENT_DELAYED,
+                status_detail="Assignment delayed due to the configured assignment interval."))
         return group.assignment_epoch, current_target
     target = target_assignment.compute(group, group_epoch, members, current_target, configured,
                                        topology, configs, fx.now_ms, fx.records)
