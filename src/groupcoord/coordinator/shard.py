@@ -152,6 +152,8 @@ class GroupCoordinatorShard:
     # -- classic group RPCs ------------------------------------------------------------
     def join_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
+        if request.group_id in self.streams.groups:
+            return streams_ops.classic_join(self, request, version, ctx, now_ms)
         consumer = self.consumer.get(request.group_id)
         if consumer is not None and consumer.members:
             return migration.join_group(self, request, version, ctx, now_ms)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.effects import Effects
+from groupcoord.coordinator.classic.responses import join_error
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.offsets import expiry
 from groupcoord.coordinator.records import group_tombstone
@@ -42,6 +43,21 @@ def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpC
     result = shard.streams.streams_group_heartbeat(request, version, ctx, now_ms, overrides)
     if classic is not None and request.member_epoch == 0 and result.records:
         result.records[:0] = [group_tombstone(group_id)]
+    return result
+
+
+def classic_join(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpContext,
+                 now_ms: int) -> Result:
+    """JoinGroup on a streams group's id (`GroupMetadataManager.classicGroupJoin`): a
+    group with members answers INCONSISTENT_GROUP_PROTOCOL; an empty one is deleted and
+    the join creates a classic group (`maybeDeleteEmptyStreamsGroup`)."""
+    group = shard.streams.groups[request.group_id]
+    if group.members:
+        return Result(response=join_error(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+    tombstones: list[Any] = []
+    shard.streams.delete_records(group, tombstones)
+    result = shard.classic.join_group(request, version, ctx, now_ms)
+    result.records[:0] = tombstones
     return result
 
 
