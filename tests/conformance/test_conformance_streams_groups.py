@@ -91,6 +91,11 @@ def test_streams_join_internal_topics_describe_leave(differential: Run) -> None:
         heartbeat(c, "steady heartbeat with owned tasks",
                   request(group, M1, assigned.member_epoch, tasks=tasks))
         describe(c, "describe one member", group)
+        c.call("describe asking for the topology description",
+               sgd.StreamsGroupDescribeRequest(group_ids=[group, c.name("missing")],
+                                               include_topology_description=True,
+                                               include_authorized_operations=True),
+               DESCRIBE_VERSION, sgd.StreamsGroupDescribeResponse)
         heartbeat(c, "leave", request(group, M1, -1))
         describe(c, "describe empty group", group)
     differential(scenario)

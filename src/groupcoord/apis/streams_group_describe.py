@@ -1,7 +1,7 @@
 """StreamsGroupDescribe (API 89, v0-1): streams groups as `StreamsGroup.asDescribedGroup`
 shows them. A missing group or one of another type answers GROUP_ID_NOT_FOUND; ""
-answers INVALID_GROUP_ID. Topology descriptions (KIP-1331's plugin) are not kept, so
-none is ever included."""
+answers INVALID_GROUP_ID. Topology descriptions (KIP-1331's plugin) are not kept: asked
+for one, a described group says NOT_STORED, as Kafka without a plugin does."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from groupcoord.wire.generated.streams_group_describe import (
 )
 
 API_KEY = 89
+# `StreamsGroupTopologyDescriptionManager.attachTopologyDescriptions` without a plugin.
+TOPOLOGY_DESCRIPTION_STATUS_NOT_STORED = 1
 MIN_VERSION = 0
 MAX_VERSION = 1
 REQUEST = StreamsGroupDescribeRequest
@@ -51,5 +53,7 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         described = await _describe(ctx, group_id)
         if request.include_authorized_operations and described.error_code == 0:
             described.authorized_operations = authz.operations(ctx, authz.GROUP, group_id)
+        if request.include_topology_description and described.error_code == 0:
+            described.topology_description_status = TOPOLOGY_DESCRIPTION_STATUS_NOT_STORED
         groups.append(described)
     return StreamsGroupDescribeResponse(groups=groups)
