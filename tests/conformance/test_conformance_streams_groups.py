@@ -221,3 +221,19 @@ def test_streams_and_other_group_kinds_do_not_mix(differential: Run) -> None:
         # What is left of the group afterwards differs (docs/streams-groups.md, "Known
         # differences"), so the scenario ends here.
     differential(scenario)
+
+
+def test_streams_three_processes_share_the_tasks(differential: Run) -> None:
+    """Three members (three processes) join one after the other; the sticky assignor's
+    targets after each join, read with StreamsGroupDescribe."""
+    def scenario(c: Conversation) -> None:
+        source = c.create_topic("words", partitions=3)
+        group = c.name("app")
+        top = topology(c, source.name)
+        first = heartbeat(c, "first member joins", request(group, M1, 0, top))
+        until_tasks(c, group, M1, first.member_epoch)
+        for n, member in ((2, M2), (3, consumer.member_id(3))):
+            heartbeat(c, f"member {n} joins", request(group, member, 0, top,
+                                                       process_id=f"conformance-process-{n}"))
+            describe(c, f"targets after member {n} joined", group)
+    differential(scenario)

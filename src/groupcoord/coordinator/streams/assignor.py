@@ -11,16 +11,17 @@ Rules it keeps, as Kafka's:
   previous standby holders, then the least-loaded process;
 - tasks are ordered by (partition, subtopology) for sticky placement and by
   (subtopology, partition) for the rest.
-Java's hash-map iteration orders become sorted orders here, so ties break by member id.
+Ties break as in Kafka: members and processes are visited in their Java HashMap order and
+the load queues are Java PriorityQueues (`java_order`).
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from groupcoord.coordinator.streams.java_order import PriorityQueue, hash_map_order
 from groupcoord.coordinator.streams.tasks import Tasks, TasksTuple, tasks_of
 
 NAME = "sticky"
@@ -50,6 +51,16 @@ class SubtopologySpec:
     stateful: bool
 
 
+def _by_load(a: _Process, b: _Process) -> int:
+    """`Comparator.comparingDouble(ProcessState::load)`."""
+    return (a.load > b.load) - (a.load < b.load)
+
+
+def _by_count(a: list[Any], b: list[Any]) -> int:
+    """`Map.Entry.comparingByValue()` over [member id, task count] entries."""
+    return (a[1] > b[1]) - (a[1] < b[1])
+
+
 class _Process:
     """`ProcessState`."""
 
@@ -62,28 +73,42 @@ class _Process:
         self.active: dict[str, set[TaskId]] = {}
         self.standby: dict[str, set[TaskId]] = {}
         self.tasks: set[TaskId] = set()
+        self.members_by_load: PriorityQueue[list[Any]] | None = None
 
     def add_member(self, member_id: str) -> None:
         self.member_counts[member_id] = 0
         self.capacity += 1
-        self._compute_load()
-
-    def _compute_load(self) -> None:
         self.load = -1 if self.capacity <= 0 else self.task_count / self.capacity
 
     def add_task(self, member_id: str, task: TaskId, active: bool) -> int:
+        """`addTask`: a direct placement invalidates the members-by-load queue."""
+        count = self._add(member_id, task, active)
+        self.members_by_load = None
+        return count
+
+    def _add(self, member_id: str, task: TaskId, active: bool) -> int:
         self.task_count += 1
         self.tasks.add(task)
         (self.active if active else self.standby).setdefault(member_id, set()).add(task)
         self.member_counts[member_id] += 1
-        self._compute_load()
+        self.load = -1 if self.capacity <= 0 else self.task_count / self.capacity
         return self.member_counts[member_id]
 
     def add_to_least_loaded_member(self, task: TaskId, active: bool) -> int:
+        """`addTaskToLeastLoadedMember`, with its cached queue of [member, count]."""
         if not self.member_counts:
             return -1
-        member = min(sorted(self.member_counts), key=lambda m: self.member_counts[m])
-        return self.add_task(member, task, active)
+        if len(self.member_counts) == 1:
+            return self._add(next(iter(self.member_counts)), task, active)
+        if self.members_by_load is None:
+            self.members_by_load = PriorityQueue(_by_count)
+            for member_id in hash_map_order(self.member_counts):
+                self.members_by_load.add([member_id, self.member_counts[member_id]])
+        entry = self.members_by_load.poll()
+        assert entry is not None
+        entry[1] = self._add(entry[0], task, active)
+        self.members_by_load.add(entry)
+        return int(entry[1])
 
 
 class _State:
@@ -97,19 +122,23 @@ class _State:
         self.members_with_capacity = len(members)
         self.active_per_member = _per_member(self.total_active, len(members))
         self.tasks_per_member = _per_member(self.total_tasks, len(members))
-        self.processes: dict[str, _Process] = {}
+        processes: dict[str, _Process] = {}
         self.prev_active: dict[TaskId, tuple[str, str]] = {}
-        candidates: dict[TaskId, list[tuple[int, int, str, str]]] = {}
-        for member_id in sorted(members):
+        candidates: dict[TaskId, list[tuple[int, int, int, str, str]]] = {}
+        # `groupSpec.memberIds()`: a HashMap's key order.
+        for order, member_id in enumerate(hash_map_order(members)):
             spec = members[member_id]
-            self.processes.setdefault(spec.process_id, _Process(spec.process_id)) \
+            processes.setdefault(spec.process_id, _Process(spec.process_id)) \
                 .add_member(member_id)
             for s, parts in spec.active.items():
                 for p in parts:
                     self.prev_active[(s, p)] = (spec.process_id, member_id)
-            _collect_standby_candidates(candidates, spec, member_id)
-        # Previous standbys first, then the highest reported offset sum.
-        self.prev_standby = {task: [(proc, mem) for _, _, proc, mem in sorted(found)]
+            _collect_standby_candidates(candidates, spec, member_id, order)
+        # `processIdToState = new HashMap<>(members)`: its iteration order feeds the queues.
+        self.processes = {pid: processes[pid]
+                          for pid in hash_map_order(processes, len(members))}
+        # Previous standbys first, then the highest reported offset sum (a stable sort).
+        self.prev_standby = {task: [(proc, mem) for _, _, _, proc, mem in sorted(found)]
                              for task, found in candidates.items()}
 
     def filled(self, count: int, active: bool) -> None:
@@ -124,17 +153,23 @@ class _State:
             self.total_tasks -= count
             self.tasks_per_member = _per_member(self.total_tasks, self.members_with_capacity)
 
+    def processes_by_load(self) -> PriorityQueue[_Process]:
+        queue: PriorityQueue[_Process] = PriorityQueue(_by_load)
+        for process in self.processes.values():
+            queue.add(process)
+        return queue
 
-def _collect_standby_candidates(out: dict[TaskId, list[tuple[int, int, str, str]]],
-                                spec: MemberSpec, member_id: str) -> None:
+
+def _collect_standby_candidates(out: dict[TaskId, list[tuple[int, int, int, str, str]]],
+                                spec: MemberSpec, member_id: str, order: int) -> None:
     for s, parts in spec.standby.items():
         for p in parts:
             offset = spec.task_offsets.get((s, p), 0)
-            out.setdefault((s, p), []).append((0, -offset, spec.process_id, member_id))
+            out.setdefault((s, p), []).append((0, -offset, order, spec.process_id, member_id))
     for (s, p), offset in spec.task_offsets.items():
         if p in spec.standby.get(s, frozenset()):
             continue
-        out.setdefault((s, p), []).append((1, -offset, spec.process_id, member_id))
+        out.setdefault((s, p), []).append((1, -offset, order, spec.process_id, member_id))
 
 
 def _per_member(tasks: int, members: int) -> int:
@@ -180,22 +215,21 @@ def _assign_active(state: _State, tasks: list[TaskId]) -> None:
             if prev is not None:
                 process = state.processes[prev[0]]
                 if process.member_counts[prev[1]] < state.active_per_member:
-                    state.filled(process.add_task(prev[1], task, True), True)
+                    count = process.add_task(prev[1], task, True)
+                    state.filled(count, True)
                     continue
             left.append(task)
         remaining = left
-    order = itertools.count()
-    queue = [(p.load, next(order), p) for p in state.processes.values()]
-    heapq.heapify(queue)
+    queue = state.processes_by_load()
     for task in sorted(remaining):
-        if not queue:
+        least = queue.poll()
+        if least is None:
             raise TaskAssignorError(f"No process available to assign active task {task}.")
-        _, _, process = heapq.heappop(queue)
-        count = process.add_to_least_loaded_member(task, True)
+        count = least.add_to_least_loaded_member(task, True)
         if count == -1:
             raise TaskAssignorError(f"No member available to assign active task {task}.")
         state.filled(count, True)
-        heapq.heappush(queue, (process.load, next(order), process))
+        queue.add(least)
 
 
 def _assign_standby(state: _State, tasks: list[TaskId]) -> None:
@@ -217,33 +251,34 @@ def _assign_standby(state: _State, tasks: list[TaskId]) -> None:
                     continue
             to_least_loaded.append((task, state.num_standby - i))
             break
-    order = itertools.count()
-    queue = [(p.load, next(order), p) for p in state.processes.values()]
-    heapq.heapify(queue)
+    queue = state.processes_by_load()
     for task, replicas in sorted(to_least_loaded, reverse=True):
         for _ in range(replicas):
-            if not _standby_to_least_loaded(state, queue, order, task):
+            if not _standby_to_least_loaded(state, queue, task):
                 break
 
 
-def _standby_to_least_loaded(state: _State, queue: list[tuple[float, int, _Process]],
-                             order: itertools.count[int], task: TaskId) -> bool:
-    """`assignStandbyToMemberWithLeastLoad`: the least-loaded process without the task."""
-    skipped = []
+def _standby_to_least_loaded(state: _State, queue: PriorityQueue[_Process],
+                             task: TaskId) -> bool:
+    """`assignStandbyToMemberWithLeastLoad`: the least-loaded process without the task;
+    the processes polled on the way go back in the recursion's order."""
+    polled: list[_Process] = []
     found = False
-    while queue:
-        entry = heapq.heappop(queue)
-        process = entry[2]
+    while True:
+        process = queue.poll()
+        if process is None:
+            break
+        polled.append(process)
         if task not in process.tasks:
             count = process.add_to_least_loaded_member(task, False)
             if count != -1:
                 found = True
                 state.filled(count, False)
-            heapq.heappush(queue, (process.load, next(order), process))
             break
-        skipped.append(entry)
-    for entry in skipped:
-        heapq.heappush(queue, entry)
+        if not len(queue):
+            break
+    for process in reversed(polled):
+        queue.add(process)
     return found
 
 

@@ -15,7 +15,7 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from groupcoord.coordinator.partitioning import java_string_hash
+from groupcoord.coordinator.streams.java_order import hash_map_order
 from groupcoord.coordinator.streams.topology import StreamsTopology
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.generated.streams_group_topology import Subtopology, TopicInfo
@@ -81,28 +81,13 @@ class ConfiguredTopology:
 
 
 def summarize(topics: Iterable[str]) -> str:
-    """`InternalTopicManager.summarizeTopics`: the first three, then a count."""
+    """`InternalTopicManager.summarizeTopics`: the first three, then a count. Kafka
+    passes the keys of a HashMap, so callers give them in its order (`hash_map_order`)."""
     names = list(topics)
     if not names:
         return "<none>"
     shown = ", ".join(names[:3])
     return shown + (f" and {len(names) - 3} additional topics" if len(names) > 3 else "")
-
-
-def java_hash_map_order(keys: Iterable[str]) -> list[str]:
-    """The iteration order of a `java.util.HashMap<String, ?>` the keys were put into in
-    this order: by bucket (the spread hash masked by the table size, which starts at 16
-    and doubles past 3/4 full), insertion order within a bucket. Kafka summarises the
-    missing internal topics in this order."""
-    names = list(dict.fromkeys(keys))
-    table = 16
-    while len(names) > table * 3 // 4:
-        table *= 2
-
-    def bucket(name: str) -> int:
-        h = java_string_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (table - 1)
-    return sorted(names, key=lambda n: (bucket(n), names.index(n)))
 
 
 def configure_topics(topology: StreamsTopology, image: TopicsImage,
@@ -119,7 +104,7 @@ def configure_topics(topology: StreamsTopology, image: TopicsImage,
     if to_create:
         error = TopicConfigurationError(
             Status.MISSING_INTERNAL_TOPICS,
-            "Internal topics are missing: " + summarize(java_hash_map_order(to_create)))
+            "Internal topics are missing: " + summarize(hash_map_order(to_create)))
     return ConfiguredTopology(topology.epoch, metadata_hash, configured, to_create, error)
 
 
