@@ -258,6 +258,22 @@ class StreamsGroups:
             "assignment": (g.assignment_epoch, g.assignment_timestamp),
             "topology": None if g.topology is None else
             (g.topology.epoch, sorted(g.topology.subtopologies)),
-            "members": {m: repr(v) for m, v in sorted(g.members.items())},
-            "target": {m: repr(t) for m, t in sorted(g.target.items())},
+            "members": {m: _canonical_member(v) for m, v in sorted(g.members.items())},
+            "target": {m: _canonical_tasks(t.active, t.standby, t.warmup)
+                       for m, t in sorted(g.target.items())},
         } for gid, g in sorted(self.groups.items())}
+
+
+def _canonical_tasks(*roles: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Task maps as sorted tuples, so insertion order (live vs replayed) does not matter."""
+    return tuple(tuple(sorted((s, sorted(p.items()) if isinstance(p, Mapping) else sorted(p))
+                              for s, p in role.items())) for role in roles)
+
+
+def _canonical_member(m: Any) -> tuple[Any, ...]:
+    a, r = m.assigned, m.pending_revocation
+    return (m.member_epoch, m.previous_member_epoch, int(m.state), m.instance_id, m.rack_id,
+            m.client_id, m.client_host, m.rebalance_timeout_ms, m.topology_epoch,
+            m.process_id, m.user_endpoint, m.client_tags,
+            _canonical_tasks(a.active, a.standby, a.warmup),
+            _canonical_tasks(r.active, r.standby, r.warmup))
