@@ -237,3 +237,25 @@ def test_streams_three_processes_share_the_tasks(differential: Run) -> None:
                                                        process_id=f"conformance-process-{n}"))
             describe(c, f"targets after member {n} joined", group)
     differential(scenario)
+
+
+def test_streams_static_member_leaves_and_rejoins(differential: Run) -> None:
+    """Static membership: epoch -2 keeps the member's place and tasks, a rejoin under a new
+    member id takes them over, a second instance with the same id is refused."""
+    def scenario(c: Conversation) -> None:
+        source = c.create_topic("words", partitions=2)
+        group = c.name("app")
+        top = topology(c, source.name)
+        first = heartbeat(c, "static member joins", request(group, M1, 0, top,
+                                                              instance_id="instance-1"))
+        assigned = until_tasks(c, group, M1, first.member_epoch)
+        heartbeat(c, "another member with the same instance id", request(
+            group, M2, 0, top, instance_id="instance-1"))
+        heartbeat(c, "static leave", request(group, M1, -2, instance_id="instance-1"))
+        describe(c, "the member is kept", group)
+        heartbeat(c, "rejoin under a new member id", request(group, M2, 0, top,
+                                                              instance_id="instance-1"))
+        heartbeat(c, "the old member id is fenced", request(
+            group, M1, assigned.member_epoch, instance_id="instance-1"))
+        describe(c, "the new member has the tasks", group)
+    differential(scenario)
