@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance import classic, consumer
+from conformance import classic, consumer, offsets
 from conformance.conversation import Conversation
 from conformance.differential import Scenario
 from groupcoord.wire.generated import streams_group_describe as sgd
@@ -258,4 +258,32 @@ def test_streams_static_member_leaves_and_rejoins(differential: Run) -> None:
         heartbeat(c, "the old member id is fenced", request(
             group, M1, assigned.member_epoch, instance_id="instance-1"))
         describe(c, "the new member has the tasks", group)
+    differential(scenario)
+
+
+def test_streams_member_offsets(differential: Run) -> None:
+    """`StreamsGroup.validateOffsetCommit` / `validateOffsetFetch` for a member's commits,
+    and DeleteGroups / ListGroups of a streams group."""
+    def scenario(c: Conversation) -> None:
+        source = c.create_topic("words", partitions=2)
+        group = c.name("app")
+        first = heartbeat(c, "join", request(group, M1, 0, topology(c, source.name)))
+        epoch = until_tasks(c, group, M1, first.member_epoch).member_epoch
+        offsets.commit(c, "commit at the member epoch", group, source.name, {0: 5},
+                       generation=epoch, member_id=M1)
+        offsets.commit(c, "commit from a newer epoch", group, source.name, {0: 6},
+                       generation=epoch + 1, member_id=M1)
+        offsets.commit(c, "commit from an unknown member", group, source.name, {0: 6},
+                       generation=epoch, member_id=M2)
+        offsets.commit(c, "commit at version 8", group, source.name, {0: 6},
+                       generation=epoch, member_id=M1, version=8)
+        offsets.fetch(c, "fetch at the member epoch", group, [source], member_id=M1,
+                      member_epoch=epoch)
+        offsets.fetch(c, "fetch at a stale epoch", group, [source], member_id=M1,
+                      member_epoch=epoch - 1)
+        offsets.list_own_groups(c, "list streams groups", types=["streams"])
+        offsets.delete_groups(c, "delete while a member is in", group)
+        heartbeat(c, "leave", request(group, M1, -1))
+        offsets.delete_groups(c, "delete the empty group", group)
+        offsets.fetch(c, "offsets are gone", group, [source])
     differential(scenario)
