@@ -17,6 +17,7 @@ from conformance.differential import Scenario
 from groupcoord.wire.generated import streams_group_describe as sgd
 from groupcoord.wire.generated import streams_group_heartbeat as hb
 from groupcoord.wire.generated import streams_group_topology_description_update as tdu
+from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.wire.generated.join_group import JoinGroupResponse
 from groupcoord.wire.generated.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
@@ -286,4 +287,17 @@ def test_streams_member_offsets(differential: Run) -> None:
         heartbeat(c, "leave", request(group, M1, -1))
         offsets.delete_groups(c, "delete the empty group", group)
         offsets.fetch(c, "offsets are gone", group, [source])
+    differential(scenario)
+
+
+def test_streams_api_version_ranges(differential: Run) -> None:
+    """ApiVersions advertises StreamsGroupHeartbeat, StreamsGroupDescribe and
+    StreamsGroupTopologyDescriptionUpdate with Kafka 4.4's ranges."""
+    def scenario(c: Conversation) -> None:
+        versions = c.quiet(ApiVersionsRequest(client_software_name="conformance",
+                                              client_software_version="1"), 3,
+                           ApiVersionsResponse)
+        c.record("streams version ranges", sorted(
+            (k.api_key, k.min_version, k.max_version) for k in versions.api_keys
+            if k.api_key in (88, 89, 93)))
     differential(scenario)
