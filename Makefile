@@ -25,7 +25,7 @@ CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
 # run by interop tests against groupcoord.
 KAFKA_TOOLS := .cache/kafka-tools-$(KAFKA_VERSION)
 
-.PHONY: test test-fast interop demo venv jars client-jars java-check browser lint bench clean reference conformance kafka-tools
+.PHONY: test test-fast interop demo venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools
 
 venv: $(VENV)/.installed
 
@@ -97,6 +97,21 @@ $(KAFKA_TOOLS)/.stamp: tests/reference/tools/pom.xml | java-check
 	test -f $(KAFKA_TOOLS)/libs/kafka-tools-$(KAFKA_VERSION).jar
 	echo '$(KAFKA_VERSION)' > $@
 
+# Kafka Streams 4.4 for the streams-group interop test (tests/interop/streams): kafka-streams
+# and its runtime dependencies from Maven Central, stamped and fetched like `client-jars`.
+STREAMS_JARS := .cache/kafka-streams-$(KAFKA_CLIENT_VERSION)
+
+streams-jars: $(STREAMS_JARS)/.stamp
+
+$(STREAMS_JARS)/.stamp: tests/interop/streams/pom.xml | java-check
+	@$(MVN_CHECK)
+	rm -rf $(STREAMS_JARS) && mkdir -p $(STREAMS_JARS)
+	mvn -B -q -f tests/interop/streams/pom.xml -Dmaven.repo.local=$(abspath $(MAVEN_REPO)) \
+	    -Dkafka.version=$(KAFKA_CLIENT_VERSION) dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(STREAMS_JARS))/libs
+	test -f $(STREAMS_JARS)/libs/kafka-streams-$(KAFKA_CLIENT_VERSION).jar
+	echo '$(KAFKA_CLIENT_VERSION)' > $@
+
 # Headless Chromium for the report rendering test; installed (as root, Debian packages) only
 # when missing, so an existing install is never touched.
 browser:
@@ -104,7 +119,7 @@ browser:
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars client-jars browser reference kafka-tools
+test: venv java-check jars client-jars streams-jars browser reference kafka-tools
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -115,7 +130,7 @@ test-fast: venv
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
-interop: venv java-check jars client-jars kafka-tools
+interop: venv java-check jars client-jars streams-jars kafka-tools
 	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv

@@ -24,7 +24,8 @@ from groupcoord.wire.generated.update_features import (
 FAILED = "The update failed for all features since the following feature had an error: "
 # What a Kafka 4.4 broker formatted with its defaults finalizes, for the features whose
 # behaviour groupcoord has (the conformance suite compares the two brokers directly).
-KAFKA_44_LEVELS = {"group.version": 1, "share.version": 2, "transaction.version": 2}
+KAFKA_44_LEVELS = {"group.version": 1, "share.version": 2, "streams.version": 1,
+                   "transaction.version": 2}
 
 
 async def _versions(c: RawClient, version: int) -> ApiVersionsResponse:
@@ -41,7 +42,8 @@ def test_api_versions_report_the_feature_table(tmp_path: Path) -> None:
                     for f in v4.finalized_features} == {
                 name: (level, level) for name, level in KAFKA_44_LEVELS.items()}
             assert {f.name: (f.min_version, f.max_version) for f in v4.supported_features} == {
-                "group.version": (0, 1), "share.version": (0, 2), "transaction.version": (0, 2)}
+                "group.version": (0, 1), "share.version": (0, 2), "streams.version": (0, 1),
+                "transaction.version": (0, 2)}
             assert v4.finalized_features_epoch == features.FINALIZED_FEATURES_EPOCH >= 0
             assert v4.zk_migration_ready is False
             # Below v4 a supported range starting at 0 is left out (KAFKA-17492); the
@@ -56,7 +58,7 @@ def test_every_feature_offered_is_finalized_within_its_range() -> None:
     for feature in features.FEATURES:
         assert feature.min_supported <= feature.finalized <= feature.max_supported
         assert feature.finalized > 0 and feature.name not in features.NOT_OFFERED
-    assert features.finalized_level("streams.version") == 0
+    assert features.finalized_level("kraft.version") == 0
 
 
 def _update(*updates: tuple[str, int, int], validate_only: bool = False) -> UpdateFeaturesRequest:
@@ -86,8 +88,8 @@ def test_update_features_keeps_levels_and_refuses_changes_as_kafka_words_them(
             v2 = await c.call(keep, 2, UpdateFeaturesResponse)
             assert v2.error_code == 0 and v2.results == []
             cases = {
-                ("streams.version", 1, 1): "Invalid update version 1 for feature "
-                "streams.version. Local controller 3 does not support this feature.",
+                ("kraft.version", 1, 1): "Invalid update version 1 for feature "
+                "kraft.version. Local controller 3 does not support this feature.",
                 ("transaction.version", 3, 1): "Invalid update version 3 for feature "
                 "transaction.version. Local controller 3 only supports versions 0-2",
                 ("group.version", -1, 1): "Invalid update version -1 for feature "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.broker import BrokerFactory
+from helpers.kraft_node import CONSUMER_ASSIGNMENT_ON_HEARTBEAT
 from helpers.reference_broker import GROUP_SETTINGS, ReferenceBroker, log_event
 
 from conformance.differential import Endpoint, Scenario, run_both
@@ -41,7 +42,11 @@ def kafka_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refere
 def groupcoord_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     factory = BrokerFactory(tmp_path_factory.mktemp("groupcoord-peer"))
     args = ["--group-initial-rebalance-delay-ms", GROUP_SETTINGS["group.initial.rebalance.delay.ms"],
-            "--default-partitions", GROUP_SETTINGS["num.partitions"]]
+            "--default-partitions", GROUP_SETTINGS["num.partitions"],
+            "--group-config", "group.streams.initial.rebalance.delay.ms="
+            + GROUP_SETTINGS["group.streams.initial.rebalance.delay.ms"],
+            "--group-config", "group.streams.assignment.interval.ms="
+            + CONSUMER_ASSIGNMENT_ON_HEARTBEAT["group.streams.assignment.interval.ms"]]
     broker = factory.create(extra_args=args)
     yield Endpoint("groupcoord", "127.0.0.1", broker.port)
     factory.close()

@@ -121,3 +121,32 @@ def test_consumer_assignment_interval_holds_the_second_assignment(differential: 
         consumer.join(c, "m2 join within the interval", group, M2, [topic.name])
         consumer.describe(c, "describe: the target waits for the interval", group)
     differential(scenario)
+
+
+STREAMS_KEYS = ["streams.session.timeout.ms", "streams.heartbeat.interval.ms",
+                "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms",
+                "streams.rack.aware.assignment.tags", "streams.acceptable.recovery.lag"]
+
+
+def test_alter_and_describe_streams_group_configs(differential: Run) -> None:
+    """The `streams.*` names of `GroupConfig` and their `validateValues` rules."""
+    def scenario(c: Conversation) -> None:
+        group = c.name("g")
+        alter(c, "set the standby replicas", group, ("streams.num.standby.replicas", SET, "1"))
+        wait_applied(c, group, "streams.num.standby.replicas", "1")
+        describe(c, "describe the streams names", group, STREAMS_KEYS)
+        alter(c, "too many standbys", group, ("streams.num.standby.replicas", SET, "3"))
+        alter(c, "negative standbys", group, ("streams.num.standby.replicas", SET, "-1"))
+        alter(c, "session below the broker's minimum", group,
+              ("streams.session.timeout.ms", SET, "1000"))
+        alter(c, "heartbeat not below the session", group,
+              ("streams.heartbeat.interval.ms", SET, "15000"),
+              ("streams.session.timeout.ms", SET, "15000"))
+        alter(c, "duplicate rack tags", group,
+              ("streams.rack.aware.assignment.tags", SET, "zone,zone"))
+        alter(c, "an unknown assignor", group, ("streams.assignor.name", SET, "fancy"))
+        alter(c, "not a number", group, ("streams.initial.rebalance.delay.ms", SET, "soon"))
+        alter(c, "delete the override", group, ("streams.num.standby.replicas", DELETE, None))
+        wait_applied(c, group, "streams.num.standby.replicas", None)
+        describe(c, "describe after delete", group, ["streams.num.standby.replicas"])
+    differential(scenario)

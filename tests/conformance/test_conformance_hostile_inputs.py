@@ -41,9 +41,9 @@ API_VERSIONS_KEY = 18
 JOIN_GROUP_KEY = 11
 CLOSE_WAIT_S = 10.0
 M1 = consumer.member_id(1)
-# Every API of the group, offset, transaction and share coordinators, and ApiVersions.
+# Every API of the group, offset, transaction, share and streams coordinators, and ApiVersions.
 GROUP_API_KEYS = frozenset({8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 22, 24, 25, 26, 28, 42, 47,
-                            65, 66, 68, 69, 76, 77, 78, 79, 90, 91, 92})
+                            65, 66, 68, 69, 76, 77, 78, 79, 88, 89, 90, 91, 92, 93})
 
 
 def frame(api_key: int, version: int, body: bytes, header_version: int = 1,

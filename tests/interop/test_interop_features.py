@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 def test_java_admin_describes_and_updates_features(broker: BrokerProcess) -> None:
     described = java.run_harness("describe-features", broker.bootstrap)
     assert {e["feature"]: (e["min"], e["max"]) for e in described.of("finalized")} == {
-        "group.version": (1, 1), "share.version": (2, 2), "transaction.version": (2, 2)}
+        "group.version": (1, 1), "share.version": (2, 2), "streams.version": (1, 1),
+        "transaction.version": (2, 2)}
     assert {e["feature"]: (e["min"], e["max"]) for e in described.of("supported")} == {
         f.name: (f.min_supported, f.max_supported) for f in features.FEATURES}
     assert [e["epoch"] for e in described.of("epoch")] == [features.FINALIZED_FEATURES_EPOCH]
@@ -39,5 +40,5 @@ def test_java_admin_describes_and_updates_features(broker: BrokerProcess) -> Non
         "InvalidUpdateVersionException: The update failed for all features since the "
         "following feature had an error: Invalid update version 1 for feature "
         "transaction.version.")
-    unknown = update("streams.version", 1, "upgrade", True)
+    unknown = update("eligible.leader.replicas.version", 1, "upgrade", True)
     assert unknown is not None and unknown.endswith("does not support this feature.")

@@ -94,12 +94,14 @@ def _read_value(r: _Reader, f: F, version: int) -> Any:
             return v.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CodecError(f"bad utf-8 in {f.name}") from exc
-    if t in ("[]int32", "[]string") or f.array:
+    if t in ("[]int16", "[]int32", "[]string") or f.array:
         n = r.length(True)
         if n < 0:
             return None
         if t == "[]int32":
             return [r.fixed(_I32) for _ in range(n)]
+        if t == "[]int16":
+            return [r.fixed(_I16) for _ in range(n)]
         if t == "[]string":
             elem = F(f.name, "string")
             return [_read_value(r, elem, version) for _ in range(n)]
@@ -181,7 +183,7 @@ def _write_value(out: bytearray, f: F, v: Any, version: int, flexible: bool) -> 
             data = v.encode("utf-8") if t == "string" else bytes(v)
             _w_length(out, len(data), flexible, t == "bytes")
             out += data
-    elif t in ("[]int32", "[]string") or f.array:
+    elif t in ("[]int16", "[]int32", "[]string") or f.array:
         if v is None:
             _w_length(out, -1, flexible, True)
             return
@@ -189,6 +191,8 @@ def _write_value(out: bytearray, f: F, v: Any, version: int, flexible: bool) -> 
         for item in v:
             if t == "[]int32":
                 out += _I32.pack(item)
+            elif t == "[]int16":
+                out += _I16.pack(item)
             elif t == "[]string":
                 _write_value(out, F(f.name, "string"), item, version, flexible)
             else:

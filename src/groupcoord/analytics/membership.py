@@ -4,8 +4,9 @@ Group-membership records are a tiny share of ``__consumer_offsets`` (one GroupMe
 classic generation, a handful of KIP-848 records per member change), so they are decoded on
 the driver into row dicts: ``classic_generations`` (subscription and assignment bytes
 decoded), ``cg_epochs`` (types 3/11), ``cg_members`` (5/10), ``cg_target_assignment`` (7/13,
-with the epoch from 6/12), ``cg_current_assignment`` (8/14). KIP-848 records name topics by
-id; ``topic_names`` (from ``partition.metadata``) turns them into names.
+with the epoch from 6/12), ``cg_current_assignment`` (8/14), and the streams-group tables ``sg_*``
+(``streams_groups``). KIP-848 records name topics by id; ``topic_names`` (from
+``partition.metadata``) turns them into names.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from groupcoord.analytics import streams_groups
 from groupcoord.analytics.dump import uuid_to_string
 from groupcoord.analytics.reader import decode_assignment, decode_record, decode_subscription
 
@@ -30,6 +32,10 @@ class MembershipTables:
     cg_members: list[dict[str, Any]] = field(default_factory=list)
     cg_target_assignment: list[dict[str, Any]] = field(default_factory=list)
     cg_current_assignment: list[dict[str, Any]] = field(default_factory=list)
+    sg_epochs: list[dict[str, Any]] = field(default_factory=list)
+    sg_members: list[dict[str, Any]] = field(default_factory=list)
+    sg_target_assignment: list[dict[str, Any]] = field(default_factory=list)
+    sg_current_assignment: list[dict[str, Any]] = field(default_factory=list)
     skipped_unknown: int = 0
 
 
@@ -80,6 +86,9 @@ def _dispatch(t: MembershipTables, rtype: int, key: dict[str, Any], v: dict[str,
             "protocol_type": v.get("protocolType"), "protocol": v.get("protocol"),
             "leader": v.get("leader"), "state_ts_ms": v.get("currentStateTimestamp"),
             "members": [_classic_member(m) for m in v.get("members") or []]})
+        return
+    if rtype in streams_groups.STREAMS_TYPES:
+        streams_groups.dispatch(t, rtype, key, v, base)
         return
     gtype = CONSUMER_TYPES.get(rtype)
     if gtype is None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import gold, membership, outputs, rebalance, share, story
+from groupcoord.analytics import gold, membership, outputs, rebalance, share, story, streams_groups
 from groupcoord.analytics.pipeline import (
     Progress,
     RunConfig,
@@ -89,7 +89,12 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     stuck = _stuck(final, owners)
     counts = {name: write_rows(getattr(t, name), out, "silver", name) for name in (
         "classic_generations", "cg_epochs", "cg_members", "cg_target_assignment",
-        "cg_current_assignment")}
+        "cg_current_assignment", "sg_epochs", "sg_members", "sg_target_assignment",
+        "sg_current_assignment")}
+    counts["streams_rebalances"] = write_rows(
+        streams_groups.streams_rebalances(t, events), out, "gold", "streams_rebalances")
+    counts["task_movements"] = write_rows(streams_groups.task_movements(t), out, "gold",
+                                          "task_movements")
     counts["group_events"] = write_rows(events and [
         {**e, "detail": json.dumps(e.get("detail"))} for e in events], out, "silver",
         "group_events")

@@ -9,7 +9,7 @@ implementations check each other.
 
 A field is ``F(name, type, versions, ...)``; ``name`` is the Kafka JSON (camelCase) name that
 Kafka's generated ``*JsonConverter`` prints. Types: ``int8 int16 int32 int64 uint16 string
-bytes uuid``, ``[]int32``, ``[]string``, a nested struct (``fields`` set, ``array`` False) or an
+bytes uuid``, ``[]int16``, ``[]int32``, ``[]string``, a nested struct (``fields`` set, ``array`` False) or an
 array of structs (``fields`` set, ``array`` True).
 """
 
@@ -173,6 +173,58 @@ COORDINATOR_RECORDS: dict[int, tuple[Layout, Layout]] = {
              F("Topics", "[]string", default=[]), _i64("Version"), _i64("Timestamp")), _FLEX0)),
 }
 
+_TASK_IDS = (_s("SubtopologyId"), F("Partitions", "[]int32", default=[]))
+_TASK_IDS_EPOCHS = _TASK_IDS + (
+    F("AssignmentEpochs", "[]int32", nullable=(0, ANY), tag=0, default=None),
+)
+_KEY_VALUE = (_s("Key"), _s("Value"))
+_STREAMS_TOPIC_INFO = (_s("Name"), _i32("Partitions"), F("ReplicationFactor", "int16"),
+                       _arr("TopicConfigs", *_KEY_VALUE))
+
+# KIP-1071 streams groups (group-coordinator StreamsGroup*.json, 4.4).
+COORDINATOR_RECORDS.update({
+    17: (_GID, Layout("StreamsGroupMetadataValue", (
+        _i32("Epoch"), _i64("MetadataHash"),
+        F("ValidatedTopologyEpoch", "int32", tag=0, default=-1),
+        F("LastAssignmentConfigs", "struct", nullable=(0, ANY), array=True, tag=1,
+          default=None, fields=_KEY_VALUE),
+        F("StoredDescriptionTopologyEpoch", "int32", tag=2, default=-1),
+        F("FailedDescriptionTopologyEpoch", "int32", tag=3, default=-1),
+    ), _FLEX0)),
+    19: (_GID_MID, Layout("StreamsGroupMemberMetadataValue", (
+        _s("InstanceId", nullable=True), _s("RackId", nullable=True), _s("ClientId"),
+        _s("ClientHost"), _i32("RebalanceTimeoutMs", -1), _i32("TopologyEpoch"),
+        _s("ProcessId"),
+        F("UserEndpoint", "struct", nullable=(0, ANY), default=None,
+          fields=(_s("Host"), F("Port", "uint16"))),
+        _arr("ClientTags", *_KEY_VALUE),
+    ), _FLEX0)),
+    20: (_GID, Layout("StreamsGroupTargetAssignmentMetadataValue", (
+        _i32("AssignmentEpoch"), F("AssignmentTimestamp", "int64", tag=0, default=0)), _FLEX0)),
+    21: (_GID_MID, Layout("StreamsGroupTargetAssignmentMemberValue", (
+        _arr("ActiveTasks", *_TASK_IDS), _arr("StandbyTasks", *_TASK_IDS),
+        _arr("WarmupTasks", *_TASK_IDS)), _FLEX0)),
+    22: (_GID_MID, Layout("StreamsGroupCurrentMemberAssignmentValue", (
+        _i32("MemberEpoch"), _i32("PreviousMemberEpoch"), F("State", "int8"),
+        _arr("ActiveTasks", *_TASK_IDS_EPOCHS), _arr("StandbyTasks", *_TASK_IDS),
+        _arr("WarmupTasks", *_TASK_IDS),
+        _arr("ActiveTasksPendingRevocation", *_TASK_IDS_EPOCHS),
+        _arr("StandbyTasksPendingRevocation", *_TASK_IDS),
+        _arr("WarmupTasksPendingRevocation", *_TASK_IDS),
+    ), _FLEX0)),
+    23: (_GID, Layout("StreamsGroupTopologyValue", (
+        _i32("Epoch"),
+        _arr("Subtopologies", _s("SubtopologyId"), F("SourceTopics", "[]string", default=[]),
+             F("SourceTopicRegex", "[]string", default=[]),
+             _arr("StateChangelogTopics", *_STREAMS_TOPIC_INFO),
+             F("RepartitionSinkTopics", "[]string", default=[]),
+             _arr("RepartitionSourceTopics", *_STREAMS_TOPIC_INFO),
+             _arr("CopartitionGroups", F("SourceTopics", "[]int16", default=[]),
+                  F("SourceTopicRegex", "[]int16", default=[]),
+                  F("RepartitionSourceTopics", "[]int16", default=[]))),
+    ), _FLEX0)),
+})
+
 _SHARE_KEY = Layout("ShareStateKey", (
     _s("GroupId"), F("TopicId", "uuid", default=bytes(16)), _i32("Partition")))
 
@@ -212,5 +264,8 @@ RECORD_TYPE_NAMES: dict[int, str] = {
     9: "ShareGroupPartitionMetadata", 10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
     12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
     14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
-    16: "ConsumerGroupRegularExpression",
+    16: "ConsumerGroupRegularExpression", 17: "StreamsGroupMetadata",
+    18: "StreamsGroupPartitionMetadata", 19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
 }

@@ -46,6 +46,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature(SHARE_VERSION, 0, SHARE_VERSION_DLQ, SHARE_VERSION_DLQ,
             "KIP-932 share groups (ShareGroupHeartbeat, ShareFetch, ShareAcknowledge, "
             "share-group offsets admin); at 2 the KIP-1191 dead-letter queue"),
+    Feature("streams.version", 0, 1, 1,
+            "KIP-1071 streams groups (StreamsGroupHeartbeat, StreamsGroupDescribe)"),
     Feature(TRANSACTION_VERSION, 0, TRANSACTION_VERSION_2, TRANSACTION_VERSION_2,
             "KIP-890 part 2 transactions: an epoch bump at every EndTxn (v5), partitions "
             "added by Produce v12+ and TxnOffsetCommit v5+ without AddPartitionsToTxn/"
@@ -58,7 +60,6 @@ NOT_OFFERED: MappingProxyType[str, str] = MappingProxyType({
     "kraft.version": "the KRaft controller quorum's format (KIP-853); there is no quorum",
     "eligible.leader.replicas.version": "eligible leader replicas (KIP-966); one replica, "
                                         "no leader election",
-    "streams.version": "KIP-1071 streams groups (StreamsGroupHeartbeat is not served)",
 })
 
 BY_NAME: MappingProxyType[str, Feature] = MappingProxyType({f.name: f for f in FEATURES})

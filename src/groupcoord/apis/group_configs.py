@@ -3,7 +3,8 @@
 Mirrors Kafka's `GroupConfig` / `GroupConfigManager` for the `consumer.*` names
 (`coordinator.consumer.group_config`: session timeout and heartbeat interval, defaults and
 bounds from the broker's `group.consumer.*` settings) and the `share.*` names
-(`coordinator.share.configs`): DescribeConfigs lists every name with its effective value
+(`coordinator.share.configs`) and the `streams.*` names (`coordinator.streams.group_config`):
+DescribeConfigs lists every name with its effective value
 and source (GROUP_CONFIG 8 when set on the group, DEFAULT_CONFIG 5 otherwise);
 IncrementalAlterConfigs SET/DELETE validate each name and range (INVALID_CONFIG) and,
 unless `validate_only`, store the overrides and apply them to the group's live
@@ -19,6 +20,7 @@ from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer import group_config
 from groupcoord.coordinator.consumer.group_config import CONSUMER_CONFIG_DOCS
 from groupcoord.coordinator.share.configs import SHARE_CONFIGS, broker_defaults, validate
+from groupcoord.coordinator.streams import group_config as streams_config
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_configs import (
     DescribeConfigsResourceResult,
@@ -28,8 +30,9 @@ from groupcoord.wire.generated.describe_configs import (
 
 GROUP = 32
 SET, DELETE = 0, 1
-SOURCE_GROUP, SOURCE_DEFAULT = 8, 5
-TYPES = {"int": 3, "bool": 1, "choice": 2, "string": 2}  # ConfigType INT, BOOLEAN, STRING
+SOURCE_GROUP, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 8, 4, 5
+# ConfigType: INT, BOOLEAN, STRING, LONG, LIST.
+TYPES = {"int": 3, "bool": 1, "choice": 2, "string": 2, "long": 5, "list": 7}
 
 
 def coordinator_config(ctx: Any) -> GroupCoordinatorConfig:
@@ -37,15 +40,18 @@ def coordinator_config(ctx: Any) -> GroupCoordinatorConfig:
     return GroupCoordinatorConfig.from_properties(getattr(ctx.config, "extra", None) or {})
 
 
-def _definitions(ctx: Any) -> list[tuple[str, str, str, str]]:
-    """(name, default, kind, doc) of every group config, consumer names first."""
+def _definitions(ctx: Any) -> list[tuple[str, str | None, str, str]]:
+    """(name, default, kind, doc) of every group config: consumer, share, streams names."""
     broker = coordinator_config(ctx)
     consumer_defaults = group_config.defaults(broker)
     share_defaults = broker_defaults(broker)
+    streams_defaults = streams_config.defaults(broker)
     return [(name, consumer_defaults[name], "int", doc)
             for name, doc in CONSUMER_CONFIG_DOCS.items()] + [
         (d.name, share_defaults.get(d.name, d.default), d.kind, d.doc)
-        for d in SHARE_CONFIGS.values()]
+        for d in SHARE_CONFIGS.values()] + [
+        (name, streams_defaults[name], d.kind, d.doc)
+        for name, d in streams_config.STREAMS_CONFIGS.items() if not d.internal]
 
 
 def _check_name(resource: Any) -> str:
@@ -75,17 +81,21 @@ async def describe(ctx: Any, resource: Any, include_synonyms: bool,
         return result
     overrides = ctx.shares.group_configs.get(group_id)
     keys = resource.configuration_keys
+    # A broker-level `group.streams.*` given at start-up is a static broker config, as Kafka
+    # reports it (checked differentially); otherwise the value is Kafka's default.
+    broker_set = getattr(ctx.config, "extra", None) or {}
     for name, default, kind, doc in _definitions(ctx):
         if keys is not None and name not in keys:
             continue
         value = overrides.get(name)
-        source = SOURCE_GROUP if value is not None else SOURCE_DEFAULT
+        fallback = SOURCE_STATIC_BROKER if name in streams_config.STREAMS_CONFIGS \
+            and f"group.{name}" in broker_set else SOURCE_DEFAULT
+        source = SOURCE_GROUP if value is not None else fallback
         synonyms = []
         if include_synonyms and value is not None:
             synonyms.append(DescribeConfigsSynonym(name=name, value=value, source=SOURCE_GROUP))
         if include_synonyms:
-            synonyms.append(DescribeConfigsSynonym(name=name, value=default,
-                                                   source=SOURCE_DEFAULT))
+            synonyms.append(DescribeConfigsSynonym(name=name, value=default, source=fallback))
         result.configs.append(DescribeConfigsResourceResult(
             name=name, value=value if value is not None else default,
             read_only=False, config_source=source, is_sensitive=False,
@@ -113,9 +123,11 @@ async def alter(ctx: Any, resource: Any, validate_only: bool) -> None:
             raise ApiError(ErrorCode.INVALID_CONFIG,
                            f"Config value append/subtract is not allowed for config "
                            f"[{op.name}] as it is not a list type")
-        if op.name not in CONSUMER_CONFIG_DOCS:
+        if op.name not in CONSUMER_CONFIG_DOCS and op.name not in streams_config.STREAMS_CONFIGS:
             _validated(validate, op.name, changes[op.name], coordinator_config(ctx))
     _validated(group_config.validate, coordinator_config(ctx),
+               ctx.shares.group_configs.get(group_id), changes)
+    _validated(streams_config.validate, coordinator_config(ctx),
                ctx.shares.group_configs.get(group_id), changes)
     session = changes.get("share.session.timeout.ms")
     interval = changes.get("share.heartbeat.interval.ms")

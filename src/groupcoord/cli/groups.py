@@ -3,8 +3,9 @@
 Output follows Kafka's `kafka-consumer-groups.sh` (same columns, "-" for absent values) as a
 table by default, or JSON with `--json` for scripts; share groups are described as
 `kafka-share-groups.sh` does (start offset, lag, in-flight records), and their offsets
-are reset or deleted with AlterShareGroupOffsets / DeleteShareGroupOffsets (`groups_share`). Talks to the broker over
-the wire only.
+are reset or deleted with AlterShareGroupOffsets / DeleteShareGroupOffsets (`groups_share`);
+streams groups show their members' tasks and the lag of each active task's input
+partitions (`streams_group_ops`). Talks to the broker over the wire only.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from groupcoord.cli import groups_share as share_cmds
 from groupcoord.cli import reset_plan
 from groupcoord.cli import share_dlq_ops as share_dlq
 from groupcoord.cli import share_group_ops as share_ops
+from groupcoord.cli import streams_group_ops as streams_ops
 from groupcoord.cli.wire_client import KafkaError, WireClient
 from groupcoord.wire.errors import ErrorCode
 
@@ -56,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = add("list", "list groups")
     p.add_argument("--state", action="append", default=[], help="filter (repeatable)")
-    p.add_argument("--type", action="append", default=[], help="classic|consumer|share")
+    p.add_argument("--type", action="append", default=[], help="classic|consumer|share|streams")
     p.set_defaults(run=cmd_list)
     p = add("describe", "offsets and lag per partition (default), or members/state")
     p.add_argument("group")
@@ -123,12 +125,16 @@ def cmd_list(client: WireClient, args: argparse.Namespace) -> int:
 
 def _canonical_state(state: str) -> str:
     names = {s.lower(): s for s in ("Empty", "PreparingRebalance", "CompletingRebalance",
-                                    "Stable", "Dead", "Assigning", "Reconciling")}
+                                    "Stable", "Dead", "Assigning", "Reconciling",
+                                    "NotReady")}
     return names.get(state.lower(), state)
 
 
 def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
-    share = ops.group_type(client, args.group) == "share"
+    kind = ops.group_type(client, args.group)
+    if kind == "streams":
+        return _describe_streams(client, args)
+    share = kind == "share"
     group = (share_ops.describe_share_group(client, args.group) if share
              else ops.describe_group(client, args.group))
     if args.state:
@@ -149,6 +155,32 @@ def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
     if share:
         return _print_share_offsets(client, args, group)
     return _print_offsets(client, args, group)
+
+
+def _describe_streams(client: WireClient, args: argparse.Namespace) -> int:
+    """A streams group: state, members with their tasks, or lag per task (default)."""
+    group = streams_ops.describe_streams_group(client, args.group)
+    if args.state:
+        return _print_state(group, args.json)
+    if args.members:
+        if args.json:
+            return _emit_json(group)
+        _print_table(["GROUP", "MEMBER", "PROCESS", "CLIENT-ID", "MEMBER-EPOCH", "ACTIVE-TASKS",
+                      "STANDBY-TASKS", "TARGET-ACTIVE"],
+                     [[group["group"], m["member_id"], m["process_id"], m["client_id"],
+                       m["member_epoch"], ",".join(m["active"]) or "-",
+                       ",".join(m["standby"]) or "-", ",".join(m["target_active"]) or "-"]
+                      for m in group["members"]])
+        return 0
+    rows = streams_ops.task_rows(client, group)
+    if args.json:
+        return _emit_json({"group": group["group"], "type": "streams", "state": group["state"],
+                           "tasks": rows})
+    keys = ["group", "task", "topic", "partition", "current_offset", "log_end_offset", "lag",
+            "member_id"]
+    _print_table([k.upper().replace("_", "-") for k in keys],
+                 [[_dash(r[k]) for k in keys] for r in rows])
+    return 0
 
 
 def _print_state(group: dict[str, Any], as_json: bool) -> int:

@@ -65,6 +65,24 @@ class GroupCoordinatorConfig:
     # created, and the prefix every DLQ topic name must have ("" = any name).
     errors_deadletterqueue_auto_create_topics_enable: bool = False
     errors_deadletterqueue_topic_name_prefix: str = "dlq."
+    # KIP-1071 streams groups.
+    group_streams_session_timeout_ms: int = 45_000
+    group_streams_min_session_timeout_ms: int = 45_000
+    group_streams_max_session_timeout_ms: int = 60_000
+    group_streams_heartbeat_interval_ms: int = 5_000
+    group_streams_min_heartbeat_interval_ms: int = 5_000
+    group_streams_max_heartbeat_interval_ms: int = 15_000
+    group_streams_max_size: int = INT32_MAX
+    group_streams_num_standby_replicas: int = 0
+    group_streams_max_standby_replicas: int = 2
+    group_streams_initial_rebalance_delay_ms: int = 3_000
+    # KIP-1263's assignment interval (Kafka 4.3+): at most one new target per interval.
+    group_streams_assignment_interval_ms: int = 1_000
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15_000
+    group_streams_task_offset_interval_ms: int = 60_000
+    group_streams_acceptable_recovery_lag: int = 10_000
+    group_streams_rack_aware_assignment_tags: tuple[str, ...] = ()
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -84,7 +102,7 @@ class GroupCoordinatorConfig:
             text = props.get(name.replace("_", "."))
             if text is None:
                 continue
-            if name == "group_consumer_assignors":
+            if name in ("group_consumer_assignors", "group_streams_rack_aware_assignment_tags"):
                 values[name] = tuple(a.strip() for a in text.split(",") if a.strip())
             elif name == "group_consumer_migration_policy":
                 values[name] = text.strip().lower()
@@ -122,6 +140,31 @@ class GroupCoordinatorConfig:
         if not self.group_consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")
         self._validate_share()
+        self._validate_streams()
+
+    def _validate_streams(self) -> None:
+        """`GroupCoordinatorConfig`'s streams-group checks."""
+        def within(name: str, value: int, low: int, high: int) -> None:
+            if not low <= value <= high:
+                raise ValueError(f"{name}={value} must be within [{low}, {high}]")
+        within("group.streams.session.timeout.ms", self.group_streams_session_timeout_ms,
+               self.group_streams_min_session_timeout_ms,
+               self.group_streams_max_session_timeout_ms)
+        within("group.streams.heartbeat.interval.ms", self.group_streams_heartbeat_interval_ms,
+               self.group_streams_min_heartbeat_interval_ms,
+               self.group_streams_max_heartbeat_interval_ms)
+        within("group.streams.max.size", self.group_streams_max_size, 1, INT32_MAX)
+        within("group.streams.num.standby.replicas", self.group_streams_num_standby_replicas,
+               0, self.group_streams_max_standby_replicas)
+        tags = self.group_streams_rack_aware_assignment_tags
+        if len(set(tags)) != len(tags):
+            raise ValueError("group.streams.rack.aware.assignment.tags must not contain "
+                             "duplicate tag keys.")
+        within("group.streams.assignment.interval.ms", self.group_streams_assignment_interval_ms,
+               self.group_streams_min_assignment_interval_ms,
+               self.group_streams_max_assignment_interval_ms)
+        if self.group_streams_initial_rebalance_delay_ms < 0:
+            raise ValueError("group.streams.initial.rebalance.delay.ms must be at least 0")
 
     def _validate_share(self) -> None:
         """`ShareGroupConfig.CONFIG_DEF` ranges and `ShareGroupConfig.validate`."""

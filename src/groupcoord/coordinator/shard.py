@@ -1,6 +1,7 @@
 """One `__consumer_offsets` partition's worth of groups and offsets
 (`GroupCoordinatorShard` over `GroupMetadataManager` + `OffsetMetadataManager`): classic
-groups, KIP-848 consumer groups (record types 3-8 and 16) and committed offsets.
+groups, KIP-848 consumer groups (record types 3-8 and 16), KIP-1071 streams groups
+(17, 19-23) and committed offsets.
 
 Every method is an operation of the shard's single writer: it takes the request, the
 caller (`OpContext`) and the time, and returns a `Result`. Durable state changes only in
@@ -38,6 +39,10 @@ from groupcoord.coordinator.share import shard_ops as share_ops
 from groupcoord.coordinator.share.manager import SESSION_TIMER as SHARE_SESSION_TIMER
 from groupcoord.coordinator.share.manager import ShareGroups
 from groupcoord.coordinator.share.records import RECORD_TYPES as SHARE_RECORD_TYPES
+from groupcoord.coordinator.streams import shard_ops as streams_ops
+from groupcoord.coordinator.streams import timers as streams_timers
+from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
+from groupcoord.coordinator.streams.manager import StreamsGroups
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
@@ -57,6 +62,7 @@ class GroupCoordinatorShard:
         self.classic = ClassicGroups(self.config, self.ids)
         self.consumer = ConsumerGroups(self.config, self.ids, self.classic)
         migration.install(self)
+        self.streams = StreamsGroups(self.config)
         self.offsets = OffsetStore()
         self.share = ShareGroups(
             session_timeout_ms=self.config.group_share_session_timeout_ms,
@@ -81,7 +87,8 @@ class GroupCoordinatorShard:
         record_type = key.RECORD_TYPE
         if record_type in OFFSET_RECORD_TYPES:
             self.offsets.replay(key.group, key.topic, key.partition, value, producer_id, offset)
-            if value is not None and key.group not in self.consumer.groups:
+            if value is not None and key.group not in self.consumer.groups \
+                    and key.group not in self.streams.groups:
                 self.classic.ensure_simple_group(key.group)
         elif record_type == GROUP_METADATA_RECORD_TYPE:
             self.classic.replay_group_metadata(key.group, value, self.live, self.last_now_ms)
@@ -89,6 +96,11 @@ class GroupCoordinatorShard:
             self.consumer.replay(key, value)
         elif record_type in SHARE_RECORD_TYPES:
             self.share.replay(key, value)
+        elif record_type in STREAMS_RECORD_TYPES:
+            if value is not None and key.group_id not in self.streams.groups:
+                # A simple classic group (offsets only) is replaced, as in Kafka.
+                self.classic.groups.pop(key.group_id, None)
+            self.streams.replay(key, value)
         # Other record types belong to other group kinds; the loader skips them here.
 
     def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int,
@@ -103,12 +115,14 @@ class GroupCoordinatorShard:
         result = self.classic.on_loaded(now_ms)
         result.timers.extend(self.consumer.on_loaded(now_ms).timers)
         result.timers.extend(self.share.on_loaded(now_ms).timers)
+        result.timers.extend(self.streams.on_loaded(now_ms).timers)
         return result
 
     def on_topics_changed(self, image: TopicsImage, now_ms: int) -> Result:
         """The runtime's topics image changed (or was loaded): input, not durable state."""
         self.consumer.on_topics_changed(image)
         self.share.on_topics_changed(image)
+        self.streams.on_topics_changed(image)
         return Result()
 
     # -- consumer group RPCs -----------------------------------------------------------
@@ -116,7 +130,7 @@ class GroupCoordinatorShard:
                                  now_ms: int, overrides: Mapping[str, str] | None = None
                                  ) -> Result:
         self.last_now_ms = now_ms
-        if request.group_id in self.share.groups:
+        if request.group_id in self.share.groups or request.group_id in self.streams.groups:
             return Result(response=ConsumerGroupHeartbeatResponse(
                 error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                 error_message=f"Group {request.group_id} is not a consumer group."))
@@ -125,9 +139,21 @@ class GroupCoordinatorShard:
     def consumer_group_describe(self, group_id: str, version: int = 1) -> Result:
         return Result(response=self.consumer.describe(group_id, version, False))
 
+    # -- streams group RPCs (KIP-1071) --------------------------------------------------
+    def streams_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
+                                now_ms: int, overrides: Mapping[str, str] | None = None
+                                ) -> Result:
+        self.last_now_ms = now_ms
+        return streams_ops.heartbeat(self, request, version, ctx, now_ms, overrides)
+
+    def streams_group_describe(self, group_id: str) -> Result:
+        return streams_ops.describe(self, group_id)
+
     # -- classic group RPCs ------------------------------------------------------------
     def join_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
+        if request.group_id in self.streams.groups:
+            return streams_ops.classic_join(self, request, version, ctx, now_ms)
         consumer = self.consumer.get(request.group_id)
         if consumer is not None and consumer.members:
             return migration.join_group(self, request, version, ctx, now_ms)
@@ -161,6 +187,13 @@ class GroupCoordinatorShard:
     # -- offsets -------------------------------------------------------------------------
     def offset_commit(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         fx = self._fx(now_ms)
+        streams = self.streams.groups.get(request.group_id)
+        if streams is not None:
+            verdict = streams_ops.commit_verdict(
+                self, streams, request.member_id or "", request.group_instance_id,
+                request.generation_id_or_member_epoch, version, False)
+            return commit.offset_commit(self.classic, request, version, fx, verdict,
+                                        self.streams.image.topic_id)
         group = self.consumer.get(request.group_id)
         if group is None:
             return commit.offset_commit(self.classic, request, version, fx)
@@ -183,7 +216,11 @@ class GroupCoordinatorShard:
         member_id, instance_id = request.member_id or "", request.group_instance_id
         generation = request.generation_id_or_member_epoch
         consumer = self.consumer.get(request.group_id)
-        if consumer is not None:
+        streams = self.streams.groups.get(request.group_id)
+        if streams is not None:
+            verdict = streams_ops.commit_verdict(self, streams, member_id, instance_id,
+                                                 generation, version, True)
+        elif consumer is not None:
             verdict = txn_commit.validate_consumer(consumer, member_id, instance_id, generation,
                                                    version)
         elif request.group_id in self.share.groups:
@@ -233,7 +270,8 @@ class GroupCoordinatorShard:
     # -- admin -----------------------------------------------------------------------------
     def describe_group(self, group_id: str, version: int = 6) -> Result:
         described = admin.describe(self.classic.get(group_id), group_id, version)
-        if group_id in self.consumer.groups and described.error_code:
+        if (group_id in self.consumer.groups or group_id in self.streams.groups) \
+                and described.error_code:
             # DescribeGroups serves classic groups only (`GroupMetadataManager.describeGroups`).
             described.error_message = f"Group {group_id} is not a classic group."
         return Result(response=described)
@@ -246,6 +284,7 @@ class GroupCoordinatorShard:
         wanted_types = {t.strip().lower() for t in types or []}
         listed.extend(self.consumer.list_groups(wanted_states, wanted_types))
         listed.extend(self.share.list_groups(wanted_states, wanted_types))
+        listed.extend(self.streams.list_groups(wanted_states, wanted_types))
         listed.sort(key=lambda g: g.group_id)
         return Result(response=listed)
 
@@ -256,11 +295,15 @@ class GroupCoordinatorShard:
             if group_id in self.share.groups:
                 results.append(share_ops.delete_group(self, group_id, fx))
                 continue
+            streams = self.streams.groups.get(group_id)
+            if streams is not None:
+                results.append(streams_ops.delete_group(self, streams, fx))
+                continue
             consumer = self.consumer.get(group_id)
             if consumer is not None:
                 error = self.consumer.validate_delete(consumer)
                 if error == ErrorCode.NONE:
-                    self._delete_offsets(group_id, fx.records)
+                    self.delete_offsets(group_id, fx.records)
                     self.consumer.delete_records(consumer, fx.records)
                     fx.event(group_id, "group_deleted", consumer.group_epoch,
                              reason="DeleteGroups request")
@@ -275,10 +318,10 @@ class GroupCoordinatorShard:
         return fx.result(results)
 
     def _delete_group_records(self, group_id: str, records: list[Any]) -> None:
-        self._delete_offsets(group_id, records)
+        self.delete_offsets(group_id, records)
         records.append(group_tombstone(group_id))
 
-    def _delete_offsets(self, group_id: str, records: list[Any]) -> None:
+    def delete_offsets(self, group_id: str, records: list[Any]) -> None:
         """`OffsetMetadataManager.deleteAllOffsets`: committed offsets, then partitions
         that only have pending transactional offsets."""
         committed = self.offsets.group(group_id)
@@ -294,6 +337,8 @@ class GroupCoordinatorShard:
         self.last_now_ms = now_ms
         if key[0] == SHARE_SESSION_TIMER:
             return self.share.on_timer(key, now_ms)
+        if key[0] in streams_timers.KINDS:
+            return self.streams.on_timer(key, now_ms)
         if key[0] in consumer_timers.KINDS:
             return self.consumer.on_timer(key, now_ms)
         if key[0] in migration.TIMER_KINDS:
@@ -318,6 +363,7 @@ class GroupCoordinatorShard:
                 fx.event(group_id, "group_deleted", group.generation_id,
                          reason="empty group with no offsets left")
         self._cleanup_consumer_groups(fx, retention)
+        streams_ops.cleanup_expired_offsets(self, fx, retention)
         return fx.result()
 
     def _cleanup_consumer_groups(self, fx: Any, retention: int) -> None:
@@ -352,6 +398,8 @@ class GroupCoordinatorShard:
             snap["consumer"] = self.consumer.canonical()
         if self.share.groups:
             snap["share"] = self.share.canonical()
+        if self.streams.groups:
+            snap["streams"] = self.streams.canonical()
         return snap
 
     # -- share groups (KIP-932) ------------------------------------------------------------

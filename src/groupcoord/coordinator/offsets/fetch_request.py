@@ -12,6 +12,7 @@ from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.offsets import member_epoch as member_epoch_mod
 from groupcoord.coordinator.offsets.fetch import FetchedTopic, TopicQuery, fetch_offsets
 from groupcoord.coordinator.offsets.store import UUID_ZERO
+from groupcoord.coordinator.streams import offsets as streams_offsets
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_delete import (
     OffsetDeleteResponse,
@@ -34,8 +35,11 @@ def _fetch_group(shard: Any, group_id: str, topics: Any, member_id: str | None =
     # "" is a valid group id: Kafka fetches offsets of the empty group id for backward
     # compatibility (`GroupCoordinatorService.fetchOffsets`; only null is invalid).
     consumer = shard.consumer.get(group_id)
-    if consumer is not None:
-        error = member_epoch_mod.validate_fetch(consumer, member_id, member_epoch)
+    streams = shard.streams.groups.get(group_id)
+    if consumer is not None or streams is not None:
+        error = member_epoch_mod.validate_fetch(consumer, member_id, member_epoch) \
+            if consumer is not None else \
+            streams_offsets.validate_fetch(streams, member_id, member_epoch)
         if error != ErrorCode.NONE:
             return error, []
         exists = True

@@ -36,7 +36,7 @@ def _other_kind(shard: GroupCoordinatorShard, group_id: str) -> bool:
     consumer = getattr(shard, "consumer", None)
     if consumer is not None and consumer.get(group_id) is not None:
         return True
-    return shard.classic.get(group_id) is not None
+    return shard.classic.get(group_id) is not None or group_id in shard.streams.groups
 
 
 def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpContext,

@@ -1,0 +1,1 @@
+"""KIP-1071 streams groups: the broker-side task assignment of Kafka Streams."""

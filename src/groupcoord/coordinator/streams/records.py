@@ -1,0 +1,132 @@
+"""Builders for the streams-group records of `__consumer_offsets` (types 17 and 19-23),
+mirroring `StreamsCoordinatorRecordHelpers`: every value at version 0, task lists sorted
+by subtopology then partition, client tags by key; a `None` value is a tombstone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from groupcoord.coordinator.streams.member import StreamsGroupMember
+from groupcoord.coordinator.streams.tasks import EpochTasks, Tasks, TasksTuple
+from groupcoord.logformat.coordinator_records import CoordinatorRecord
+from groupcoord.logformat.generated import streams_group_current_member_assignment as cur
+from groupcoord.logformat.generated import streams_group_member_metadata as meta
+from groupcoord.logformat.generated import streams_group_metadata as gmeta
+from groupcoord.logformat.generated import streams_group_target_assignment_member as tmem
+from groupcoord.logformat.generated import streams_group_target_assignment_metadata as tmeta
+from groupcoord.logformat.generated import streams_group_topology as topo
+
+
+def group_metadata(group_id: str, epoch: int, metadata_hash: int,
+                   validated_topology_epoch: int, assignment_configs: Mapping[str, str],
+                   stored_description_epoch: int = -1,
+                   failed_description_epoch: int = -1) -> CoordinatorRecord:
+    value = gmeta.StreamsGroupMetadataValue(
+        epoch=epoch, metadata_hash=metadata_hash,
+        validated_topology_epoch=validated_topology_epoch,
+        last_assignment_configs=[gmeta.LastAssignmentConfig(key=k, value=v)
+                                 for k, v in sorted(assignment_configs.items())],
+        stored_description_topology_epoch=stored_description_epoch,
+        failed_description_topology_epoch=failed_description_epoch)
+    return CoordinatorRecord(gmeta.StreamsGroupMetadataKey(group_id=group_id), value, 0)
+
+
+def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(gmeta.StreamsGroupMetadataKey(group_id=group_id), None, None)
+
+
+def topology(group_id: str, value: topo.StreamsGroupTopologyValue) -> CoordinatorRecord:
+    return CoordinatorRecord(topo.StreamsGroupTopologyKey(group_id=group_id), value, 0)
+
+
+def topology_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(topo.StreamsGroupTopologyKey(group_id=group_id), None, None)
+
+
+def member_metadata(group_id: str, m: StreamsGroupMember) -> CoordinatorRecord:
+    endpoint = None if m.user_endpoint is None else \
+        meta.Endpoint(host=m.user_endpoint[0], port=m.user_endpoint[1])
+    value = meta.StreamsGroupMemberMetadataValue(
+        instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
+        client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout_ms,
+        topology_epoch=m.topology_epoch, process_id=m.process_id, user_endpoint=endpoint,
+        client_tags=[meta.KeyValue(key=k, value=v) for k, v in sorted(m.client_tags)])
+    key = meta.StreamsGroupMemberMetadataKey(group_id=group_id, member_id=m.member_id)
+    return CoordinatorRecord(key, value, 0)
+
+
+def member_metadata_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    key = meta.StreamsGroupMemberMetadataKey(group_id=group_id, member_id=member_id)
+    return CoordinatorRecord(key, None, None)
+
+
+def _target_ids(tasks: Tasks) -> list[tmem.TaskIds]:
+    return [tmem.TaskIds(subtopology_id=s, partitions=sorted(p))
+            for s, p in sorted(tasks.items()) if p]
+
+
+def target_member(group_id: str, member_id: str, target: TasksTuple) -> CoordinatorRecord:
+    value = tmem.StreamsGroupTargetAssignmentMemberValue(
+        active_tasks=_target_ids(target.active), standby_tasks=_target_ids(target.standby),
+        warmup_tasks=_target_ids(target.warmup))
+    key = tmem.StreamsGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
+    return CoordinatorRecord(key, value, 0)
+
+
+def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    key = tmem.StreamsGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
+    return CoordinatorRecord(key, None, None)
+
+
+def target_metadata(group_id: str, epoch: int, timestamp_ms: int) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        tmeta.StreamsGroupTargetAssignmentMetadataKey(group_id=group_id),
+        tmeta.StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
+                                                        assignment_timestamp=timestamp_ms), 0)
+
+
+def target_metadata_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(tmeta.StreamsGroupTargetAssignmentMetadataKey(group_id=group_id),
+                             None, None)
+
+
+def _current_ids(tasks: Tasks) -> list[cur.TaskIds]:
+    return [cur.TaskIds(subtopology_id=s, partitions=sorted(p))
+            for s, p in sorted(tasks.items()) if p]
+
+
+def _current_ids_with_epochs(tasks: EpochTasks) -> list[cur.TaskIds]:
+    out = []
+    for s, parts in sorted(tasks.items()):
+        if parts:
+            ordered = sorted(parts)
+            out.append(cur.TaskIds(subtopology_id=s, partitions=ordered,
+                                   assignment_epochs=[parts[p] for p in ordered]))
+    return out
+
+
+def current_assignment(group_id: str, m: StreamsGroupMember) -> CoordinatorRecord:
+    a, r = m.assigned, m.pending_revocation
+    value = cur.StreamsGroupCurrentMemberAssignmentValue(
+        member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
+        state=int(m.state),
+        active_tasks=_current_ids_with_epochs(a.active), standby_tasks=_current_ids(a.standby),
+        warmup_tasks=_current_ids(a.warmup),
+        active_tasks_pending_revocation=_current_ids_with_epochs(r.active),
+        standby_tasks_pending_revocation=_current_ids(r.standby),
+        warmup_tasks_pending_revocation=_current_ids(r.warmup))
+    key = cur.StreamsGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=m.member_id)
+    return CoordinatorRecord(key, value, 0)
+
+
+def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    key = cur.StreamsGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id)
+    return CoordinatorRecord(key, None, None)
+
+
+def member_removal(group_id: str, member_id: str) -> list[CoordinatorRecord]:
+    """`removeStreamsMember`: current assignment, target, then metadata."""
+    return [current_assignment_tombstone(group_id, member_id),
+            target_member_tombstone(group_id, member_id),
+            member_metadata_tombstone(group_id, member_id)]
