@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import lag
+from groupcoord.analytics import lag, lag_sql
 from groupcoord.analytics.burrow import BurrowConfig
 from groupcoord.analytics.columns import ddl
 
@@ -51,10 +51,7 @@ def _owned(df: Any, owners: Any, ts_col: str) -> Any:
 
 def partition_lag(commits: Any, ends: Any, out: Path, grid_ms: int, until_ms: int,
                   owners: Any) -> Any:
-    def fn(c: Any, e: Any) -> Any:
-        return lag.partition_lag(c, e, grid_ms, until_ms)
-
-    df = _cogrouped(commits, ends).applyInArrow(fn, ddl(lag.LAG_SCHEMA))
+    df = lag_sql.lag_rows(commits, ends, grid_ms, until_ms)
     return _write(_owned(df, owners, "ts_ms"), out, "partition_lag")
 
 
@@ -111,7 +108,9 @@ def commit_rate(plag: Any, out: Path, bucket_s: int = 60) -> Any:
           .withColumnRenamed("owner_member_id", "member_id")
           .groupBy("group_id", "member_id", "topic", "bucket_ms")
           .agg(F.count("*").alias("commits"),
-               F.countDistinct("partition").alias("partitions_committed"),
+               # a set per bucket, not countDistinct: a distinct aggregate would make Spark
+               # keep a percentile sketch per (bucket, partition) before merging them
+               F.size(F.collect_set("partition")).cast("long").alias("partitions_committed"),
                F.percentile_approx(interval, 0.5).alias("median_commit_interval_s"),
                F.sum(F.when(F.col("committed_offset") == F.col("prev_committed_offset"), 1)
                      .otherwise(0)).alias("empty_commits")))
