@@ -12,8 +12,9 @@ Python worker and back was the largest cost of the pipeline:
 3. per (topic, partition), ordered by offset, descending: the append time of the committed
    offset (the earliest sample whose end offset is past it), for ``lag_seconds``.
 
-Steps 2 and 3 run only over rows of partitions that have end-offset samples; the others
-have no broker side (end offset 0, lag 0).
+Steps 2 and 3 are left out when there are no end-offset samples at all (end offset 0,
+lag 0). Step 1 is computed once: splitting its rows by whether their partition has samples
+would make Spark compute it once per branch.
 """
 
 from __future__ import annotations
@@ -32,17 +33,16 @@ def lag_rows(commits: Any, ends: Any, grid_ms: int, until_ms: int) -> Any:
     samples = (ends.filter("not is_control")
                .select(*_TP, F.coalesce("ts_ms", F.lit(-1)).alias("ts_ms"),
                        F.coalesce("end_offset", F.lit(-1)).alias("end_offset")))
-    sampled = F.broadcast(samples.select(*_TP).distinct())
-    without = (rows.join(sampled, _TP, "left_anti")
-               .withColumn("end_offset", F.lit(0).cast("long"))
-               .withColumn("appended_ts_ms", F.lit(-1).cast("long")))
-    with_ends = _appended_at(_end_at(rows.join(sampled, _TP, "left_semi"), samples), samples)
+    if samples.limit(1).count():
+        rows = _appended_at(_end_at(rows, samples), samples)
+    else:  # no broker side at all (a log dir of coordinator partitions only)
+        rows = (rows.withColumn("end_offset", F.lit(0).cast("long"))
+                .withColumn("appended_ts_ms", F.lit(-1).cast("long")))
     lag = F.greatest(F.col("end_offset") - F.col("committed_offset"), F.lit(0))
     secs = F.when((F.col("lag_records") > 0) & (F.col("appended_ts_ms") >= 0),
                   F.greatest(F.col("ts_ms") - F.col("appended_ts_ms"), F.lit(0)).cast("double")
                   / F.lit(1000.0)).otherwise(F.lit(0.0))
-    return (without.unionByName(with_ends)
-            .withColumn("lag_records", lag).withColumn("lag_seconds", secs)
+    return (rows.withColumn("lag_records", lag).withColumn("lag_seconds", secs)
             .select(*_KEY, "ts_ms", "kind", "committed_offset", "end_offset", "lag_records",
                     "lag_seconds", "prev_committed_offset", "prev_commit_ts_ms"))
 
