@@ -242,8 +242,23 @@ def render(result: dict[str, Any]) -> str:
             f"{r['spark_noop']['records_per_s']:,} | {r['spark_noop']['mb_per_s']} | "
             f"{r['spark_noop']['seconds']} | {pipe} | {pipe_rate} | "
             f"{r['load_1m'][0] if r['load_1m'] else '–'} |")
-    lines += ["", *[f"- {n}" for n in result["notes"]]]
+    lines += ["", *_stage_table(result["rows"]), "", *[f"- {n}" for n in result["notes"]]]
     return "\n".join(lines) + "\n"
+
+
+def _stage_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Seconds per ``analyze run`` stage at each volume: what grows with the data."""
+    run = [r for r in rows if "pipeline" in r]
+    if not run:
+        return []
+    stages = list(run[-1]["pipeline"]["stages_s"])
+    return [
+        "Pipeline stages (seconds):", "",
+        "| share of 1 GB | " + " | ".join(stages) + " |",
+        "|---|" + "---|" * len(stages),
+        *[f"| {r['share'] * 100:.1f} % | " + " | ".join(
+            f"{r['pipeline']['stages_s'].get(s, 0):.1f}" for s in stages) + " |" for r in run],
+    ]
 
 
 def _notes(result: dict[str, Any]) -> list[str]:
