@@ -191,7 +191,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     n, secs = decode(warm)  # first call: numba JIT (or its on-disk cache)
     jit = {"rows": n, "seconds": round(secs, 2)}
     progress("analytics", f"decoder warm-up (JIT) on {rel(warm)}: {n:,} rows in {secs:.1f} s")
-    spark = build_session(args.master, app_name="bench-analytics", shuffle_partitions=4)
+    spark = build_session(args.master, app_name="bench-analytics", shuffle_partitions=4,
+                          extra={"spark.driver.memory": args.driver_memory})
     spark_noop(spark, warm)  # Python workers up, numba cache loaded
     for frac in args.fractions:
         sub, size = subset(frac)
@@ -224,7 +225,8 @@ def render(result: dict[str, Any]) -> str:
         "synthetic `__consumer_offsets` in 16 partitions (one ~67 MB segment each); a "
         "fraction is a subset of the partitions. Decode: numba decoder in one process, best "
         "of 2. Spark: `kafkalog` read into the `noop` sink on "
-        f"`{result['master']}` (warm workers). Pipeline: whole `analyze run` "
+        f"`{result['master']}` (warm workers; driver heap "
+        f"{result.get('driver_memory', '1g')}). Pipeline: whole `analyze run` "
         f"(`--eval-every {result['eval_every']} --grid {result['grid']} --no-plots`), "
         "Spark session already up."), "",
         ("| share of 1 GB | MB | records | decode records/s | decode MB/s | Spark records/s "
@@ -242,8 +244,23 @@ def render(result: dict[str, Any]) -> str:
             f"{r['spark_noop']['records_per_s']:,} | {r['spark_noop']['mb_per_s']} | "
             f"{r['spark_noop']['seconds']} | {pipe} | {pipe_rate} | "
             f"{r['load_1m'][0] if r['load_1m'] else '–'} |")
-    lines += ["", *[f"- {n}" for n in result["notes"]]]
+    lines += ["", *_stage_table(result["rows"]), "", *[f"- {n}" for n in result["notes"]]]
     return "\n".join(lines) + "\n"
+
+
+def _stage_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Seconds per ``analyze run`` stage at each volume: what grows with the data."""
+    run = [r for r in rows if "pipeline" in r]
+    if not run:
+        return []
+    stages = list(run[-1]["pipeline"]["stages_s"])
+    return [
+        "Pipeline stages (seconds):", "",
+        "| share of 1 GB | " + " | ".join(stages) + " |",
+        "|---|" + "---|" * len(stages),
+        *[f"| {r['share'] * 100:.1f} % | " + " | ".join(
+            f"{r['pipeline']['stages_s'].get(s, 0):.1f}" for s in stages) + " |" for r in run],
+    ]
 
 
 def _notes(result: dict[str, Any]) -> list[str]:
@@ -315,6 +332,9 @@ def main() -> None:
     parser.add_argument("--eval-every", default="1h")
     parser.add_argument("--grid", default="5m")
     parser.add_argument("--master", default="local[2]")
+    # local[N] runs the tasks in the driver JVM: its heap is the executors' memory, and
+    # Spark's default of 1g makes the sorts of the full volume spill to disk
+    parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--budget-s", type=float, default=2400.0,
                         help="no pipeline runs start after this many seconds")
     args = parser.parse_args()
@@ -326,6 +346,7 @@ def main() -> None:
     args.total_bytes = data["bytes"]
     result: dict[str, Any] = {"command": command, "machine": machine_info(),
                               "master": args.master, "eval_every": args.eval_every,
+                              "driver_memory": args.driver_memory,
                               "grid": args.grid, "load_start": load_start,
                               "data": {"records": data["records"],
                                        "mb": round(data["bytes"] / 1e6)}}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import lag
+from groupcoord.analytics import lag, lag_sql
 from groupcoord.analytics.burrow import BurrowConfig
 from groupcoord.analytics.columns import ddl
 
@@ -51,10 +51,7 @@ def _owned(df: Any, owners: Any, ts_col: str) -> Any:
 
 def partition_lag(commits: Any, ends: Any, out: Path, grid_ms: int, until_ms: int,
                   owners: Any) -> Any:
-    def fn(c: Any, e: Any) -> Any:
-        return lag.partition_lag(c, e, grid_ms, until_ms)
-
-    df = _cogrouped(commits, ends).applyInArrow(fn, ddl(lag.LAG_SCHEMA))
+    df = lag_sql.lag_rows(commits, ends, grid_ms, until_ms)
     return _write(_owned(df, owners, "ts_ms"), out, "partition_lag")
 
 
@@ -62,8 +59,47 @@ def burrow_status(commits: Any, ends: Any, out: Path, ticks: list[int], cfg: Bur
     def fn(c: Any, e: Any) -> Any:
         return lag.burrow_timeline(c, e, ticks, cfg)
 
-    df = _cogrouped(commits, ends).applyInArrow(fn, ddl(lag.BURROW_SCHEMA))
+    df = _cogrouped(ring_commits(commits, ticks, cfg), ends).applyInArrow(
+        fn, ddl(lag.BURROW_SCHEMA))
     return _write(df, out, "burrow_status")
+
+
+def _tick_of(ticks: list[int]) -> Any:
+    """The first of ``ticks`` at or after ``record_ts_ms`` as a column, when the ticks are
+    multiples of one step plus a last one (as ``pipeline.eval_ticks`` makes them); else
+    None. With one or two ticks the first one is the step."""
+    from pyspark.sql import functions as F
+
+    if not ticks or ticks[0] <= 0:
+        return None
+    every = ticks[1] - ticks[0] if len(ticks) > 2 else ticks[0]
+    clock = list(range(ticks[0], ticks[-2] + 1, every)) if len(ticks) > 1 and every > 0 else []
+    if len(ticks) > 1 and (ticks[:-1] != clock or ticks[-1] <= ticks[-2]
+                           or ticks[0] % every):
+        return None
+    ts = F.col("record_ts_ms")
+    up = ts + F.pmod(-ts, F.lit(every))  # ts rounded up to the step
+    return F.least(F.greatest(up, F.lit(ticks[0])), F.lit(ticks[-1]))
+
+
+def ring_commits(commits: Any, ticks: list[int], cfg: BurrowConfig) -> Any:
+    """Only the commits some evaluation can see: with ``min_distance_ms`` 0 Burrow's ring at
+    a tick is the newest ``intervals`` commits up to it, so a commit matters only if it is
+    among the newest ``intervals`` of its group and partition before the first tick at or
+    after it (later ticks see newer commits first). Other configurations fold every
+    commit."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    tick = _tick_of(ticks)
+    if cfg.min_distance_ms != 0 or tick is None:
+        return commits
+    newest = Window.partitionBy("group_id", "topic", "partition", "tick").orderBy(
+        F.col("record_ts_ms").desc(), F.col("log_offset").desc())
+    return (commits.withColumn("tick", tick)
+            .withColumn("newest", F.row_number().over(newest))
+            .filter((F.col("newest") <= cfg.intervals) | F.col("record_ts_ms").isNull())
+            .drop("tick", "newest"))
 
 
 def group_burrow_status(burrow: Any, out: Path) -> Any:
@@ -75,7 +111,11 @@ def group_burrow_status(burrow: Any, out: Path) -> Any:
           .agg(F.max("folded").alias("status_code"),
                F.sum("current_lag").alias("total_lag"),
                F.max("current_lag").alias("max_lag"),
-               F.max_by(F.struct("topic", "partition"), "current_lag").alias("max_lag_partition"),
+               # the highest lag; among equal lags the first partition, as Burrow's fold
+               # picks it (max_by alone would pick whichever row came first)
+               F.min_by(F.struct("topic", "partition"),
+                        F.struct(-F.col("current_lag"), "topic", "partition"))
+               .alias("max_lag_partition"),
                F.avg(F.when(F.col("complete") >= 1.0, 1.0).otherwise(0.0)).alias("complete"),
                F.sum("lag_trend").alias("lag_trend"),
                F.count("*").alias("partitions"))
@@ -111,7 +151,9 @@ def commit_rate(plag: Any, out: Path, bucket_s: int = 60) -> Any:
           .withColumnRenamed("owner_member_id", "member_id")
           .groupBy("group_id", "member_id", "topic", "bucket_ms")
           .agg(F.count("*").alias("commits"),
-               F.countDistinct("partition").alias("partitions_committed"),
+               # a set per bucket, not countDistinct: a distinct aggregate would make Spark
+               # keep a percentile sketch per (bucket, partition) before merging them
+               F.size(F.collect_set("partition")).cast("long").alias("partitions_committed"),
                F.percentile_approx(interval, 0.5).alias("median_commit_interval_s"),
                F.sum(F.when(F.col("committed_offset") == F.col("prev_committed_offset"), 1)
                      .otherwise(0)).alias("empty_commits")))
