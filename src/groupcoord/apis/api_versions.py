@@ -14,9 +14,11 @@ versions below 3 are then refused.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.registry import ApiSpec, version_range
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.api_versions import (
@@ -38,19 +40,19 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 PRODUCE_ADVERTISED_MIN = 0
 
 
-_CACHE: dict[int, tuple[dict[int, Any], ApiVersionsResponse]] = {}
+_CACHE: dict[int, tuple[Mapping[int, ApiSpec], ApiVersionsResponse]] = {}
 
 
-def api_version_entries(handlers: dict[int, Any]) -> list[ApiVersion]:
+def api_version_entries(handlers: Mapping[int, ApiSpec]) -> list[ApiVersion]:
     entries = []
     for key in sorted(handlers):
-        spec = handlers[key]
-        low = PRODUCE_ADVERTISED_MIN if key == ApiKey.PRODUCE else spec.min_version
-        entries.append(ApiVersion(api_key=key, min_version=low, max_version=spec.max_version))
+        low, high = version_range(handlers, key)
+        low = PRODUCE_ADVERTISED_MIN if key == ApiKey.PRODUCE else low
+        entries.append(ApiVersion(api_key=key, min_version=low, max_version=high))
     return entries
 
 
-def unsupported_version_response(handlers: dict[int, Any]) -> ApiVersionsResponse:
+def unsupported_version_response(handlers: Mapping[int, ApiSpec]) -> ApiVersionsResponse:
     own = [e for e in api_version_entries(handlers) if e.api_key == ApiKey.API_VERSIONS]
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=own)
 
@@ -68,7 +70,7 @@ async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
     return response
 
 
-def respond(handlers: dict[int, Any], request: ApiVersionsRequest,
+def respond(handlers: Mapping[int, ApiSpec], request: ApiVersionsRequest,
             version: int) -> ApiVersionsResponse:
     """The answer to a decoded ApiVersions request; also used before SASL authentication,
     where Kafka's `SaslServerAuthenticator` answers it outside the request handlers."""
@@ -84,7 +86,7 @@ def respond(handlers: dict[int, Any], request: ApiVersionsRequest,
     return _ok_response(handlers)
 
 
-def _ok_response(handlers: dict[int, Any]) -> ApiVersionsResponse:
+def _ok_response(handlers: Mapping[int, ApiSpec]) -> ApiVersionsResponse:
     """The table never changes while the broker runs: build the response once."""
     cached = _CACHE.get(id(handlers))
     if cached is None or cached[0] is not handlers:

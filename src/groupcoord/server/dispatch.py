@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.context import RawResponse, RequestHeader
@@ -39,7 +40,7 @@ UNSUPPORTED_VERSION = 35
 class Dispatcher:
     """Routes frames of every connection to the handler table."""
 
-    def __init__(self, broker: Broker, handlers: dict[int, ApiSpec]) -> None:
+    def __init__(self, broker: Broker, handlers: Mapping[int, ApiSpec]) -> None:
         from groupcoord.server.request_context import BrokerRequestContext
 
         self.broker = broker

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.security.config import OAUTHBEARER, PLAIN, uses_sasl, uses_tls
@@ -23,7 +24,7 @@ log = logging.getLogger("groupcoord.server")
 
 
 class ListenerSetup:
-    def __init__(self, config: BrokerConfig, handlers: dict[int, Any], dispatch: Dispatch,
+    def __init__(self, config: BrokerConfig, handlers: Mapping[int, Any], dispatch: Dispatch,
                  scram_store: ScramCredentialStore) -> None:
         self._config = config
         self._handlers = handlers
