@@ -151,7 +151,8 @@ def one_run(spec: ScaleBroker, members: int, workdir: Path) -> dict[str, Any]:
     with start_broker(spec, f"join-scale-{members}") as broker, \
             WireClient(broker.bootstrap) as client:
         for topic, parts in ((TOPIC, members), (PROBE_TOPIC, 1)):
-            note = create_topic(broker.bootstrap, topic, partitions=parts)
+            # Thousands of partition directories take a while on a busy disk.
+            note = create_topic(broker.bootstrap, topic, timeout_s=180, partitions=parts)
             if note:
                 raise RuntimeError(note)
         groups = [WireMembers(client, f"join-scale-{members}-{r}", members) for r in range(reps)]
@@ -283,17 +284,17 @@ def main(argv: list[str] | None = None) -> int:
     loads = machine_load()
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"join-scale-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
-    rows = []
+    command = "python -m bench.bench_join_scale" + (
+        f" --sizes {args.sizes}" if args.sizes != ",".join(map(str, SIZES)) else "") + (
+        f" --compare-src <checkout of {args.compare_src.parent.name}>/src"
+        if args.compare_src is not None else "")
+    rows: list[dict[str, Any]] = []
     for members in (int(s) for s in args.sizes.split(",")):
         for spec in variants:
             row = {"variant": spec.name, **one_run(spec, members, workdir)}
             rows.append(row)
             progress(SECTION, ", ".join(f"{k}={fmt(v)}" for k, v in row.items()))
-    command = "python -m bench.bench_join_scale" + (
-        f" --sizes {args.sizes}" if args.sizes != ",".join(map(str, SIZES)) else "") + (
-        f" --compare-src <checkout of {args.compare_src.parent.name}>/src"
-        if args.compare_src is not None else "")
-    write(rows, command, started, loads)
+            write(rows, command, started, loads)  # what is done so far survives a failure
     print("\n".join(summary(rows)))
     return 0
 
