@@ -35,7 +35,6 @@ from typing import Any
 
 from bench.bench_consumer_groups import TOPIC, WireMembers
 from bench.brokers import GroupcoordBroker, RunningBroker, start_broker
-from bench.clients import create_topic
 from bench.common import RESULTS_DIR, percentile, progress
 from bench.coordinator import wait_for_group_coordinator
 from bench.machine import cpu_model, machine_load
@@ -45,6 +44,7 @@ from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     TopicPartitions,
 )
+from groupcoord.wire.generated.create_topics import CreatableTopic, CreateTopicsRequest
 
 SECTION = "join_scale"
 SIZES = (10, 100, 1_000, 3_000)
@@ -54,6 +54,7 @@ MAX_ROUNDS = 400
 PROBE_TOPIC = "join-scale-probe"
 PROBE_GROUP = "join-scale-probe"
 PROBE_HEARTBEAT_MS = 20
+CREATE_TIMEOUT_S = 600.0
 
 
 class ScaleBroker(GroupcoordBroker):
@@ -133,6 +134,19 @@ class Probe:
         return data
 
 
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    """CreateTopics on a connection of its own that waits as long as it takes: thousands of
+    partition directories can outlast a client library's 60 s socket timeout on a busy disk."""
+    with WireClient(bootstrap, timeout_s=CREATE_TIMEOUT_S) as admin:
+        request = CreateTopicsRequest(topics=[CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=1)],
+            timeout_ms=int(CREATE_TIMEOUT_S * 1000))
+        response, _ = admin.request(request, 7)
+        code = response.topics[0].error_code
+        if code != 0:
+            raise RuntimeError(f"CreateTopics {name}: error {code}")
+
+
 # -- one run ----------------------------------------------------------------------------------
 
 def settled(groups: list[WireMembers], partitions: int) -> bool:
@@ -151,10 +165,7 @@ def one_run(spec: ScaleBroker, members: int, workdir: Path) -> dict[str, Any]:
     with start_broker(spec, f"join-scale-{members}") as broker, \
             WireClient(broker.bootstrap) as client:
         for topic, parts in ((TOPIC, members), (PROBE_TOPIC, 1)):
-            # Thousands of partition directories take a while on a busy disk.
-            note = create_topic(broker.bootstrap, topic, timeout_s=180, partitions=parts)
-            if note:
-                raise RuntimeError(note)
+            create_topic(broker.bootstrap, topic, parts)
         groups = [WireMembers(client, f"join-scale-{members}-{r}", members) for r in range(reps)]
         for g in groups:
             wait_for_group_coordinator(client, g.group)
