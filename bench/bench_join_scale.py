@@ -55,6 +55,11 @@ PROBE_TOPIC = "join-scale-probe"
 PROBE_GROUP = "join-scale-probe"
 PROBE_HEARTBEAT_MS = 20
 CREATE_TIMEOUT_S = 600.0
+INTERVAL = "group.consumer.assignment.interval.ms"
+# A slow join pass must not outlast the first members' sessions (they do not heartbeat
+# until every member has joined).
+SESSIONS = {"group.consumer.max.session.timeout.ms": "600000",
+            "group.consumer.session.timeout.ms": "600000"}
 
 
 class ScaleBroker(GroupcoordBroker):
@@ -286,10 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.probe:
         probe_main(args.probe, args.probe_out, args.probe_stop)
         return 0
-    variants = [ScaleBroker("interval 0", {"group.consumer.assignment.interval.ms": "0"}, None),
-                ScaleBroker("interval 1000", {}, None)]
+    variants = [ScaleBroker("interval 0", {**SESSIONS, INTERVAL: "0"}, None),
+                ScaleBroker("interval 1000", SESSIONS, None)]
     if args.compare_src is not None:
-        variants.insert(0, ScaleBroker(f"compare: {args.compare_src.parent.name}", {},
+        variants.insert(0, ScaleBroker(f"compare: {args.compare_src.parent.name}", SESSIONS,
                                        args.compare_src.resolve()))
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     loads = machine_load()
