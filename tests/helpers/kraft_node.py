@@ -36,9 +36,9 @@ GROUP_SETTINGS: Mapping[str, str] = {
 # Kafka 4.3+ computes a consumer group's target assignment at most once per
 # `group.consumer.assignment.interval.ms` (KIP-1263), optionally off the request path.
 # Differential runs set the interval to 0 on both brokers (4.2's timing: a target on every
-# epoch bump) so the two compare step by step; groupcoord has the broker setting but not
-# the group-level `consumer.assignment.interval.ms`, which the strict xfail
-# `test_consumer_assignment_interval_holds_the_second_assignment` keeps in view.
+# epoch bump) so the two compare step by step;
+# `test_consumer_assignment_interval_holds_the_second_assignment` compares the batching
+# through the group-level `consumer.assignment.interval.ms`.
 CONSUMER_ASSIGNMENT_ON_HEARTBEAT: Mapping[str, str] = {
     "group.consumer.assignment.interval.ms": "0",
     "group.consumer.assignor.offload.enable": "false",

@@ -264,7 +264,7 @@ def _maybe_update_target(step: Step, updated: ConsumerGroupMember, epoch: int
     targets = group.target
     own_target = targets.get(step.replaced or updated.member_id, {})
     if group.assignment_epoch >= epoch or not can_compute_next_target(
-            group.assignment_timestamp_ms, mgr.config.group_consumer_assignment_interval_ms,
+            group.assignment_timestamp_ms, mgr.assignment_interval_ms(group.group_id),
             step.fx.now_ms):
         # Up to date, or batched: the member reconciles toward the last target, and the
         # first heartbeat after the interval computes one target for every change since.
