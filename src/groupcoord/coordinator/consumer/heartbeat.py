@@ -10,6 +10,7 @@ recorded here, and resolved later by the refresh operation (`regex_refresh`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -259,7 +260,7 @@ def _maybe_bump_epoch(step: Step, before: ConsumerGroupMember | None,
 
 
 def _maybe_update_target(step: Step, updated: ConsumerGroupMember, epoch: int
-                         ) -> tuple[int, dict[bytes, frozenset[int]]]:
+                         ) -> tuple[int, Mapping[bytes, frozenset[int]]]:
     group, mgr = step.group, step.mgr
     targets = group.target
     own_target = targets.get(step.replaced or updated.member_id, {})
