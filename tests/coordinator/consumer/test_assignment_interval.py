@@ -104,3 +104,22 @@ def test_the_broker_setting_is_validated_against_its_bounds() -> None:
     config = GroupCoordinatorConfig.from_properties(
         {"group.consumer.assignment.interval.ms": "0"})
     assert config.group_consumer_assignment_interval_ms == 0
+
+
+def test_a_static_replacement_within_the_interval_keeps_the_old_target() -> None:
+    """`fromLastTargetAssignment` looks the target up by instance id: a static member that
+    rejoins under a new member id with a changed subscription bumps the epoch, and until the
+    next target it reconciles toward the target of the member it replaces."""
+    h = CgHarness(EVERY_5S, topics={"foo": 2, "bar": 2})
+    r = h.hb("a1", 0, instance_id="i-a")
+    assert h.assigned(r) == {"foo": [0, 1]}
+    h.hb("a1", r.member_epoch, instance_id="i-a", owned={"foo": [0, 1]})
+    h.hb("a1", -2, instance_id="i-a")
+    h.advance(1_000)
+    r = h.hb("a2", 0, instance_id="i-a", topics=["foo", "bar"])
+    assert (r.member_epoch, h.assigned(r)) == (1, {"foo": [0, 1]})
+    assert (h.group().group_epoch, h.group().assignment_epoch) == (2, 1)
+    assert "a1" not in h.group().members and "a1" not in h.group().target
+    h.advance(4_000)
+    r = h.hb("a2", 1, instance_id="i-a", owned={"foo": [0, 1]})
+    assert r.member_epoch == 2 and h.assigned(r) == {"bar": [0, 1], "foo": [0, 1]}
