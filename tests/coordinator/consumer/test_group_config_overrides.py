@@ -79,8 +79,8 @@ def test_settings_and_defaults() -> None:
     ({}, {ASSIGNMENT: "15001"},
      "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive."),
     ({}, {ASSIGNMENT: "-1"},
-     "Invalid value -1 for configuration consumer.assignment.interval.ms: "
-     "Value must be at least 0"),
+     ("Invalid value -1 for configuration consumer.assignment.interval.ms: "
+      "Value must be at least 0")),
     ({}, {SESSION: "44999"},
      ("consumer.session.timeout.ms must be greater than or equal to "
      "group.consumer.min.session.timeout.ms")),
