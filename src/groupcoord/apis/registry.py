@@ -12,8 +12,9 @@ the first request for its api key: ApiVersions and routing need only the api key
 version ranges, which `served.py` (generated from the modules by `tools/gen_served.py`)
 lists, so the first ApiVersions is answered without loading any other API.
 
-New APIs are added by listing their module here (and regenerating `served.py`). Group API modules are optional: a module
-that does not exist yet is skipped, so the broker runs before every handler is written.
+New APIs are added by listing their module here (and regenerating `served.py`). Group API
+modules are optional: a module that does not exist yet is skipped, so the broker runs before
+every handler is written.
 """
 
 from __future__ import annotations
