@@ -41,12 +41,16 @@ def kafka_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refere
 @pytest.fixture(scope="session")
 def groupcoord_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     factory = BrokerFactory(tmp_path_factory.mktemp("groupcoord-peer"))
+    # Both brokers compute a consumer group's target on the heartbeat that bumps the epoch
+    # (assignment interval 0), so consumer-group scenarios compare step by step.
+    interval = "group.consumer.assignment.interval.ms"
     args = ["--group-initial-rebalance-delay-ms", GROUP_SETTINGS["group.initial.rebalance.delay.ms"],
             "--default-partitions", GROUP_SETTINGS["num.partitions"],
             "--group-config", "group.streams.initial.rebalance.delay.ms="
             + GROUP_SETTINGS["group.streams.initial.rebalance.delay.ms"],
             "--group-config", "group.streams.assignment.interval.ms="
-            + CONSUMER_ASSIGNMENT_ON_HEARTBEAT["group.streams.assignment.interval.ms"]]
+            + CONSUMER_ASSIGNMENT_ON_HEARTBEAT["group.streams.assignment.interval.ms"],
+            "--group-config", f"{interval}={CONSUMER_ASSIGNMENT_ON_HEARTBEAT[interval]}"]
     broker = factory.create(extra_args=args)
     yield Endpoint("groupcoord", "127.0.0.1", broker.port)
     factory.close()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
-
 from conformance import consumer
 from conformance.conversation import Conversation
 from conformance.differential import Scenario
@@ -104,10 +102,6 @@ def test_group_heartbeat_interval_override_reaches_the_member(differential: Run)
     differential(scenario)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "KIP-1263 (Kafka 4.3+): a consumer group recomputes its target assignment at most once "
-    "per consumer.assignment.interval.ms (GroupMetadataManager.canComputeNextTargetAssignment)"
-    "; groupcoord's consumer groups assign on every epoch bump and do not know the config"))
 def test_consumer_assignment_interval_holds_the_second_assignment(differential: Run) -> None:
     def scenario(c: Conversation) -> None:
         topic = c.create_topic("t", partitions=2)

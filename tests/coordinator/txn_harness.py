@@ -56,7 +56,10 @@ class TxnHarness(Harness):
         self.batches: list[bytes] = []
         self.next_offset = 0
         self._txn: tuple[int, int] | None = None
-        super().__init__(config, now_ms)
+        # Consumer groups compute each target at once (no assignment interval), as in
+        # the consumer-group harness: these tests follow every rebalance step.
+        super().__init__(config or GroupCoordinatorConfig(group_consumer_assignment_interval_ms=0),
+                         now_ms)
         if topics:
             image = TopicsImage.of([(n, tid(n), c) for n, c in topics.items()], 1)
             self.apply(self.shard.on_topics_changed(image, self.now))

@@ -16,10 +16,12 @@ Kafka does for older clients that cannot read such a range (KAFKA-17492).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.registry import ApiSpec, version_range
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.api_versions import (
@@ -45,19 +47,19 @@ PRODUCE_ADVERTISED_MIN = 0
 FIRST_LEVEL_ZERO_VERSION = 4
 
 
-_CACHE: dict[tuple[int, bool], tuple[dict[int, Any], ApiVersionsResponse]] = {}
+_CACHE: dict[tuple[int, bool], tuple[Mapping[int, ApiSpec], ApiVersionsResponse]] = {}
 
 
-def api_version_entries(handlers: dict[int, Any]) -> list[ApiVersion]:
+def api_version_entries(handlers: Mapping[int, ApiSpec]) -> list[ApiVersion]:
     entries = []
     for key in sorted(handlers):
-        spec = handlers[key]
-        low = PRODUCE_ADVERTISED_MIN if key == ApiKey.PRODUCE else spec.min_version
-        entries.append(ApiVersion(api_key=key, min_version=low, max_version=spec.max_version))
+        low, high = version_range(handlers, key)
+        low = PRODUCE_ADVERTISED_MIN if key == ApiKey.PRODUCE else low
+        entries.append(ApiVersion(api_key=key, min_version=low, max_version=high))
     return entries
 
 
-def unsupported_version_response(handlers: dict[int, Any]) -> ApiVersionsResponse:
+def unsupported_version_response(handlers: Mapping[int, ApiSpec]) -> ApiVersionsResponse:
     own = [e for e in api_version_entries(handlers) if e.api_key == ApiKey.API_VERSIONS]
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=own)
 
@@ -75,7 +77,7 @@ async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
     return response
 
 
-def respond(handlers: dict[int, Any], request: ApiVersionsRequest,
+def respond(handlers: Mapping[int, ApiSpec], request: ApiVersionsRequest,
             version: int) -> ApiVersionsResponse:
     """The answer to a decoded ApiVersions request; also used before SASL authentication,
     where Kafka's `SaslServerAuthenticator` answers it outside the request handlers."""
@@ -104,7 +106,7 @@ def finalized_feature_keys() -> list[FinalizedFeatureKey]:
             for f in features.FEATURES if f.finalized > 0]
 
 
-def _ok_response(handlers: dict[int, Any], level_zero: bool) -> ApiVersionsResponse:
+def _ok_response(handlers: Mapping[int, ApiSpec], level_zero: bool) -> ApiVersionsResponse:
     """The table never changes while the broker runs: build each response once."""
     key = (id(handlers), level_zero)
     cached = _CACHE.get(key)

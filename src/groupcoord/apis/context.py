@@ -8,7 +8,7 @@ handler's own response goes through this context, which the server implements
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class RequestContext(Protocol):
     @property
     def config(self) -> Any: ...
     @property
-    def apis(self) -> dict[int, Any]: ...
+    def apis(self) -> Mapping[int, Any]: ...
     @property
     def topics(self) -> TopicMetadata: ...
     @property

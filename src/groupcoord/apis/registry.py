@@ -7,15 +7,21 @@ has no top-level `error_code`, and `REQUEST`/`RESPONSE` to name the message clas
 (by default the generated classes with the module's API key that it imports). ApiVersions is
 computed from this table, so only what is really served is advertised.
 
-New APIs are added by listing their module here. Group API modules are optional: a module
-that does not exist yet is skipped, so the broker runs before every handler is written.
+The broker's table (`handlers()`) imports a handler module, with its generated codecs, on
+the first request for its api key: ApiVersions and routing need only the api keys and
+version ranges, which `served.py` (generated from the modules by `tools/gen_served.py`)
+lists, so the first ApiVersions is answered without loading any other API.
+
+New APIs are added by listing their module here (and regenerating `served.py`). Group API
+modules are optional: a module that does not exist yet is skipped, so the broker runs before
+every handler is written.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +150,7 @@ def spec_from_module(module: Any) -> ApiSpec:
     )
 
 
-def _import_optional(name: str) -> Any | None:
+def import_optional(name: str) -> Any | None:
     qualified = f"{__package__}.{name}"
     try:
         return importlib.import_module(qualified)
@@ -162,7 +168,7 @@ def load_handlers(
     """Import the handler modules that exist and return the api key -> ApiSpec table."""
     table: dict[int, ApiSpec] = {}
     for name in modules:
-        module = _import_optional(name)
+        module = import_optional(name)
         if module is None or not hasattr(module, "handle"):
             continue
         spec = spec_from_module(module)
@@ -170,19 +176,58 @@ def load_handlers(
     return table
 
 
-_HANDLERS: dict[int, ApiSpec] | None = None
+class HandlerTable(Mapping[int, ApiSpec]):
+    """Api key -> ApiSpec, each handler module imported on its first lookup."""
+
+    def __init__(self, served: Mapping[str, tuple[int, int, int]]) -> None:
+        self._modules = {key: name for name, (key, _, _) in served.items()}
+        self._ranges = {key: (low, high) for key, low, high in served.values()}
+        self._specs: dict[int, ApiSpec] = {}
+
+    def version_range(self, api_key: int) -> tuple[int, int]:
+        return self._ranges[api_key]
+
+    def __getitem__(self, api_key: int) -> ApiSpec:
+        spec = self._specs.get(api_key)
+        if spec is None:
+            module = importlib.import_module(f"{__package__}.{self._modules[api_key]}")
+            spec = self._specs[api_key] = spec_from_module(module)
+        return spec
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __contains__(self, api_key: object) -> bool:
+        return api_key in self._modules
 
 
-def handlers() -> dict[int, ApiSpec]:
-    """The process-wide table, loaded on first use."""
+def version_range(table: Mapping[int, ApiSpec], api_key: int) -> tuple[int, int]:
+    """The served versions of `api_key`, without importing its handler when `table` is
+    the lazy broker table."""
+    if isinstance(table, HandlerTable):
+        return table.version_range(api_key)
+    spec = table[api_key]
+    return spec.min_version, spec.max_version
+
+
+_HANDLERS: HandlerTable | None = None
+
+
+def handlers() -> HandlerTable:
+    """The process-wide table; handler modules load on first use."""
     global _HANDLERS
     if _HANDLERS is None:
-        _HANDLERS = load_handlers()
+        from groupcoord.apis.served import SERVED
+
+        _HANDLERS = HandlerTable(SERVED)
     return _HANDLERS
 
 
 def __getattr__(name: str) -> Any:
-    # `registry.HANDLERS` (the name docs/architecture.md uses) loads the table on first use.
+    # `registry.HANDLERS` (the name docs/architecture.md uses) is the broker's table.
     if name == "HANDLERS":
         return handlers()
     raise AttributeError(name)

@@ -45,6 +45,11 @@ class GroupCoordinatorConfig:
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     group_consumer_migration_policy: str = "bidirectional"
     group_consumer_regex_refresh_interval_ms: int = 600_000
+    # KIP-1263: a new target at most once per interval (Kafka 4.4's default); joins in
+    # between only bump the group epoch and share the next computation.
+    group_consumer_assignment_interval_ms: int = 1_000
+    group_consumer_min_assignment_interval_ms: int = 0
+    group_consumer_max_assignment_interval_ms: int = 15_000
     # Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS constant (10 s), made settable so tests
     # and small deployments can see new topics sooner.
     group_consumer_regex_batch_refresh_min_interval_ms: int = 10_000
@@ -134,6 +139,10 @@ class GroupCoordinatorConfig:
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
                              "group.consumer.session.timeout.ms")
+        within("group.consumer.assignment.interval.ms",
+               self.group_consumer_assignment_interval_ms,
+               self.group_consumer_min_assignment_interval_ms,
+               self.group_consumer_max_assignment_interval_ms)
         if self.group_consumer_migration_policy not in MIGRATION_POLICIES:
             raise ValueError(f"group.consumer.migration.policy must be one of "
                              f"{', '.join(MIGRATION_POLICIES)}")

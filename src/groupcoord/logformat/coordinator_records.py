@@ -21,14 +21,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from groupcoord.logformat.generated.coordinator_records import (
-    GROUP_KEYS,
-    GROUP_VALUES,
-    SHARE_KEYS,
-    SHARE_VALUES,
-    GroupMetadataValue,
-    OffsetCommitValue,
-)
+from groupcoord.logformat.generated.group_metadata import GroupMetadataValue
+from groupcoord.logformat.generated.offset_commit import OffsetCommitValue
 from groupcoord.wire.errors import DecodeError
 from groupcoord.wire.messages import WireStruct
 from groupcoord.wire.primitives import Buffer
@@ -44,18 +38,36 @@ class UnknownRecordTypeError(DecodeError):
         self.record_type = record_type
 
 
-@dataclass(frozen=True)
 class RecordTypes:
-    """The key and value classes of one coordinator's topic, by record type."""
+    """The key and value classes of one coordinator's topic, by record type.
 
+    The generated index imports every record module; it is loaded on the first decode, not
+    at start-up (a broker that has not read a coordinator log yet needs none of them).
+    """
+
+    __slots__ = ("_index_prefix", "keys", "values")
     keys: dict[int, type[WireStruct]]
     values: dict[int, type[WireStruct]]
 
+    def __init__(self, index_prefix: str) -> None:
+        self._index_prefix = index_prefix
+
+    def __getattr__(self, name: str) -> dict[int, type[WireStruct]]:
+        # Reached only while `keys`/`values` are unset: fill both from the index.
+        if name not in ("keys", "values"):
+            raise AttributeError(name)
+        from groupcoord.logformat.generated import coordinator_records as index
+
+        self.keys = getattr(index, f"{self._index_prefix}_KEYS")
+        self.values = getattr(index, f"{self._index_prefix}_VALUES")
+        table: dict[int, type[WireStruct]] = getattr(self, name)
+        return table
+
 
 #: ``__consumer_offsets`` (group coordinator).
-GROUP = RecordTypes(GROUP_KEYS, GROUP_VALUES)
+GROUP = RecordTypes("GROUP")
 #: ``__share_group_state`` (share coordinator); its type numbers overlap GROUP's.
-SHARE = RecordTypes(SHARE_KEYS, SHARE_VALUES)
+SHARE = RecordTypes("SHARE")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -50,13 +51,13 @@ MAINTENANCE_INTERVAL_S = 30.0
 class Broker:
     """All shared state of a running broker."""
 
-    def __init__(self, config: BrokerConfig, handlers: dict[int, ApiSpec] | None = None,
+    def __init__(self, config: BrokerConfig, handlers: Mapping[int, ApiSpec] | None = None,
                  clock: Clock | None = None) -> None:
         self.config = config
         # The one time source of every runtime and request (a ManualClock in tests).
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._handlers = handlers
-        self.handlers: dict[int, ApiSpec] = {}
+        self.handlers: Mapping[int, ApiSpec] = {}
         self.connections: set[KafkaConnection] = set()
         self.broker_configs: dict[str, str] = {}
         self.waiters = FetchWaiters()

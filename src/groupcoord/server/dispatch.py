@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.context import RawResponse, RequestHeader
@@ -41,7 +42,7 @@ UNSUPPORTED_VERSION = 35
 class Dispatcher:
     """Routes frames of every connection to the handler table."""
 
-    def __init__(self, broker: Broker, handlers: dict[int, ApiSpec]) -> None:
+    def __init__(self, broker: Broker, handlers: Mapping[int, ApiSpec]) -> None:
         from groupcoord.server.request_context import BrokerRequestContext
 
         self.broker = broker

@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from groupcoord.security.config import SSL, uses_sasl
-from groupcoord.security.ssl_principal import SslPrincipalMapper
 from groupcoord.server.config import Listener
-from groupcoord.server.sasl_authenticator import SASL_SERVER_MAX_RECEIVE_SIZE, SaslAuthenticator
-from groupcoord.server.tls import peer_principal
 
 if TYPE_CHECKING:
+    from groupcoord.security.ssl_principal import SslPrincipalMapper
     from groupcoord.server.connection import KafkaConnection
     from groupcoord.server.sasl_services import SaslServices
 
@@ -39,13 +37,21 @@ class ListenerSecurity:
 
     def on_connect(self, conn: KafkaConnection, transport: asyncio.BaseTransport) -> None:
         """Called once the transport is up (after the TLS handshake on TLS listeners)."""
+        # TLS and SASL modules load with the first connection that needs them (start-up).
         if self.security_protocol == SSL and self.principal_mapper is not None:
+            from groupcoord.server.tls import peer_principal
+
             try:
                 conn.principal = peer_principal(transport, self.principal_mapper)
             except ValueError as exc:
                 conn.protocol_error(f"no principal for the client certificate: {exc}")
                 return
         if uses_sasl(self.security_protocol) and self.sasl is not None:
+            from groupcoord.server.sasl_authenticator import (
+                SASL_SERVER_MAX_RECEIVE_SIZE,
+                SaslAuthenticator,
+            )
+
             conn.gate = SaslAuthenticator(self.sasl)
             conn.max_frame = SASL_SERVER_MAX_RECEIVE_SIZE
 

@@ -6,24 +6,23 @@ from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.security.config import OAUTHBEARER, PLAIN, uses_sasl, uses_tls
-from groupcoord.security.sasl_plain import load_plain_users
-from groupcoord.security.ssl_principal import SslPrincipalMapper
 from groupcoord.server.listener_security import ListenerSecurity
-from groupcoord.server.sasl_services import Dispatch, SaslServices
-from groupcoord.server.tls import server_context
 
 if TYPE_CHECKING:
     from groupcoord.security.scram_store import ScramCredentialStore
+    from groupcoord.security.ssl_principal import SslPrincipalMapper
     from groupcoord.server.config import BrokerConfig
+    from groupcoord.server.sasl_services import Dispatch, SaslServices
 
 log = logging.getLogger("groupcoord.server")
 
 
 class ListenerSetup:
-    def __init__(self, config: BrokerConfig, handlers: dict[int, Any], dispatch: Dispatch,
+    def __init__(self, config: BrokerConfig, handlers: Mapping[int, Any], dispatch: Dispatch,
                  scram_store: ScramCredentialStore) -> None:
         self._config = config
         self._handlers = handlers
@@ -44,17 +43,25 @@ class ListenerSetup:
             principal_mapper=self._principal_mapper() if uses_tls(protocol) else None,
             sasl=self._sasl_services() if uses_sasl(protocol) else None)
 
+    # TLS and SASL modules load only for a listener that uses them (start-up time).
     def _tls(self) -> ssl.SSLContext:
+        from groupcoord.server.tls import server_context
+
         if self._ssl is None:
             self._ssl = server_context(self._config.security)
         return self._ssl
 
     def _principal_mapper(self) -> SslPrincipalMapper:
+        from groupcoord.security.ssl_principal import SslPrincipalMapper
+
         if self._mapper is None:
             self._mapper = SslPrincipalMapper(self._config.security.ssl_principal_mapping_rules)
         return self._mapper
 
     def _sasl_services(self) -> SaslServices:
+        from groupcoord.security.sasl_plain import load_plain_users
+        from groupcoord.server.sasl_services import SaslServices
+
         if self._sasl is None:
             security = self._config.security
             mechanisms = security.enabled_mechanisms

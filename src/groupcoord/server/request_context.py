@@ -6,7 +6,7 @@ shared services reached through properties (cheaper than copying references per 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class BrokerRequestContext:
         return self.broker.config
 
     @property
-    def apis(self) -> dict[int, Any]:
+    def apis(self) -> Mapping[int, Any]:
         return self.broker.handlers
 
     @property

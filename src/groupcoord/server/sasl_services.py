@@ -28,7 +28,7 @@ def wall_clock_ms() -> int:
 
 
 class SaslServices:
-    def __init__(self, enabled_mechanisms: tuple[str, ...], handlers: dict[int, Any],
+    def __init__(self, enabled_mechanisms: tuple[str, ...], handlers: Mapping[int, Any],
                  dispatch: Dispatch, scram_store: ScramCredentialStore,
                  plain_users: Mapping[str, str], connections_max_reauth_ms: int,
                  max_request_size: int, failed_authentication_delay_ms: int = 100,

@@ -14,6 +14,7 @@ from groupcoord.wire.generated.consumer_group_heartbeat import (
 )
 
 GROUP = "cg"
+IMMEDIATE = GroupCoordinatorConfig(group_consumer_assignment_interval_ms=0)
 
 
 def tid(name: str) -> bytes:
@@ -24,7 +25,9 @@ def tid(name: str) -> bytes:
 class CgHarness(Harness):
     def __init__(self, config: GroupCoordinatorConfig | None = None,
                  topics: dict[str, int] | None = None, **kw: Any) -> None:
-        super().__init__(config or GroupCoordinatorConfig(), **kw)
+        # Interval 0 (as Kafka's request tests set it): every epoch bump computes a target at
+        # once, so a test sees each rebalance step; batching has its own tests.
+        super().__init__(config or IMMEDIATE, **kw)
         self.version = 0
         self.set_topics(topics if topics is not None else {"foo": 6, "bar": 3})
 

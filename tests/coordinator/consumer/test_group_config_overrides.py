@@ -16,6 +16,7 @@ from groupcoord.coordinator.result import OpContext
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+ASSIGNMENT = "consumer.assignment.interval.ms"
 WIDE = GroupCoordinatorConfig(group_consumer_min_session_timeout_ms=10_000,
                               group_consumer_min_heartbeat_interval_ms=1_000)
 
@@ -67,12 +68,19 @@ def test_a_changed_override_applies_from_the_next_heartbeat() -> None:
 
 def test_settings_and_defaults() -> None:
     config = GroupCoordinatorConfig()
-    assert group_config.settings(config, {}) == group_config.ConsumerGroupSettings(45_000, 5_000)
+    assert group_config.settings(config, {}) == \
+        group_config.ConsumerGroupSettings(45_000, 5_000, 1_000)
     assert group_config.settings(config, {SESSION: "50000", "share.x": "1"}) == \
-        group_config.ConsumerGroupSettings(50_000, 5_000)
+        group_config.ConsumerGroupSettings(50_000, 5_000, 1_000)
+    assert group_config.settings(config, {ASSIGNMENT: "0"}).assignment_interval_ms == 0
 
 
 @pytest.mark.parametrize(("current", "changes", "message"), [
+    ({}, {ASSIGNMENT: "15001"},
+     "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive."),
+    ({}, {ASSIGNMENT: "-1"},
+     ("Invalid value -1 for configuration consumer.assignment.interval.ms: "
+      "Value must be at least 0")),
     ({}, {SESSION: "44999"},
      ("consumer.session.timeout.ms must be greater than or equal to "
      "group.consumer.min.session.timeout.ms")),
@@ -109,3 +117,17 @@ def test_interval_below_session_over_the_resulting_config() -> None:
     group_config.validate(config, {SESSION: "60000"}, {INTERVAL: "50000"})
     with pytest.raises(ValueError):
         group_config.validate(config, {SESSION: "60000", INTERVAL: "50000"}, {SESSION: None})
+
+
+def test_the_group_assignment_interval_batches_its_targets() -> None:
+    """KIP-1263's group-level `consumer.assignment.interval.ms` over the broker's (0 here)."""
+    h = CgHarness()
+    overrides = {ASSIGNMENT: "5000"}
+    assert hb(h, "m1", 0, overrides).member_epoch == 1
+    h.advance(4_999)
+    assert hb(h, "m2", 0, overrides).member_epoch == 1  # the last target: nothing yet
+    assert (h.group().group_epoch, h.group().assignment_epoch) == (2, 1)
+    h.advance(1)
+    assert hb(h, "m2", 1, overrides).member_epoch == 2
+    # Without the override the broker's interval (0) applies again: at once.
+    assert hb(h, "m3", 0, {}).member_epoch == 3

@@ -110,7 +110,8 @@ def test_created_topic_is_picked_up_by_a_later_refresh() -> None:
 
 
 def test_periodic_refresh_rewrites_the_regex_without_a_bump() -> None:
-    h = CgHarness(GroupCoordinatorConfig(group_consumer_regex_refresh_interval_ms=60_000),
+    h = CgHarness(GroupCoordinatorConfig(group_consumer_regex_refresh_interval_ms=60_000,
+                                         group_consumer_assignment_interval_ms=0),
                   topics={"foo": 1})
     r = h.hb("a", 0, topics=None, regex="fo.*")
     h.advance(0)

@@ -1,5 +1,6 @@
 """Group-level dynamic configs of consumer groups (Kafka `GroupConfig`, the `consumer.*`
-part, KIP-848): `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`.
+part, KIP-848): `consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms` and
+`consumer.assignment.interval.ms` (KIP-1263).
 
 Set per group with IncrementalAlterConfigs on a GROUP resource; an unset name falls back
 to the broker's `group.consumer.session.timeout.ms` / `group.consumer.heartbeat.interval.ms`
@@ -19,10 +20,12 @@ from groupcoord.coordinator.config import GroupCoordinatorConfig
 
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"
 CONSUMER_CONFIG_DOCS: dict[str, str] = {
     SESSION_TIMEOUT: "The timeout to detect client failures when using the consumer group "
                      "protocol.",
     HEARTBEAT_INTERVAL: "The heartbeat interval given to the members of a consumer group.",
+    ASSIGNMENT_INTERVAL: "The interval between assignment updates for a consumer group.",
 }
 
 
@@ -32,30 +35,33 @@ class ConsumerGroupSettings:
 
     session_timeout_ms: int
     heartbeat_interval_ms: int
+    assignment_interval_ms: int
 
 
 def defaults(config: GroupCoordinatorConfig) -> dict[str, str]:
     """The broker values an unset name falls back to."""
     return {SESSION_TIMEOUT: str(config.group_consumer_session_timeout_ms),
-            HEARTBEAT_INTERVAL: str(config.group_consumer_heartbeat_interval_ms)}
+            HEARTBEAT_INTERVAL: str(config.group_consumer_heartbeat_interval_ms),
+            ASSIGNMENT_INTERVAL: str(config.group_consumer_assignment_interval_ms)}
 
 
 def settings(config: GroupCoordinatorConfig,
              overrides: Mapping[str, str] | None) -> ConsumerGroupSettings:
     values = {**defaults(config), **{k: v for k, v in (overrides or {}).items()
                                      if k in CONSUMER_CONFIG_DOCS}}
-    return ConsumerGroupSettings(int(values[SESSION_TIMEOUT]), int(values[HEARTBEAT_INTERVAL]))
+    return ConsumerGroupSettings(int(values[SESSION_TIMEOUT]), int(values[HEARTBEAT_INTERVAL]),
+                                 int(values[ASSIGNMENT_INTERVAL]))
 
 
-def _parse(name: str, value: str) -> int:
+def _parse(name: str, value: str, least: int = 1) -> int:
     try:
         number = int(value.strip())
     except ValueError:
         raise ValueError(f"Invalid value {value} for configuration {name}: "
                          f"Not a number of type INT") from None
-    if number < 1:
+    if number < least:
         raise ValueError(f"Invalid value {value} for configuration {name}: "
-                         f"Value must be at least 1")
+                         f"Value must be at least {least}")
     return number
 
 
@@ -86,3 +92,10 @@ def validate(config: GroupCoordinatorConfig, current: Mapping[str, str],
             ("group.consumer.max.session.timeout.ms", config.group_consumer_max_session_timeout_ms))
     if interval >= session:
         raise ValueError(f"{HEARTBEAT_INTERVAL} must be less than {SESSION_TIMEOUT}")
+    assignment = _parse(ASSIGNMENT_INTERVAL, merged[ASSIGNMENT_INTERVAL], least=0)
+    low, high = (config.group_consumer_min_assignment_interval_ms,
+                 config.group_consumer_max_assignment_interval_ms)
+    if not low <= assignment <= high:
+        # `GroupConfig.validateIntRange` (4.4).
+        raise ValueError(f"{ASSIGNMENT_INTERVAL} must be in the range {low} to {high} "
+                         f"inclusive.")

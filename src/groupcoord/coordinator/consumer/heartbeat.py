@@ -10,9 +10,11 @@ recorded here, and resolved later by the refresh operation (`regex_refresh`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from groupcoord.coordinator.assignment_interval import can_compute_next_target
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.consumer import records as rec
 from groupcoord.coordinator.consumer import regex_refresh, timers
@@ -258,11 +260,15 @@ def _maybe_bump_epoch(step: Step, before: ConsumerGroupMember | None,
 
 
 def _maybe_update_target(step: Step, updated: ConsumerGroupMember, epoch: int
-                         ) -> tuple[int, dict[bytes, frozenset[int]]]:
+                         ) -> tuple[int, Mapping[bytes, frozenset[int]]]:
     group, mgr = step.group, step.mgr
     targets = group.target
     own_target = targets.get(step.replaced or updated.member_id, {})
-    if group.assignment_epoch >= epoch:
+    if group.assignment_epoch >= epoch or not can_compute_next_target(
+            group.assignment_timestamp_ms, mgr.assignment_interval_ms(group.group_id),
+            step.fx.now_ms):
+        # Up to date, or batched: the member reconciles toward the last target, and the
+        # first heartbeat after the interval computes one target for every change since.
         return group.assignment_epoch, own_target
     members = dict(group.members)
     if step.replaced:

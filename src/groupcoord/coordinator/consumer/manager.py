@@ -108,6 +108,13 @@ class ConsumerGroups:
             return found.heartbeat_interval_ms
         return self.config.group_consumer_heartbeat_interval_ms
 
+    def assignment_interval_ms(self, group_id: str) -> int:
+        """`GroupMetadataManager.consumerGroupAssignmentIntervalMs` (KIP-1263)."""
+        found = self.group_settings.get(group_id)
+        if found is not None:
+            return found.assignment_interval_ms
+        return self.config.group_consumer_assignment_interval_ms
+
     def _group_for_join(self, request: Any, fx: Effects) -> ConsumerGroup:
         group_id = request.group_id
         group = self.groups.get(group_id)

@@ -16,7 +16,7 @@ from groupcoord.coordinator.assignors import ASSIGNORS, GroupSpec, MemberSpec, T
 from groupcoord.coordinator.consumer import records as rec
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember
 
-Target = dict[str, dict[bytes, frozenset[int]]]
+Target = dict[str, Mapping[bytes, frozenset[int]]]
 Subscribed = Callable[[ConsumerGroupMember], frozenset[bytes]]
 
 
@@ -44,23 +44,34 @@ def compute_target(group_id: str, members: Mapping[str, ConsumerGroupMember],
     if assignor is None:
         raise AssignorFailure(f"assignor {assignor_name} is not available")
     specs: dict[str, MemberSpec] = {}
-    subscriptions: set[frozenset[bytes]] = set()
+    # Members mostly share a few subscriptions: resolve each distinct one once.
+    resolved: dict[tuple[tuple[str, ...], str | None], frozenset[bytes]] = {}
+    empty: dict[bytes, frozenset[int]] = {}
     for member_id in sorted(members):
         m = members[member_id]
-        topic_ids = subscribed(m)
-        subscriptions.add(topic_ids)
+        key = (m.subscribed_topic_names, m.subscribed_topic_regex)
+        topic_ids = resolved.get(key)
+        if topic_ids is None:
+            topic_ids = resolved[key] = subscribed(m)
         specs[member_id] = MemberSpec(member_id, m.instance_id, m.rack_id, topic_ids,
-                                      old_target.get(member_id, {}))
+                                      old_target.get(member_id, empty))
+    homogeneous = len(set(resolved.values())) <= 1
     try:
-        result = assignor.assign(GroupSpec(specs, len(subscriptions) <= 1), topics)
+        result = assignor.assign(GroupSpec(specs, homogeneous), topics)
     except Exception as exc:  # any assignor failure is the group's UNKNOWN_SERVER_ERROR
         raise AssignorFailure(str(exc)) from exc
     new_target: Target = {}
     for member_id in specs:
-        assigned = result.get(member_id, {})
+        assigned = result.get(member_id, empty)
+        old = old_target.get(member_id)
+        # A set equals a frozenset of the same ints: compare before building anything, so
+        # a member the assignor left alone costs one comparison (the delta is what's written).
+        if old is not None and len(old) == sum(1 for ps in assigned.values() if ps) \
+                and all(old.get(t) == ps for t, ps in assigned.items() if ps):
+            new_target[member_id] = old
+            continue
         new = {bytes(t): frozenset(ps) for t, ps in assigned.items() if ps}
         new_target[member_id] = new
-        if new != old_target.get(member_id, {}) or member_id not in old_target:
-            records.append(rec.target_member(group_id, member_id, new))
+        records.append(rec.target_member(group_id, member_id, new))
     records.append(rec.target_metadata(group_id, epoch, now_ms))
     return new_target

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from groupcoord.coordinator.assignment_interval import can_compute_next_target
 from groupcoord.coordinator.assignors import ASSIGNORS, GroupSpec, MemberSpec
 from groupcoord.coordinator.result import OpContext, Result, ScheduleTimer
 from groupcoord.coordinator.share import group as grp
@@ -104,8 +105,7 @@ class ShareGroups:
     @staticmethod
     def can_compute_target(group: ShareGroup, interval_ms: int, now_ms: int) -> bool:
         """`GroupMetadataManager.canComputeNextTargetAssignment`."""
-        last = group.assignment_timestamp
-        return last == 0 or interval_ms == 0 or now_ms >= last + interval_ms
+        return can_compute_next_target(group.assignment_timestamp, interval_ms, now_ms)
 
     # -- shared steps -------------------------------------------------------------------
 
