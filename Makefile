@@ -7,7 +7,11 @@ PY := $(VENV)/bin/python
 JARS := .cache/jars
 JAR_WHEEL := shigawire-apache-flink-libraries==2.0.0.post1
 JAR_NAMES := kafka-clients.jar lz4-java.jar snappy-java.jar zstd-jni.jar slf4j-api.jar
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+# Tests run in parallel, one file per worker at a time (module fixtures such as a reference
+# broker start once): most of the suite waits on real clients and JVMs, so three workers keep
+# two cores busy. `make test TEST_WORKERS=0` runs it in one process.
+TEST_WORKERS ?= 3
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 # The reference broker of the conformance suite (tests/conformance): Apache Kafka from Maven
 # Central, its jars flattened into one directory that `java -cp '<dir>/*' kafka.Kafka` runs.
 KAFKA_VERSION := 4.4.0
