@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-
 from conformance.conversation import Conversation
 from conformance.differential import Scenario
 from groupcoord.apis import features
