@@ -20,13 +20,9 @@ from groupcoord.apis.context import RawResponse, RequestHeader
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.request_limits import FieldRejection, check_request
 from groupcoord.server.fault_injection import FaultInjector, FaultRule
-from groupcoord.server.framing import (
-    API_VERSIONS_KEY,
-    FrameError,
-    peek_header,
-    read_client_id,
-    response_head,
-)
+from groupcoord.server.framing import API_VERSIONS_KEY, response_head
+from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.headers import peek_request_header, read_client_id
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
@@ -66,8 +62,8 @@ class Dispatcher:
     def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:
         """Handle the request frame at buf[start:end] (after its size prefix)."""
         try:
-            api_key, version, correlation_id = peek_header(buf, start, end)
-        except FrameError as exc:
+            api_key, version, correlation_id = peek_request_header(buf, start, end)
+        except DecodeError as exc:
             conn.protocol_error(str(exc))
             return
         spec = self.handlers.get(api_key)
