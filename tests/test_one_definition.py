@@ -91,3 +91,30 @@ def test_batch_offsets_follow_the_field_list(name: str, code: str) -> None:
     assert batch.FIELD_OFFSETS[name] == kafka[name]
     assert batch.HEADER_SIZE == 61 and batch.LOG_OVERHEAD == 12
     assert batch.BatchHeader._fields == tuple(n for n, _ in batch.HEADER_FIELDS)
+
+
+def _int_value(node: ast.expr) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_value(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def test_error_codes_are_error_code_members() -> None:
+    """No module re-declares a Kafka error code as a bare int (``NOT_COORDINATOR = 16``):
+    ``groupcoord.wire.errors.ErrorCode`` is the one table. ``NONE = 0`` is left out, as other
+    enumerations (compression types) have a NONE of their own."""
+    from groupcoord.wire.errors import ErrorCode
+
+    codes = {member.name: member.value for member in ErrorCode if member.name != "NONE"}
+    found = []
+    for rel, tree in SOURCES:
+        if rel == "wire/errors.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and _int_value(node.value) is not None:
+                found += [f"{rel}:{node.lineno} {t.id}" for t in node.targets
+                          if isinstance(t, ast.Name) and codes.get(t.id) == _int_value(node.value)]
+    assert found == [], f"bare error codes (use ErrorCode members): {found}"

@@ -21,7 +21,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.apis.request_limits import FieldRejection, check_request
 from groupcoord.server.fault_injection import FaultInjector, FaultRule
 from groupcoord.server.framing import API_VERSIONS_KEY, response_head
-from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.errors import DecodeError, ErrorCode
 from groupcoord.wire.headers import peek_request_header, read_client_id
 
 if TYPE_CHECKING:
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("groupcoord.server")
 
-UNKNOWN_SERVER_ERROR = -1
-UNSUPPORTED_VERSION = 35
 
 
 class Dispatcher:
@@ -123,7 +121,8 @@ class Dispatcher:
             raise
         except Exception:
             log.exception("handler for api key %d v%d failed", spec.api_key, version)
-            response = self._error_response(conn, spec, request, version, UNKNOWN_SERVER_ERROR)
+            response = self._error_response(conn, spec, request, version,
+                                            ErrorCode.UNKNOWN_SERVER_ERROR)
         if fault is not None and fault.action == "delay":
             await asyncio.sleep(fault.delay_ms / 1000.0)  # real time: see fault_injection
         if response is None:
