@@ -107,8 +107,7 @@ class CoordinatorRuntime:
         """Register the internal topic; load the shards that already have a log."""
         topics = self.broker.topics
         topics.ensure_internal(OFFSETS_TOPIC, self.num_partitions, OFFSETS_TOPIC_CONFIGS)
-        if hasattr(topics, "listeners"):
-            topics.listeners.append(self.on_topics_changed)
+        topics.listeners.append(self.on_topics_changed)
         for partition in range(self.num_partitions):
             if self.broker.logs.get(OFFSETS_TOPIC, partition) is not None:
                 self.shard(partition)

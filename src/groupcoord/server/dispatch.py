@@ -53,9 +53,8 @@ class Dispatcher:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.broker.connections.discard(conn)
-        shares = getattr(self.broker, "shares", None)
-        if shares is not None:
-            shares.connection_closed(conn.connection_id)
+        if self.broker.shares is not None:  # unset before Broker.start()
+            self.broker.shares.connection_closed(conn.connection_id)
 
     def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:
         """Handle the request frame at buf[start:end] (after its size prefix)."""
