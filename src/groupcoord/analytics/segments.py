@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +32,11 @@ from groupcoord.logformat.batch import (
     MIN_BATCH_LENGTH,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    control_key_type,
 )
 from groupcoord.logformat.compression import decompress
 from groupcoord.wire.primitives import read_varlong
 
-_CONTROL_KEY = struct.Struct(">hh")
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 
@@ -200,8 +199,9 @@ def iter_records(payload: bytes | memoryview, info: BatchInfo) -> Iterator[Recor
 def control_marker(payload: bytes | memoryview) -> int | None:
     """The control type of a control batch's single record: 0 ABORT, 1 COMMIT."""
     for rec in iter_records(payload, _CONTROL_INFO):
-        if rec.key is not None and len(rec.key) >= 4:
-            return _CONTROL_KEY.unpack_from(rec.key, 0)[1]
+        kind = control_key_type(rec.key)
+        if kind is not None:
+            return kind
     return None
 
 

@@ -461,11 +461,19 @@ def decode_records(batch: Buffer) -> list[Record]:
     return out
 
 
+def control_key_type(key: bytes | None) -> int | None:
+    """The ControlRecordType (0 ABORT, 1 COMMIT) of a control record key (int16 version,
+    int16 type), or None when the key is missing or too short."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        return None
+    return _CONTROL_KEY.unpack_from(key, 0)[1]
+
+
 def control_record_type(record: Record) -> int:
     """The ControlRecordType (0 ABORT, 1 COMMIT) from a control record's key."""
-    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+    kind = control_key_type(record.key)
+    if kind is None:
         raise CorruptRecordError("control record key too short")
-    _version, kind = _CONTROL_KEY.unpack_from(record.key, 0)
     return kind
 
 
