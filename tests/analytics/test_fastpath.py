@@ -110,3 +110,39 @@ def test_bronze_prefilter_keeps_every_wanted_record(
             assert fast.num_rows == wanted
         else:
             assert fast.num_rows > 0
+
+
+def test_header_columns_follow_the_logformat_layout() -> None:
+    """Every column of the compiled header scan equals the field ``logformat.batch`` parses,
+    on batches whose fields are all distinct, so an offset that drifts from the one layout fails."""
+    import numpy as np
+
+    built = [
+        lb.build_batch([lb.SimpleRecord(b"k", b"v", (), 1_000 + i) for i in range(3)],
+                       base_offset=40, producer_id=7_000_000_001, producer_epoch=3,
+                       base_sequence=11, transactional=True, compression=1),
+        lb.build_batch([lb.SimpleRecord(None, b"x", (), 5)], base_offset=2**40,
+                       timestamp_type=lb.LOG_APPEND_TIME, max_timestamp=2**41),
+    ]
+    arr = fastpath.scan_headers_array(np.frombuffer(b"".join(built), dtype=np.uint8))
+    refs = list(lb.iter_batches(b"".join(built)))
+    assert len(arr) == len(refs) == 2
+    position = 0
+    for row, (ref, view) in zip(arr.tolist(), refs, strict=True):
+        assert row == [position, ref.size, ref.attributes, ref.base_offset, ref.last_offset_delta,
+                       ref.base_timestamp, ref.max_timestamp, ref.producer_id, ref.records_count]
+        position += len(view)
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, 63, -64, 64, 300, -300, 2**31 - 1, -(2**31),
+                                   2**40 + 5, 2**63 - 1, -(2**63)])
+def test_compiled_varint_matches_the_wire_definition(value: int) -> None:
+    """The numba varlong reader (it cannot call Python) decodes what ``wire.primitives`` writes."""
+    import numpy as np
+
+    from groupcoord.wire.primitives import read_varlong, write_varlong
+
+    out = bytearray(b"\x07")
+    write_varlong(out, value)
+    got, end = fastpath._varint(np.frombuffer(bytes(out), dtype=np.uint8), 1)
+    assert (int(got), end) == read_varlong(bytes(out), 1) == (value, len(out))

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from groupcoord.server.fetch_sessions import (
-    FETCH_SESSION_ID_NOT_FOUND,
-    FETCH_SESSION_TOPIC_ID_ERROR,
-    INVALID_FETCH_SESSION_EPOCH,
     FetchSessionCache,
 )
+from groupcoord.wire.errors import ErrorCode as E
 
 
 def _full(cache: FetchSessionCache) -> int:
@@ -57,9 +55,9 @@ def test_incremental_updates_offsets_and_forgets() -> None:
 def test_session_errors() -> None:
     cache = FetchSessionCache()
     sid = _full(cache)
-    assert cache.new_context(sid + 1, 1, [], [], False, 0).error == FETCH_SESSION_ID_NOT_FOUND
-    assert cache.new_context(sid, 5, [], [], False, 0).error == INVALID_FETCH_SESSION_EPOCH
-    assert cache.new_context(sid, 1, [], [], True, 0).error == FETCH_SESSION_TOPIC_ID_ERROR
+    assert cache.new_context(sid + 1, 1, [], [], False, 0).error == E.FETCH_SESSION_ID_NOT_FOUND
+    assert cache.new_context(sid, 5, [], [], False, 0).error == E.INVALID_FETCH_SESSION_EPOCH
+    assert cache.new_context(sid, 1, [], [], True, 0).error == E.FETCH_SESSION_TOPIC_ID_ERROR
 
 
 def test_full_fetch_closes_named_session() -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from groupcoord.server.producer_state import (
-    INVALID_PRODUCER_EPOCH,
-    OUT_OF_ORDER_SEQUENCE_NUMBER,
     PartitionProducerState,
     ProducerIdManager,
     ProducerStateManager,
 )
+from groupcoord.wire.errors import ErrorCode as E
 
 
 def _append(state: PartitionProducerState, pid: int, epoch: int, first: int, last: int,
@@ -26,8 +25,8 @@ def test_in_sequence_and_gap() -> None:
     s = PartitionProducerState()
     _append(s, 1, 0, 0, 4, 100)
     assert s.check(1, 0, 5, 9) == (0, None)
-    assert s.check(1, 0, 7, 9)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert s.check(1, 0, 3, 4)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert s.check(1, 0, 7, 9)[0] == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert s.check(1, 0, 3, 4)[0] == E.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def test_duplicate_returns_original_offsets() -> None:
@@ -38,14 +37,14 @@ def test_duplicate_returns_original_offsets() -> None:
     assert error == 0 and dup is not None and dup.first_offset == 1020
     _append(s, 1, 0, 50, 59, 1050)
     # Only five batches are retained: the first one is no longer recognised.
-    assert s.check(1, 0, 0, 9)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert s.check(1, 0, 0, 9)[0] == E.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def test_epochs() -> None:
     s = PartitionProducerState()
     _append(s, 1, 3, 0, 0, 0)
-    assert s.check(1, 2, 1, 1)[0] == INVALID_PRODUCER_EPOCH
-    assert s.check(1, 4, 5, 5)[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert s.check(1, 2, 1, 1)[0] == E.INVALID_PRODUCER_EPOCH
+    assert s.check(1, 4, 5, 5)[0] == E.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert s.check(1, 4, 0, 0) == (0, None)
 
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from groupcoord.server.producer_state import (
-    INVALID_PRODUCER_EPOCH,
-    INVALID_TXN_STATE,
-    TRANSACTION_COORDINATOR_FENCED,
     AbortedEntry,
     PartitionProducerState,
     ProducerStateManager,
 )
+from groupcoord.wire.errors import ErrorCode as E
 
 
 def test_lso_is_first_offset_of_oldest_open_transaction() -> None:
@@ -39,11 +37,11 @@ def test_marker_without_transaction_changes_nothing() -> None:
 def test_marker_and_batch_checks() -> None:
     s = PartitionProducerState()
     s.open_txn(1, 3, 0)
-    assert s.check_transactional(1, transactional=False) == INVALID_TXN_STATE
+    assert s.check_transactional(1, transactional=False) == E.INVALID_TXN_STATE
     assert s.check_transactional(1, transactional=True) == 0
-    assert s.check_marker(1, 2, 0) == INVALID_PRODUCER_EPOCH
+    assert s.check_marker(1, 2, 0) == E.INVALID_PRODUCER_EPOCH
     s.end_txn(1, 4, 5, 1, commit=True)  # a fencing abort with a bumped epoch
-    assert s.check_marker(1, 4, 4) == TRANSACTION_COORDINATOR_FENCED
+    assert s.check_marker(1, 4, 4) == E.TRANSACTION_COORDINATOR_FENCED
     assert s.check_marker(1, 4, 5) == 0 and s.check_marker(99, 0, 0) == 0
     assert s.check_transactional(1, transactional=False) == 0
 

@@ -16,6 +16,7 @@ from typing import Any
 from groupcoord.analytics.schema import F, Layout
 from groupcoord.wire import primitives
 from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.primitives import write_uvarint
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -35,13 +36,6 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         return primitives.read_uvarint(buf, pos)
     except DecodeError as exc:
         raise CodecError(str(exc)) from None
-
-
-def write_uvarint(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 class _Reader:

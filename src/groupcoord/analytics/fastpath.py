@@ -19,7 +19,25 @@ import numpy as np
 import pyarrow as pa
 
 from groupcoord.analytics.columns import OFFSET_COMMITS
-from groupcoord.analytics.segments import HEADER_SIZE, TxnResolver, read_range
+from groupcoord.analytics.segments import TxnResolver, read_range
+from groupcoord.logformat.batch import (
+    ATTRIBUTES_OFFSET,
+    BASE_TIMESTAMP_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    MIN_BATCH_LENGTH,
+    PRODUCER_ID_OFFSET,
+    RECORDS_COUNT_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
 from groupcoord.logformat.compression import decompress
 
 
@@ -34,7 +52,8 @@ def _varint(buf: np.ndarray, pos: int) -> tuple[Any, int]:
         if b < 0x80:
             break
         shift += 7
-    return (result >> 1) ^ -(result & 1), pos
+    # result is an int64: mask the arithmetic shift into a logical one for 10-byte varlongs
+    return ((result >> 1) & 0x7FFFFFFFFFFFFFFF) ^ -(result & 1), pos
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -142,19 +161,21 @@ def scan_headers_array(buf: np.ndarray) -> np.ndarray:
     out = np.zeros((cap, 9), dtype=np.int64)
     n = 0
     pos = 0
-    while pos + 61 <= len(buf):
-        length = _i32(buf, pos + 8)
-        size = length + 12
-        if buf[pos + 16] != 2 or length < 49 or pos + size > len(buf):
+    while pos + HEADER_SIZE <= len(buf):
+        length = _i32(buf, pos + LENGTH_OFFSET)
+        size = length + LOG_OVERHEAD
+        if buf[pos + MAGIC_OFFSET] != MAGIC or length < MIN_BATCH_LENGTH or pos + size > len(buf):
             break
         if n == cap:
             grown = np.zeros((cap * 2, 9), dtype=np.int64)
             grown[:n] = out
             out, cap = grown, cap * 2
-        out[n, 0], out[n, 1], out[n, 2] = pos, size, _i16(buf, pos + 21)
-        out[n, 3], out[n, 4] = _i64(buf, pos), _i32(buf, pos + 23)
-        out[n, 5], out[n, 6] = _i64(buf, pos + 27), _i64(buf, pos + 35)
-        out[n, 7], out[n, 8] = _i64(buf, pos + 43), _i32(buf, pos + 57)
+        out[n, 0], out[n, 1], out[n, 2] = pos, size, _i16(buf, pos + ATTRIBUTES_OFFSET)
+        out[n, 3], out[n, 4] = _i64(buf, pos), _i32(buf, pos + LAST_OFFSET_DELTA_OFFSET)
+        out[n, 5] = _i64(buf, pos + BASE_TIMESTAMP_OFFSET)
+        out[n, 6] = _i64(buf, pos + MAX_TIMESTAMP_OFFSET)
+        out[n, 7] = _i64(buf, pos + PRODUCER_ID_OFFSET)
+        out[n, 8] = _i32(buf, pos + RECORDS_COUNT_OFFSET)
         n += 1
         pos += size
     return out[:n]
@@ -165,11 +186,11 @@ def _plan(buf: bytes, txns: TxnResolver) -> tuple[np.ndarray, np.ndarray]:
     max timestamp, log-append-time flag]); compressed records go to the buffer's tail."""
     h = scan_headers_array(np.frombuffer(buf, dtype=np.uint8))
     attrs = h[:, 2]
-    keep = (attrs & 0x20) == 0
-    for i in np.flatnonzero(keep & ((attrs & 0x10) != 0)):  # transactional: rare
+    keep = (attrs & CONTROL_MASK) == 0
+    for i in np.flatnonzero(keep & ((attrs & TRANSACTIONAL_MASK) != 0)):  # transactional: rare
         keep[i] = txns.outcome(int(h[i, 7]), int(h[i, 3])) == "committed"
     h = h[keep]
-    append = (h[:, 2] & 0x08) != 0
+    append = (h[:, 2] & TIMESTAMP_TYPE_MASK) != 0
     plan = np.stack([h[:, 0] + HEADER_SIZE, h[:, 8], h[:, 3],
                      np.where(append, h[:, 6], h[:, 5]), append.astype(np.int64)], axis=1)
     data, plan[:, 0] = _payloads(buf, h)
@@ -180,14 +201,14 @@ def _payloads(buf: bytes, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The records sections of the batches ``h`` (header rows): one buffer holding ``buf``
     with every compressed section decompressed onto its tail, and each section's start."""
     starts = h[:, 0] + HEADER_SIZE
-    compressed = np.flatnonzero((h[:, 2] & 0x07) != 0)
+    compressed = np.flatnonzero((h[:, 2] & COMPRESSION_MASK) != 0)
     if not len(compressed):
         return np.frombuffer(buf, dtype=np.uint8), starts
     extra: list[bytes] = []
     tail = len(buf)
     for i in compressed:
         pos, size = int(h[i, 0]), int(h[i, 1])
-        payload = decompress(int(h[i, 2]) & 0x07, memoryview(buf)[pos + HEADER_SIZE : pos + size])
+        payload = decompress(int(h[i, 2]) & COMPRESSION_MASK, memoryview(buf)[pos + HEADER_SIZE : pos + size])
         starts[i] = tail
         extra.append(payload)
         tail += len(payload)
@@ -219,7 +240,7 @@ def ranges_without_types(path: str | Path, start: int, end: int | None,
     Python object per record."""
     buf = read_range(path, start, end)
     h = scan_headers_array(np.frombuffer(buf, dtype=np.uint8))
-    h = h[(h[:, 2] & 0x20) == 0]  # control batches carry no data records
+    h = h[(h[:, 2] & CONTROL_MASK) == 0]  # control batches carry no data records
     data, starts = _payloads(buf, h)
     kept = h[_any_type_kept(data, starts, h[:, 8], np.array(sorted(excluded), dtype=np.int64))]
     ranges: list[tuple[int, int]] = []
@@ -275,4 +296,4 @@ def decode_range(path: str | Path, start: int, end: int | None, coord_partition:
 
 def control_batch_positions(seg: str | Path) -> list[int]:
     h = scan_headers_array(np.frombuffer(read_range(seg), dtype=np.uint8))
-    return [int(p) for p in h[(h[:, 2] & 0x20) != 0, 0]]
+    return [int(p) for p in h[(h[:, 2] & CONTROL_MASK) != 0, 0]]

@@ -17,19 +17,26 @@ from __future__ import annotations
 
 import bisect
 import re
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from groupcoord.logformat.batch import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    control_key_type,
+)
 from groupcoord.logformat.compression import decompress
-from groupcoord.logformat.varint import read_varint
+from groupcoord.wire.primitives import read_varlong
 
-HEADER_SIZE = 61
-LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CONTROL_KEY = struct.Struct(">hh")
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 
@@ -51,19 +58,19 @@ class BatchInfo(NamedTuple):
 
     @property
     def compression(self) -> int:
-        return self.attributes & 0x07
+        return self.attributes & COMPRESSION_MASK
 
     @property
     def log_append_time(self) -> bool:
-        return bool(self.attributes & 0x08)
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & 0x10)
+        return bool(self.attributes & TRANSACTIONAL_MASK)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & 0x20)
+        return bool(self.attributes & CONTROL_MASK)
 
 
 @dataclass(frozen=True)
@@ -112,9 +119,9 @@ def parse_header(buf: bytes | memoryview, pos: int) -> BatchInfo | None:
     if pos + HEADER_SIZE > len(buf):
         return None
     (base, length, _ple, magic, crc, attrs, last_delta, base_ts, max_ts, pid, epoch, _seq,
-     count) = _HEADER.unpack_from(buf, pos)
+     count) = HEADER_STRUCT.unpack_from(buf, pos)
     size = length + LOG_OVERHEAD
-    if magic != 2 or length < HEADER_SIZE - LOG_OVERHEAD or pos + size > len(buf):
+    if magic != MAGIC or length < MIN_BATCH_LENGTH or pos + size > len(buf):
         return None
     return BatchInfo(base, base + last_delta, pos, size, attrs, pid, epoch, base_ts, max_ts,
                      count, crc)
@@ -141,8 +148,8 @@ def scan_headers(path: str | Path, start: int = 0, end: int | None = None) -> It
             if len(head) < HEADER_SIZE:
                 return
             (base, length, _ple, magic, crc, attrs, last_delta, base_ts, max_ts, pid, epoch,
-             _seq, count) = _HEADER.unpack(head)
-            if magic != 2 or length < HEADER_SIZE - LOG_OVERHEAD:
+             _seq, count) = HEADER_STRUCT.unpack(head)
+            if magic != MAGIC or length < MIN_BATCH_LENGTH:
                 return
             size = length + LOG_OVERHEAD
             fh.seek(pos + size - 1)
@@ -174,15 +181,15 @@ def iter_records(payload: bytes | memoryview, info: BatchInfo) -> Iterator[Recor
     pos = 0
     append_time = info.log_append_time
     for _ in range(info.records_count):
-        length, pos = read_varint(buf, pos)
+        length, pos = read_varlong(buf, pos)
         end = pos + length
         pos += 1  # record attributes, unused
-        ts_delta, pos = read_varint(buf, pos)
-        off_delta, pos = read_varint(buf, pos)
-        klen, pos = read_varint(buf, pos)
+        ts_delta, pos = read_varlong(buf, pos)
+        off_delta, pos = read_varlong(buf, pos)
+        klen, pos = read_varlong(buf, pos)
         key = None if klen < 0 else bytes(buf[pos : pos + klen])
         pos += max(klen, 0)
-        vlen, pos = read_varint(buf, pos)
+        vlen, pos = read_varlong(buf, pos)
         value = None if vlen < 0 else bytes(buf[pos : pos + vlen])
         ts = info.max_timestamp if append_time else info.base_timestamp + ts_delta
         yield Record(info.base_offset + off_delta, ts, key, value)
@@ -192,8 +199,9 @@ def iter_records(payload: bytes | memoryview, info: BatchInfo) -> Iterator[Recor
 def control_marker(payload: bytes | memoryview) -> int | None:
     """The control type of a control batch's single record: 0 ABORT, 1 COMMIT."""
     for rec in iter_records(payload, _CONTROL_INFO):
-        if rec.key is not None and len(rec.key) >= 4:
-            return _CONTROL_KEY.unpack_from(rec.key, 0)[1]
+        kind = control_key_type(rec.key)
+        if kind is not None:
+            return kind
     return None
 
 

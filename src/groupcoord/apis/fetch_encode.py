@@ -13,6 +13,7 @@ import struct
 from typing import Any
 
 from groupcoord.apis.context import RawResponse
+from groupcoord.wire.primitives import write_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -23,17 +24,10 @@ _ABORTED = struct.Struct(">qq")
 _SMALL = 4096
 
 
-def _uvarint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
 def _string(out: bytearray, text: str, flexible: bool) -> None:
     raw = text.encode("utf-8")
     if flexible:
-        _uvarint(out, len(raw) + 1)
+        write_uvarint(out, len(raw) + 1)
     else:
         out += _I16.pack(len(raw))
     out += raw
@@ -44,7 +38,7 @@ def _aborted(out: bytearray, aborted: list[Any] | None, flexible: bool) -> None:
         out += b"\x00" if flexible else b"\xff\xff\xff\xff"
         return
     if flexible:
-        _uvarint(out, len(aborted) + 1)
+        write_uvarint(out, len(aborted) + 1)
     else:
         out += _I32.pack(len(aborted))
     for entry in aborted:
@@ -70,7 +64,7 @@ def _partition(out: bytearray, parts: list[Any], p: Any, version: int) -> bytear
     else:
         size = len(records)
         if flexible:
-            _uvarint(out, size + 1)
+            write_uvarint(out, size + 1)
         else:
             out += _I32.pack(size)
         if size >= _SMALL:
@@ -95,7 +89,7 @@ def encode_fetch_response(response: Any, version: int) -> RawResponse:
         out += _I32.pack(response.throttle_time_ms)
     topics = response.responses
     if flexible:
-        _uvarint(out, len(topics) + 1)
+        write_uvarint(out, len(topics) + 1)
     else:
         out += _I32.pack(len(topics))
     for topic in topics:
@@ -104,7 +98,7 @@ def encode_fetch_response(response: Any, version: int) -> RawResponse:
         else:
             _string(out, topic.topic, flexible)
         if flexible:
-            _uvarint(out, len(topic.partitions) + 1)
+            write_uvarint(out, len(topic.partitions) + 1)
         else:
             out += _I32.pack(len(topic.partitions))
         for p in topic.partitions:

@@ -25,7 +25,8 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple, TypeAlias
 
 from groupcoord.logformat.compression import CompressionError, compress, decompress
-from groupcoord.logformat.varint import VarintError, read_varint, write_varint
+from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.primitives import read_varlong, write_varlong
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 Header: TypeAlias = tuple[str, bytes | None]
@@ -45,8 +46,34 @@ def _crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
 
 
 MAGIC = 2
-HEADER_SIZE = 61
-LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes batchLength does not count
+
+# The header layout, the one definition of it: (field, struct code) in wire order. Every
+# size, offset and struct below is derived from it, and so are analytics' readers (the
+# numba fast path is checked against it in the tests).
+HEADER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("base_offset", "q"),
+    ("batch_length", "i"),
+    ("partition_leader_epoch", "i"),
+    ("magic", "b"),
+    ("crc", "I"),
+    ("attributes", "h"),
+    ("last_offset_delta", "i"),
+    ("base_timestamp", "q"),
+    ("max_timestamp", "q"),
+    ("producer_id", "q"),
+    ("producer_epoch", "h"),
+    ("base_sequence", "i"),
+    ("records_count", "i"),
+)
+HEADER_STRUCT = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS))
+FIELD_OFFSETS: dict[str, int] = {
+    name: struct.calcsize(">" + "".join(code for _, code in HEADER_FIELDS[:i]))
+    for i, (name, _) in enumerate(HEADER_FIELDS)
+}
+HEADER_SIZE = HEADER_STRUCT.size  # 61
+#: baseOffset + batchLength, the prefix that batchLength does not count.
+PREFIX_STRUCT = struct.Struct(">qi")
+LOG_OVERHEAD = PREFIX_STRUCT.size
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -69,23 +96,27 @@ CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
 
 # Byte offsets inside a batch.
-BASE_OFFSET_OFFSET = 0
-LENGTH_OFFSET = 8
-PARTITION_LEADER_EPOCH_OFFSET = 12
-MAGIC_OFFSET = 16
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-MAX_TIMESTAMP_OFFSET = 35
+BASE_OFFSET_OFFSET = FIELD_OFFSETS["base_offset"]
+LENGTH_OFFSET = FIELD_OFFSETS["batch_length"]
+PARTITION_LEADER_EPOCH_OFFSET = FIELD_OFFSETS["partition_leader_epoch"]
+MAGIC_OFFSET = FIELD_OFFSETS["magic"]
+CRC_OFFSET = FIELD_OFFSETS["crc"]
+ATTRIBUTES_OFFSET = FIELD_OFFSETS["attributes"]  # the CRC covers from here to the end
+LAST_OFFSET_DELTA_OFFSET = FIELD_OFFSETS["last_offset_delta"]
+BASE_TIMESTAMP_OFFSET = FIELD_OFFSETS["base_timestamp"]
+MAX_TIMESTAMP_OFFSET = FIELD_OFFSETS["max_timestamp"]
+PRODUCER_ID_OFFSET = FIELD_OFFSETS["producer_id"]
+RECORDS_COUNT_OFFSET = FIELD_OFFSETS["records_count"]
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_PREFIX = struct.Struct(">qi")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
-_TAIL = struct.Struct(">hiqqqhii")  # attributes..recordsCount, the CRC-covered header part
+# attributes..recordsCount, the CRC-covered part of the header
+_TAIL = struct.Struct(
+    ">" + "".join(code for name, code in HEADER_FIELDS if FIELD_OFFSETS[name] >= ATTRIBUTES_OFFSET))
 
 
 class CorruptRecordError(ValueError):
@@ -173,14 +204,14 @@ def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """Parse the 61-byte header at ``pos`` without checking the CRC."""
     if len(buf) - pos < HEADER_SIZE:
         raise CorruptRecordError("record batch header truncated")
-    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    return BatchHeader._make(HEADER_STRUCT.unpack_from(buf, pos))
 
 
 def batch_size_at(buf: Buffer, pos: int) -> int | None:
     """Total size of the batch at ``pos`` from its length prefix, or None if cut short."""
     if len(buf) - pos < LOG_OVERHEAD:
         return None
-    _, length = _PREFIX.unpack_from(buf, pos)
+    _, length = PREFIX_STRUCT.unpack_from(buf, pos)
     if length < MIN_BATCH_LENGTH:
         raise CorruptRecordError(f"record batch length {length} below minimum")
     return length + LOG_OVERHEAD
@@ -194,7 +225,7 @@ def iter_batches(buf: Buffer, pos: int = 0) -> Iterator[tuple[BatchHeader, memor
         size = batch_size_at(view, pos)
         if size is None or pos + size > end:
             return
-        yield BatchHeader._make(_HEADER.unpack_from(view, pos)), view[pos : pos + size]
+        yield BatchHeader._make(HEADER_STRUCT.unpack_from(view, pos)), view[pos : pos + size]
         pos += size
 
 
@@ -212,7 +243,7 @@ def validate(batch: Buffer, check_offsets: bool = False) -> BatchHeader:
     view = memoryview(batch)
     if len(view) < HEADER_SIZE:
         raise CorruptRecordError("record batch shorter than its header")
-    header = BatchHeader._make(_HEADER.unpack_from(view, 0))
+    header = BatchHeader._make(HEADER_STRUCT.unpack_from(view, 0))
     if header.magic != MAGIC:
         raise CorruptRecordError(f"unsupported record batch magic {header.magic}")
     if header.batch_length + LOG_OVERHEAD != len(view):
@@ -268,22 +299,22 @@ def _write_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
         out.append(1)  # zigzag(-1): null
     else:
-        write_varint(out, len(data))
+        write_varlong(out, len(data))
         out += data
 
 
 def _encode_record(out: bytearray, rec: Record) -> None:
     body = bytearray()
     body.append(rec.attributes & 0xFF)
-    write_varint(body, rec.timestamp_delta)
-    write_varint(body, rec.offset_delta)
+    write_varlong(body, rec.timestamp_delta)
+    write_varlong(body, rec.offset_delta)
     _write_bytes(body, rec.key)
     _write_bytes(body, rec.value)
-    write_varint(body, len(rec.headers))
+    write_varlong(body, len(rec.headers))
     for name, hvalue in rec.headers:
         _write_bytes(body, name.encode())
         _write_bytes(body, hvalue)
-    write_varint(out, len(body))
+    write_varlong(out, len(body))
     out += body
 
 
@@ -360,12 +391,12 @@ def build_batch(
     )
     crc = _crc32c(payload, _crc32c(tail))
     length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    head = _PREFIX.pack(base_offset, length) + _INT32.pack(partition_leader_epoch)
+    head = PREFIX_STRUCT.pack(base_offset, length) + _INT32.pack(partition_leader_epoch)
     return b"".join((head, bytes((MAGIC,)), _UINT32.pack(crc), tail, payload))
 
 
 def _read_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
-    size, pos = read_varint(buf, pos)
+    size, pos = read_varlong(buf, pos)
     if size < 0:
         return None, pos
     end = pos + size
@@ -375,16 +406,16 @@ def _read_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
 
 
 def _decode_record(buf: memoryview, pos: int) -> tuple[Record, int]:
-    length, pos = read_varint(buf, pos)
+    length, pos = read_varlong(buf, pos)
     end = pos + length
     if length < 0 or end > len(buf):
         raise CorruptRecordError("record length runs past the end of the batch")
     attributes = buf[pos]
-    ts_delta, p = read_varint(buf, pos + 1)
-    off_delta, p = read_varint(buf, p)
+    ts_delta, p = read_varlong(buf, pos + 1)
+    off_delta, p = read_varlong(buf, p)
     key, p = _read_bytes(buf, p)
     value, p = _read_bytes(buf, p)
-    count, p = read_varint(buf, p)
+    count, p = read_varlong(buf, p)
     if count < 0:
         raise CorruptRecordError("negative header count")
     headers: list[Header] = []
@@ -423,18 +454,26 @@ def decode_records(batch: Buffer) -> list[Record]:
         for _ in range(header.records_count):
             rec, pos = _decode_record(data, pos)
             out.append(rec)
-    except (VarintError, IndexError) as exc:
+    except (DecodeError, IndexError) as exc:
         raise CorruptRecordError(f"malformed record: {exc}") from exc
     if pos != len(data):
         raise CorruptRecordError("records count does not match the records section")
     return out
 
 
+def control_key_type(key: bytes | None) -> int | None:
+    """The ControlRecordType (0 ABORT, 1 COMMIT) of a control record key (int16 version,
+    int16 type), or None when the key is missing or too short."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        return None
+    return _CONTROL_KEY.unpack_from(key, 0)[1]
+
+
 def control_record_type(record: Record) -> int:
     """The ControlRecordType (0 ABORT, 1 COMMIT) from a control record's key."""
-    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+    kind = control_key_type(record.key)
+    if kind is None:
         raise CorruptRecordError("control record key too short")
-    _version, kind = _CONTROL_KEY.unpack_from(record.key, 0)
     return kind
 
 

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.partitioning import partition_for
-from groupcoord.server.coordinator_txn import NOT_COORDINATOR, EndTxnWrite
+from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_task import (
     OFFSETS_TOPIC,
     Operation,
     ShardState,
     ShardTask,
 )
+from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
@@ -106,8 +107,7 @@ class CoordinatorRuntime:
         """Register the internal topic; load the shards that already have a log."""
         topics = self.broker.topics
         topics.ensure_internal(OFFSETS_TOPIC, self.num_partitions, OFFSETS_TOPIC_CONFIGS)
-        if hasattr(topics, "listeners"):
-            topics.listeners.append(self.on_topics_changed)
+        topics.listeners.append(self.on_topics_changed)
         for partition in range(self.num_partitions):
             if self.broker.logs.get(OFFSETS_TOPIC, partition) is not None:
                 self.shard(partition)
@@ -131,7 +131,7 @@ class CoordinatorRuntime:
         """The shard a request may use; else the error Kafka's runtime answers
         (NOT_COORDINATOR when unloaded or not a partition, LOAD_IN_PROGRESS while loading)."""
         if not 0 <= partition < self.num_partitions or partition in self.unloaded:
-            raise ApiError(NOT_COORDINATOR)
+            raise ApiError(ErrorCode.NOT_COORDINATOR)
         task = self.shard(partition)
         task.check_active()
         return task

@@ -18,7 +18,6 @@ from typing import Any
 from groupcoord.coordinator.result import Result
 from groupcoord.server.shard_log import encode_end_txn_marker
 
-NOT_COORDINATOR = 16
 OFFSETS_TOPIC = "__consumer_offsets"
 
 

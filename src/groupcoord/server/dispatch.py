@@ -20,13 +20,9 @@ from groupcoord.apis.context import RawResponse, RequestHeader
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.request_limits import FieldRejection, check_request
 from groupcoord.server.fault_injection import FaultInjector, FaultRule
-from groupcoord.server.framing import (
-    API_VERSIONS_KEY,
-    FrameError,
-    peek_header,
-    read_client_id,
-    response_head,
-)
+from groupcoord.server.framing import API_VERSIONS_KEY, response_head
+from groupcoord.wire.errors import DecodeError, ErrorCode
+from groupcoord.wire.headers import peek_request_header, read_client_id
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
@@ -35,8 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("groupcoord.server")
 
-UNKNOWN_SERVER_ERROR = -1
-UNSUPPORTED_VERSION = 35
 
 
 class Dispatcher:
@@ -59,15 +53,14 @@ class Dispatcher:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.broker.connections.discard(conn)
-        shares = getattr(self.broker, "shares", None)
-        if shares is not None:
-            shares.connection_closed(conn.connection_id)
+        if self.broker.shares is not None:  # unset before Broker.start()
+            self.broker.shares.connection_closed(conn.connection_id)
 
     def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:
         """Handle the request frame at buf[start:end] (after its size prefix)."""
         try:
-            api_key, version, correlation_id = peek_header(buf, start, end)
-        except FrameError as exc:
+            api_key, version, correlation_id = peek_request_header(buf, start, end)
+        except DecodeError as exc:
             conn.protocol_error(str(exc))
             return
         spec = self.handlers.get(api_key)
@@ -127,7 +120,8 @@ class Dispatcher:
             raise
         except Exception:
             log.exception("handler for api key %d v%d failed", spec.api_key, version)
-            response = self._error_response(conn, spec, request, version, UNKNOWN_SERVER_ERROR)
+            response = self._error_response(conn, spec, request, version,
+                                            ErrorCode.UNKNOWN_SERVER_ERROR)
         if fault is not None and fault.action == "delay":
             await asyncio.sleep(fault.delay_ms / 1000.0)  # real time: see fault_injection
         if response is None:

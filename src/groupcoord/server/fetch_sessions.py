@@ -16,14 +16,13 @@ import os
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from groupcoord.wire.errors import ErrorCode
+
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 INVALID_SESSION_ID = 0
 INT32_MAX = 2**31 - 1
 
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
-FETCH_SESSION_TOPIC_ID_ERROR = 106
 
 # A partition key is (topic name or 16-byte topic id, partition index).
 PartitionKey = tuple[str | bytes, int]
@@ -136,11 +135,11 @@ class FetchSessionCache:
             return ctx
         session = self._sessions.get(session_id)
         if session is None:
-            ctx.error = FETCH_SESSION_ID_NOT_FOUND
+            ctx.error = ErrorCode.FETCH_SESSION_ID_NOT_FOUND
         elif session.epoch != epoch:
-            ctx.error = INVALID_FETCH_SESSION_EPOCH
+            ctx.error = ErrorCode.INVALID_FETCH_SESSION_EPOCH
         elif session.uses_topic_ids != uses_ids:
-            ctx.error = FETCH_SESSION_TOPIC_ID_ERROR
+            ctx.error = ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
         else:
             self._update(session, requested, forgotten)
             if not session.partitions:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+from groupcoord.wire.errors import ErrorCode
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -33,10 +34,6 @@ NUM_BATCHES_TO_RETAIN = 5
 _ID_BLOCK = 1000
 
 # Error codes (kept local so this module does not depend on the generated codec).
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
-INVALID_TXN_STATE = 48
-TRANSACTION_COORDINATOR_FENCED = 52
 NO_TXN = -1
 
 
@@ -108,7 +105,7 @@ class PartitionProducerState:
         (`ProducerAppendInfo.appendDataBatch`: InvalidTxnStateException)."""
         entry = self.producers.get(pid)
         if entry is not None and entry.txn_first_offset != NO_TXN and not transactional:
-            return INVALID_TXN_STATE
+            return ErrorCode.INVALID_TXN_STATE
         return 0
 
     def check_marker(self, pid: int, epoch: int, coordinator_epoch: int) -> int:
@@ -117,9 +114,9 @@ class PartitionProducerState:
         if entry is None:
             return 0
         if epoch < entry.epoch:
-            return INVALID_PRODUCER_EPOCH
+            return ErrorCode.INVALID_PRODUCER_EPOCH
         if entry.coordinator_epoch > coordinator_epoch:
-            return TRANSACTION_COORDINATOR_FENCED
+            return ErrorCode.TRANSACTION_COORDINATOR_FENCED
         return 0
 
     def open_txn(self, pid: int, epoch: int, base_offset: int) -> None:
@@ -168,13 +165,13 @@ class PartitionProducerState:
         if duplicate is not None:
             return 0, duplicate
         if epoch < entry.epoch:
-            return INVALID_PRODUCER_EPOCH, None
+            return ErrorCode.INVALID_PRODUCER_EPOCH, None
         if epoch != entry.epoch:
             if first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
-                return OUT_OF_ORDER_SEQUENCE_NUMBER, None
+                return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
             return 0, None
         if entry.epoch != NO_PRODUCER_EPOCH and not in_sequence(entry.last_seq, first_seq):
-            return OUT_OF_ORDER_SEQUENCE_NUMBER, None
+            return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
         return 0, None
 
     def record(self, pid: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,

@@ -41,11 +41,12 @@ from groupcoord.security.sasl_errors import (
     generic_failure_message,
 )
 from groupcoord.server.dispatch import encode_response
-from groupcoord.server.framing import API_VERSIONS_KEY, FrameError, peek_header, read_client_id
+from groupcoord.server.framing import API_VERSIONS_KEY
 from groupcoord.wire.api_keys import ApiKey
-from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.errors import DecodeError, ErrorCode
 from groupcoord.wire.generated.sasl_authenticate import SaslAuthenticateResponse
 from groupcoord.wire.generated.sasl_handshake import SaslHandshakeResponse
+from groupcoord.wire.headers import peek_request_header, read_client_id
 
 if TYPE_CHECKING:
     from groupcoord.server.connection import KafkaConnection
@@ -133,7 +134,7 @@ class SaslAuthenticator:
             self.state = SaslState.FAILED
             log.info("Failed %s with %s (%s)", self._phase, conn.client_host.lstrip("/"), exc)
             conn.close_after_pending(delay_s=self._services.failed_authentication_delay_s)
-        except (_Invalid, FrameError) as exc:
+        except (_Invalid, DecodeError) as exc:
             self.state = SaslState.FAILED
             conn.protocol_error(f"during SASL {self._phase}: {exc}")
         except Exception as exc:  # a bug here must cost this connection only, loudly
@@ -148,7 +149,7 @@ class SaslAuthenticator:
     # -- before the mechanism is chosen ----------------------------------------------------
 
     def _kafka_request(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:
-        api_key, version, correlation_id = peek_header(buf, start, end)
+        api_key, version, correlation_id = peek_request_header(buf, start, end)
         if api_key not in (API_VERSIONS_KEY, ApiKey.SASL_HANDSHAKE):
             raise _Invalid(f"Unexpected Kafka request of type {_api_name(api_key)} during "
                            f"SASL handshake.")
@@ -208,7 +209,7 @@ class SaslAuthenticator:
         if not self._headers:
             self._raw_token(conn, bytes(buf[start:end]))
             return
-        api_key, version, correlation_id = peek_header(buf, start, end)
+        api_key, version, correlation_id = peek_request_header(buf, start, end)
         request = self._decode(buf, start, end, api_key, version)
         if api_key != ApiKey.SASL_AUTHENTICATE:
             self._send_illegal_state(conn, api_key, request, version, correlation_id)

@@ -27,9 +27,7 @@ from groupcoord.wire.errors import ErrorCode
 log = logging.getLogger("groupcoord.coordinator")
 
 NO_PRODUCER_ID = -1
-# ControlRecordType: the control record key is int16 version 0 + int16 type.
-ABORT, COMMIT = 0, 1
-_CONTROL_KEY = struct.Struct(">hh")
+# The EndTxnMarker value: int16 version, then the generated EndTxnMarker fields.
 _MARKER_VALUE_VERSION = struct.Struct(">h")
 
 
@@ -49,27 +47,22 @@ def encode_records_batch(records: list[Any], now_ms: int, producer_id: int = NO_
 def encode_end_txn_marker(producer_id: int, producer_epoch: int, coordinator_epoch: int,
                           commit: bool, now_ms: int) -> bytes:
     """A control batch (control + transactional bits) with one EndTxnMarker record."""
-    from groupcoord.logformat.batch import build_batch
-    from groupcoord.wire.generated.end_txn_marker import EndTxnMarker
+    from groupcoord.logformat.batch import CONTROL_ABORT, CONTROL_COMMIT, build_end_txn_marker
 
-    key = _CONTROL_KEY.pack(0, COMMIT if commit else ABORT)
-    value = _MARKER_VALUE_VERSION.pack(0) + EndTxnMarker(
-        coordinator_epoch=coordinator_epoch).encode(0)
-    return build_batch([(key, value, (), now_ms)], base_timestamp=now_ms,
-                       producer_id=producer_id, producer_epoch=producer_epoch,
-                       transactional=True, control=True)
+    return build_end_txn_marker(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id,
+                                producer_epoch, now_ms, coordinator_epoch)
 
 
 def decode_end_txn_marker(record: Any) -> tuple[bool, int] | None:
     """(commit?, coordinator epoch) of a control record; None for other control types."""
-    from groupcoord.logformat.batch import control_record_type
+    from groupcoord.logformat.batch import CONTROL_ABORT, CONTROL_COMMIT, control_record_type
     from groupcoord.wire.generated.end_txn_marker import EndTxnMarker
 
     kind = control_record_type(record)
-    if kind not in (ABORT, COMMIT):
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
         return None
     marker, _ = EndTxnMarker.decode(record.value, _MARKER_VALUE_VERSION.size, 0)
-    return kind == COMMIT, marker.coordinator_epoch
+    return kind == CONTROL_COMMIT, marker.coordinator_epoch
 
 
 class ProducerEpochs:

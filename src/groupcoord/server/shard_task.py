@@ -43,13 +43,14 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import TimerHandle
 from groupcoord.server import group_events
-from groupcoord.server.coordinator_txn import NOT_COORDINATOR, EndTxnWrite
+from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     encode_records_batch,
     replay_log_in_steps,
 )
+from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.coordinator_runtime import CoordinatorRuntime
@@ -57,11 +58,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupcoord.coordinator")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
 # Longest stretch a loading shard holds the event loop before letting other work run.
 LOAD_SLICE_S = 0.005
-UNKNOWN_SERVER_ERROR = -1
 
 Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
@@ -179,15 +177,15 @@ class ShardTask:
         if state is ShardState.ACTIVE or state is ShardState.RECOVERING:
             return
         if state is ShardState.LOADING:
-            raise ApiError(COORDINATOR_LOAD_IN_PROGRESS)
-        raise ApiError(NOT_COORDINATOR)
+            raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        raise ApiError(ErrorCode.NOT_COORDINATOR)
 
     def unload(self) -> None:
         """Stop taking requests: every queued and parked one is answered NOT_COORDINATOR
         (Kafka's `onUnloaded`: parked JoinGroup and SyncGroup get NOT_COORDINATOR), timers
         stop and the task ends; the state goes with it."""
         self.state = ShardState.UNLOADED
-        self._fail_all(NOT_COORDINATOR)
+        self._fail_all(ErrorCode.NOT_COORDINATOR)
         self.task.cancel()
 
     async def _serve(self) -> None:
@@ -212,7 +210,7 @@ class ShardTask:
                 done.append((item[2], None))
                 for fut, _ in done:
                     if fut is not None and not fut.done():
-                        fut.set_exception(ApiError(COORDINATOR_NOT_AVAILABLE))
+                        fut.set_exception(ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
                 raise
             for fut, response in done:
                 if fut is not None and not fut.done():
@@ -238,13 +236,13 @@ class ShardTask:
             return
         except Exception:
             log.exception("coordinator operation failed on shard %d", self.partition)
-            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
+            done.append((fut, ApiError(ErrorCode.UNKNOWN_SERVER_ERROR)))
             return
         try:
             applied = self._apply(result, txn)
         except WriteRefused as exc:
             log.warning("write refused on shard %d: %s", self.partition, exc)
-            done.append((fut, ApiError(UNKNOWN_SERVER_ERROR)))
+            done.append((fut, ApiError(ErrorCode.UNKNOWN_SERVER_ERROR)))
             return
         self._release(done, applied, fut, op_ctx)
 
@@ -324,7 +322,7 @@ class ShardTask:
                 self.submit(lambda s, _c, _n: s.on_client_disconnect([token]), None, None)
         return on_done
 
-    def _fail_all(self, code: int = COORDINATOR_NOT_AVAILABLE) -> None:
+    def _fail_all(self, code: int = ErrorCode.COORDINATOR_NOT_AVAILABLE) -> None:
         err = ApiError(code)
         for parked in self.parked.values():
             if not parked.done():

@@ -40,6 +40,7 @@ from groupcoord.coordinator.share.configs import dlq_copy_record, dlq_topic
 from groupcoord.coordinator.share.dlq import DlqCause, context_headers, dlq_partition, origin
 from groupcoord.coordinator.share.records_state import RecordState
 from groupcoord.logformat.batch import (
+    HEADER_SIZE,
     build_batch,
     decode_records,
     iter_batches,
@@ -64,7 +65,7 @@ FLUSH_RECORDS = 500
 RETRY_MS = 1_000
 MAX_ATTEMPTS = 5
 # Bytes of a v2 batch header, and a generous bound on one record's framing.
-BATCH_OVERHEAD, RECORD_OVERHEAD = 61, 32
+BATCH_OVERHEAD, RECORD_OVERHEAD = HEADER_SIZE, 32
 SOURCE_READ_BYTES = 1024 * 1024
 
 

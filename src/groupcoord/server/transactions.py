@@ -31,11 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis import features
 from groupcoord.coordinator.partitioning import partition_for
-from groupcoord.coordinator.transactions.coordinator import (
-    CONCURRENT_TRANSACTIONS,
-    TransactionCoordinator,
-    TxnOp,
-)
+from groupcoord.coordinator.transactions.coordinator import TransactionCoordinator, TxnOp
 from groupcoord.coordinator.transactions.state import S, TopicPartition
 from groupcoord.logformat.batch import build_batch
 from groupcoord.logformat.transaction_records import (
@@ -48,7 +44,7 @@ from groupcoord.server.clock import sleep_ms
 from groupcoord.server.log_records import keyed_records
 from groupcoord.server.txn_log import write_marker
 from groupcoord.storage.config import RecordBatchTooLargeError, StorageError
-from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.errors import DecodeError, ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
@@ -59,13 +55,11 @@ TXN_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 COORDINATOR_EPOCH = 0
-COORDINATOR_NOT_AVAILABLE = 15
-UNKNOWN_SERVER_ERROR = -1
 # Marker answers after which the partition needs no marker any more.
 # NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS are retried: the shard is moving.
-_MARKER_DONE = frozenset({0, 3, 47, 52})  # NONE, UNKNOWN_TOPIC_OR_PARTITION,
-# INVALID_PRODUCER_EPOCH, COORDINATOR_FENCED
-UNKNOWN_TOPIC_OR_PARTITION = 3
+_MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                          ErrorCode.INVALID_PRODUCER_EPOCH,
+                          ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
 
 def _int(extra: dict[str, str], name: str, default: int) -> int:
@@ -147,10 +141,10 @@ class TransactionRuntime:
             # TransactionStateManager.appendTransactionToLog: MESSAGE_TOO_LARGE becomes
             # UNKNOWN_SERVER_ERROR (not retriable: the same transition would fail again).
             log.warning("transition of %r refused by %s: %s", op.tid[:256], TXN_TOPIC, exc)
-            return UNKNOWN_SERVER_ERROR
+            return ErrorCode.UNKNOWN_SERVER_ERROR
         except (OSError, StorageError, KeyError):
             log.exception("append to %s failed for %r", TXN_TOPIC, op.tid)
-            return COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         self.coordinator.apply(op.tid, transit)
         return 0
 
@@ -167,7 +161,7 @@ class TransactionRuntime:
             return TxnOp(error=error)
         if op.writes_markers:
             await self._complete(tid)
-            return TxnOp(error=CONCURRENT_TRANSACTIONS)
+            return TxnOp(error=ErrorCode.CONCURRENT_TRANSACTIONS)
         return op
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
@@ -240,7 +234,7 @@ class TransactionRuntime:
             if topic == OFFSETS_TOPIC:
                 groups: Any = self.broker.groups
                 if not 0 <= partition < groups.num_partitions:
-                    return UNKNOWN_TOPIC_OR_PARTITION  # no such offsets partition
+                    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # no such offsets partition
                 result: int = await groups.complete_transaction(partition, pid, epoch,
                                                                 COORDINATOR_EPOCH, commit)
                 return result
@@ -248,7 +242,7 @@ class TransactionRuntime:
                                 commit, self.clock.now_ms())
         except (OSError, StorageError):
             log.exception("marker write to %s-%d failed", topic, partition)
-            return COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     # -- periodic work ---------------------------------------------------------------------
 

@@ -31,13 +31,13 @@ from groupcoord.storage.transactions import (
     sync_aborted_txns,
 )
 from groupcoord.storage.txn_index import AbortedTxn
+from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
 
 log = logging.getLogger("groupcoord.server")
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 def load_producer_state(broker: Broker, topic: str, partition: int) -> PartitionProducerState:
@@ -81,7 +81,7 @@ def write_marker(broker: Broker, topic: str, partition: int, producer_id: int,
     """Append a COMMIT/ABORT marker to a data partition (WriteTxnMarkers); an error code."""
     plog = broker.topics.log(topic, partition)
     if plog is None:
-        return UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     state = broker.producer_state(topic, partition)
     error = state.check_marker(producer_id, producer_epoch, coordinator_epoch)
     if error:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from dataclasses import dataclass
 
 from groupcoord.logformat.batch import (
@@ -29,12 +28,12 @@ from groupcoord.logformat.batch import (
     MAGIC,
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
+    PREFIX_STRUCT,
     CorruptRecordError,
     validate,
 )
 from groupcoord.storage.fileio import FileIO
 
-_PREFIX = struct.Struct(">qi")
 _WINDOW = 1 << 20
 _MAGIC_BYTE = bytes([MAGIC])
 DAMAGED_SUFFIX = ".damaged-"
@@ -64,7 +63,7 @@ def batch_at(io: FileIO, fd: int, position: int, end: int, min_offset: int) -> i
     prefix = io.pread(fd, LOG_OVERHEAD + 5, position)
     if len(prefix) < LOG_OVERHEAD + 5 or prefix[MAGIC_OFFSET] != MAGIC:
         return None
-    base_offset, length = _PREFIX.unpack_from(prefix)
+    base_offset, length = PREFIX_STRUCT.unpack_from(prefix)
     size = length + LOG_OVERHEAD
     if base_offset < min_offset or length < MIN_BATCH_LENGTH or position + size > end:
         return None

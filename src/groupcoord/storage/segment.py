@@ -21,7 +21,6 @@ Rules kept here:
 from __future__ import annotations
 
 import os
-import struct
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from groupcoord.logformat.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
+    PREFIX_STRUCT,
     BatchHeader,
     CorruptRecordError,
     parse_header,
@@ -41,7 +41,6 @@ from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
 from groupcoord.storage.txn_index import TransactionIndex
 
-_PREFIX = struct.Struct(">qi")
 _SCAN_CHUNK = 1 << 20
 _HEADER_PEEK = 16 * 1024
 
@@ -74,7 +73,7 @@ def iter_file_batches(io: FileIO, fd: int, start: int, end: int
         chunk = memoryview(io.pread(fd, min(_SCAN_CHUNK, end - pos), pos))
         off = 0
         while len(chunk) - off >= LOG_OVERHEAD:
-            _, length = _PREFIX.unpack_from(chunk, off)
+            _, length = PREFIX_STRUCT.unpack_from(chunk, off)
             if length < MIN_BATCH_LENGTH:
                 return
             size = length + LOG_OVERHEAD
@@ -214,7 +213,7 @@ class LogSegment:
         return valid
 
     def _base_offset_at(self, position: int) -> int:
-        base_offset, _ = _PREFIX.unpack(self.io.pread(self.fd, _PREFIX.size, position))
+        base_offset, _ = PREFIX_STRUCT.unpack(self.io.pread(self.fd, PREFIX_STRUCT.size, position))
         return int(base_offset)
 
     def _cut_out(self, position: int, length: int) -> None:
@@ -232,7 +231,7 @@ class LogSegment:
             prefix = self.io.pread(self.fd, LOG_OVERHEAD, pos)
             if len(prefix) < LOG_OVERHEAD:
                 break
-            _, length = _PREFIX.unpack(prefix)
+            _, length = PREFIX_STRUCT.unpack(prefix)
             if length < MIN_BATCH_LENGTH:
                 break
             pos += length + LOG_OVERHEAD
@@ -372,7 +371,7 @@ class LogSegment:
         window = self.io.pread(self.fd, limit - walk, walk)
         off = 0
         while len(window) - off >= LOG_OVERHEAD:
-            _, length = _PREFIX.unpack_from(window, off)
+            _, length = PREFIX_STRUCT.unpack_from(window, off)
             if off + length + LOG_OVERHEAD > len(window):
                 break
             off += length + LOG_OVERHEAD

@@ -70,6 +70,42 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if is_flexible(api_key, api_version) else 0
 
 
+def peek_request_header(buf: Buffer, start: int, end: int) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) of the request frame at ``buf[start:end]``.
+
+    The frame is addressed inside the bytes it arrived in and never copied: the broker calls
+    this for every request before it knows whether the api key and version are served.
+    """
+    if end - start < 8:
+        raise DecodeError(f"request header truncated ({end - start} bytes)")
+    return _HHI.unpack_from(buf, start)
+
+
+def read_client_id(buf: Buffer, start: int, end: int, flexible: bool) -> tuple[str | None, int]:
+    """The client id of the v1/v2 request header of the frame at ``buf[start:end]`` (its
+    tagged fields skipped when ``flexible``), and the absolute offset of the request body."""
+    if end - start < 10:
+        raise DecodeError("request header truncated")
+    (length,) = _H.unpack_from(buf, start + 8)
+    pos = start + 10
+    client_id: str | None = None
+    if length >= 0:
+        if pos + length > end:
+            raise DecodeError("client id runs past the frame")
+        try:
+            client_id = str(buf[pos : pos + length], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise DecodeError("client id is not UTF-8") from exc
+        pos += length
+    elif length != -1:
+        raise DecodeError(f"invalid client id length {length}")
+    if flexible:
+        pos = skip_tagged_fields(buf, pos)
+        if pos > end:
+            raise DecodeError("tagged field runs past the frame")
+    return client_id, pos
+
+
 def decode_request_header(buf: Buffer, pos: int = 0,
                           header_version: int | None = None) -> tuple[RequestHeader, int]:
     """Decode a request header; its version follows from the api key and version in it.
@@ -77,39 +113,18 @@ def decode_request_header(buf: Buffer, pos: int = 0,
     For an api key this broker does not know, the header is read as v1: the fields up to
     client_id are the same in every version, and the caller must reject the request anyway.
     """
-    try:
-        api_key, api_version, correlation_id = _HHI.unpack_from(buf, pos)
-    except struct.error as exc:
-        raise DecodeError("truncated request header") from exc
-    pos += 8
+    end = len(buf)
+    api_key, api_version, correlation_id = peek_request_header(buf, pos, end)
     if header_version is None:
         header_version = request_header_version(api_key, api_version)
     client_id = None
     if header_version >= 1:
-        client_id, pos = _read_client_id(buf, pos)
-        if header_version >= 2 and api_key in FLEXIBLE_MIN:
-            pos = skip_tagged_fields(buf, pos)
+        flexible = header_version >= 2 and api_key in FLEXIBLE_MIN
+        client_id, pos = read_client_id(buf, pos, end, flexible)
+    else:
+        pos += 8
     header = RequestHeader(api_key, api_version, correlation_id, client_id, header_version)
     return header, pos
-
-
-def _read_client_id(buf: Buffer, pos: int) -> tuple[str | None, int]:
-    try:
-        (length,) = _H.unpack_from(buf, pos)
-    except struct.error as exc:
-        raise DecodeError("truncated request header") from exc
-    pos += 2
-    if length < 0:
-        if length != -1:
-            raise DecodeError(f"invalid client_id length {length}")
-        return None, pos
-    end = pos + length
-    if end > len(buf):
-        raise DecodeError("truncated client_id")
-    try:
-        return str(buf[pos:end], "utf-8"), end
-    except UnicodeDecodeError as exc:
-        raise DecodeError("client_id is not utf-8") from exc
 
 
 def encode_request_header(out: bytearray, header: RequestHeader, header_version: int) -> None:

@@ -127,7 +127,13 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
 
 
 def read_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
-    """Zigzag-encoded signed 64-bit varlong."""
+    """Zigzag-encoded signed 64-bit varlong; also the record fields of batch v2."""
+    try:
+        first = buf[pos]
+    except IndexError as exc:
+        raise DecodeError(f"truncated varint at {pos}") from exc
+    if first < 0x80:  # one byte: the common case of record deltas and lengths
+        return (first >> 1) ^ -(first & 1), pos + 1
     raw, pos = read_uvarlong(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
 

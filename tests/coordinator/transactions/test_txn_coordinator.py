@@ -7,13 +7,6 @@ import itertools
 import pytest
 
 from groupcoord.coordinator.transactions.coordinator import (
-    CONCURRENT_TRANSACTIONS,
-    INVALID_PRODUCER_ID_MAPPING,
-    INVALID_REQUEST,
-    INVALID_TRANSACTION_TIMEOUT,
-    INVALID_TXN_STATE,
-    PRODUCER_FENCED,
-    TRANSACTION_ABORTABLE,
     TransactionCoordinator,
     TxnOp,
 )
@@ -25,6 +18,7 @@ from groupcoord.coordinator.transactions.state import (
     check_transition,
 )
 from groupcoord.logformat.transaction_records import decode_value, encode_value
+from groupcoord.wire.errors import ErrorCode as E
 
 
 def _coord() -> TransactionCoordinator:
@@ -78,9 +72,9 @@ def test_init_producer_id_allocates_then_bumps_epoch() -> None:
 
 def test_init_producer_id_validation_errors() -> None:
     c = _coord()
-    assert c.init_producer_id("", 1000, None, 0).error == INVALID_REQUEST
-    assert c.init_producer_id("t", 0, None, 0).error == INVALID_TRANSACTION_TIMEOUT
-    assert c.init_producer_id("t", 900_001, None, 0).error == INVALID_TRANSACTION_TIMEOUT
+    assert c.init_producer_id("", 1000, None, 0).error == E.INVALID_REQUEST
+    assert c.init_producer_id("t", 0, None, 0).error == E.INVALID_TRANSACTION_TIMEOUT
+    assert c.init_producer_id("t", 900_001, None, 0).error == E.INVALID_TRANSACTION_TIMEOUT
     assert c.init_producer_id("t", 900_000, None, 0).error == 0
 
 
@@ -88,14 +82,14 @@ def test_init_producer_id_on_ongoing_fences_and_aborts_first() -> None:
     c = _coord()
     pid, epoch = _ongoing(c)
     op = c.init_producer_id("t", 60_000, None, 20)
-    assert op.error == CONCURRENT_TRANSACTIONS and op.writes_markers
+    assert op.error == E.CONCURRENT_TRANSACTIONS and op.writes_markers
     assert op.transit is not None and op.transit.state == S.PREPARE_ABORT
     assert op.transit.producer_epoch == epoch + 1 and op.transit.partitions == {("a", 0)}
     _commit(c, op)
     # While markers are outstanding the caller keeps getting CONCURRENT_TRANSACTIONS.
-    assert c.init_producer_id("t", 60_000, None, 21).error == CONCURRENT_TRANSACTIONS
+    assert c.init_producer_id("t", 60_000, None, 21).error == E.CONCURRENT_TRANSACTIONS
     # The old producer is fenced.
-    assert c.end_txn("t", pid, epoch, True, 22).error == PRODUCER_FENCED
+    assert c.end_txn("t", pid, epoch, True, 22).error == E.PRODUCER_FENCED
     _commit(c, c.complete("t", 23))
     assert c.txns["t"].state == S.COMPLETE_ABORT
     retry = _init(c, now=24)
@@ -111,8 +105,8 @@ def test_init_producer_id_with_expected_epoch() -> None:
     # A retry of that bump (answer lost) gets the same epoch, not another bump.
     again = c.init_producer_id("t", 60_000, (pid, 0), 5)
     assert again.producer_epoch == 1
-    assert c.init_producer_id("t", 60_000, (pid, 7), 5).error == PRODUCER_FENCED
-    assert c.init_producer_id("t", 60_000, (pid + 1, 1), 5).error == PRODUCER_FENCED
+    assert c.init_producer_id("t", 60_000, (pid, 7), 5).error == E.PRODUCER_FENCED
+    assert c.init_producer_id("t", 60_000, (pid + 1, 1), 5).error == E.PRODUCER_FENCED
 
 
 def test_epoch_exhaustion_rotates_producer_id() -> None:
@@ -127,12 +121,12 @@ def test_epoch_exhaustion_rotates_producer_id() -> None:
 
 def test_add_partitions_rules() -> None:
     c = _coord()
-    assert c.add_partitions("x", 1, 0, [("a", 0)], 0).error == INVALID_PRODUCER_ID_MAPPING
+    assert c.add_partitions("x", 1, 0, [("a", 0)], 0).error == E.INVALID_PRODUCER_ID_MAPPING
     op = _init(c)
     pid, epoch = op.producer_id, op.producer_epoch
-    assert c.add_partitions("t", pid + 1, epoch, [("a", 0)], 0).error == INVALID_PRODUCER_ID_MAPPING
-    assert c.add_partitions("t", pid, epoch + 1, [("a", 0)], 0).error == PRODUCER_FENCED
-    assert c.add_partitions("", pid, epoch, [("a", 0)], 0).error == INVALID_REQUEST
+    assert c.add_partitions("t", pid + 1, epoch, [("a", 0)], 0).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert c.add_partitions("t", pid, epoch + 1, [("a", 0)], 0).error == E.PRODUCER_FENCED
+    assert c.add_partitions("", pid, epoch, [("a", 0)], 0).error == E.INVALID_REQUEST
     added = _commit(c, c.add_partitions("t", pid, epoch, [("a", 0)], 100))
     assert added.transit is not None and added.transit.start_ms == 100
     # Already in the transaction: no record at all.
@@ -141,15 +135,15 @@ def test_add_partitions_rules() -> None:
     assert more.transit is not None and more.transit.start_ms == 100
     assert c.txns["t"].partitions == {("a", 0), ("b", 1)}
     _commit(c, c.end_txn("t", pid, epoch, True, 300))
-    assert c.add_partitions("t", pid, epoch, [("c", 0)], 310).error == CONCURRENT_TRANSACTIONS
+    assert c.add_partitions("t", pid, epoch, [("c", 0)], 310).error == E.CONCURRENT_TRANSACTIONS
 
 
 def test_verify_partitions() -> None:
     c = _coord()
     pid, epoch = _ongoing(c)
     got = c.verify_partitions("t", pid, epoch, [("a", 0), ("z", 0)])
-    assert got == {("a", 0): 0, ("z", 0): TRANSACTION_ABORTABLE}
-    assert c.verify_partitions("t", pid, epoch + 1, [("a", 0)]) == {("a", 0): PRODUCER_FENCED}
+    assert got == {("a", 0): 0, ("z", 0): E.TRANSACTION_ABORTABLE}
+    assert c.verify_partitions("t", pid, epoch + 1, [("a", 0)]) == {("a", 0): E.PRODUCER_FENCED}
     assert c.txns["t"].state == S.ONGOING  # nothing written
 
 
@@ -159,24 +153,24 @@ def test_end_txn_commit_and_retries() -> None:
     op = c.end_txn("t", pid, epoch, True, 50)
     assert op.writes_markers and op.transit is not None and op.transit.state == S.PREPARE_COMMIT
     _commit(c, op)
-    assert c.end_txn("t", pid, epoch, True, 51).error == CONCURRENT_TRANSACTIONS
-    assert c.end_txn("t", pid, epoch, False, 51).error == INVALID_TXN_STATE
+    assert c.end_txn("t", pid, epoch, True, 51).error == E.CONCURRENT_TRANSACTIONS
+    assert c.end_txn("t", pid, epoch, False, 51).error == E.INVALID_TXN_STATE
     done = _commit(c, c.complete("t", 52))
     assert done.transit is not None and done.transit.partitions == frozenset()
     retry = c.end_txn("t", pid, epoch, True, 53)
     assert (retry.error, retry.producer_id, retry.producer_epoch, retry.transit) == (
         0, pid, epoch, None)
-    assert c.end_txn("t", pid, epoch, False, 53).error == INVALID_TXN_STATE
+    assert c.end_txn("t", pid, epoch, False, 53).error == E.INVALID_TXN_STATE
 
 
 def test_end_txn_errors() -> None:
     c = _coord()
-    assert c.end_txn("t", 1, 0, True, 0).error == INVALID_PRODUCER_ID_MAPPING
+    assert c.end_txn("t", 1, 0, True, 0).error == E.INVALID_PRODUCER_ID_MAPPING
     op = _init(c)
-    assert c.end_txn("t", op.producer_id, 0, True, 0).error == INVALID_TXN_STATE  # Empty
-    assert c.end_txn("t", op.producer_id, 1, True, 0).error == PRODUCER_FENCED
-    assert c.end_txn("t", op.producer_id + 5, 0, True, 0).error == INVALID_PRODUCER_ID_MAPPING
-    assert c.end_txn("", op.producer_id, 0, True, 0).error == INVALID_REQUEST
+    assert c.end_txn("t", op.producer_id, 0, True, 0).error == E.INVALID_TXN_STATE  # Empty
+    assert c.end_txn("t", op.producer_id, 1, True, 0).error == E.PRODUCER_FENCED
+    assert c.end_txn("t", op.producer_id + 5, 0, True, 0).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert c.end_txn("", op.producer_id, 0, True, 0).error == E.INVALID_REQUEST
 
 
 def test_end_txn_v5_bumps_epoch_every_transaction() -> None:
@@ -185,7 +179,7 @@ def test_end_txn_v5_bumps_epoch_every_transaction() -> None:
     op = _commit(c, c.end_txn("t", pid, epoch, True, 50, client_tv=2))
     assert op.producer_epoch == epoch + 1 and c.txns["t"].last_producer_epoch == epoch
     # The retry with the old epoch is recognised while markers are written and after.
-    assert c.end_txn("t", pid, epoch, True, 51, client_tv=2).error == CONCURRENT_TRANSACTIONS
+    assert c.end_txn("t", pid, epoch, True, 51, client_tv=2).error == E.CONCURRENT_TRANSACTIONS
     _commit(c, c.complete("t", 52))
     retry = c.end_txn("t", pid, epoch, True, 53, client_tv=2)
     assert (retry.error, retry.producer_epoch) == (0, epoch + 1)
@@ -201,7 +195,7 @@ def test_timeouts_abort_with_epoch_fence() -> None:
     assert c.pending_markers() == ["t"]
     _commit(c, c.complete("t", 61_002))
     assert c.timed_out(10**9) == [] and c.pending_markers() == []
-    assert c.end_txn("t", pid, epoch, True, 61_003).error == PRODUCER_FENCED
+    assert c.end_txn("t", pid, epoch, True, 61_003).error == E.PRODUCER_FENCED
 
 
 def test_at_transaction_version_2_the_coordinators_abort_is_a_tv2_abort() -> None:
@@ -223,12 +217,12 @@ def test_at_transaction_version_2_the_coordinators_abort_is_a_tv2_abort() -> Non
     abort = c.end_txn("t", pid, epoch, False, 61_003, client_tv=2)
     assert (abort.error, abort.producer_id, abort.producer_epoch, abort.transit) == (
         0, pid, epoch + 1, None)
-    assert c.end_txn("t", pid, epoch, True, 61_004, client_tv=2).error == INVALID_TXN_STATE
-    assert c.end_txn("t", pid, epoch, False, 61_005, client_tv=0).error == PRODUCER_FENCED
+    assert c.end_txn("t", pid, epoch, True, 61_004, client_tv=2).error == E.INVALID_TXN_STATE
+    assert c.end_txn("t", pid, epoch, False, 61_005, client_tv=0).error == E.PRODUCER_FENCED
     # A new instance's InitProducerId fences an ongoing transaction the same way.
     _commit(c, c.add_partitions("t", pid, epoch + 1, [("a", 0)], 61_006, client_tv=2))
     fenced = _commit(c, c.init_producer_id("t", 60_000, None, 61_007))
-    assert fenced.error == CONCURRENT_TRANSACTIONS
+    assert fenced.error == E.CONCURRENT_TRANSACTIONS
     assert (c.txns["t"].producer_epoch, c.txns["t"].client_tv) == (epoch + 2, 2)
 
 

@@ -33,17 +33,7 @@ from groupcoord.coordinator.transactions.state import (
     is_epoch_exhausted,
 )
 from groupcoord.logformat.transaction_records import TransactionLogValue
-
-NONE = 0
-INVALID_REQUEST = 42
-INVALID_PRODUCER_EPOCH = 47
-INVALID_TXN_STATE = 48
-INVALID_PRODUCER_ID_MAPPING = 49
-INVALID_TRANSACTION_TIMEOUT = 50
-CONCURRENT_TRANSACTIONS = 51
-PRODUCER_FENCED = 90
-TRANSACTIONAL_ID_NOT_FOUND = 105
-TRANSACTION_ABORTABLE = 120
+from groupcoord.wire.errors import ErrorCode
 
 DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 DEFAULT_ID_EXPIRATION_MS = 7 * 24 * 3600 * 1000  # transactional.id.expiration.ms
@@ -55,7 +45,7 @@ COMPLETE = (S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
 class TxnOp:
     """One operation's outcome: answer, and the record to append first (if any)."""
 
-    error: int = NONE
+    error: int = ErrorCode.NONE
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
     tid: str = ""
@@ -109,9 +99,9 @@ class TransactionCoordinator:
                          now_ms: int) -> TxnOp:
         """`expected` is the (producer id, epoch) a v3+ client resumes with, else None."""
         if tid == "":
-            return _error(INVALID_REQUEST)
+            return _error(ErrorCode.INVALID_REQUEST)
         if not self.validate_timeout(timeout_ms):
-            return _error(INVALID_TRANSACTION_TIMEOUT)
+            return _error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         md = self.txns.get(tid)
         if md is None:
             # Kept in the cache before the append, like putTransactionStateIfNotExists.
@@ -119,12 +109,13 @@ class TransactionCoordinator:
                                                       timeout_ms=timeout_ms,
                                                       last_update_ms=now_ms)
         if expected is not None and not _valid_expected_pid(md, expected):
-            return _error(PRODUCER_FENCED)
+            return _error(ErrorCode.PRODUCER_FENCED)
         if md.state in PREPARE:
-            return _error(CONCURRENT_TRANSACTIONS)
+            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
             # Abort first with a bumped epoch the caller never sees; its retry bumps again.
-            return TxnOp(CONCURRENT_TRANSACTIONS, tid=tid, transit=self._fence_and_abort(md, now_ms))
+            return TxnOp(ErrorCode.CONCURRENT_TRANSACTIONS, tid=tid,
+                         transit=self._fence_and_abort(md, now_ms))
         if md.state in (S.EMPTY, *COMPLETE):
             return self._bump_or_rotate(md, timeout_ms, expected, now_ms)
         raise AssertionError(f"transactional id {tid} in state {md.state.kafka_name}")
@@ -145,23 +136,23 @@ class TransactionCoordinator:
                 # A retry of a bump whose answer was lost: the same epoch again.
                 epochs = (md.producer_epoch, md.last_producer_epoch)
             else:
-                return _error(PRODUCER_FENCED)
+                return _error(ErrorCode.PRODUCER_FENCED)
             transit = md.prepare_epoch_bump(epochs[0], epochs[1], timeout_ms, now_ms)
-        return TxnOp(NONE, transit.producer_id, transit.producer_epoch, md.transactional_id,
-                     transit)
+        return TxnOp(ErrorCode.NONE, transit.producer_id, transit.producer_epoch,
+                     md.transactional_id, transit)
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------
 
     def _check_producer(self, tid: str, pid: int, epoch: int) -> tuple[int, TransactionMetadata
                                                                         | None]:
         if not tid:
-            return INVALID_REQUEST, None
+            return ErrorCode.INVALID_REQUEST, None
         md = self.txns.get(tid)
         if md is None or md.producer_id != pid:
-            return INVALID_PRODUCER_ID_MAPPING, None
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
         if md.producer_epoch != epoch:
-            return PRODUCER_FENCED, None
-        return NONE, md
+            return ErrorCode.PRODUCER_FENCED, None
+        return ErrorCode.NONE, md
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
                        partitions: Iterable[TopicPartition], now_ms: int,
@@ -170,11 +161,12 @@ class TransactionCoordinator:
         if md is None:
             return _error(error)
         if md.state in PREPARE:
-            return _error(CONCURRENT_TRANSACTIONS)
+            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
         added = frozenset(partitions)
         if md.state == S.ONGOING and added <= md.partitions:
-            return TxnOp(NONE, pid, epoch, tid)
-        return TxnOp(NONE, pid, epoch, tid, md.prepare_add_partitions(added, now_ms, client_tv))
+            return TxnOp(ErrorCode.NONE, pid, epoch, tid)
+        transit = md.prepare_add_partitions(added, now_ms, client_tv)
+        return TxnOp(ErrorCode.NONE, pid, epoch, tid, transit)
 
     def verify_partitions(self, tid: str, pid: int, epoch: int,
                           partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -182,43 +174,44 @@ class TransactionCoordinator:
         parts = list(partitions)
         error, md = self._check_producer(tid, pid, epoch)
         if md is not None and md.state in PREPARE:
-            error = CONCURRENT_TRANSACTIONS
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
         if md is None or error:
             return dict.fromkeys(parts, error)
-        return {tp: NONE if tp in md.partitions else TRANSACTION_ABORTABLE for tp in parts}
+        return {tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                for tp in parts}
 
     # -- EndTxn ----------------------------------------------------------------------------
 
     def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, now_ms: int,
                 client_tv: int = 0, from_client: bool = True) -> TxnOp:
         if not tid:
-            return _error(INVALID_REQUEST)
+            return _error(ErrorCode.INVALID_REQUEST)
         md = self.txns.get(tid)
         if md is None:
-            return _error(INVALID_PRODUCER_ID_MAPPING)
+            return _error(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         # The request's transaction version picks the path (`endTransaction` ->
         # `endTransactionWithTV1` below 2), whatever version wrote the transaction's state.
         tv2 = client_tv >= 2
         retry_on_overflow = (tv2 and md.prev_producer_id == pid and epoch == 32766
                              and md.producer_epoch == 0)
         if md.producer_id != pid and not retry_on_overflow:
-            return _error(INVALID_PRODUCER_ID_MAPPING)
+            return _error(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if not self._valid_end_epoch(md, epoch, from_client, retry_on_overflow, tv2):
-            return _error(PRODUCER_FENCED)
+            return _error(ErrorCode.PRODUCER_FENCED)
         state = md.state
         if state == S.ONGOING:
             next_pid = NO_PRODUCER_ID
             if client_tv >= 2 and is_epoch_exhausted(md.producer_epoch):
                 next_pid = self.next_producer_id()
             transit = md.prepare_abort_or_commit(commit, client_tv, next_pid, now_ms)
-            return TxnOp(NONE, transit.producer_id, transit.producer_epoch, tid, transit)
+            return TxnOp(ErrorCode.NONE, transit.producer_id, transit.producer_epoch, tid, transit)
         wanted_complete = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
         wanted_prepare = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
         if state == wanted_complete:
-            return TxnOp(NONE, md.producer_id, md.producer_epoch, tid)
+            return TxnOp(ErrorCode.NONE, md.producer_id, md.producer_epoch, tid)
         if state == wanted_prepare:
-            return _error(CONCURRENT_TRANSACTIONS)
-        return _error(INVALID_TXN_STATE)
+            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return _error(ErrorCode.INVALID_TXN_STATE)
 
     @staticmethod
     def _valid_end_epoch(md: TransactionMetadata, epoch: int, from_client: bool,
@@ -237,9 +230,9 @@ class TransactionCoordinator:
         """Every marker is written: PrepareCommit/PrepareAbort -> CompleteCommit/Abort."""
         md = self.txns.get(tid)
         if md is None or md.state not in PREPARE:
-            return _error(INVALID_TXN_STATE)
+            return _error(ErrorCode.INVALID_TXN_STATE)
         transit = md.prepare_complete(now_ms)
-        return TxnOp(NONE, transit.producer_id, transit.producer_epoch, tid, transit)
+        return TxnOp(ErrorCode.NONE, transit.producer_id, transit.producer_epoch, tid, transit)
 
     # -- background work -------------------------------------------------------------------
 
@@ -252,8 +245,8 @@ class TransactionCoordinator:
         """Fence the producer and abort (abortTimedOutTransactions): PrepareAbort, epoch+1."""
         md = self.txns.get(tid)
         if md is None or md.state != S.ONGOING:
-            return _error(CONCURRENT_TRANSACTIONS)
-        return TxnOp(NONE, tid=tid, transit=self._fence_and_abort(md, now_ms))
+            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return TxnOp(ErrorCode.NONE, tid=tid, transit=self._fence_and_abort(md, now_ms))
 
     def _fence_and_abort(self, md: TransactionMetadata, now_ms: int) -> TxnTransit:
         """The coordinator's abort of an ongoing transaction at the server's transaction
