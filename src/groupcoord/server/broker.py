@@ -31,7 +31,6 @@ from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
 from groupcoord.server.fault_injection import FaultInjector
-from groupcoord.server.fetch_sessions import FetchSessionCache
 from groupcoord.server.waiters import FetchWaiters
 
 if TYPE_CHECKING:
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.scram_store import ScramCredentialStore
     from groupcoord.server.cluster_map import ClusterMap
+    from groupcoord.server.fetch_sessions import FetchSessionCache
     from groupcoord.server.log_cleaner import LogCleaner
     from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
     from groupcoord.storage import AppendInfo
@@ -53,6 +53,7 @@ MAINTENANCE_INTERVAL_S = 30.0
 LOADED_AFTER_BIND = (
     "groupcoord.storage.manager",
     "groupcoord.server.authorization",
+    "groupcoord.server.fetch_sessions",
     "groupcoord.server.log_cleaner",
     "groupcoord.server.txn_log",
     "groupcoord.server.topics",
@@ -75,7 +76,7 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.broker_configs: dict[str, str] = {}
         self.waiters = FetchWaiters()
-        self.fetch_sessions = FetchSessionCache(config.fetch_max_sessions)
+        self.fetch_sessions: FetchSessionCache
         self.advertised = config.advertised()
         self.bound: list[Listener] = []
         self._servers: list[Acceptor] = []
@@ -111,6 +112,7 @@ class Broker:
         """Bind the listeners first (ApiVersions is answered from then on), then load the
         logs and runtimes; returns once every request can be served."""
         from groupcoord.server.dispatch import Dispatcher
+        from groupcoord.server.framing import API_VERSIONS_KEY
         from groupcoord.server.listener_setup import ListenerSetup
 
         cfg = self.config
@@ -119,6 +121,9 @@ class Broker:
 
             self._handlers = handlers()
         self.handlers = self._handlers
+        # The first request of every client: its module loads now, uncontended by the
+        # worker thread that preloads the rest after the bind.
+        self.handlers.get(API_VERSIONS_KEY)
         self.dispatcher = Dispatcher(self, self.handlers)
         self._listener_setup = ListenerSetup(cfg, self.handlers, self.dispatcher.dispatch,
                                              self.scram_store)
@@ -146,6 +151,7 @@ class Broker:
         state and the coordinator runtimes (their shards load lazily)."""
         from groupcoord.server.authorization import build_authorizer
         from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+        from groupcoord.server.fetch_sessions import FetchSessionCache
         from groupcoord.server.log_cleaner import LogCleaner
         from groupcoord.server.producer_state import ProducerStateManager
         from groupcoord.server.share_runtime import ShareRuntime
@@ -155,6 +161,7 @@ class Broker:
 
         cfg = self.config
         self.scram_store()
+        self.fetch_sessions = FetchSessionCache(cfg.fetch_max_sessions)
         self.cleaner = LogCleaner(cfg.file_io)
         self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
         self.logs.load_all()
