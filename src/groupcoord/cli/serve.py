@@ -123,9 +123,10 @@ def _group_configs(items: list[str]) -> dict[str, str]:
         if not sep or not name.strip():
             raise ValueError(f"--group-config must be NAME=VALUE, got {item!r}")
         out[name.strip()] = value.strip()
-    from groupcoord.coordinator.config import GroupCoordinatorConfig
+    if out:
+        from groupcoord.coordinator.config import GroupCoordinatorConfig
 
-    GroupCoordinatorConfig.from_properties(out)  # a bad number fails at start-up, not later
+        GroupCoordinatorConfig.from_properties(out)  # a bad number fails at start-up, not later
     return out
 
 

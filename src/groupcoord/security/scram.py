@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
+import os
 from dataclasses import dataclass
 
 from groupcoord.security.config import SCRAM_SHA_256, SCRAM_SHA_512
@@ -112,6 +112,6 @@ def credential_from_salted(hash_name: str, salted: bytes, salt: bytes,
 def credential_from_password(mechanism: ScramMechanism, password: str,
                              iterations: int = DEFAULT_ITERATIONS,
                              salt: bytes | None = None) -> ScramCredential:
-    salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
+    salt = os.urandom(SALT_BYTES) if salt is None else salt  # secrets.token_bytes
     salted = salted_password(mechanism.hash_name, password.encode("utf-8"), salt, iterations)
     return credential_from_salted(mechanism.hash_name, salted, salt, iterations)

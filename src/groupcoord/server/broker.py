@@ -1,8 +1,11 @@
 """The broker process: services, listeners, start-up loading and clean shutdown.
 
 Mirrors Kafka's `BrokerServer` startup/shutdown for one node: open the data dir (log
-recovery), load topic metadata, start the coordinator runtime (shards load lazily), then
-bind the listeners. Appends go through `append` so the fsync policy and fetch wake-ups
+recovery), load topic metadata, start the coordinator runtime (shards load lazily). Unlike
+Kafka the listeners are bound first, with only the code that answers ApiVersions imported:
+clients learn the API versions at once and every other request waits (`ready`) until the
+rest has loaded, so start-up costs a client little and no answer comes from a half-loaded
+broker. Appends go through `append` so the fsync policy and fetch wake-ups
 are applied in one place (`ReplicaManager.appendRecords` for a single replica).
 
 A disk that refuses a write is a `KafkaStorageError` for that append only: the partition log
@@ -19,33 +22,45 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
-from groupcoord.server.authorization import build_authorizer
 from groupcoord.server.clock import SystemClock
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
 from groupcoord.server.fault_injection import FaultInjector
-from groupcoord.server.fetch_sessions import FetchSessionCache
-from groupcoord.server.log_cleaner import LogCleaner
-from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
-from groupcoord.server.txn_log import load_producer_state, track_append
 from groupcoord.server.waiters import FetchWaiters
-from groupcoord.storage.config import KafkaStorageError
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
     from groupcoord.coordinator.clock import Clock
     from groupcoord.security.acl_store import DurableAuthorizer
+    from groupcoord.security.scram_store import ScramCredentialStore
     from groupcoord.server.cluster_map import ClusterMap
+    from groupcoord.server.fetch_sessions import FetchSessionCache
+    from groupcoord.server.log_cleaner import LogCleaner
+    from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
     from groupcoord.storage import AppendInfo
 
 log = logging.getLogger("groupcoord.server")
 
 LEADER_EPOCH = 0
 MAINTENANCE_INTERVAL_S = 30.0
+# What `start` loads after the listeners are bound: imported on a worker thread first, so the
+# event loop stays free to answer ApiVersions while the bulk of the broker's code loads.
+LOADED_AFTER_BIND = (
+    "groupcoord.storage.manager",
+    "groupcoord.server.authorization",
+    "groupcoord.server.fetch_sessions",
+    "groupcoord.server.log_cleaner",
+    "groupcoord.server.txn_log",
+    "groupcoord.server.topics",
+    "groupcoord.server.coordinator_runtime",
+    "groupcoord.server.share_runtime",
+    "groupcoord.server.transactions",
+)
 
 
 class Broker:
@@ -61,7 +76,7 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.broker_configs: dict[str, str] = {}
         self.waiters = FetchWaiters()
-        self.fetch_sessions = FetchSessionCache(config.fetch_max_sessions)
+        self.fetch_sessions: FetchSessionCache
         self.advertised = config.advertised()
         self.bound: list[Listener] = []
         self._servers: list[Acceptor] = []
@@ -81,10 +96,12 @@ class Broker:
         self.groups: Any = None
         self.shares: Any = None
         self.transactions: Any = None
-        self.cleaner = LogCleaner(config.file_io)
+        self.cleaner: LogCleaner | None = None
+        # Set once `start` has loaded everything; requests other than ApiVersions wait for it.
+        self.ready = asyncio.Event()
         # The ACL authorizer, or None when none is configured (everything allowed).
         self.authorizer: DurableAuthorizer | None = None
-        self.scram_credentials: Any = None
+        self.scram_credentials: ScramCredentialStore | None = None
         self.listener_security: list[Any] = []
         # Test faults on the request path (`fault_injection`); empty in production.
         self.faults = FaultInjector()
@@ -92,35 +109,24 @@ class Broker:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+        """Bind the listeners first (ApiVersions is answered from then on), then load the
+        logs and runtimes; returns once every request can be served."""
         from groupcoord.server.dispatch import Dispatcher
-        from groupcoord.server.topics import TopicStore
-        from groupcoord.storage import LogManager
+        from groupcoord.server.framing import API_VERSIONS_KEY
+        from groupcoord.server.listener_setup import ListenerSetup
 
         cfg = self.config
-        self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
-        self.logs.load_all()
-        self.authorizer = build_authorizer(cfg)
-        self.topics = TopicStore(self.logs, cfg.data_dir)
-        self.broker_configs = self.topics.broker_configs
-        self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
-        self.groups = CoordinatorRuntime(self)
-        from groupcoord.server.share_runtime import ShareRuntime
-
-        self.shares = ShareRuntime(self)
         if self._handlers is None:
             from groupcoord.apis.registry import handlers
 
             self._handlers = handlers()
         self.handlers = self._handlers
+        # The first request of every client: its module loads now, uncontended by the
+        # worker thread that preloads the rest after the bind.
+        self.handlers.get(API_VERSIONS_KEY)
         self.dispatcher = Dispatcher(self, self.handlers)
-        loop = asyncio.get_running_loop()
-        from groupcoord.security.scram_store import ScramCredentialStore
-        from groupcoord.server.listener_setup import ListenerSetup
-
-        self.scram_credentials = ScramCredentialStore(cfg.data_dir, cfg.file_io)
         self._listener_setup = ListenerSetup(cfg, self.handlers, self.dispatcher.dispatch,
-                                             self.scram_credentials)
+                                             self.scram_store)
         self.connection_limits = build_connection_limits(cfg)
         if cfg.nodes > 1:
             self.cluster = _cluster_map(cfg)
@@ -128,15 +134,61 @@ class Broker:
             ports = [0 if lst.port == 0 else lst.port + index for lst in cfg.listeners]
             await self.bind_node(cfg.node_id + index, ports)
         self.advertised = cfg.advertised(self.bound[0].port)
+        try:
+            await asyncio.to_thread(_preload, LOADED_AFTER_BIND)
+            await self._load()
+        except BaseException:
+            # As if never bound: the caller sees start-up fail (a bad data dir, say).
+            for server in self._servers:
+                server.close()
+            for conn in list(self.connections):
+                conn.close()
+            raise
+        self.ready.set()
+
+    async def _load(self) -> None:
+        """Kafka's start-up before it serves: log recovery, topic metadata, ACLs, producer
+        state and the coordinator runtimes (their shards load lazily)."""
+        from groupcoord.server.authorization import build_authorizer
+        from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+        from groupcoord.server.fetch_sessions import FetchSessionCache
+        from groupcoord.server.log_cleaner import LogCleaner
+        from groupcoord.server.producer_state import ProducerStateManager
+        from groupcoord.server.share_runtime import ShareRuntime
+        from groupcoord.server.topics import TopicStore
+        from groupcoord.server.transactions import TransactionRuntime
+        from groupcoord.storage import LogManager
+
+        cfg = self.config
+        self.scram_store()
+        self.fetch_sessions = FetchSessionCache(cfg.fetch_max_sessions)
+        self.cleaner = LogCleaner(cfg.file_io)
+        self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
+        self.logs.load_all()
+        self.authorizer = build_authorizer(cfg)
+        self.topics = TopicStore(self.logs, cfg.data_dir)
+        self.broker_configs = self.topics.broker_configs
+        self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
+        self.groups = CoordinatorRuntime(self)
+        self.shares = ShareRuntime(self)
+        loop = asyncio.get_running_loop()
         if cfg.fsync == "interval":
             self._tasks.append(loop.create_task(self._flush_loop()))
         self._tasks.append(loop.create_task(self._retention_loop()))
         await self.groups.start()
         await self.shares.start()
-        from groupcoord.server.transactions import TransactionRuntime
-
         self.transactions = TransactionRuntime(self)
         await self.transactions.start()
+
+    def scram_store(self) -> ScramCredentialStore:
+        """The SCRAM credentials of the data dir, read on first use (a SASL listener's first
+        handshake, else the end of `start`)."""
+        if self.scram_credentials is None:
+            from groupcoord.security.scram_store import ScramCredentialStore
+
+            self.scram_credentials = ScramCredentialStore(self.config.data_dir,
+                                                          self.config.file_io)
+        return self.scram_credentials
 
     async def bind_node(self, node_id: int, ports: list[int]) -> None:
         """Open the node's listeners (one per configured listener, on `ports`)."""
@@ -197,7 +249,8 @@ class Broker:
             server.close()
         for conn in list(self.connections):
             conn.close()
-        self.cleaner.stop()
+        if self.cleaner is not None:
+            self.cleaner.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -263,6 +316,7 @@ class Broker:
 
         for tp, plog, marker, first_unstable in self._cleaning_due():
             job = plan_cleaning(plog, first_unstable_offset=first_unstable)
+            assert self.cleaner is not None  # created by `start` before this loop runs
             outcome = await self.cleaner.clean(job)
             if plog.closed or self.logs.get(*tp) is not plog:
                 continue  # the topic was deleted meanwhile
@@ -273,6 +327,8 @@ class Broker:
                          result.records_removed, result.bytes_before, result.bytes_after)
 
     def flush_dirty(self) -> None:
+        from groupcoord.storage.config import KafkaStorageError
+
         dirty, self._dirty = self._dirty, set()
         for plog in dirty:
             if plog.closed:
@@ -294,6 +350,9 @@ class Broker:
         `KafkaStorageError` with nothing of the batch left in the log) and `KeyError` for an
         unknown partition.
         """
+        from groupcoord.server.txn_log import track_append
+        from groupcoord.storage.config import KafkaStorageError
+
         plog = self.topics.log(topic, partition)
         if plog is None:
             raise KeyError((topic, partition))
@@ -318,6 +377,8 @@ class Broker:
 
     def producer_state(self, topic: str, partition: int) -> PartitionProducerState:
         """The partition's producer state, rebuilt from its batch headers on first use."""
+        from groupcoord.server.txn_log import load_producer_state
+
         state = self.producers.partition(topic, partition)
         if state is not None:
             return state
@@ -328,6 +389,16 @@ class Broker:
         for partition in range(count):
             self.producers.drop_partition(topic, partition)
             self.waiters.notify((topic, partition))
+
+
+def _preload(modules: tuple[str, ...]) -> None:
+    """Import `modules` (on a worker thread). A failure is left to the loop thread's own
+    import of the module, which reports it where start-up can handle it."""
+    for name in modules:
+        try:
+            import_module(name)
+        except Exception:  # noqa: BLE001, S112 - re-raised by the real import in `_load`
+            continue
 
 
 def _cluster_map(cfg: BrokerConfig) -> ClusterMap:

@@ -106,6 +106,11 @@ class Dispatcher:
                    rejection: FieldRejection | None = None,
                    fault: FaultRule | None = None) -> None:
         version = header.request_api_version
+        ready = self.broker.ready
+        if not ready.is_set() and spec.api_key != API_VERSIONS_KEY:
+            # Bound before the logs and runtimes are loaded (`Broker.start`): ApiVersions
+            # needs neither, every other request waits for them.
+            await ready.wait()
         try:
             if fault is not None and fault.action == "error":
                 raise ApiError(fault.error_code, "injected fault")

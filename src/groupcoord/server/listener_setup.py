@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.security.config import OAUTHBEARER, PLAIN, uses_sasl, uses_tls
@@ -23,10 +23,11 @@ log = logging.getLogger("groupcoord.server")
 
 class ListenerSetup:
     def __init__(self, config: BrokerConfig, handlers: Mapping[int, Any], dispatch: Dispatch,
-                 scram_store: ScramCredentialStore) -> None:
+                 scram_store: Callable[[], ScramCredentialStore]) -> None:
         self._config = config
         self._handlers = handlers
         self._dispatch = dispatch
+        # Loaded on first use: only SASL listeners need the credentials before start-up ends.
         self._scram_store = scram_store
         self._ssl: ssl.SSLContext | None = None
         self._mapper: SslPrincipalMapper | None = None
@@ -71,7 +72,7 @@ class ListenerSetup:
                 log.warning("SASL OAUTHBEARER is enabled with unsecured (unsigned) tokens: any "
                             "client can claim any principal. For tests and development only.")
             self._sasl = SaslServices(
-                mechanisms, self._handlers, self._dispatch, self._scram_store, users,
+                mechanisms, self._handlers, self._dispatch, self._scram_store(), users,
                 security.connections_max_reauth_ms, self._config.max_request_size,
                 security.connection_failed_authentication_delay_ms)
         return self._sasl

@@ -1,17 +1,42 @@
-"""Partition logs in Kafka's log-dir layout (segments, indexes, recovery, retention)."""
+"""Partition logs in Kafka's log-dir layout (segments, indexes, recovery, retention).
 
-from groupcoord.storage.config import (
-    AppendInfo,
-    InvalidRecordError,
-    KafkaStorageError,
-    LogConfig,
-    OffsetOutOfRangeError,
-    RecordBatchTooLargeError,
-    RecoveryReport,
-    StorageError,
-)
-from groupcoord.storage.log import PartitionLog
-from groupcoord.storage.manager import LogManager, TopicInfo
+The names below load on first use (PEP 562), so importing a light submodule such as
+`storage.fileio` (the broker's configuration needs it) does not pull in the log, segment and
+record-batch code before the broker has bound its listeners.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from groupcoord.storage.config import (
+        AppendInfo,
+        InvalidRecordError,
+        KafkaStorageError,
+        LogConfig,
+        OffsetOutOfRangeError,
+        RecordBatchTooLargeError,
+        RecoveryReport,
+        StorageError,
+    )
+    from groupcoord.storage.log import PartitionLog
+    from groupcoord.storage.manager import LogManager, TopicInfo
+
+_HOMES = {
+    "AppendInfo": "config",
+    "InvalidRecordError": "config",
+    "KafkaStorageError": "config",
+    "LogConfig": "config",
+    "OffsetOutOfRangeError": "config",
+    "RecordBatchTooLargeError": "config",
+    "RecoveryReport": "config",
+    "StorageError": "config",
+    "PartitionLog": "log",
+    "LogManager": "manager",
+    "TopicInfo": "manager",
+}
 
 __all__ = [
     "AppendInfo",
@@ -26,3 +51,12 @@ __all__ = [
     "StorageError",
     "TopicInfo",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
