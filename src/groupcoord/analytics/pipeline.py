@@ -1,8 +1,10 @@
 """``groupcoord analyze run``: ingest -> silver -> gold -> outputs, on Spark.
 
-Large tables stay in Spark and are written as Parquet by Spark: ``silver/offset_commits``,
-``silver/end_offsets``, ``gold/partition_lag``, ``gold/burrow_status``,
-``gold/group_burrow_status``, ``gold/lag_rollup``, ``gold/commit_rate``, ``gold/rewinds``.
+Large tables stay in Spark and are written as Parquet by Spark: ``silver/end_offsets``,
+``gold/partition_lag``, ``gold/burrow_status``, ``gold/group_burrow_status``,
+``gold/lag_rollup``, ``gold/commit_rate``, ``gold/rewinds``; ``silver/offset_commits``, the
+largest, is written by the decoding tasks themselves in unfiltered batch runs
+(``direct_silver``) and read back by Spark.
 Membership records and group events are a tiny share of the log; they are collected to the
 driver, decoded there (``membership``, ``rebalance``) and written with pyarrow, as are the
 small gold tables built from them. Plots read only aggregated tables.
@@ -57,12 +59,16 @@ def _read(spark: Any, cfg: RunConfig, table: str, stream: bool = False,
           **options: str) -> Any:
     """A ``kafkalog`` read of ``table`` (``spark.readStream`` with ``stream``)."""
     reader = (spark.readStream if stream else spark.read).format("kafkalog")
-    reader = reader.option("table", table).option("split_bytes", cfg.split_bytes)
-    # keep every core busy: never fewer tasks than the default parallelism
-    reader = reader.option("min_tasks", str(spark.sparkContext.defaultParallelism))
-    for k, v in options.items():
+    reader = reader.option("table", table)
+    for k, v in {**_read_options(spark, cfg), **options}.items():
         reader = reader.option(k, v)
     return reader.load(cfg.data_dir)
+
+
+def _read_options(spark: Any, cfg: RunConfig) -> dict[str, str]:
+    # keep every core busy: never fewer tasks than the default parallelism
+    return {"split_bytes": cfg.split_bytes,
+            "min_tasks": str(spark.sparkContext.defaultParallelism)}
 
 
 def _filter_commits(df: Any, cfg: RunConfig) -> Any:
@@ -79,9 +85,16 @@ def _filter_commits(df: Any, cfg: RunConfig) -> Any:
 
 def ingest(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
     """Decode the log dir into silver Parquet; returns the re-read DataFrames and counts."""
+    from groupcoord.analytics import direct_silver
+
     out = Path(cfg.out_dir)
+    direct = direct_silver.applies(cfg.groups_regex, cfg.since_ms, cfg.until_ms)
     for name, df in source_frames(spark, cfg).items():
-        df.write.mode("overwrite").parquet(str(out / TABLE_PATHS[name]))
+        if name == "offset_commits" and direct:
+            direct_silver.write(spark, cfg.data_dir, out / TABLE_PATHS[name],
+                                _read_options(spark, cfg))
+        else:
+            df.write.mode("overwrite").parquet(str(out / TABLE_PATHS[name]))
         st.done(INGEST_STAGES[name])
     return load_ingested(spark, cfg, st)
 

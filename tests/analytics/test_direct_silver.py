@@ -1,0 +1,57 @@
+"""``silver/offset_commits`` written by the decoding tasks (``analytics.direct_silver``) holds
+exactly the rows, columns and types of the ``kafkalog`` source path it replaces in batch runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from groupcoord.analytics import direct_silver
+from groupcoord.analytics.pipeline import RunConfig, source_frames
+
+pytestmark = [pytest.mark.spark]
+
+Fixture = tuple[Path, dict[str, Any]]
+
+
+def _both(spark: Any, data_dir: Path, out: Path, split_bytes: str) -> tuple[Any, Any]:
+    cfg = RunConfig(str(data_dir), str(out), split_bytes=split_bytes)
+    via_source = out / "via_source"
+    source_frames(spark, cfg)["offset_commits"].write.parquet(str(via_source))
+    direct = out / "direct"
+    direct_silver.write(spark, str(data_dir), direct,
+                        {"split_bytes": split_bytes, "min_tasks": "2"})
+    return spark.read.parquet(str(via_source)), spark.read.parquet(str(direct))
+
+
+@pytest.mark.parametrize("split_bytes", ["128m", "64k"])
+def test_same_rows_as_the_source_path(spark: Any, fixture_dir: Fixture, tmp_path: Path,
+                                      split_bytes: str) -> None:
+    root, manifest = fixture_dir
+    expected, got = _both(spark, root, tmp_path, split_bytes)
+    assert got.schema == expected.schema
+    assert got.count() == manifest["commit_rows"] > 0
+    assert got.exceptAll(expected).count() == 0
+    assert expected.exceptAll(got).count() == 0
+    # pyarrow readers (the report) see the same column types as in a Spark-written table
+    assert pq.read_table(tmp_path / "direct").schema == pq.read_table(
+        tmp_path / "via_source").schema.remove_metadata()
+    if split_bytes == "64k":
+        assert len(list((tmp_path / "direct").glob("part-*.parquet"))) > 2
+
+
+def test_empty_log_dir_gives_an_empty_table_with_the_schema(spark: Any, tmp_path: Path) -> None:
+    (tmp_path / "log").mkdir()
+    expected, got = _both(spark, tmp_path / "log", tmp_path, "128m")
+    assert got.count() == 0
+    assert got.schema == expected.schema
+
+
+def test_filtered_runs_keep_the_spark_path() -> None:
+    assert direct_silver.applies(None, None, None)
+    assert not direct_silver.applies("^g1$", None, None)
+    assert not direct_silver.applies(None, 0, None)
+    assert not direct_silver.applies(None, None, 1)
