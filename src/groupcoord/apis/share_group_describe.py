@@ -8,9 +8,8 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support
-from groupcoord.apis.errors import ApiError
+from groupcoord.apis.group_describe import describe_groups
 from groupcoord.apis.share_v0_codec import as_version
-from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_describe import (
     DescribedGroup,
     ShareGroupDescribeRequest,
@@ -29,29 +28,10 @@ def error_response(request: Any, version: int, code: int) -> ShareGroupDescribeR
         groups=[DescribedGroup(group_id=g, error_code=code) for g in request.group_ids]), version)
 
 
-async def _describe(ctx: Any, group_id: str) -> DescribedGroup:
-    if not group_id:
-        return DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID)
-
-    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
-        return shard.share_group_describe(group_id)
-    try:
-        described: DescribedGroup = await ctx.groups.call(group_id, run)
-    except ApiError as exc:
-        return DescribedGroup(group_id=group_id, error_code=exc.code)
-    return described
-
-
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, request.group_ids)
-    groups = [DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-              for g in request.group_ids if g not in visible]
-    for group_id in request.group_ids:
-        if group_id not in visible:
-            continue
-        described = await _describe(ctx, group_id)
-        if request.include_authorized_operations and described.error_code == 0:
-            described.authorized_operations = authz.operations(ctx, authz.GROUP, group_id)
-        groups.append(described)
+    groups = await describe_groups(
+        ctx, request.group_ids, DescribedGroup,
+        lambda shard, group_id: shard.share_group_describe(group_id),
+        request.include_authorized_operations)
     authz.hide_undescribable_topics(ctx, groups, lambda m: (m.assignment,))
     return as_version(ShareGroupDescribeResponse(groups=groups), version)

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import authorization as authz
-from groupcoord.apis.errors import ApiError
-from groupcoord.wire.errors import ErrorCode
+from groupcoord.apis.group_describe import describe_groups
 from groupcoord.wire.generated.streams_group_describe import (
     DescribedGroup,
     StreamsGroupDescribeRequest,
@@ -30,30 +28,13 @@ def error_response(request: Any, version: int, code: int) -> StreamsGroupDescrib
                                                 for g in request.group_ids])
 
 
-async def _describe(ctx: Any, group_id: str) -> DescribedGroup:
-    if not group_id:
-        return DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID)
-
-    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
-        return shard.streams_group_describe(group_id)
-    try:
-        described: DescribedGroup = await ctx.groups.call(group_id, run)
-    except ApiError as exc:
-        return DescribedGroup(group_id=group_id, error_code=exc.code)
-    return described
-
-
 async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, request.group_ids)
-    groups = [DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-              for g in request.group_ids if g not in visible]
-    for group_id in request.group_ids:
-        if group_id not in visible:
-            continue
-        described = await _describe(ctx, group_id)
-        if request.include_authorized_operations and described.error_code == 0:
-            described.authorized_operations = authz.operations(ctx, authz.GROUP, group_id)
-        if request.include_topology_description and described.error_code == 0:
-            described.topology_description_status = TOPOLOGY_DESCRIPTION_STATUS_NOT_STORED
-        groups.append(described)
+    groups = await describe_groups(
+        ctx, request.group_ids, DescribedGroup,
+        lambda shard, group_id: shard.streams_group_describe(group_id),
+        request.include_authorized_operations)
+    if request.include_topology_description:
+        for group in groups:
+            if group.error_code == 0:
+                group.topology_description_status = TOPOLOGY_DESCRIPTION_STATUS_NOT_STORED
     return StreamsGroupDescribeResponse(groups=groups)
