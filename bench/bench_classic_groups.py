@@ -85,19 +85,26 @@ class Tuned(BrokerSpec):
         return info
 
 
+def _tune(brokers: list[BrokerSpec], cpu: int | None) -> list[BrokerSpec]:
+    """``brokers`` pinned to ``cpu`` if given, groupcoord's with no initial rebalance delay
+    (Kafka's is 0 in its properties, tests/helpers/kraft_node; Tansu has none)."""
+    return [Tuned(spec, ["--group-initial-rebalance-delay-ms", "0"]
+                  if isinstance(spec, GroupcoordBroker) else [], cpu)
+            for spec in brokers]
+
+
 def _specs(names: list[str], cpu: int | None) -> tuple[list[BrokerSpec], dict[str, str]]:
     """The named brokers (pinned to ``cpu`` if given) that can run, and why the others
-    cannot. Kafka's initial rebalance delay is 0 in its properties (tests/helpers/kraft_node)."""
-    specs: list[BrokerSpec] = []
+    cannot."""
+    known: list[BrokerSpec] = []
     if "groupcoord" in names:
-        specs.append(Tuned(GroupcoordBroker(), ["--group-initial-rebalance-delay-ms", "0"],
-                           cpu))
+        known.append(GroupcoordBroker())
     if "kafka" in names:
-        specs.append(Tuned(KafkaBroker(), [], cpu))
+        known.append(KafkaBroker())
     if "tansu" in names:
-        specs.append(Tuned(TansuBroker(), [], cpu))
+        known.append(TansuBroker())
     usable, unavailable = [], {}
-    for spec in specs:
+    for spec in _tune(known, cpu):
         ok, reason = spec.available()
         if ok:
             usable.append(spec)
@@ -266,8 +273,8 @@ def _rate_runs(workload: Workload, specs: list[BrokerSpec], runs: int, groups: i
 
 def run(ctx: BenchContext) -> Section:
     """`bench.run_all` section: classic join time."""
-    specs, unavailable = _specs([s.name for s in ctx.brokers] + list(ctx.unavailable), None)
-    return join_section(specs, ctx.runs, ctx.join_sizes, unavailable)
+    return join_section(_tune(ctx.brokers, None), ctx.runs, ctx.join_sizes,
+                        dict(ctx.unavailable))
 
 
 def run_heartbeats(ctx: BenchContext) -> Section:
@@ -281,10 +288,9 @@ def run_commits(ctx: BenchContext) -> Section:
 
 
 def _run_rate(ctx: BenchContext, workload: Workload) -> Section:
-    specs, unavailable = _specs([s.name for s in ctx.brokers] + list(ctx.unavailable),
-                                BROKER_CPU)
-    return rate_section(workload, specs, ctx.runs, ctx.group_connections, ctx.group_window,
-                        ctx.group_warmup_s, ctx.group_seconds, unavailable)
+    return rate_section(workload, _tune(ctx.brokers, BROKER_CPU), ctx.runs,
+                        ctx.group_connections, ctx.group_window, ctx.group_warmup_s,
+                        ctx.group_seconds, dict(ctx.unavailable))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,18 +105,31 @@ class TansuBroker(BrokerSpec):
 
 
 class GroupcoordBroker(BrokerSpec):
-    """groupcoord, run with the current interpreter as ``python -m groupcoord serve``."""
+    """groupcoord, run with the current interpreter as ``python -m groupcoord serve``.
+
+    With ``src`` (another checkout's ``src/``) the broker runs that tree's code instead: the
+    before/after of a change measured in one run (``run_all --compare-src``).
+    """
 
     name = "groupcoord"
 
-    def __init__(self, fsync: str = "interval", name: str = "groupcoord") -> None:
+    def __init__(self, fsync: str = "interval", name: str = "groupcoord",
+                 src: Path | None = None) -> None:
         self.fsync = fsync
         self.name = name
+        self.src = src
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.src is not None:
+            env["PYTHONPATH"] = str(self.src)
+        return env
 
     def available(self) -> tuple[bool, str]:
         try:
             out = subprocess.run([sys.executable, "-m", "groupcoord", "serve", "--help"],
-                                 capture_output=True, text=True, timeout=60, check=False)
+                                 capture_output=True, text=True, timeout=60, check=False,
+                                 env=self.env())
         except (OSError, subprocess.SubprocessError) as exc:
             return False, f"`python -m groupcoord serve --help` failed: {exc}"
         if out.returncode != 0:
@@ -137,8 +150,11 @@ class GroupcoordBroker(BrokerSpec):
             version = metadata.version("groupcoord")
         except metadata.PackageNotFoundError:
             version = "not installed"
+        source = "this repository (`python -m groupcoord serve`)"
+        if self.src is not None:
+            source = f"revision {source_revision(self.src)} (`PYTHONPATH=<its src> python -m groupcoord serve`)"
         return {"name": self.name, "version": version,
-                "source": "this repository (`python -m groupcoord serve`)",
+                "source": source,
                 "storage": f"data dir on local disk, --fsync {self.fsync}",
                 "flags": f"serve --listen 127.0.0.1:PORT --data-dir DIR --fsync {self.fsync}"}
 
@@ -201,13 +217,28 @@ class KafkaBroker(BrokerSpec):
                          + ", ".join(f"{k}={v}" for k, v in settings.items())}
 
 
-def all_brokers(groupcoord_fsync: Sequence[str] = ("interval",)) -> dict[str, BrokerSpec]:
+def source_revision(src: Path) -> str:
+    """Short git revision of the checkout holding ``src`` (or its directory name)."""
+    try:
+        out = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return src.parent.name
+    return out.stdout.strip() or src.parent.name
+
+
+def all_brokers(groupcoord_fsync: Sequence[str] = ("interval",),
+                compare_src: Path | None = None) -> dict[str, BrokerSpec]:
     """The brokers the harness knows, by name, in table order.
 
     One groupcoord entry per ``--fsync`` mode; with several modes they are named
-    ``groupcoord[fsync=MODE]`` so each gets its own rows.
+    ``groupcoord[fsync=MODE]`` so each gets its own rows. ``compare_src`` adds
+    ``groupcoord[before=REV]``, the broker of another checkout, first.
     """
     brokers: dict[str, BrokerSpec] = {}
+    if compare_src is not None:
+        name = f"groupcoord[before={source_revision(compare_src)}]"
+        brokers[name] = GroupcoordBroker(groupcoord_fsync[0], name, compare_src)
     for mode in groupcoord_fsync:
         name = "groupcoord" if len(groupcoord_fsync) == 1 else f"groupcoord[fsync={mode}]"
         brokers[name] = GroupcoordBroker(mode, name)

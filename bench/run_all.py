@@ -72,6 +72,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="groupcoord --fsync mode(s), comma-separated, each measured as "
                              "its own broker (never, interval, always; default interval, "
                              "groupcoord's own default)")
+    parser.add_argument("--compare-src", type=Path, default=None, metavar="DIR",
+                        help="also measure the broker of another checkout's src/ directory "
+                             "(named groupcoord[before=REV]) in the same run: a before/after")
     parser.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
                         help="wait up to SECONDS for the 1-minute load average to drop below "
                              "the number of cores before starting (default 0: don't wait)")
@@ -100,7 +103,7 @@ def _context(args: argparse.Namespace) -> BenchContext:
     bad = [m for m in modes if m not in ("never", "interval", "always")]
     if bad or not modes:
         raise SystemExit(f"--groupcoord-fsync: unknown mode(s) {bad}")
-    known = all_brokers(modes)
+    known = all_brokers(modes, args.compare_src)
     bases = {"groupcoord", "kafka", "tansu"}
     wanted = [b for b in args.brokers.split(",") if b]
     for name in wanted:
