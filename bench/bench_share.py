@@ -1,9 +1,11 @@
 """Share-group throughput: records/s through ShareFetch + ShareAcknowledge.
 
-Run: ``python -m bench.bench_share`` (``--records N``, ``--runs N``, ``--consumers 1,4``).
-Writes ``bench/results/share.json`` and ``bench/results/share.md``.
+Run: ``python -m bench.bench_share`` (``--records N``, ``--runs N``, ``--consumers 1,4``) for
+groupcoord alone; writes ``bench/results/share.json`` and ``bench/results/share.md``. The
+``share`` section of ``bench.run_all`` runs the same workload on every broker side by side
+(a broker that advertises no ShareGroupHeartbeat/ShareFetch gets a row saying so).
 
-Per run: a fresh groupcoord broker (``--fsync interval``), one topic of 4 partitions filled
+Per run: a fresh broker (groupcoord: ``--fsync interval``), one topic of 4 partitions filled
 with ``records`` records of 100 B before any consumer starts, the group set to
 ``share.auto.offset.reset=earliest``. Then ``consumers`` confluent-kafka ``ShareConsumer``s
 (librdkafka share consumer, implicit acknowledgement: each poll accepts the previous batch),
@@ -26,11 +28,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.brokers import GroupcoordBroker, start_broker
+from bench.brokers import BrokerSpec, GroupcoordBroker, start_broker
+from bench.common import Section, add_relative, progress
+from bench.context import BenchContext
+from bench.probe import api_keys
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 TOPIC, GROUP, PARTITIONS, VALUE = "share-bench", "share-bench-group", 4, b"x" * 100
 RUN_TIMEOUT_S = 300.0
+NAME = "share"
+TITLE = "Share group consumption"
+#: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge: what a share consumer needs.
+SHARE_API_KEYS = frozenset({76, 78, 79})
+#: ``run_all``'s share section: records per run (fewer than produce: each one is acquired,
+#: acknowledged and its state persisted) and the consumer counts.
+SECTION_RECORDS = 100_000
+SECTION_CONSUMERS = (1, 4)
 
 
 def prepare(bootstrap: str, records: int) -> None:
@@ -80,8 +93,18 @@ def consumer_main(bootstrap: str, total: Any, ready: Any, records: int) -> None:
     consumer.close()
 
 
-def one_run(consumers: int, records: int) -> dict[str, Any]:
-    with start_broker(GroupcoordBroker("interval"), f"share-{consumers}") as broker:
+class ShareUnsupported(RuntimeError):
+    """The broker does not advertise the share-group APIs."""
+
+
+def one_run(consumers: int, records: int, spec: BrokerSpec | None = None) -> dict[str, Any]:
+    spec = spec if spec is not None else GroupcoordBroker("interval")
+    with start_broker(spec, f"share-{consumers}") as broker:
+        host, port = broker.bootstrap.rsplit(":", 1)
+        missing = SHARE_API_KEYS - api_keys(host, int(port))
+        if missing:
+            raise ShareUnsupported(f"advertises no API key(s) {sorted(missing)} "
+                                   "(ShareGroupHeartbeat 76, ShareFetch 78, ShareAcknowledge 79)")
         prepare(broker.bootstrap, records)
         ctx = mp.get_context("spawn")
         total, ready = ctx.Value("q", 0), ctx.Value("i", 0)
@@ -101,10 +124,79 @@ def one_run(consumers: int, records: int) -> dict[str, Any]:
         for p in procs:
             p.join(60)
         ok = total.value >= records
-        return {"consumers": consumers, "records": records, "seconds": round(elapsed, 3),
+        rss = broker.rss_peak_mib()
+        return {"rss_mib": rss,"consumers": consumers, "records": records, "seconds": round(elapsed, 3),
                 "records_per_s": round(records / elapsed) if ok else 0,
                 "broker_cpu_us_per_record": round(cpu * 1e6 / records, 1) if cpu else None,
                 "status": "ok" if ok else f"timeout at {total.value} records"}
+
+
+def run(ctx: BenchContext) -> Section:
+    """`bench.run_all` section: share-group records/s on every broker, side by side."""
+    records = min(ctx.records, SECTION_RECORDS)
+    section = Section(
+        name=NAME, title=TITLE,
+        description=f"{records:,} records of {len(VALUE)} B in a {PARTITIONS}-partition topic, "
+                    "produced before the consumers start; then 1 or 4 confluent-kafka "
+                    "ShareConsumers (librdkafka's share consumer, each in its own process, "
+                    "implicit acknowledgement) read until together they have every record. "
+                    "The clock covers the joins, ShareFetch long polls, acquisition and the "
+                    "acknowledgements (persisted share state). Fresh broker per run.",
+        columns=[("broker", "broker"), ("consumers", "consumers"),
+                 ("records_per_s", "records/s (median)"), ("best_records_per_s", "records/s (best)"),
+                 ("vs_peer", "rate vs Tansu"), ("vs_kafka", "rate vs Kafka"),
+                 ("broker_cpu_us_per_record", "broker CPU µs/record (median)"),
+                 ("broker_rss_mib", "broker peak RSS MiB"), ("runs", "runs"), ("status", "status")],
+    )
+    samples: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    failures: dict[str, str] = {}
+    for i in range(ctx.runs):
+        for consumers in SECTION_CONSUMERS:
+            for spec in ctx.order(i):
+                if spec.name in failures:
+                    continue
+                try:
+                    out = one_run(consumers, records, spec)
+                except ShareUnsupported as exc:
+                    failures[spec.name] = f"not supported: {exc}"
+                    progress(NAME, f"{spec.name}: {failures[spec.name]}")
+                    continue
+                if out["status"] != "ok":
+                    progress(NAME, f"{spec.name} {consumers} consumer(s) run {i + 1}: "
+                                   f"{out['status']}")
+                    samples.setdefault((spec.name, consumers), []).append(out)
+                    continue
+                samples.setdefault((spec.name, consumers), []).append(out)
+                progress(NAME, f"{spec.name} {consumers} consumer(s) run {i + 1}/{ctx.runs}: "
+                               f"{out['records_per_s']:,} records/s, "
+                               f"{out['broker_cpu_us_per_record']} µs CPU each")
+    for consumers in SECTION_CONSUMERS:
+        for spec in ctx.brokers:
+            got = samples.get((spec.name, consumers), [])
+            ok = [r for r in got if r["status"] == "ok"]
+            row: dict[str, Any] = {"broker": spec.name, "consumers": consumers,
+                                   "runs": len(ok)}
+            if ok:
+                cpus = [r["broker_cpu_us_per_record"] for r in ok
+                        if r["broker_cpu_us_per_record"]]
+                rates = [float(r["records_per_s"]) for r in ok]
+                row.update({"records_per_s": statistics.median(rates),
+                            "best_records_per_s": max(rates),
+                            "broker_cpu_us_per_record":
+                                float(statistics.median(cpus)) if cpus else None,
+                            "broker_rss_mib": float(max(r["rss_mib"] or 0 for r in ok))})
+            if spec.name in failures:
+                row["status"] = failures[spec.name]
+            elif len(ok) < len(got):
+                row["status"] = f"{len(got) - len(ok)} run(s) timed out"
+            else:
+                row["status"] = "ok"
+            section.rows.append(row)
+        section.rows.extend(ctx.pending_rows(consumers=consumers))
+    add_relative(section.rows, "records_per_s", ("consumers",))
+    section.raw = {"runs": {f"{b}/{c}": v for (b, c), v in samples.items()},
+                   "failures": failures}
+    return section
 
 
 def render(result: dict[str, Any]) -> str:

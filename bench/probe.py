@@ -34,6 +34,11 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 def _exchange(sock: socket.socket) -> int:
     """Run one ApiVersions v0 exchange on a connected socket; return the API count."""
+    return len(_exchange_keys(sock))
+
+
+def _exchange_keys(sock: socket.socket) -> list[int]:
+    """Run one ApiVersions v0 exchange on a connected socket; return the advertised keys."""
     correlation_id = 0x5EED
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.sendall(_api_versions_v0(correlation_id))
@@ -46,7 +51,10 @@ def _exchange(sock: socket.socket) -> int:
         raise ValueError(f"correlation id {corr} != {correlation_id}")
     if error_code != 0:
         raise ValueError(f"ApiVersions error_code {error_code}")
-    return int(count)
+    if not 0 <= count <= (size - 10) // 6:
+        raise ValueError(f"implausible ApiVersions entry count {count}")
+    # v0 entries: api_key, min_version, max_version (int16 each).
+    return [struct.unpack_from(">h", payload, 10 + 6 * i)[0] for i in range(count)]
 
 
 def api_versions(host: str, port: int, timeout: float = 2.0) -> int:
@@ -56,6 +64,12 @@ def api_versions(host: str, port: int, timeout: float = 2.0) -> int:
     """
     with socket.create_connection((host, port), timeout=timeout) as sock:
         return _exchange(sock)
+
+
+def api_keys(host: str, port: int, timeout: float = 2.0) -> set[int]:
+    """The API keys the broker advertises in ApiVersions v0."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        return set(_exchange_keys(sock))
 
 
 def wait_ready(host: str, port: int, deadline: float, poll_s: float = 0.001,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from bench import bench_classic_groups, fetch, kip848_join, produce, startup
+from bench import bench_classic_groups, bench_share, fetch, kip848_join, produce, startup
 from bench.brokers import all_brokers
 from bench.common import RESULTS_DIR, Section, progress, rel, scrub
 from bench.context import BenchContext
@@ -43,6 +43,7 @@ BENCHMARKS: list[Benchmark] = [
     Benchmark("heartbeats", "Classic heartbeat rate", bench_classic_groups.run_heartbeats),
     Benchmark("commits", "Offset commit rate", bench_classic_groups.run_commits),
     Benchmark(kip848_join.NAME, kip848_join.TITLE, kip848_join.run),
+    Benchmark(bench_share.NAME, bench_share.TITLE, bench_share.run),
 ]
 
 
