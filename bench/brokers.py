@@ -114,10 +114,12 @@ class GroupcoordBroker(BrokerSpec):
     name = "groupcoord"
 
     def __init__(self, fsync: str = "interval", name: str = "groupcoord",
-                 src: Path | None = None) -> None:
+                 src: Path | None = None, memory: bool = False) -> None:
         self.fsync = fsync
         self.name = name
         self.src = src
+        #: ``--data-dir memory``: every log in memory, as Tansu's ``memory://`` engine.
+        self.memory = memory
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -140,7 +142,7 @@ class GroupcoordBroker(BrokerSpec):
     def command(self, port: int, data_dir: Path) -> list[str]:
         return [sys.executable, "-m", "groupcoord", "serve",
                 "--listen", f"{LOOPBACK}:{port}",
-                "--data-dir", str(data_dir),
+                "--data-dir", "memory" if self.memory else str(data_dir),
                 "--fsync", self.fsync]
 
     def describe(self) -> dict[str, str]:
@@ -153,10 +155,14 @@ class GroupcoordBroker(BrokerSpec):
         source = "this repository (`python -m groupcoord serve`)"
         if self.src is not None:
             source = f"revision {source_revision(self.src)} (`PYTHONPATH=<its src> python -m groupcoord serve`)"
+        storage = (f"data dir on local disk, --fsync {self.fsync}" if not self.memory else
+                   "--data-dir memory (in-memory, nothing written to disk)")
+        data_dir = "memory" if self.memory else "DIR"
         return {"name": self.name, "version": version,
                 "source": source,
-                "storage": f"data dir on local disk, --fsync {self.fsync}",
-                "flags": f"serve --listen 127.0.0.1:PORT --data-dir DIR --fsync {self.fsync}"}
+                "storage": storage,
+                "flags": f"serve --listen 127.0.0.1:PORT --data-dir {data_dir} "
+                         f"--fsync {self.fsync}"}
 
 
 class KafkaBroker(BrokerSpec):
@@ -228,12 +234,14 @@ def source_revision(src: Path) -> str:
 
 
 def all_brokers(groupcoord_fsync: Sequence[str] = ("interval",),
-                compare_src: Path | None = None) -> dict[str, BrokerSpec]:
+                compare_src: Path | None = None,
+                groupcoord_memory: bool = False) -> dict[str, BrokerSpec]:
     """The brokers the harness knows, by name, in table order.
 
     One groupcoord entry per ``--fsync`` mode; with several modes they are named
     ``groupcoord[fsync=MODE]`` so each gets its own rows. ``compare_src`` adds
-    ``groupcoord[before=REV]``, the broker of another checkout, first.
+    ``groupcoord[before=REV]``, the broker of another checkout, first;
+    ``groupcoord_memory`` adds ``groupcoord[data-dir=memory]``, storage like Tansu's.
     """
     brokers: dict[str, BrokerSpec] = {}
     if compare_src is not None:
@@ -242,6 +250,9 @@ def all_brokers(groupcoord_fsync: Sequence[str] = ("interval",),
     for mode in groupcoord_fsync:
         name = "groupcoord" if len(groupcoord_fsync) == 1 else f"groupcoord[fsync={mode}]"
         brokers[name] = GroupcoordBroker(mode, name)
+    if groupcoord_memory:
+        name = "groupcoord[data-dir=memory]"
+        brokers[name] = GroupcoordBroker(groupcoord_fsync[0], name, memory=True)
     brokers["kafka"] = KafkaBroker()
     brokers["tansu"] = TansuBroker()
     return brokers

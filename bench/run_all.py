@@ -73,6 +73,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="groupcoord --fsync mode(s), comma-separated, each measured as "
                              "its own broker (never, interval, always; default interval, "
                              "groupcoord's own default)")
+    parser.add_argument("--groupcoord-memory", action="store_true",
+                        help="also measure groupcoord with --data-dir memory (every log in "
+                             "memory, like Tansu's memory:// storage)")
     parser.add_argument("--compare-src", type=Path, default=None, metavar="DIR",
                         help="also measure the broker of another checkout's src/ directory "
                              "(named groupcoord[before=REV]) in the same run: a before/after")
@@ -104,7 +107,7 @@ def _context(args: argparse.Namespace) -> BenchContext:
     bad = [m for m in modes if m not in ("never", "interval", "always")]
     if bad or not modes:
         raise SystemExit(f"--groupcoord-fsync: unknown mode(s) {bad}")
-    known = all_brokers(modes, args.compare_src)
+    known = all_brokers(modes, args.compare_src, args.groupcoord_memory)
     bases = {"groupcoord", "kafka", "tansu"}
     wanted = [b for b in args.brokers.split(",") if b]
     for name in wanted:
