@@ -2,7 +2,9 @@
 topic is served while the shard replays; the loading shard's group requests are answered
 COORDINATOR_LOAD_IN_PROGRESS, and the committed offsets once it has loaded.
 
-200,000 commits keep the test quick; `bench/bench_restart.py` measures 1,000,000."""
+200,000 commits to 100,000 partitions keep the test quick and the load long enough to be
+seen (superseded commits cost the loader little, each partition's last one a full decode);
+`bench/bench_restart.py` measures 1,000,000 and 10,000,000."""
 
 from __future__ import annotations
 
@@ -43,21 +45,24 @@ from groupcoord.wire.generated.produce import (
 )
 
 COMMITS = 200_000
+PARTITIONS = 100_000
 PER_BATCH = 100
 GROUP = "busy-group"
 TOPIC = "orders"
 
 
 def write_commits(data: Path) -> int:
-    """COMMITS offset commits of GROUP (the last at offset COMMITS - 1) straight into its
-    `__consumer_offsets` partition, and a one-partition data topic; the partition."""
+    """COMMITS offset commits of GROUP over PARTITIONS partitions of TOPIC (partition 0's
+    last at offset COMMITS - PARTITIONS) straight into its `__consumer_offsets` partition,
+    and a one-partition data topic; the partition."""
     partition = partition_for(GROUP, 50)
     mgr = LogManager(str(data), topic_configs={"__consumer_offsets": {
         "cleanup.policy": "compact", "segment.bytes": 104857600}})
     plog = mgr.get_or_create("__consumer_offsets", partition)
     for base in range(0, COMMITS, PER_BATCH):
         plog.append(encode_records_batch(
-            [offset_commit_record(GROUP, TOPIC, 0, base + j, -1, "", 1_000, -1, bytes(16))
+            [offset_commit_record(GROUP, TOPIC, (base + j) % PARTITIONS, base + j, -1, "",
+                                  1_000, -1, bytes(16))
              for j in range(PER_BATCH)], 1_000))
     mgr.get_or_create(TOPIC, 0, os.urandom(16)).append(build_batch([(b"k", b"v", [], 1_000)]))
     mgr.close()
@@ -103,5 +108,5 @@ def test_data_apis_are_served_while_a_large_shard_loads(tmp_path: Path) -> None:
             assert runtime.loading_partitions() == [partition]
             while runtime.loading_partitions():
                 await asyncio.sleep(0.01)
-            assert await _offset_fetch(c) == (0, COMMITS - 1)
+            assert await _offset_fetch(c) == (0, COMMITS - PARTITIONS)
     run(go())
