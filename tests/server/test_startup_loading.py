@@ -9,15 +9,18 @@ seen (superseded commits cost the loader little, each partition's last one a ful
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 
+import pytest
 from broker_inproc import InProcBroker, RawClient, run
 
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.logformat.batch import build_batch
 from groupcoord.server.shard_log import encode_records_batch
+from groupcoord.server.shard_snapshot import SNAPSHOT_FILE
 from groupcoord.storage.manager import LogManager
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -31,6 +34,12 @@ from groupcoord.wire.generated.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
+)
+from groupcoord.wire.generated.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
 )
 from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchRequest,
@@ -109,4 +118,37 @@ def test_data_apis_are_served_while_a_large_shard_loads(tmp_path: Path) -> None:
             while runtime.loading_partitions():
                 await asyncio.sleep(0.01)
             assert await _offset_fetch(c) == (0, COMMITS - PARTITIONS)
+    run(go())
+
+
+def test_a_restart_loads_from_the_snapshot_and_replays_only_the_tail(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    partition = write_commits(tmp_path)
+
+    async def loaded_offset(b: InProcBroker) -> tuple[int, int]:
+        runtime = b.broker.groups
+        while runtime.loading_partitions():
+            await asyncio.sleep(0.01)
+        return await _offset_fetch(await b.client())
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            assert await loaded_offset(b) == (0, COMMITS - PARTITIONS)
+            c = await b.client()
+            committed = await c.call(OffsetCommitRequest(
+                group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=[
+                    OffsetCommitRequestTopic(name=TOPIC, partitions=[
+                        OffsetCommitRequestPartition(partition_index=0,
+                                                     committed_offset=424242)])]),
+                8, OffsetCommitResponse)
+            assert committed.topics[0].partitions[0].error_code == 0
+        # The load wrote a snapshot up to the log end it found, and the clean shutdown one
+        # that also holds the commit made since.
+        snapshot = tmp_path / f"__consumer_offsets-{partition}" / SNAPSHOT_FILE
+        assert snapshot.exists()
+        with caplog.at_level(logging.INFO, logger="groupcoord.coordinator"):
+            async with InProcBroker(tmp_path) as b:
+                assert await loaded_offset(b) == (0, 424242)
+        assert any(f"shard {partition} loads from its snapshot up to offset {COMMITS}"
+                   in r.getMessage() for r in caplog.records)
     run(go())

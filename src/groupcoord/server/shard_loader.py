@@ -90,6 +90,8 @@ class ShardLoader:
         if found is not None:
             self.snapshot_point, head = found
             start = self.snapshot_point.covered + 1
+            log.info("shard %d loads from its snapshot up to offset %d, then the log after it",
+                     self.partition, self.snapshot_point.covered)
         replay = FastReplay(self.shard, self.producers, self.builder)
         yield from replay.steps(chain(head, self._tracked(self.plog.iter_batches(start))))
 
