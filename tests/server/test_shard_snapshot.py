@@ -241,3 +241,43 @@ def test_a_transaction_open_at_the_snapshot_ends_with_its_marker_in_the_tail(
     assert loader.snapshot_point is not None and loader.log_records == 1
     assert (state, producers) == _plain(batches)
     assert "pending" not in state
+
+
+def test_the_runtime_snapshots_a_shard_once_its_log_grew_enough(tmp_path: Path) -> None:
+    from broker_inproc import InProcBroker, run
+
+    from groupcoord.coordinator.partitioning import partition_for
+    from groupcoord.server.shard_snapshot import covered_offset
+    from groupcoord.wire.generated.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+    )
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            b.broker.topics.create("t", 1, {})
+            c = await b.client()
+
+            async def commit(offset: int) -> None:
+                resp = await c.call(OffsetCommitRequest(
+                    group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[
+                        OffsetCommitRequestTopic(name="t", partitions=[
+                            OffsetCommitRequestPartition(partition_index=0,
+                                                         committed_offset=offset)])]),
+                    8, OffsetCommitResponse)
+                assert resp.topics[0].partitions[0].error_code == 0
+
+            runtime = b.broker.groups
+            for n in range(3):
+                await commit(n)
+            plog = b.broker.logs.get("__consumer_offsets", partition_for("g", 50))
+            await runtime.snapshot_shards(5, 0.005)  # 3 records: not due
+            assert covered_offset(plog) == -1
+            await runtime.snapshot_shards(3, 0.005)
+            assert covered_offset(plog) == plog.log_end_offset - 1 == 2
+            await commit(3)
+            await runtime.snapshot_shards(2, 0.005)  # one record since: not due
+            assert covered_offset(plog) == 2
+    run(go())

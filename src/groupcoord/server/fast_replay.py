@@ -140,7 +140,8 @@ class FastReplay:
             if key in full_keys:
                 continue
             data, _, _, base = spans[where >> 32]
-            offset, _, value, _ = _read_record(data, where & 0xFFFFFFFF, base)
+            delta, value = _delta_and_value(data, where & 0xFFFFFFFF)
+            offset = base + delta
             try:
                 record = decode_record(key, value)
             except ValueError:
@@ -224,6 +225,16 @@ def _scan(data: bytes, pos: int, end: int, span: int, run: dict[bytes, int],
         pos = record_end
         count += 1
     return pos, count
+
+
+def _delta_and_value(data: bytes, pos: int) -> tuple[int, bytes | None]:
+    """Offset delta and value of the record at `pos`, one `_scan` has read already."""
+    _, pos = read_varlong(data, pos)  # length
+    _, pos = read_varlong(data, pos + 1)  # past the attributes: the timestamp delta
+    delta, pos = read_varlong(data, pos)
+    size, pos = read_varlong(data, pos)
+    size, pos = read_varlong(data, pos + size)
+    return delta, None if size < 0 else data[pos:pos + size]
 
 
 def _read_record(data: bytes, pos: int, base: int) -> tuple[int, bytes, bytes | None, int]:
