@@ -281,3 +281,26 @@ def test_the_runtime_snapshots_a_shard_once_its_log_grew_enough(tmp_path: Path) 
             await runtime.snapshot_shards(2, 0.005)  # one record since: not due
             assert covered_offset(plog) == 2
     run(go())
+
+
+def test_a_snapshot_pass_stops_at_the_log_end_it_began_with(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    batches = [_commit(n, n % 5, base=n) for n in range(40)]
+    plog = _open(tmp_path / "log")
+    _append(plog, batches[:30])
+    loader = snapshot_pass(plog, PARTITION)
+    steps = loader.steps()
+    next(steps)
+    # The shard keeps appending while the pass runs in slices.
+    _append(plog, batches[30:])
+    with caplog.at_level(logging.INFO, logger="groupcoord.storage"):
+        for _ in steps:
+            pass
+    assert loader.point is not None and loader.point.covered == 29
+    assert not caplog.records  # no end-of-segment check tripped over the appends
+    written = loader.write_snapshot()
+    assert written is not None
+    written.result()
+    state, _, loaded = _load(plog)
+    assert loaded.snapshot_point == loader.point and loaded.log_records == 10
+    assert state == _plain(batches)[0]

@@ -68,8 +68,12 @@ class ShardLoader:
     `write_snapshot_if_due()` starts the snapshot write when the log part was long."""
 
     def __init__(self, plog: Any, shard: Any, producers: ProducerEpochs | None,
-                 partition: int) -> None:
+                 partition: int, until: int | None = None) -> None:
         self.plog = plog
+        # The log end the replay stops at: a pass over a shard that keeps appending reads
+        # what was there when it began, and never reaches the log's end-of-segment check
+        # while appends move that end.
+        self.until = until
         self.shard = shard
         self.producers = producers
         self.partition = partition
@@ -96,11 +100,15 @@ class ShardLoader:
         yield from replay.steps(chain(head, self._tracked(self.plog.iter_batches(start))))
 
     def _tracked(self, batches: Iterable[memoryview]) -> Iterator[memoryview]:
+        if self.until is not None and self.until <= self.plog.log_start_offset:
+            return
         for view in batches:
             header = parse_header(view)
             self.point = SnapshotPoint(header.last_offset, header.base_offset, header.crc)
             self.log_records += header.records_count
             yield view
+            if self.until is not None and header.last_offset >= self.until - 1:
+                return
 
     def write_snapshot_if_due(self, threshold: int = SNAPSHOT_AFTER_RECORDS
                               ) -> Future[None] | None:
@@ -132,8 +140,9 @@ def _is_group_shard(shard: Any) -> bool:
 
 
 def snapshot_pass(plog: Any, partition: int) -> ShardLoader:
-    """A loader over snapshot plus log tail that keeps nothing but the next snapshot."""
-    return ShardLoader(plog, NullShard(), ProducerEpochs(), partition)
+    """A loader over snapshot plus log tail, up to the log end of now, that keeps nothing
+    but the next snapshot."""
+    return ShardLoader(plog, NullShard(), ProducerEpochs(), partition, plog.log_end_offset)
 
 
 async def take_snapshot(plog: Any, partition: int, min_records: int,
