@@ -44,9 +44,9 @@ from groupcoord.wire.primitives import read_varlong
 
 # (log offset, key, value or None for a tombstone)
 RawRecord = tuple[int, bytes, bytes | None]
-# Keys are flushed in slices this long, so a run of a million distinct keys does not hold
-# the event loop in one step.
-FLUSH_SLICE = 2048
+# Keys are flushed in slices this long (a few milliseconds of decoding), so a run of a
+# million distinct keys does not hold the event loop in one step.
+FLUSH_SLICE = 512
 
 
 class ReplaySink(Protocol):
@@ -133,7 +133,7 @@ class FastReplay:
         run, full_keys = self._run, self._full_keys
         if not run:
             return
-        replay = self.shard.replay
+        replay, keep = self.shard.replay, self.sink is not None
         applied: list[RawRecord] = []
         spans = self._spans
         for n, (key, where) in enumerate(run.items(), 1):
@@ -148,7 +148,8 @@ class FastReplay:
                 full_keys.add(key)
                 continue
             replay(record, offset, NO_PRODUCER_ID, -1)
-            applied.append((offset, key, value))
+            if keep:
+                applied.append((offset, key, value))
             if n % FLUSH_SLICE == 0:
                 yield self.count
         if full_keys:
