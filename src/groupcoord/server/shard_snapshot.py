@@ -158,10 +158,15 @@ def covered_offset(plog: Any) -> int:
     """The offset the snapshot beside `plog` says it covers (its header only, unverified);
     -1 when there is none: to decide whether a new one is due."""
     path = snapshot_path(plog.path)
+    io = plog.io
     try:
-        if not plog.io.exists(path):
+        if not io.exists(path):
             return -1
-        head = plog.io.read_bytes(path)[:_HEAD.size]
+        fd = io.open(path, os.O_RDONLY)
+        try:
+            head = io.pread(fd, _HEAD.size, 0)
+        finally:
+            io.close(fd)
     except OSError:
         return -1
     if len(head) < _HEAD.size or head[:len(_MAGIC)] != _MAGIC:
