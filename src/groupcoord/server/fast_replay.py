@@ -66,7 +66,6 @@ class FastReplay:
         self.producers = producers
         self.sink = sink
         self.count = 0
-        self.last_offset = -1
         # The open run: key -> its last record; keys with a tombstone (or an undecodable
         # value) in the run; the stretches of records sections the run covers.
         self._run: dict[bytes, int] = {}
@@ -84,7 +83,6 @@ class FastReplay:
                 self.count += replay_batch(view, self.shard, self.producers)
             else:
                 yield from self._scan_batch(view, header)
-            self.last_offset = header.base_offset + header.last_offset_delta
             yield self.count
         yield from self.flush()
         yield self.count
