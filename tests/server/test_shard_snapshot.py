@@ -304,3 +304,24 @@ def test_a_snapshot_pass_stops_at_the_log_end_it_began_with(
     state, _, loaded = _load(plog)
     assert loaded.snapshot_point == loader.point and loaded.log_records == 10
     assert state == _plain(batches)[0]
+
+
+def test_records_this_broker_cannot_read_stay_in_the_snapshot(tmp_path: Path) -> None:
+    from replay_log_support import UNKNOWN_KEY
+
+    from groupcoord.logformat.batch import decode_records
+    from groupcoord.server.shard_snapshot import decode_snapshot
+
+    bad_value = offset_commit_record("g", "t", 1, 1, -1, "", 1_000, -1, bytes(16)).key_bytes()
+    batches = [_commit(1),
+               build_batch([(UNKNOWN_KEY, b"\x00\x00", (), 1_000)], base_offset=1),
+               build_batch([(bad_value, b"\x00\x03\xff", (), 1_000)], base_offset=2)]
+    plog = _open(tmp_path / "log")
+    _append(plog, batches)
+    _snapshot(plog)
+    _, stored = decode_snapshot(Path(snapshot_path(plog.path)).read_bytes(), PARTITION)
+    keys = [r.key for view in stored for r in decode_records(view)]
+    assert UNKNOWN_KEY in keys and bad_value in keys and len(keys) == 3
+    state, _, loader = _load(plog)
+    assert loader.snapshot_point is not None
+    assert state == _plain(batches)[0]

@@ -21,7 +21,8 @@ of the plain loader (`shard_log.replay_log`) exactly, by these rules:
 
 Every applied record still goes through `shard.replay` (the one mutation path). A sink (the
 snapshot builder, `shard_snapshot`) may receive what is replayed: the records of a run and
-single records as (log offset, key, value) in offset order, and whole batches as bytes.
+single records as (log offset, key, value) in offset order, and whole batches as bytes;
+records this broker cannot read are passed on too (a newer broker may read them).
 """
 
 from __future__ import annotations
@@ -114,12 +115,13 @@ class FastReplay:
             raise CorruptRecordError("records count does not match the records section")
 
     def _replay_single(self, offset: int, key: bytes, value: bytes | None) -> None:
+        if self.sink is not None:
+            # Kept even when this broker cannot read it: a newer one may.
+            self.sink.add_records([(offset, key, value)])
         try:
             record = decode_record(key, value)
         except ValueError:
             return  # unknown record types (a newer writer) are skipped, as the plain loader
-        if self.sink is not None:
-            self.sink.add_records([(offset, key, value)])
         self.shard.replay(record, offset, NO_PRODUCER_ID, -1)
         self.count += 1
 
@@ -152,12 +154,12 @@ class FastReplay:
                 yield self.count
         if full_keys:
             for offset, key, value in self._records_of(full_keys):
+                applied.append((offset, key, value))
                 try:
                     record = decode_record(key, value)
                 except ValueError:
                     continue
                 replay(record, offset, NO_PRODUCER_ID, -1)
-                applied.append((offset, key, value))
         if self.sink is not None:
             applied.sort(key=_offset_of)
             self.sink.add_records(applied)

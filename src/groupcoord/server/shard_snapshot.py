@@ -4,7 +4,8 @@ A restart replays the snapshot and then only the log after it. The snapshot hold
 fast loader (`fast_replay`) applies from the log up to offset X: the last record of every
 offset-commit key of each run (every record of a key that had a tombstone), every other
 record as it was, and every transactional batch and transaction marker whole, in the log's
-own record-batch format and with each record's original log offset. So loading it is the
+own record-batch format and with each record's original log offset (records of types this
+broker does not know are kept too). So loading it is the
 same replay code as loading the log, and a transaction still open at X is simply replayed
 pending, with its producer, until its marker comes in the tail.
 
