@@ -2,7 +2,8 @@
 
 60 groups that all live on one offsets partition commit once each, half before a segment
 roll and half after it; then 64 bytes of garbage are written into the head, middle or tail
-batch of the closed or the active segment, and the broker restarts. The coordinator must
+batch of the closed or the active segment, the shard's snapshot is removed and the broker
+restarts. The coordinator must
 answer every other group's committed offset (before this repair, 30 of 60 groups lost theirs),
 report the damage, and set the bytes aside.
 """
@@ -21,6 +22,7 @@ from server.broker_inproc import RawClient
 
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.logformat.batch import validate
+from groupcoord.server.shard_snapshot import SNAPSHOT_FILE
 from groupcoord.storage.fileio import OS_FILE_IO
 from groupcoord.storage.segment import iter_file_batches
 from groupcoord.wire.errors import ErrorCode as E
@@ -100,6 +102,9 @@ def test_damaged_offsets_segment_loses_only_the_damaged_commit(
         node.stop()  # clean: checkpoints say every segment is flushed
 
         damage_batch(target, which)
+        # Without the shard's snapshot the load reads every batch; with it, the state up to
+        # the snapshot comes from the snapshot (tests/server/test_shard_snapshot.py).
+        os.unlink(os.path.join(os.path.dirname(target), SNAPSHOT_FILE))
         with caplog.at_level(logging.WARNING, logger="groupcoord.storage"):
             node.start()
         after = node.call(fetch_all(node.port, GROUPS))

@@ -229,6 +229,11 @@ def iter_batches(buf: Buffer, pos: int = 0) -> Iterator[tuple[BatchHeader, memor
         pos += size
 
 
+def compute_crc32c(data: Buffer) -> int:
+    """CRC-32C of any bytes (the checksum of record batches)."""
+    return _crc32c(data)
+
+
 def compute_crc(batch: Buffer) -> int:
     """CRC-32C of the CRC-covered part (attributes..end) of a whole batch."""
     return _crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
@@ -428,6 +433,14 @@ def _decode_record(buf: memoryview, pos: int) -> tuple[Record, int]:
     if p != end:
         raise CorruptRecordError("record length does not match its fields")
     return Record(off_delta, ts_delta, key, value, headers, attributes), end
+
+
+def decode_record_at(buf: Buffer, pos: int) -> tuple[Record, int]:
+    """The record at ``pos`` of a records section and the position after it."""
+    try:
+        return _decode_record(memoryview(buf), pos)
+    except (DecodeError, IndexError) as exc:
+        raise CorruptRecordError(f"malformed record: {exc}") from exc
 
 
 def records_payload(batch: Buffer, header: BatchHeader | None = None) -> memoryview:

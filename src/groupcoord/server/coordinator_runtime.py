@@ -25,7 +25,13 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.server.coordinator_txn import EndTxnWrite
+from groupcoord.server.shard_loader import (
+    SNAPSHOT_AFTER_RECORDS,
+    SNAPSHOT_INTERVAL_S,
+    take_snapshot,
+)
 from groupcoord.server.shard_task import (
+    LOAD_SLICE_S,
     OFFSETS_TOPIC,
     Operation,
     ShardState,
@@ -63,6 +69,7 @@ class CoordinatorRuntime:
         self._op_context: Any = None
         self._image: Any = None
         self._image_version = 0
+        self._snapshot_task: asyncio.Task[None] | None = None
 
     def _default_factory(self, partition: int) -> Any:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -111,14 +118,39 @@ class CoordinatorRuntime:
         for partition in range(self.num_partitions):
             if self.broker.logs.get(OFFSETS_TOPIC, partition) is not None:
                 self.shard(partition)
+        self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot_loop())
 
     async def stop(self) -> None:
         tasks = [s.task for s in self.shards.values()]
+        if self._snapshot_task is not None:
+            tasks.append(self._snapshot_task)
+            self._snapshot_task.cancel()
         for shard in self.shards.values():
             shard._fail_all()
             shard.task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # A clean shutdown leaves every loaded shard's snapshot at its log end.
+        await self.snapshot_shards(1, None)
         self.shards.clear()
+
+    async def _snapshot_loop(self) -> None:
+        while True:
+            await asyncio.sleep(SNAPSHOT_INTERVAL_S)
+            await self.snapshot_shards(SNAPSHOT_AFTER_RECORDS, LOAD_SLICE_S)
+
+    async def snapshot_shards(self, min_records: int, slice_s: float | None) -> None:
+        """Snapshot every loaded shard whose log grew by `min_records` since its snapshot
+        (`shard_loader.take_snapshot`); one failing shard does not stop the others."""
+        for partition, task in list(self.shards.items()):
+            if task.state is not ShardState.ACTIVE:
+                continue
+            try:
+                await take_snapshot(self.broker.logs.get(OFFSETS_TOPIC, partition), partition,
+                                    min_records, slice_s)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("snapshot of shard %d failed", partition)
 
     def shard(self, partition: int) -> ShardTask:
         """The shard task, created (and its partition loaded) on first use."""

@@ -101,24 +101,29 @@ def replay_log_in_steps(plog: Any, shard: Any, producers: ProducerEpochs | None 
     if plog is None:
         yield 0
         return
-    from groupcoord.logformat.batch import decode_records, parse_header
-
     count = 0
     for batches, view in enumerate(plog.iter_batches(), 1):
-        header = parse_header(view)
-        pid = header.producer_id if header.is_transactional else NO_PRODUCER_ID
-        if header.is_control:
-            if pid != NO_PRODUCER_ID:
-                count += _replay_markers(view, header, shard, producers)
-        else:
-            if producers is not None and pid != NO_PRODUCER_ID:
-                producers.observe(pid, header.producer_epoch)
-            for rec in decode_records(view):
-                count += _replay_record(shard, rec, header.base_offset + rec.offset_delta, pid,
-                                        header.producer_epoch)
+        count += replay_batch(view, shard, producers)
         if batches % step_batches == 0:
             yield count
     yield count
+
+
+def replay_batch(view: Any, shard: Any, producers: ProducerEpochs | None = None) -> int:
+    """Replay one whole batch (records or transaction markers); the records applied."""
+    from groupcoord.logformat.batch import decode_records, parse_header
+
+    header = parse_header(view)
+    pid = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+    if header.is_control:
+        return _replay_markers(view, header, shard, producers) if pid != NO_PRODUCER_ID else 0
+    if producers is not None and pid != NO_PRODUCER_ID:
+        producers.observe(pid, header.producer_epoch)
+    count = 0
+    for rec in decode_records(view):
+        count += _replay_record(shard, rec, header.base_offset + rec.offset_delta, pid,
+                                header.producer_epoch)
+    return count
 
 
 def _replay_record(shard: Any, rec: Any, offset: int, pid: int, epoch: int) -> int:

@@ -44,11 +44,11 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import TimerHandle
 from groupcoord.server import group_events
 from groupcoord.server.coordinator_txn import EndTxnWrite
+from groupcoord.server.shard_loader import ShardLoader
 from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     encode_records_batch,
-    replay_log_in_steps,
 )
 from groupcoord.wire.errors import ErrorCode
 
@@ -123,9 +123,10 @@ class ShardTask:
         self.producers = ProducerEpochs()
 
     async def _load(self) -> None:
-        """Replay the shard's partition, giving the loop back every few milliseconds so a
-        large `__consumer_offsets` never stalls other APIs; requests for this shard are
-        answered COORDINATOR_LOAD_IN_PROGRESS until the replay ends."""
+        """Replay the shard's partition (from its snapshot, see `shard_loader`), giving the
+        loop back every few milliseconds so a large `__consumer_offsets` never stalls other
+        APIs; requests for this shard are answered COORDINATOR_LOAD_IN_PROGRESS until the
+        replay ends."""
         rt = self.runtime
         self._begin_load()
         # Only an existing partition is replayed; the directory is created by the first
@@ -135,13 +136,15 @@ class ShardTask:
         count = 0
         # One shard replays at a time (Kafka's loader is one thread too), so what the loop
         # gives to loading is one slice per turn, whatever the number of shards.
+        loader = ShardLoader(plog, self.shard, self.producers, self.partition)
         async with rt.loading:
             slice_end = loop.time() + LOAD_SLICE_S
-            for count in replay_log_in_steps(plog, self.shard, self.producers, step_batches=1):
+            for count in loader.steps():
                 if loop.time() >= slice_end:
                     await asyncio.sleep(0)
                     slice_end = loop.time() + LOAD_SLICE_S
         self._loaded(count)
+        loader.write_snapshot_if_due()
 
     def _loaded(self, count: int) -> None:
         if count:

@@ -268,8 +268,9 @@ class PartitionLog:
             for _, view in iter_file_batches(self.io, seg.fd, found[0], seg.size):
                 yield parse_header(view)
 
-    def iter_batches(self) -> Iterator[memoryview]:
-        """Every stored batch from the log start, CRC-checked (the replay of internal topics).
+    def iter_batches(self, from_offset: int | None = None) -> Iterator[memoryview]:
+        """Every stored batch from the log start (or from the batch holding ``from_offset``,
+        found through the offset index), CRC-checked (the replay of internal topics).
 
         Closed segments are not checked at start-up after a clean shutdown, as in Kafka; a
         replay reads every byte anyway, so it checks as it goes, and a damaged segment is
@@ -277,13 +278,17 @@ class PartitionLog:
         kept) and read on from the first offset not yet returned.
         """
         start = self.log_start_offset
+        if from_offset is not None:
+            start = max(start, from_offset)
         repaired: set[int] = set()
         i = self._segment_index(start)
         while i < len(self.segments):
             seg = self.segments[i]
             end = 0
             damaged = False
-            for pos, view in iter_file_batches(self.io, seg.fd, 0, seg.size):
+            found = seg.find_batch(start) if start > seg.base_offset else None
+            first = found[0] if found is not None else 0
+            for pos, view in iter_file_batches(self.io, seg.fd, first, seg.size):
                 try:
                     header = validate(view)
                 except CorruptRecordError:
@@ -297,7 +302,7 @@ class PartitionLog:
                     break
                 start = header.last_offset + 1
                 yield view
-            if (damaged or end != seg.size) and seg.base_offset not in repaired:
+            if (damaged or (end or first) != seg.size) and seg.base_offset not in repaired:
                 repaired.add(seg.base_offset)
                 self._repair(seg, last=seg is self.active)
                 continue
