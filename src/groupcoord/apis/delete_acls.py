@@ -7,10 +7,12 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.acl_support import NO_AUTHORIZER, binding_filter, has_unknown
+from groupcoord.apis.context import RequestContext
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_acls import (
     DeleteAclsFilterResult,
     DeleteAclsMatchingAcl,
+    DeleteAclsRequest,
     DeleteAclsResponse,
 )
 
@@ -25,7 +27,8 @@ def error_response(request: Any, version: int, code: int,
         DeleteAclsFilterResult(error_code=code, error_message=message) for _ in request.filters])
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: Any, request: DeleteAclsRequest,
+                 version: int) -> Any:
     if any(has_unknown(f.resource_type_filter, f.pattern_type_filter, f.operation,
                        f.permission_type) for f in request.filters):
         ctx.close_connection()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
@@ -41,7 +42,7 @@ def error_response(request: Any, version: int, code: int) -> DeleteShareGroupOff
                                            error_message=authz.MESSAGES.get(code))
 
 
-async def _plan(ctx: Any, group_id: str, topic_ids: list[bytes]) -> state_ops.DeleteOffsetsPlan:
+async def _plan(ctx: RequestContext, group_id: str, topic_ids: list[bytes]) -> state_ops.DeleteOffsetsPlan:
     untracked = ctx.shares.state_partitions(group_id)
 
     def begin(shard: Any, op_ctx: Any, now_ms: int) -> Any:
@@ -53,7 +54,8 @@ async def _plan(ctx: Any, group_id: str, topic_ids: list[bytes]) -> state_ops.De
     return plan
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: Any, request: DeleteShareGroupOffsetsRequest,
+                 version: int) -> Any:
     group_id = request.group_id
     authz.require_group(ctx, authz.Op.DELETE, group_id)
     if not group_id:

@@ -7,9 +7,11 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.acl_support import binding_filter, has_unknown
+from groupcoord.apis.context import RequestContext
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_acls import (
     AclDescription,
+    DescribeAclsRequest,
     DescribeAclsResource,
     DescribeAclsResponse,
 )
@@ -19,7 +21,8 @@ MIN_VERSION = 1
 MAX_VERSION = 3
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: Any, request: DescribeAclsRequest,
+                 version: int) -> Any:
     r = request
     if has_unknown(r.resource_type_filter, r.pattern_type_filter, r.operation, r.permission_type):
         ctx.close_connection()

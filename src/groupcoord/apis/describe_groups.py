@@ -8,9 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.describe_groups import DescribedGroup, DescribeGroupsResponse
+from groupcoord.wire.generated.describe_groups import (
+    DescribedGroup,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
 
 API_KEY = 15
 MIN_VERSION = 0
@@ -28,7 +33,8 @@ def _describe_op(group_id: str, version: int) -> Any:
     return run
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: Any, request: DescribeGroupsRequest,
+                 version: int) -> Any:
     include_ops = version >= 3 and request.include_authorized_operations
     # Groups the principal may not describe come first, as Kafka answers them up front.
     visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP,

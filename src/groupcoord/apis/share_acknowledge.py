@@ -13,6 +13,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
 from groupcoord.wire.errors import ErrorCode
@@ -34,7 +35,8 @@ def error_response(request: Any, version: int, code: int) -> ShareAcknowledgeRes
     return as_version(ShareAcknowledgeResponse(error_code=code), version)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: Any, request: ShareAcknowledgeRequest,
+                 version: int) -> Any:
     group_id, member_id = request.group_id or "", request.member_id or ""
     if not group_id:
         return error_response(request, version, ErrorCode.INVALID_REQUEST)

@@ -16,6 +16,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
@@ -43,7 +44,8 @@ def error_response(request: Any, version: int, code: int) -> ShareFetchResponse:
     return as_version(ShareFetchResponse(error_code=code), version)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: Any, request: ShareFetchRequest,
+                 version: int) -> Any:
     group_id, member_id = request.group_id or "", request.member_id or ""
     if not group_id:
         return error_response(request, version, ErrorCode.INVALID_REQUEST)
@@ -82,7 +84,7 @@ def _nothing_requested(request: Any, version: int) -> bool:
     return request.max_bytes == 0 or (version >= 1 and request.max_records == 0)
 
 
-async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Results,
+async def _fetch(ctx: RequestContext, request: Any, version: int, session: Any, results: Results,
                  denied: frozenset[bytes]) -> None:
     if _nothing_requested(request, version):
         return
@@ -95,7 +97,7 @@ async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Re
         await ctx.wait_for_data(keys, remaining)
 
 
-def _acquire_all(ctx: Any, request: Any, version: int, session: Any, results: Results,
+def _acquire_all(ctx: RequestContext, request: Any, version: int, session: Any, results: Results,
                  denied: frozenset[bytes]) -> tuple[bool, list[tuple[str, int]]]:
     """One pass over the session's partitions; (anything acquired, wake-up keys)."""
     budget = request.max_records if version >= 1 and request.max_records > 0 \
@@ -141,7 +143,7 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any, results: Re
     return got, keys
 
 
-def _response(ctx: Any, group_id: str, version: int, results: Results) -> ShareFetchResponse:
+def _response(ctx: RequestContext, group_id: str, version: int, results: Results) -> ShareFetchResponse:
     by_topic: dict[bytes, list[PartitionData]] = {}
     for (topic_id, _index), data in results.items():
         if data.records is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.streams_group_topology_description_update import (
     StreamsGroupTopologyDescriptionUpdateRequest,
@@ -28,7 +29,8 @@ RESPONSE = StreamsGroupTopologyDescriptionUpdateResponse
 NO_PLUGIN = "The broker has no streams group topology description plugin configured."
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: Any, request: StreamsGroupTopologyDescriptionUpdateRequest,
+                 version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     return StreamsGroupTopologyDescriptionUpdateResponse(
         error_code=ErrorCode.UNSUPPORTED_VERSION, error_message=NO_PLUGIN)

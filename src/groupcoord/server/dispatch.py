@@ -53,7 +53,8 @@ class Dispatcher:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.broker.connections.discard(conn)
-        if self.broker.shares is not None:  # unset before Broker.start()
+        # Share sessions exist only once loaded (every request but ApiVersions waits).
+        if self.broker.ready.is_set():
             self.broker.shares.connection_closed(conn.connection_id)
 
     def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:

@@ -207,6 +207,7 @@ def request_topics(request: Any) -> set[str]:
 
 def _names(request: Any, fields: tuple[str, ...], element_fields: tuple[str, ...]
            ) -> Iterator[str]:
+    # Reflection by field name over the generated classes' `_FIELDS` (any request type).
     present = getattr(type(request), "_FIELDS", ())
     for field in fields:
         if field not in present:
