@@ -152,3 +152,54 @@ def test_no_reflection_or_module_discovery_in_server_and_apis() -> None:
                 if any(n.split(".")[0] == "importlib" for n in names) and rel != "server/broker.py":
                     found.append(f"{rel}:{node.lineno} importlib")
     assert found == [], f"reflection or module discovery: {found}"
+
+
+_TOPICS_HOME = "logformat/internal_topics.py"
+_INTERNAL_TOPIC_NAMES = {"__consumer_offsets", "__share_group_state", "__transaction_state",
+                         "__group_events"}
+# Modules the coordinator-runtime move rewrites; their copies go with that change.
+_TOPIC_NAMES_PENDING = {"server/shard_task.py", "server/transactions.py",
+                        "server/coordinator_txn.py"}
+
+
+def test_internal_topic_names_are_spelled_once() -> None:
+    """`__consumer_offsets` and the other internal topic names are literals only in
+    `logformat/internal_topics.py` (docstrings and comments may name them)."""
+    found = []
+    for rel, tree in SOURCES:
+        if rel == _TOPICS_HOME or rel in _TOPIC_NAMES_PENDING:
+            continue
+        docstrings = {id(n.value) for n in ast.walk(tree)
+                      if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        found += [f"{rel}:{n.lineno} {n.value}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and n.value in _INTERNAL_TOPIC_NAMES
+                  and id(n) not in docstrings]
+    assert found == [], f"internal topic names outside {_TOPICS_HOME}: {found}"
+
+
+def test_request_header_class_is_defined_once() -> None:
+    found = [f"{rel}:{node.lineno}" for rel, tree in SOURCES for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef) and node.name == "RequestHeader"
+             and rel != _REQUEST_HEADER_HOME]
+    assert found == [], f"a second RequestHeader class: {found}"
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+            if isinstance(n, ast.Name | ast.Attribute)}
+
+
+def test_api_versions_response_header_rule_is_stated_once() -> None:
+    """"ApiVersions responses use header v0" is `wire.headers.response_header_flexible`:
+    no other module combines an ApiVersions key test with a flexible-version test."""
+    found = []
+    for rel, tree in SOURCES:
+        if rel == _REQUEST_HEADER_HOME:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BoolOp | ast.IfExp):
+                names = _names_in(node)
+                if (any("API_VERSIONS" in n for n in names)
+                        and any("flexible" in n.lower() for n in names)):
+                    found.append(f"{rel}:{node.lineno}")
+    assert found == [], f"the ApiVersions header rule restated: {found}"

@@ -24,6 +24,7 @@ from groupcoord.wire.generated.alter_share_group_offsets import (
     AlterShareGroupOffsetsResponsePartition,
     AlterShareGroupOffsetsResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 91
 MIN_VERSION = 0
@@ -97,7 +98,7 @@ def _denied(t: Any) -> AlterShareGroupOffsetsResponseTopic:
         for p in t.partitions])
 
 
-async def handle(ctx: RequestContext, header: Any, request: AlterShareGroupOffsetsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: AlterShareGroupOffsetsRequest,
                  version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if not request.group_id:

@@ -14,6 +14,7 @@ from groupcoord.wire.generated.consumer_group_describe import (
     ConsumerGroupDescribeResponse,
     DescribedGroup,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 69
 MIN_VERSION = 0
@@ -27,7 +28,7 @@ def error_response(request: Any, version: int, code: int) -> ConsumerGroupDescri
                                                  for g in request.group_ids])
 
 
-async def handle(ctx: RequestContext, header: Any, request: ConsumerGroupDescribeRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ConsumerGroupDescribeRequest,
                  version: int) -> Any:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,

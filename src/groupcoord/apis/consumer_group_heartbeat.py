@@ -17,6 +17,7 @@ from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 68
 MIN_VERSION = 0
@@ -25,7 +26,7 @@ REQUEST = ConsumerGroupHeartbeatRequest
 RESPONSE = ConsumerGroupHeartbeatResponse
 
 
-async def handle(ctx: RequestContext, header: Any, request: ConsumerGroupHeartbeatRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ConsumerGroupHeartbeatRequest,
                  version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):

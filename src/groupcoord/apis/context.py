@@ -25,27 +25,6 @@ class ScramCredentials(Protocol):
               deletions: Iterable[tuple[str, str]] = ()) -> None: ...
 
 
-class RequestHeader:
-    """Request header fields (Kafka's RequestHeaderData names)."""
-
-    __slots__ = ("client_id", "correlation_id", "request_api_key", "request_api_version")
-
-    def __init__(self, api_key: int, api_version: int, correlation_id: int,
-                 client_id: str | None) -> None:
-        self.request_api_key = api_key
-        self.request_api_version = api_version
-        self.correlation_id = correlation_id
-        self.client_id = client_id
-
-    @property
-    def api_key(self) -> int:
-        return self.request_api_key
-
-    @property
-    def api_version(self) -> int:
-        return self.request_api_version
-
-
 class RawResponse:
     """A response body already encoded as buffers (fast paths: Fetch, Produce).
 

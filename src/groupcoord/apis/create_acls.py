@@ -14,6 +14,7 @@ from groupcoord.wire.generated.create_acls import (
     CreateAclsRequest,
     CreateAclsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 30
 MIN_VERSION = 1
@@ -26,7 +27,7 @@ def error_response(request: Any, version: int, code: int,
                                        for _ in request.creations])
 
 
-async def handle(ctx: RequestContext, header: Any, request: CreateAclsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: CreateAclsRequest,
                  version: int) -> Any:
     if any(has_unknown(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
            for c in request.creations):

@@ -15,6 +15,7 @@ from groupcoord.wire.generated.delete_acls import (
     DeleteAclsRequest,
     DeleteAclsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 31
 MIN_VERSION = 1
@@ -27,7 +28,7 @@ def error_response(request: Any, version: int, code: int,
         DeleteAclsFilterResult(error_code=code, error_message=message) for _ in request.filters])
 
 
-async def handle(ctx: RequestContext, header: Any, request: DeleteAclsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteAclsRequest,
                  version: int) -> Any:
     if any(has_unknown(f.resource_type_filter, f.pattern_type_filter, f.operation,
                        f.permission_type) for f in request.filters):

@@ -25,6 +25,7 @@ from groupcoord.wire.generated.delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 42
 MIN_VERSION = 0
@@ -42,7 +43,7 @@ def _delete_op(group_ids: list[str]) -> Any:
     return run
 
 
-async def handle(ctx: RequestContext, header: Any, request: DeleteGroupsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteGroupsRequest,
                  version: int) -> Any:
     names = list(dict.fromkeys(request.groups_names))
     deletable = authz.authorized(ctx, authz.Op.DELETE, authz.GROUP, names)

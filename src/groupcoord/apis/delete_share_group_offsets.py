@@ -24,6 +24,7 @@ from groupcoord.wire.generated.delete_share_group_offsets import (
     DeleteShareGroupOffsetsResponse,
     DeleteShareGroupOffsetsResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 92
 MIN_VERSION = 0
@@ -54,7 +55,7 @@ async def _plan(ctx: RequestContext, group_id: str, topic_ids: list[bytes]) -> s
     return plan
 
 
-async def handle(ctx: RequestContext, header: Any, request: DeleteShareGroupOffsetsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteShareGroupOffsetsRequest,
                  version: int) -> Any:
     group_id = request.group_id
     authz.require_group(ctx, authz.Op.DELETE, group_id)

@@ -15,13 +15,14 @@ from groupcoord.wire.generated.describe_acls import (
     DescribeAclsResource,
     DescribeAclsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 29
 MIN_VERSION = 1
 MAX_VERSION = 3
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeAclsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeAclsRequest,
                  version: int) -> Any:
     r = request
     if has_unknown(r.resource_type_filter, r.pattern_type_filter, r.operation, r.permission_type):

@@ -32,6 +32,7 @@ from groupcoord.wire.generated.describe_configs import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 MIN_VERSION = 1
@@ -86,7 +87,7 @@ def _describe(ctx: RequestContext, resource: Any, synonyms: bool) -> DescribeCon
     return result
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeConfigsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeConfigsRequest,
                  version: int) -> DescribeConfigsResponse:
     results = []
     denied = []

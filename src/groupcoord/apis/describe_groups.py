@@ -16,6 +16,7 @@ from groupcoord.wire.generated.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 15
 MIN_VERSION = 0
@@ -33,7 +34,7 @@ def _describe_op(group_id: str, version: int) -> Any:
     return run
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeGroupsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeGroupsRequest,
                  version: int) -> Any:
     include_ops = version >= 3 and request.include_authorized_operations
     # Groups the principal may not describe come first, as Kafka answers them up front.

@@ -24,6 +24,7 @@ from groupcoord.wire.generated.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponsePartition,
     DescribeShareGroupOffsetsResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 90
 MIN_VERSION = 0
@@ -102,7 +103,7 @@ async def _group(ctx: RequestContext, group: Any) -> DescribeShareGroupOffsetsRe
     return DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics)
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeShareGroupOffsetsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeShareGroupOffsetsRequest,
                  version: int) -> Any:
     return DescribeShareGroupOffsetsResponse(
         groups=[await _group(ctx, group) for group in request.groups])

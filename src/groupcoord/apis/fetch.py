@@ -39,6 +39,7 @@ from groupcoord.wire.generated.fetch import (
     FetchResponse,
     PartitionData,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
@@ -220,7 +221,7 @@ def _unreadable(ctx: RequestContext, request: FetchRequest, version: int,
     return frozenset(k for k, n in names.items() if n not in readable)
 
 
-async def handle(ctx: RequestContext, header: Any, request: FetchRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: FetchRequest,
                  version: int) -> Any:
     uses_ids = version >= 13
     now = ctx.now_ms()

@@ -32,6 +32,7 @@ from groupcoord.wire.generated.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
@@ -115,7 +116,7 @@ def error_response(request: IncrementalAlterConfigsRequest, version: int,
         for r in request.resources])
 
 
-async def handle(ctx: RequestContext, header: Any, request: IncrementalAlterConfigsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: IncrementalAlterConfigsRequest,
                  version: int) -> IncrementalAlterConfigsResponse:
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []

@@ -10,6 +10,7 @@ from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_groups import ListGroupsRequest, ListGroupsResponse
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 16
 MIN_VERSION = 0
@@ -22,7 +23,7 @@ def _list_op(states: list[str], types: list[str]) -> Any:
     return run
 
 
-async def handle(ctx: RequestContext, header: Any, request: ListGroupsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ListGroupsRequest,
                  version: int) -> Any:
     states = list(request.states_filter) if version >= 4 else []
     types = list(request.types_filter) if version >= 5 else []

@@ -18,6 +18,7 @@ from groupcoord.wire.generated.offset_commit import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 8
 MIN_VERSION = 2
@@ -48,7 +49,7 @@ def _check_topic(ctx: RequestContext, topic: Any, version: int) -> tuple[Any, in
     return info, (0 if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
-async def handle(ctx: RequestContext, header: Any, request: OffsetCommitRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetCommitRequest,
                  version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors: dict[tuple[int, int], int] = {}

@@ -18,13 +18,14 @@ from groupcoord.wire.generated.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 47
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(ctx: RequestContext, header: Any, request: OffsetDeleteRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetDeleteRequest,
                  version: int) -> Any:
     authz.require_group(ctx, authz.Op.DELETE, request.group_id)
     rejected: list[OffsetDeleteResponseTopic] = []

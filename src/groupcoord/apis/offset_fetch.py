@@ -23,6 +23,7 @@ from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 9
 MIN_VERSION = 1
@@ -44,7 +45,7 @@ def error_response(request: Any, version: int, code: int) -> OffsetFetchResponse
     return OffsetFetchResponse(error_code=code, topics=topics)
 
 
-async def handle(ctx: RequestContext, header: Any, request: OffsetFetchRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetFetchRequest,
                  version: int) -> Any:
     if version < 8:
         authz.require_group(ctx, authz.Op.DESCRIBE, request.group_id)

@@ -32,6 +32,7 @@ from groupcoord.wire.generated.read_share_group_state import (
     ReadStateResult,
     StateBatch,
 )
+from groupcoord.wire.headers import RequestHeader
 from groupcoord.wire.kafka_uuid import uuid_text
 
 API_KEY = 84
@@ -105,7 +106,7 @@ def _partition(ctx: RequestContext, group_id: str, topic: Any, index: int) -> Pa
                            state_batches=batches)
 
 
-async def handle(ctx: RequestContext, header: Any, request: ReadShareGroupStateRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ReadShareGroupStateRequest,
                  version: int) -> Any:
     authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if not request.group_id:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.share_v0_codec import as_version
@@ -23,6 +22,7 @@ from groupcoord.wire.generated.share_acknowledge import (
     ShareAcknowledgeResponse,
     ShareAcknowledgeTopicResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 79
 MIN_VERSION = support.SHARE_MIN_VERSION
@@ -35,13 +35,10 @@ def error_response(request: Any, version: int, code: int) -> ShareAcknowledgeRes
     return as_version(ShareAcknowledgeResponse(error_code=code), version)
 
 
-async def handle(ctx: RequestContext, header: Any, request: ShareAcknowledgeRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareAcknowledgeRequest,
                  version: int) -> Any:
     group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id:
-        return error_response(request, version, ErrorCode.INVALID_REQUEST)
-    authz.require_group(ctx, authz.Op.READ, group_id)
-    if not support.member_id_valid(member_id):
+    if not support.member_request_valid(ctx, group_id, member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)
     try:
         session = ctx.shares.sessions.acknowledge_context(group_id, member_id,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
@@ -28,6 +27,7 @@ from groupcoord.wire.generated.share_fetch import (
     ShareFetchRequest,
     ShareFetchResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 78
 MIN_VERSION = support.SHARE_MIN_VERSION
@@ -44,13 +44,10 @@ def error_response(request: Any, version: int, code: int) -> ShareFetchResponse:
     return as_version(ShareFetchResponse(error_code=code), version)
 
 
-async def handle(ctx: RequestContext, header: Any, request: ShareFetchRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareFetchRequest,
                  version: int) -> Any:
     group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id:
-        return error_response(request, version, ErrorCode.INVALID_REQUEST)
-    authz.require_group(ctx, authz.Op.READ, group_id)
-    if not support.member_id_valid(member_id):
+    if not support.member_request_valid(ctx, group_id, member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)
     acks = {(bytes(t.topic_id), p.partition_index): p.acknowledgement_batches
             for t in request.topics for p in t.partitions if p.acknowledgement_batches}

@@ -16,6 +16,7 @@ from groupcoord.wire.generated.share_group_describe import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 77
 MIN_VERSION = share_support.SHARE_MIN_VERSION
@@ -29,7 +30,7 @@ def error_response(request: Any, version: int, code: int) -> ShareGroupDescribeR
         groups=[DescribedGroup(group_id=g, error_code=code) for g in request.group_ids]), version)
 
 
-async def handle(ctx: RequestContext, header: Any, request: ShareGroupDescribeRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupDescribeRequest,
                  version: int) -> Any:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,

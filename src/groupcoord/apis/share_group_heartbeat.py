@@ -22,6 +22,7 @@ from groupcoord.wire.generated.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 76
 MIN_VERSION = share_support.SHARE_MIN_VERSION
@@ -31,7 +32,7 @@ REQUEST = share_support.versioned_request(ShareGroupHeartbeatRequest)
 RESPONSE = share_support.versioned_response(ShareGroupHeartbeatResponse)
 
 
-async def handle(ctx: RequestContext, header: Any, request: ShareGroupHeartbeatRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupHeartbeatRequest,
                  version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):

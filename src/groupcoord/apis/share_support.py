@@ -36,6 +36,16 @@ def member_id_valid(member_id: str | None) -> bool:
     return bool(member_id) and len(member_id or "") <= MAX_MEMBER_ID_LENGTH
 
 
+def member_request_valid(ctx: RequestContext, group_id: str, member_id: str) -> bool:
+    """ShareFetch / ShareAcknowledge's checks in Kafka's order: a group id (else
+    INVALID_REQUEST), READ on the group (raises GROUP_AUTHORIZATION_FAILED), then a member
+    id of at most 36 characters (else INVALID_REQUEST)."""
+    if not group_id:
+        return False
+    authz.require_group(ctx, authz.Op.READ, group_id)
+    return member_id_valid(member_id)
+
+
 def validate_ack_batches(batches: Sequence[Any], renew_allowed: bool, is_renew_ack: bool
                          ) -> int:
     """The partition error for a list of AcknowledgementBatch, or NONE."""

@@ -14,6 +14,7 @@ from groupcoord.wire.generated.streams_group_describe import (
     StreamsGroupDescribeRequest,
     StreamsGroupDescribeResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 89
 # `StreamsGroupTopologyDescriptionManager.attachTopologyDescriptions` without a plugin.
@@ -29,7 +30,7 @@ def error_response(request: Any, version: int, code: int) -> StreamsGroupDescrib
                                                 for g in request.group_ids])
 
 
-async def handle(ctx: RequestContext, header: Any, request: StreamsGroupDescribeRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupDescribeRequest,
                  version: int) -> Any:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,

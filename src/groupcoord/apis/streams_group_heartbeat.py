@@ -30,6 +30,7 @@ from groupcoord.wire.generated.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 log = logging.getLogger("groupcoord.apis.streams")
 
@@ -100,7 +101,7 @@ def _create_internal_topics(ctx: RequestContext, response: StreamsGroupHeartbeat
                 log.warning("creating internal topic %s failed: %s", topic.name, exc)
 
 
-async def handle(ctx: RequestContext, header: Any, request: StreamsGroupHeartbeatRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupHeartbeatRequest,
                  version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if request.topology is not None:

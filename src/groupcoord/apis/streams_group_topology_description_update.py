@@ -20,6 +20,7 @@ from groupcoord.wire.generated.streams_group_topology_description_update import 
     StreamsGroupTopologyDescriptionUpdateRequest,
     StreamsGroupTopologyDescriptionUpdateResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 93
 MIN_VERSION = 0
@@ -29,7 +30,7 @@ RESPONSE = StreamsGroupTopologyDescriptionUpdateResponse
 NO_PLUGIN = "The broker has no streams group topology description plugin configured."
 
 
-async def handle(ctx: RequestContext, header: Any, request: StreamsGroupTopologyDescriptionUpdateRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupTopologyDescriptionUpdateRequest,
                  version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     return StreamsGroupTopologyDescriptionUpdateResponse(

@@ -33,6 +33,7 @@ from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import partition_exists, topic_info
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -41,11 +42,11 @@ from groupcoord.wire.generated.txn_offset_commit import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 6
-OFFSETS_TOPIC = "__consumer_offsets"
 # First version whose client handles TRANSACTION_ABORTABLE (`genericErrorSupported`).
 FIRST_ABORTABLE_VERSION = 4
 # First version whose verification adds the partition (`addPartition`, KIP-890 part 2).
@@ -169,7 +170,7 @@ async def _commit(ctx: RequestContext, sub: Any, version: int) -> Any:
         return error_response(sub, version, operation_error(exc.code))
 
 
-async def handle(ctx: RequestContext, header: Any, request: TxnOffsetCommitRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: TxnOffsetCommitRequest,
                  version: int) -> Any:
     authz.require_transactional_id(ctx, authz.Op.WRITE, request.transactional_id)
     authz.require_group(ctx, authz.Op.READ, request.group_id)

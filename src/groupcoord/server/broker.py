@@ -431,12 +431,8 @@ def _preload(modules: tuple[str, ...]) -> None:
 
 
 def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
-    from groupcoord.server.cluster_map import (
-        OFFSETS_TOPIC,
-        SHARE_STATE_TOPIC,
-        TXN_TOPIC,
-        ClusterMap,
-    )
+    from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
+    from groupcoord.server.cluster_map import ClusterMap
     from groupcoord.server.share_state import STATE_TOPIC_PARTITIONS
     from groupcoord.server.transactions import txn_topic_partitions
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.partitioning import partition_for
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_task import (
-    OFFSETS_TOPIC,
     Operation,
     ShardState,
     ShardTask,

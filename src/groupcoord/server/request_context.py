@@ -10,11 +10,11 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from groupcoord.apis.context import RequestHeader
     from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.principal import KafkaPrincipal
     from groupcoord.server.broker import Broker
     from groupcoord.server.connection import KafkaConnection
+    from groupcoord.wire.headers import RequestHeader
 
 
 class BrokerRequestContext:
