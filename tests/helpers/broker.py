@@ -130,6 +130,8 @@ class BrokerProcess:
         ]
 
     def _wait_ready(self, timeout: float) -> None:
+        """Poll the subprocess's log for its readiness line (another process: it cannot
+        signal us, so the polls sleep)."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
