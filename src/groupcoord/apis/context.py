@@ -123,7 +123,8 @@ class ClusterView(Protocol):
 class GroupRuntime(Protocol):
     """The coordinator runtime (`server.coordinator_runtime.CoordinatorRuntime`)."""
 
-    num_partitions: int
+    @property
+    def num_partitions(self) -> int: ...
 
     def partition_for(self, group_id: str) -> int: ...
     async def call(self, group_id: str, op: Callable[[Any, Any, int], Any]) -> Any: ...
