@@ -1,5 +1,8 @@
-"""One definition per format fact: varints, the record-batch header layout and the request
-header parser each live in one module, and a second copy elsewhere in src/ fails here.
+"""One definition per fact: varints, the record-batch header layout, the request header
+(its parser, its class and the ApiVersions header-v0 rule), Kafka's error codes and the
+internal topic names each live in one module, and a second copy elsewhere in src/ fails
+here. So does a duck-typed seam in server/ or apis/ (`hasattr`/`getattr` on our own
+objects, a module found by name).
 
 The checks read the source (names of functions, struct format strings, constants assigned),
 so they catch a re-typed copy, not only an import of the wrong module.
