@@ -99,7 +99,7 @@ def _denied(t: Any) -> AlterShareGroupOffsetsResponseTopic:
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: AlterShareGroupOffsetsRequest,
-                 version: int) -> Any:
+                 version: int) -> AlterShareGroupOffsetsResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if not request.group_id:
         return AlterShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID)

@@ -29,7 +29,7 @@ def error_response(request: Any, version: int, code: int) -> ConsumerGroupDescri
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ConsumerGroupDescribeRequest,
-                 version: int) -> Any:
+                 version: int) -> ConsumerGroupDescribeResponse:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,
         lambda shard, group_id: shard.consumer_group_describe(group_id, version),

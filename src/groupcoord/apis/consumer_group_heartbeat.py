@@ -27,7 +27,7 @@ RESPONSE = ConsumerGroupHeartbeatResponse
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ConsumerGroupHeartbeatRequest,
-                 version: int) -> Any:
+                 version: int) -> ConsumerGroupHeartbeatResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,

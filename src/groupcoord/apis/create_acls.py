@@ -28,7 +28,7 @@ def error_response(request: Any, version: int, code: int,
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: CreateAclsRequest,
-                 version: int) -> Any:
+                 version: int) -> CreateAclsResponse | None:
     if any(has_unknown(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
            for c in request.creations):
         ctx.close_connection()

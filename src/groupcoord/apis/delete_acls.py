@@ -29,7 +29,7 @@ def error_response(request: Any, version: int, code: int,
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteAclsRequest,
-                 version: int) -> Any:
+                 version: int) -> DeleteAclsResponse | None:
     if any(has_unknown(f.resource_type_filter, f.pattern_type_filter, f.operation,
                        f.permission_type) for f in request.filters):
         ctx.close_connection()

@@ -44,7 +44,7 @@ def _delete_op(group_ids: list[str]) -> Any:
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteGroupsRequest,
-                 version: int) -> Any:
+                 version: int) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(request.groups_names))
     deletable = authz.authorized(ctx, authz.Op.DELETE, authz.GROUP, names)
     denied = [g for g in names if g not in deletable]

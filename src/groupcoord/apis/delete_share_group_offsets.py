@@ -56,7 +56,7 @@ async def _plan(ctx: RequestContext, group_id: str, topic_ids: list[bytes]) -> s
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteShareGroupOffsetsRequest,
-                 version: int) -> Any:
+                 version: int) -> DeleteShareGroupOffsetsResponse:
     group_id = request.group_id
     authz.require_group(ctx, authz.Op.DELETE, group_id)
     if not group_id:

@@ -3,8 +3,6 @@ the matching ACLs grouped by resource pattern (`DescribeAclsResponse.aclsResourc
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.acl_support import binding_filter, has_unknown
 from groupcoord.apis.context import RequestContext
@@ -23,7 +21,7 @@ MAX_VERSION = 3
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeAclsRequest,
-                 version: int) -> Any:
+                 version: int) -> DescribeAclsResponse | None:
     r = request
     if has_unknown(r.resource_type_filter, r.pattern_type_filter, r.operation, r.permission_type):
         ctx.close_connection()

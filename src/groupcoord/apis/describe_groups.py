@@ -35,7 +35,7 @@ def _describe_op(group_id: str, version: int) -> Any:
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeGroupsRequest,
-                 version: int) -> Any:
+                 version: int) -> DescribeGroupsResponse:
     include_ops = version >= 3 and request.include_authorized_operations
     # Groups the principal may not describe come first, as Kafka answers them up front.
     visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP,

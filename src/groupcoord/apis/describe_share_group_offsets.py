@@ -104,6 +104,6 @@ async def _group(ctx: RequestContext, group: Any) -> DescribeShareGroupOffsetsRe
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeShareGroupOffsetsRequest,
-                 version: int) -> Any:
+                 version: int) -> DescribeShareGroupOffsetsResponse:
     return DescribeShareGroupOffsetsResponse(
         groups=[await _group(ctx, group) for group in request.groups])

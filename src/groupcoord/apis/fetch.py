@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
-from groupcoord.apis.context import RequestContext
+from groupcoord.apis.context import RawResponse, RequestContext
 from groupcoord.apis.fetch_encode import encode_fetch_response
 from groupcoord.logformat.batch import iter_batches
 from groupcoord.storage.config import OffsetOutOfRangeError
@@ -222,7 +222,7 @@ def _unreadable(ctx: RequestContext, request: FetchRequest, version: int,
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: FetchRequest,
-                 version: int) -> Any:
+                 version: int) -> FetchResponse | RawResponse:
     uses_ids = version >= 13
     now = ctx.now_ms()
     requested, forgotten = _requested(request, uses_ids)

@@ -25,6 +25,6 @@ def error_response(request: Any, version: int, code: int) -> JoinGroupResponse:
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: JoinGroupRequest,
-                 version: int) -> Any:
+                 version: int) -> JoinGroupResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     return await call_group(ctx, request.group_id, GroupCoordinatorShard.join_group, request, version)

@@ -24,7 +24,7 @@ def _list_op(states: list[str], types: list[str]) -> Any:
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ListGroupsRequest,
-                 version: int) -> Any:
+                 version: int) -> ListGroupsResponse:
     states = list(request.states_filter) if version >= 4 else []
     types = list(request.types_filter) if version >= 5 else []
     groups = []

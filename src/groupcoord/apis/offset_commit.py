@@ -50,7 +50,7 @@ def _check_topic(ctx: RequestContext, topic: Any, version: int) -> tuple[Any, in
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetCommitRequest,
-                 version: int) -> Any:
+                 version: int) -> OffsetCommitResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors: dict[tuple[int, int], int] = {}
     valid_topics = []

@@ -4,8 +4,6 @@ UNKNOWN_TOPIC_OR_PARTITION here; the rest goes to the group's shard
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group, partition_exists, topic_info
@@ -26,7 +24,7 @@ MAX_VERSION = 0
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetDeleteRequest,
-                 version: int) -> Any:
+                 version: int) -> OffsetDeleteResponse:
     authz.require_group(ctx, authz.Op.DELETE, request.group_id)
     rejected: list[OffsetDeleteResponseTopic] = []
     valid: list[OffsetDeleteRequestTopic] = []

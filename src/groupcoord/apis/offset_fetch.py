@@ -46,7 +46,7 @@ def error_response(request: Any, version: int, code: int) -> OffsetFetchResponse
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetFetchRequest,
-                 version: int) -> Any:
+                 version: int) -> OffsetFetchResponse:
     if version < 8:
         authz.require_group(ctx, authz.Op.DESCRIBE, request.group_id)
         if not authz.enabled(ctx):

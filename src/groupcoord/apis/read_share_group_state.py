@@ -107,7 +107,7 @@ def _partition(ctx: RequestContext, group_id: str, topic: Any, index: int) -> Pa
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ReadShareGroupStateRequest,
-                 version: int) -> Any:
+                 version: int) -> ReadShareGroupStateResponse:
     authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if not request.group_id:
         return ReadShareGroupStateResponse(results=[])

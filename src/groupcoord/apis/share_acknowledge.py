@@ -36,7 +36,7 @@ def error_response(request: Any, version: int, code: int) -> ShareAcknowledgeRes
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ShareAcknowledgeRequest,
-                 version: int) -> Any:
+                 version: int) -> ShareAcknowledgeResponse:
     group_id, member_id = request.group_id or "", request.member_id or ""
     if not support.member_request_valid(ctx, group_id, member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)

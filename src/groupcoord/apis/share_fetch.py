@@ -45,7 +45,7 @@ def error_response(request: Any, version: int, code: int) -> ShareFetchResponse:
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ShareFetchRequest,
-                 version: int) -> Any:
+                 version: int) -> ShareFetchResponse:
     group_id, member_id = request.group_id or "", request.member_id or ""
     if not support.member_request_valid(ctx, group_id, member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)

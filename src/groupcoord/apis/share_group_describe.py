@@ -31,7 +31,7 @@ def error_response(request: Any, version: int, code: int) -> ShareGroupDescribeR
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupDescribeRequest,
-                 version: int) -> Any:
+                 version: int) -> ShareGroupDescribeResponse:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,
         lambda shard, group_id: shard.share_group_describe(group_id),

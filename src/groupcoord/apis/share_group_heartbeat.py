@@ -33,7 +33,7 @@ RESPONSE = share_support.versioned_response(ShareGroupHeartbeatResponse)
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupHeartbeatRequest,
-                 version: int) -> Any:
+                 version: int) -> ShareGroupHeartbeatResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):
         return as_version(ShareGroupHeartbeatResponse(

@@ -31,7 +31,7 @@ def error_response(request: Any, version: int, code: int) -> StreamsGroupDescrib
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupDescribeRequest,
-                 version: int) -> Any:
+                 version: int) -> StreamsGroupDescribeResponse:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,
         lambda shard, group_id: shard.streams_group_describe(group_id),

@@ -102,7 +102,7 @@ def _create_internal_topics(ctx: RequestContext, response: StreamsGroupHeartbeat
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupHeartbeatRequest,
-                 version: int) -> Any:
+                 version: int) -> StreamsGroupHeartbeatResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if request.topology is not None:
         rejected = _check_topology(ctx, request.topology)

@@ -11,8 +11,6 @@ asks for a description (TopologyDescriptionRequired stays false), so clients do 
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.errors import ErrorCode
@@ -31,7 +29,7 @@ NO_PLUGIN = "The broker has no streams group topology description plugin configu
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupTopologyDescriptionUpdateRequest,
-                 version: int) -> Any:
+                 version: int) -> StreamsGroupTopologyDescriptionUpdateResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     return StreamsGroupTopologyDescriptionUpdateResponse(
         error_code=ErrorCode.UNSUPPORTED_VERSION, error_message=NO_PLUGIN)

@@ -171,7 +171,7 @@ async def _commit(ctx: RequestContext, sub: Any, version: int) -> Any:
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: TxnOffsetCommitRequest,
-                 version: int) -> Any:
+                 version: int) -> TxnOffsetCommitResponse:
     authz.require_transactional_id(ctx, authz.Op.WRITE, request.transactional_id)
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors, valid_topics, names = _split(ctx, request, version)
