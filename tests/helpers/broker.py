@@ -156,7 +156,7 @@ class BrokerProcess:
                     return int(match.group(2))
             if time.monotonic() > deadline:
                 raise BrokerStartError(f"no listener {name}; log:\n{self.log_tail()}")
-            time.sleep(POLL_INTERVAL_S)
+            time.sleep(POLL_INTERVAL_S)  # the subprocess logs it; nothing to await
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """SIGTERM and wait; returns the exit code. Not exiting in time is an error."""
