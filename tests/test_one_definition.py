@@ -1,5 +1,8 @@
-"""One definition per format fact: varints, the record-batch header layout and the request
-header parser each live in one module, and a second copy elsewhere in src/ fails here.
+"""One definition per fact: varints, the record-batch header layout, the request header
+(its parser, its class and the ApiVersions header-v0 rule), Kafka's error codes and the
+internal topic names each live in one module, and a second copy elsewhere in src/ fails
+here. So does a duck-typed seam in server/ or apis/ (`hasattr`/`getattr` on our own
+objects, a module found by name).
 
 The checks read the source (names of functions, struct format strings, constants assigned),
 so they catch a re-typed copy, not only an import of the wrong module.
@@ -118,3 +121,88 @@ def test_error_codes_are_error_code_members() -> None:
                 found += [f"{rel}:{node.lineno} {t.id}" for t in node.targets
                           if isinstance(t, ast.Name) and codes.get(t.id) == _int_value(node.value)]
     assert found == [], f"bare error codes (use ErrorCode members): {found}"
+
+
+# Reflection on the project's own objects is a duck-typed seam; these by-name walks over
+# generated fields (or the stdlib) are the ones allowed, each with a comment saying why.
+_REFLECTION_ALLOWED = {
+    "server/acceptor.py",  # socket.IPPROTO_IPV6 is missing on some platforms
+    "server/fault_injection.py",  # field names of any generated request
+    "apis/request_limits.py",  # every string field of any generated message
+    "apis/share_v0_codec.py",  # fields named by a schema
+    "apis/authorization.py",  # resets a response struct slot by slot
+    # The shard protocol's optional hooks; the shard runtime's own modules.
+    "server/shard_task.py", "server/coordinator_runtime.py",
+}
+
+
+def test_no_reflection_or_module_discovery_in_server_and_apis() -> None:
+    """Handlers and the server reach their parts through typed attributes: no
+    `hasattr`/`getattr` on our own objects, and no module found by name (`importlib`;
+    the handler table is the literal, generated `apis/served.py`)."""
+    found = []
+    for rel, tree in SOURCES:
+        if not rel.startswith(("server/", "apis/")):
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("hasattr", "getattr")
+                    and rel not in _REFLECTION_ALLOWED):
+                found.append(f"{rel}:{node.lineno} {node.func.id}")
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                # broker.py warms up a fixed list of modules on a worker thread at start-up.
+                if any(n.split(".")[0] == "importlib" for n in names) and rel != "server/broker.py":
+                    found.append(f"{rel}:{node.lineno} importlib")
+    assert found == [], f"reflection or module discovery: {found}"
+
+
+_TOPICS_HOME = "logformat/internal_topics.py"
+_INTERNAL_TOPIC_NAMES = {"__consumer_offsets", "__share_group_state", "__transaction_state",
+                         "__group_events"}
+# Modules the coordinator-runtime move rewrites; their copies go with that change.
+_TOPIC_NAMES_PENDING = {"server/shard_task.py", "server/transactions.py",
+                        "server/coordinator_txn.py"}
+
+
+def test_internal_topic_names_are_spelled_once() -> None:
+    """`__consumer_offsets` and the other internal topic names are literals only in
+    `logformat/internal_topics.py` (docstrings and comments may name them)."""
+    found = []
+    for rel, tree in SOURCES:
+        if rel == _TOPICS_HOME or rel in _TOPIC_NAMES_PENDING:
+            continue
+        docstrings = {id(n.value) for n in ast.walk(tree)
+                      if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        found += [f"{rel}:{n.lineno} {n.value}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and n.value in _INTERNAL_TOPIC_NAMES
+                  and id(n) not in docstrings]
+    assert found == [], f"internal topic names outside {_TOPICS_HOME}: {found}"
+
+
+def test_request_header_class_is_defined_once() -> None:
+    found = [f"{rel}:{node.lineno}" for rel, tree in SOURCES for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef) and node.name == "RequestHeader"
+             and rel != _REQUEST_HEADER_HOME]
+    assert found == [], f"a second RequestHeader class: {found}"
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+            if isinstance(n, ast.Name | ast.Attribute)}
+
+
+def test_api_versions_response_header_rule_is_stated_once() -> None:
+    """"ApiVersions responses use header v0" is `wire.headers.response_header_flexible`:
+    no other module combines an ApiVersions key test with a flexible-version test."""
+    found = []
+    for rel, tree in SOURCES:
+        if rel == _REQUEST_HEADER_HOME:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BoolOp | ast.IfExp):
+                names = _names_in(node)
+                if (any("API_VERSIONS" in n for n in names)
+                        and any("flexible" in n.lower() for n in names)):
+                    found.append(f"{rel}:{node.lineno}")
+    assert found == [], f"the ApiVersions header rule restated: {found}"

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import pytest
+from helpers.polling import wait_for
 
 from groupcoord.cli.share_group_ops import InFlight, count_in_flight
 from groupcoord.wire.generated.read_share_group_state import StateBatch
@@ -182,13 +183,15 @@ def test_reset_and_delete_offsets_refused_while_the_group_has_members(share_grou
 def test_closed_consumer_releases_acquired_records(share_group) -> None:  # type: ignore[no-untyped-def]
     bootstrap, consumer = share_group
     consumer.close()
-    deadline = time.monotonic() + 20
-    while True:
-        data = groups_json(bootstrap, "describe", GROUP)
-        if data["state"] == "Empty" and all(r["acquired"] == 0 for r in data["partitions"]):
-            break
-        assert time.monotonic() < deadline, data
-        time.sleep(0.2)
+    seen: list[dict] = []
+
+    def released() -> bool:
+        seen.append(data := groups_json(bootstrap, "describe", GROUP))
+        return data["state"] == "Empty" and all(r["acquired"] == 0 for r in data["partitions"])
+
+    wait_for(released, "the acquired records to be released", 20, lambda: str(seen[-1]),
+             interval=0.2)
+    data = seen[-1]
     # Released records are available again but still in flight; nothing moved.
     assert {r["partition"]: (r["start_offset"], r["lag"], r["in_flight"])
             for r in data["partitions"]} == {0: (4, 5, 5), 1: (2, 13, 8)}

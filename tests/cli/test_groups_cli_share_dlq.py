@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from helpers.confluent_io import create_share_topic, produce_ids
+from helpers.polling import poll_until
 
 from groupcoord.cli.share_group_ops import InFlight, count_in_flight
 from groupcoord.wire.generated.read_share_group_state import StateBatch
@@ -61,14 +62,16 @@ def test_describe_shows_dead_letters_per_share_group(broker: Any) -> None:
     produce_ids(bootstrap, TOPIC, range(12), 2)
     consume(bootstrap, GROUP, 12)
     # The DLQ write follows the acknowledgement; wait for all four (ids 0, 3, 6, 9).
-    deadline = time.monotonic() + 30
-    while True:
+    views: list[dict] = []
+
+    def four_written() -> bool:
         described = groups(bootstrap, "describe", GROUP, "--json")
         assert described.returncode == 0, described.stderr
-        view = json.loads(described.stdout)
-        if view["dead_letter_queue"]["records"] == 4 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        views.append(json.loads(described.stdout))
+        return bool(views[-1]["dead_letter_queue"]["records"] == 4)
+
+    poll_until(four_written, 30, interval=0.2)
+    view = views[-1]
     assert view["dead_letter_queue"] == {"topic": DLQ, "records": 4}
     per_partition = {r["partition"]: (r["dead_letters"], r["archiving"])
                      for r in view["partitions"]}

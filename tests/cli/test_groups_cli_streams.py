@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
 from helpers import confluent_io
 from helpers.broker import BrokerFactory
+from helpers.polling import poll_until
 
 from groupcoord.cli.wire_client import WireClient
 from groupcoord.wire.errors import ErrorCode
@@ -70,11 +70,14 @@ def test_streams_group_admin_and_cli(tmp_path: Any) -> None:
         with WireClient(bootstrap) as client:
             first = heartbeat(client, 0)
             assert [s.status_code for s in first.status] == [3]  # MISSING_INTERNAL_TOPICS
-            deadline = time.monotonic() + 20
-            response = first
-            while not response.active_tasks and time.monotonic() < deadline:
-                response = heartbeat(client, response.member_epoch)
-                time.sleep(0.1)
+            responses = [first]
+
+            def assigned() -> bool:
+                responses.append(heartbeat(client, responses[-1].member_epoch))
+                return bool(responses[-1].active_tasks)
+
+            poll_until(assigned, 20, interval=0.1)
+            response = responses[-1]
             assert {t.subtopology_id: sorted(t.partitions) for t in response.active_tasks} == \
                 {"0": [0, 1], "1": [0, 1]}
             epoch = response.member_epoch

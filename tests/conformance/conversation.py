@@ -11,11 +11,11 @@ prefixes the scenario's own name, so every scenario can share one broker of each
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from helpers.polling import wait_for
 from helpers.wire_client import Pending, WireConnection
 
 from conformance.normalise import Symbols, Tree, normalise
@@ -204,11 +204,7 @@ class Conversation:
         self.wait_until(lambda: self.describe_state(group) == state, f"{group} in {state}")
 
     def wait_until(self, condition: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + POLL_DEADLINE_S
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.broker}: timed out waiting for {what}")
-            time.sleep(POLL_INTERVAL_S)
+        wait_for(condition, f"{self.broker}: {what}", POLL_DEADLINE_S, interval=POLL_INTERVAL_S)
 
     def close(self) -> None:
         for conn in self.connections:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from helpers.broker import BrokerFactory, free_port
+from helpers.polling import wait_for_async
 from helpers.reference_broker import ReferenceBroker
 from helpers.sasl_wire import (
     ScramClient,
@@ -109,13 +110,13 @@ async def add_alice(peer: Peer) -> None:
     answer = await admin.call(AlterUserScramCredentialsRequest(
         deletions=[], upsertions=[upsert("alice")]), 0, AlterUserScramCredentialsResponse)
     assert [r.error_code for r in answer.results] == [0], answer
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    async def described() -> bool:
         found = await admin.call(DescribeUserScramCredentialsRequest(
             users=[UserName(name="alice")]), 0, DescribeUserScramCredentialsResponse)
-        if found.results and found.results[0].error_code == 0:
-            break
-        await asyncio.sleep(0.1)
+        return bool(found.results and found.results[0].error_code == 0)
+
+    # The credential reaches the reference broker's SASL layer through its controller.
+    await wait_for_async(described, "alice's SCRAM credential", 30, interval=0.1)
     await admin.close()
 
 

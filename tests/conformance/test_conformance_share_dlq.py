@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from helpers.polling import poll_until, wait_for
 from helpers.reference_broker import ReferenceBroker, log_event
 
 from conformance.conversation import Conversation, Topic
@@ -115,11 +116,8 @@ def dlq_rows(c: Conversation, topic: Topic, partition: int = 0) -> list[tuple[ob
 def wait_dlq(c: Conversation, step: str, topic: Topic, count: int) -> None:
     """Wait until the DLQ topic holds `count` records (the DLQ write is asynchronous on
     both brokers), then record them."""
-    deadline = time.monotonic() + DLQ_DEADLINE_S
-    while len(dlq_rows(c, topic)) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{c.broker}: no {count} records in {topic.name} in time")
-        time.sleep(0.05)
+    wait_for(lambda: len(dlq_rows(c, topic)) >= count,
+             f"{c.broker}: {count} records in {topic.name}", DLQ_DEADLINE_S)
     c.record(step, dlq_rows(c, topic))
 
 
@@ -260,9 +258,7 @@ def test_dlq_partition_is_the_source_partition_modulo_dlq_partitions(
                                        acknowledge_types=[REJECT]) for p in range(3)})
         # Sources 0 and 2 are written by two share-partitions' DLQ writes, in either order:
         # compare them without their DLQ offsets, in source order.
-        deadline = time.monotonic() + DLQ_DEADLINE_S
-        while len(dlq_rows(c, dlq)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        poll_until(lambda: len(dlq_rows(c, dlq)) >= 2, DLQ_DEADLINE_S)
         c.record("DLQ partition 0: sources 0 and 2",
                  sorted((row[1:] for row in dlq_rows(c, dlq)), key=repr))
         rows: list[tuple[object, ...]] = []

@@ -130,6 +130,8 @@ class BrokerProcess:
         ]
 
     def _wait_ready(self, timeout: float) -> None:
+        """Poll the subprocess's log for its readiness line (another process: it cannot
+        signal us, so the polls sleep)."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -154,7 +156,7 @@ class BrokerProcess:
                     return int(match.group(2))
             if time.monotonic() > deadline:
                 raise BrokerStartError(f"no listener {name}; log:\n{self.log_tail()}")
-            time.sleep(POLL_INTERVAL_S)
+            time.sleep(POLL_INTERVAL_S)  # the subprocess logs it; nothing to await
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """SIGTERM and wait; returns the exit code. Not exiting in time is an error."""

@@ -18,13 +18,13 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from helpers import java
+from helpers.polling import wait_for
 
 MEMBER_HOST = Path(__file__).resolve().parent / "member_host.py"
 CLOSE_TIMEOUT_S = 30.0
@@ -177,16 +177,6 @@ def host_factory(client: str, bootstrap: str, topic: str, group: str, assignor: 
         return MemberHost([*prefix, *args], ledger, tmp / f"{group}-{name}.stderr")
 
     return make
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float,
-             interval: float = 0.1) -> None:
-    """Poll `condition` until true; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def _child_env() -> dict[str, str]:

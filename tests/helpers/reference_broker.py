@@ -105,7 +105,7 @@ class ReferenceBroker:
                 waiting_for = "ApiVersions"
             if not waiting_for:
                 return
-            time.sleep(POLL_INTERVAL_S)
+            time.sleep(POLL_INTERVAL_S)  # a Kafka process: nothing to await, so look again
         raise ReferenceBrokerError(f"Kafka not ready ({waiting_for}) in time\n{self.log_tail()}")
 
     def _probe(self) -> str:

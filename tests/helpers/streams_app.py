@@ -16,9 +16,8 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -118,16 +117,6 @@ class StreamsInstance:
         self.proc.wait(30)
         self._reader.join(5)
         self._stderr.close()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float,
-               detail: Callable[[], str] = lambda: "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; {detail()}")
 
 
 def expected_counts(lines: Iterable[str]) -> Counter[str]:

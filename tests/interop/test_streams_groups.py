@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer
 from helpers import confluent_io, streams_app
 from helpers.broker import BrokerFactory
+from helpers.polling import wait_for
 from helpers.reference_broker import ReferenceBroker
 
 pytestmark = pytest.mark.interop
@@ -58,9 +59,9 @@ def _final_counts(bootstrap: str, topic: str, expected: Counter[str]) -> dict[st
     consumer.subscribe([topic])
     counts: dict[str, int] = {}
     try:
-        streams_app.wait_until(lambda: _poll_into(consumer, counts) == dict(expected),
-                               "the final word counts", 120,
-                               lambda: f"have {counts}, want {dict(expected)}")
+        wait_for(lambda: _poll_into(consumer, counts) == dict(expected),
+                 "the final word counts", 120,
+                 lambda: f"have {counts}, want {dict(expected)}")
     finally:
         consumer.close()
     return counts
@@ -127,17 +128,17 @@ def _scale_scenario(bootstrap: str, classes: Path, tmp_path: Path
     instances = [start(0)]
     try:
         _produce(bootstrap, "words", batches[0], 0)
-        streams_app.wait_until(lambda: _spread(instances), "one instance RUNNING with all "
-                               "tasks", 90, lambda: _detail(instances))
+        wait_for(lambda: _spread(instances), "one instance RUNNING with all "
+                 "tasks", 90, lambda: _detail(instances))
         instances += [start(1), start(2)]
-        streams_app.wait_until(lambda: _spread(instances) and _standbys_placed(instances),
-                               "three instances sharing the tasks with standbys", 120,
-                               lambda: _detail(instances))
+        wait_for(lambda: _spread(instances) and _standbys_placed(instances),
+                 "three instances sharing the tasks with standbys", 120,
+                 lambda: _detail(instances))
         _produce(bootstrap, "words", batches[1], 300)
         assert instances.pop().close() == 0
-        streams_app.wait_until(lambda: _spread(instances) and _standbys_placed(instances),
-                               "two instances sharing the tasks with standbys", 120,
-                               lambda: _detail(instances))
+        wait_for(lambda: _spread(instances) and _standbys_placed(instances),
+                 "two instances sharing the tasks with standbys", 120,
+                 lambda: _detail(instances))
         _produce(bootstrap, "words", batches[2], 600)
         expected = streams_app.expected_counts(line for b in batches for line in b)
         counts = _final_counts(bootstrap, "counts", expected)
@@ -179,19 +180,19 @@ def test_word_count_survives_kill_of_an_instance_and_of_the_broker(
     instances = [start(0), start(1)]
     try:
         _produce(broker.bootstrap, "words", batches[0], 0)
-        streams_app.wait_until(lambda: _spread(instances), "two instances sharing the tasks",
-                               120, lambda: _detail(instances))
+        wait_for(lambda: _spread(instances), "two instances sharing the tasks",
+                 120, lambda: _detail(instances))
         _produce(broker.bootstrap, "words", batches[1], 300)
         instances.pop(0).kill()
-        streams_app.wait_until(lambda: _spread(instances), "the survivor owning every task",
-                               120, lambda: _detail(instances))
+        wait_for(lambda: _spread(instances), "the survivor owning every task",
+                 120, lambda: _detail(instances))
         broker.kill()
         broker.start()
         _produce(broker.bootstrap, "words", batches[2], 600)
         instances.append(start(2))
-        streams_app.wait_until(lambda: _spread(instances), "the survivor and a new instance "
-                               "sharing the tasks after the broker restart", 180,
-                               lambda: _detail(instances))
+        wait_for(lambda: _spread(instances), "the survivor and a new instance "
+                 "sharing the tasks after the broker restart", 180,
+                 lambda: _detail(instances))
         _produce(broker.bootstrap, "words", batches[3], 900)
         expected = streams_app.expected_counts(line for b in batches for line in b)
         assert _final_counts(broker.bootstrap, "counts", expected) == dict(expected)

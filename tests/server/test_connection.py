@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
 from pathlib import Path
 from typing import Any
 
 from broker_inproc import InProcBroker, RawClient, run
+from out_of_order import OutOfOrderMetadata
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.registry import ApiSpec, load_handlers
@@ -21,15 +21,7 @@ from groupcoord.wire.generated.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
-    MetadataResponseTopic,
 )
-
-
-async def _slow_metadata(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    """Sleeps for the seconds named by the first topic, then echoes it."""
-    name = request.topics[0].name
-    await asyncio.sleep(float(name))
-    return MetadataResponse(topics=[MetadataResponseTopic(name=name)])
 
 
 async def _failing(ctx: Any, header: Any, request: Any, version: int) -> Any:
@@ -38,25 +30,26 @@ async def _failing(ctx: Any, header: Any, request: Any, version: int) -> Any:
 
 def _handlers() -> dict[int, ApiSpec]:
     table = load_handlers(["api_versions"])
-    table[3] = ApiSpec(3, 0, 12, _slow_metadata, MetadataRequest, MetadataResponse, 9)
+    table[3] = ApiSpec(3, 0, 12, OutOfOrderMetadata().handle, MetadataRequest, MetadataResponse, 9)
     table[60] = ApiSpec(60, 0, 2, _failing, DescribeClusterRequest, DescribeClusterResponse, 0)
     return table
 
 
-def _metadata(delay: str) -> MetadataRequest:
-    return MetadataRequest(topics=[MetadataRequestTopic(name=delay)])
+def _metadata(name: str) -> MetadataRequest:
+    return MetadataRequest(topics=[MetadataRequestTopic(name=name)])
 
 
 def test_pipelined_responses_keep_request_order(tmp_path: Path) -> None:
     async def go() -> None:
         async with InProcBroker(tmp_path, _handlers()) as b:
             c = await b.client()
-            delays = ["0.3", "0", "0.1", "0"]
-            for d in delays:
-                await c.send(_metadata(d), 9)
-            got = [await c.recv(MetadataResponse, 9) for _ in delays]
+            # Handlers finish in the order 2, 3, 1, 4; responses go out as 1, 2, 3, 4.
+            names = ["after 2", "now", "after 1", "now"]
+            for name in names:
+                await c.send(_metadata(name), 9)
+            got = [await c.recv(MetadataResponse, 9) for _ in names]
             assert [corr for corr, _ in got] == [1, 2, 3, 4]
-            assert [r.topics[0].name for _, r in got] == delays
+            assert [r.topics[0].name for _, r in got] == [f"{n}@/127.0.0.1" for n in names]
     run(go())
 
 
@@ -119,7 +112,7 @@ def test_unsupported_version_closes(tmp_path: Path, caplog: Any) -> None:
 
 
 def test_truncated_body_closes(tmp_path: Path, caplog: Any) -> None:
-    frame = RawClient.frame(_metadata("0"), 1, 1)
+    frame = RawClient.frame(_metadata("now"), 1, 1)
     body = frame[4:-3]
     _closes_with_one_line(tmp_path, caplog, struct.pack(">i", len(body)) + body)
 
@@ -160,7 +153,7 @@ def test_response_header_flexibility(tmp_path: Path) -> None:
             data = await c.read_frame()
             resp, end = ApiVersionsResponse.decode(data, 4, 3)
             assert end == len(data) and resp.error_code == 0
-            await c.send(_metadata("0"), 9)
+            await c.send(_metadata("now"), 9)
             data = await c.read_frame()
             assert data[4] == 0  # empty tagged-field section of header v1
             resp, end = MetadataResponse.decode(data, 5, 9)

@@ -8,12 +8,12 @@ client host handed to the coordinator is Kafka's `InetAddress.toString()` form.
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from pathlib import Path
 from typing import Any
 
 from broker_inproc import InProcBroker, RawClient, run
+from out_of_order import OutOfOrderMetadata
 
 from groupcoord.apis.registry import ApiSpec, load_handlers
 from groupcoord.server.connection import kafka_client_host
@@ -25,15 +25,7 @@ from groupcoord.wire.generated.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
-    MetadataResponseTopic,
 )
-
-
-async def _slow_metadata(ctx: Any, header: Any, request: Any, version: int) -> Any:
-    """Sleeps for the seconds named by the first topic; answers with the client host."""
-    name = request.topics[0].name
-    await asyncio.sleep(float(name))
-    return MetadataResponse(topics=[MetadataResponseTopic(name=f"{name}@{ctx.client_host}")])
 
 
 async def _close_after_me(ctx: Any, header: Any, request: Any, version: int) -> Any:
@@ -44,25 +36,25 @@ async def _close_after_me(ctx: Any, header: Any, request: Any, version: int) -> 
 
 def _handlers() -> dict[int, ApiSpec]:
     table = load_handlers(["api_versions"])
-    table[3] = ApiSpec(3, 0, 12, _slow_metadata, MetadataRequest, MetadataResponse, 9)
+    table[3] = ApiSpec(3, 0, 12, OutOfOrderMetadata().handle, MetadataRequest, MetadataResponse, 9)
     table[60] = ApiSpec(60, 0, 2, _close_after_me, DescribeClusterRequest,
                         DescribeClusterResponse, 0)
     return table
 
 
-def _metadata(delay: str) -> MetadataRequest:
-    return MetadataRequest(topics=[MetadataRequestTopic(name=delay)])
+def _metadata(name: str) -> MetadataRequest:
+    return MetadataRequest(topics=[MetadataRequestTopic(name=name)])
 
 
 async def _send_slow_pair(c: RawClient) -> None:
-    for delay in ("0.3", "0"):
-        await c.send(_metadata(delay), 9)
+    for name in ("after 1", "now"):
+        await c.send(_metadata(name), 9)
 
 
 async def _expect_pair_then_close(c: RawClient) -> None:
     got = [await c.recv(MetadataResponse, 9) for _ in range(2)]
     assert [corr for corr, _ in got] == [1, 2]
-    assert [r.topics[0].name for _, r in got] == ["0.3@/127.0.0.1", "0@/127.0.0.1"]
+    assert [r.topics[0].name for _, r in got] == ["after 1@/127.0.0.1", "now@/127.0.0.1"]
     assert await c.closed()
 
 
@@ -73,7 +65,7 @@ def test_malformed_frame_after_pipelined_requests(tmp_path: Path) -> None:
             await _send_slow_pair(c)
             bad = struct.pack(">hhih", 999, 0, 3, -1)
             await c.send_raw(struct.pack(">i", len(bad)) + bad)
-            await c.send(_metadata("0"), 9)  # after the bad frame: never answered
+            await c.send(_metadata("now"), 9)  # after the bad frame: never answered
             await _expect_pair_then_close(c)
     run(go())
 
@@ -94,7 +86,7 @@ def test_handler_close_answers_earlier_requests_only(tmp_path: Path) -> None:
             c = await b.client()
             await _send_slow_pair(c)
             await c.send(DescribeClusterRequest(), 0)
-            await c.send(_metadata("0"), 9)  # after the closing request: abandoned
+            await c.send(_metadata("now"), 9)  # after the closing request: abandoned
             await _expect_pair_then_close(c)
     run(go())
 

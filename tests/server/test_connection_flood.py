@@ -29,6 +29,7 @@ import pytest
 from broker_inproc import RawClient
 from helpers.broker import BrokerFactory, BrokerProcess
 from helpers.clients import ConfluentAdapter
+from helpers.polling import poll_until, wait_for
 from helpers.workload import Workload, check_consumed
 
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -85,8 +86,8 @@ def _close_all(socks: list[socket.socket]) -> None:
 def _closed_by_broker(socks: list[socket.socket], expect: int, timeout: float) -> int:
     """How many of `socks` the broker closed, polled until `expect` or the deadline."""
     closed: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def enough_closed() -> bool:
         for i, sock in enumerate(socks):
             if i in closed:
                 continue
@@ -98,9 +99,10 @@ def _closed_by_broker(socks: list[socket.socket], expect: int, timeout: float) -
                 pass
             except ConnectionError:
                 closed.add(i)
-        if len(closed) >= expect or time.monotonic() > deadline:
-            return len(closed)
-        time.sleep(0.05)
+        return len(closed) >= expect
+
+    poll_until(enough_closed, timeout)
+    return len(closed)
 
 
 def _call(sock: socket.socket, request: Any, version: int, response_cls: Any) -> Any:
@@ -194,10 +196,8 @@ def test_flood_stops_at_the_open_files_reserve(tmp_path: Path, many_fds: None) -
     flood: list[socket.socket] = []
     try:
         flood = _flood(broker.port, 1000)  # all fit the listen backlog (1024)
-        deadline = time.monotonic() + 30
-        while "open files limit" not in broker.log_text():
-            assert time.monotonic() < deadline, broker.log_tail()
-            time.sleep(0.05)
+        wait_for(lambda: "open files limit" in broker.log_text(), "the open files limit", 30,
+                 broker.log_tail)
         # The reserve (64 at this limit) stays free, give or take sockets in flight.
         assert _open_fds(_pid(broker)) <= nofile - 56
         # The reserve lets the broker open segment files while connections are at the limit.

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_inproc import InProcBroker, RawClient, run
+from broker_inproc import InProcBroker, RawClient, run, settle
 
 from groupcoord.apis.registry import ApiSpec, load_handlers
 from groupcoord.server.connection_limits import ConnectionLimits
@@ -59,14 +58,6 @@ async def _served(client: RawClient) -> bool:
     return bool(response.error_code == 0)
 
 
-async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """The broker's own loop changes state; there is no event to await from outside it."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
-        await asyncio.sleep(0.005)
-
-
 def _limits(b: InProcBroker) -> ConnectionLimits:
     limits = b.broker.connection_limits
     assert limits is not None
@@ -89,7 +80,7 @@ def test_per_ip_limit_closes_the_connection_beyond_it(
             quotas = _limits(b).quotas
             assert quotas.count("127.0.0.1") == 2 and quotas.refused == 1
             await first.close()
-            await _until(lambda: quotas.count("127.0.0.1") == 1)
+            await settle(lambda: quotas.count("127.0.0.1") == 1)
             assert await _served(await b.client())  # the slot was released on close
 
     with caplog.at_level(logging.INFO, logger="groupcoord.server"):
@@ -118,7 +109,7 @@ def test_max_connections_makes_new_connections_wait(
             assert await _served(first) and await _served(await b.client())
             waiting = await _client_from(b, "127.0.0.2")
             corr = await waiting.send(ApiVersionsRequest(), 0)
-            await _until(lambda: any("max.connections=2 reached" in m
+            await settle(lambda: any("max.connections=2 reached" in m
                                      for m in _messages(caplog)))
             # The acceptor waits: the third connection sits in the listen backlog.
             assert _limits(b).quotas.total == 2 and len(b.broker.connections) == 2
@@ -137,7 +128,7 @@ def test_idle_connections_closed_at_the_injected_time(
             idle, busy = await b.client(), await b.client()
             assert await _served(idle)
             await busy.send(MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 9)
-            await _until(lambda: any(c.has_pending_responses() for c in b.broker.connections))
+            await settle(lambda: any(c.has_pending_responses() for c in b.broker.connections))
             limits = _limits(b)
             now = asyncio.get_running_loop().time()
             assert limits.expire_idle(now + 599.0) == 0
@@ -145,7 +136,7 @@ def test_idle_connections_closed_at_the_injected_time(
             assert await idle.closed()
             # A connection owed a response is not idle.
             assert len(b.broker.connections) == 1 and not await busy.closed(timeout=0)
-            await _until(lambda: limits.quotas.total == 1)
+            await settle(lambda: limits.quotas.total == 1)
 
     with caplog.at_level(logging.INFO, logger="groupcoord.server"):
         run(go())
@@ -160,7 +151,7 @@ def test_idle_timer_closes_connections(tmp_path: Path) -> None:
             assert await _served(client)
             assert await client.closed(timeout=5.0)
             assert _limits(b).idle_closed == 1
-            await _until(lambda: _limits(b).quotas.total == 0)
+            await settle(lambda: _limits(b).quotas.total == 0)
 
     run(go())
 

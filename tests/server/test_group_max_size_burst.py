@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from broker_inproc import InProcBroker, RawClient
 from helpers.broker import BrokerFactory
+from helpers.polling import wait_for_async
 
 from groupcoord.coordinator.classic.consumer_protocol import encode_subscription
 from groupcoord.wire.errors import ErrorCode as E
@@ -162,23 +163,21 @@ async def sync_all(outcomes: list[ClassicOutcome]) -> None:
 
 async def until_state(port: int, state: str, deadline_s: float = 10.0) -> None:
     """Poll DescribeGroups until the group is in `state` (a condition, with a deadline)."""
-    deadline = time.monotonic() + deadline_s
-    while (await describe_classic(port)).group_state != state:
-        assert time.monotonic() < deadline, f"group never reached {state}"
-        await asyncio.sleep(0.01)
+    async def reached() -> bool:
+        return (await describe_classic(port)).group_state == state
+
+    await wait_for_async(reached, f"the group to reach {state}", deadline_s, interval=0.01)
 
 
 async def until_newcomers_settled(port: int, line: StartLine, newcomers: int) -> None:
     """Poll DescribeGroups until every newcomer is either refused or in the group
     (parked in the join phase), checking the member count at every look."""
-    deadline = time.monotonic() + BURST_DEADLINE_S
-    while True:
+    async def settled() -> bool:
         members = len((await describe_classic(port)).members)
         assert members <= LIMIT, f"the group holds {members} members"
-        if line.refused + members - FIRST_WAVE == newcomers:
-            return
-        assert time.monotonic() < deadline, "the newcomers never settled"
-        await asyncio.sleep(0.01)
+        return line.refused + members - FIRST_WAVE == newcomers
+
+    await wait_for_async(settled, "the newcomers to settle", BURST_DEADLINE_S, interval=0.01)
 
 
 async def classic_burst(port: int) -> tuple[list[ClassicOutcome], list[ClassicOutcome], float]:

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka import admin as adm
 from helpers.java import harness_command
+from helpers.polling import poll_until, wait_for
 from helpers.wire_client import WireConnection
 
 from groupcoord.testing import KafkaBroker
@@ -63,13 +64,11 @@ def _poll_values(consumer: ShareConsumer, seconds: float, want: int = 1) -> list
 
 
 def _wait_for_assigned_members(conn: WireConnection, group: str, count: int) -> None:
-    deadline = time.monotonic() + SETUP_TIMEOUT_S
-    while True:
+    def assigned() -> bool:
         members = conn.call(ShareGroupDescribeRequest(group_ids=[group]), 1).groups[0].members
-        if len(members) == count and all(m.assignment.topic_partitions for m in members):
-            return
-        assert time.monotonic() < deadline, f"{len(members)} members in {group}"
-        time.sleep(0.05)
+        return len(members) == count and all(m.assignment.topic_partitions for m in members)
+
+    wait_for(assigned, f"{count} assigned members in {group}", SETUP_TIMEOUT_S)
 
 
 class ConfluentTaker:
@@ -98,12 +97,8 @@ class JavaTaker:
 
     def records(self, seconds: float) -> list[bytes]:
         done = self.workdir / f"done-{RECORD.decode()}"
-        deadline = time.monotonic() + seconds
-        while not done.exists():
-            if time.monotonic() >= deadline:
-                return []
-            time.sleep(0.01)
-        return [RECORD]
+        # Written by the consumer subprocess once it has the record.
+        return [RECORD] if poll_until(done.exists, seconds, interval=0.01) else []
 
     def close(self) -> None:
         (self.workdir / "stop").touch()

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import pytest
 from confluent_kafka import Producer
 from helpers.java import harness_command
+from helpers.polling import wait_for
 from helpers.wire_client import WireConnection
 
 from groupcoord.testing import KafkaBroker
@@ -50,10 +51,14 @@ def _last_stable_offset(conn: WireConnection, topic: str) -> int:
 
 
 def _wait_for_lso(conn: WireConnection, topic: str, expected: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while (lso := _last_stable_offset(conn, topic)) != expected:
-        assert time.monotonic() < deadline, f"last stable offset {lso}, expected {expected}"
-        time.sleep(0.01)
+    seen: list[int] = []
+
+    def reached() -> bool:
+        seen.append(_last_stable_offset(conn, topic))
+        return seen[-1] == expected
+
+    wait_for(reached, f"last stable offset {expected}", timeout,
+             lambda: f"last stable offset {seen[-1]}", interval=0.01)
 
 
 class OpenTransaction(Protocol):

@@ -18,6 +18,7 @@ from groupcoord.analytics.fixture import coordinator_partition
 from groupcoord.analytics.fixture_records import key_bytes, value_bytes
 from groupcoord.analytics.logwriter import PartitionWriter
 from groupcoord.analytics.segments import TxnResolver
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 
 
 def write_bench_log(out: str | Path, commits: int, groups: int = 200, partitions: int = 12,
@@ -28,7 +29,7 @@ def write_bench_log(out: str | Path, commits: int, groups: int = 200, partitions
     batch (OffsetCommitValue v3) every 5 s; 32 MiB segments.
     """
     root = Path(out)
-    writers = [PartitionWriter(root, "__consumer_offsets", p, segment_bytes=segment_bytes)
+    writers = [PartitionWriter(root, OFFSETS_TOPIC, p, segment_bytes=segment_bytes)
                for p in range(coord_partitions)]
     keys = {(g, p): key_bytes(1, group=f"group-{g:05d}", topic=f"topic-{g % 50:03d}",
                               partition=p) for g in range(groups) for p in range(partitions)}

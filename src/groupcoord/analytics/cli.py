@@ -14,6 +14,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+
 
 def _iso_ms(text: str) -> int:
     dt = datetime.fromisoformat(text)
@@ -60,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dump", help="coordinator records as Kafka-formatter JSON lines")
     d.add_argument("--data-dir", required=True)
     d.add_argument("--types", help="comma-separated record types (default: all known)")
-    d.add_argument("--topic", default="__consumer_offsets",
+    d.add_argument("--topic", default=OFFSETS_TOPIC,
                    help="__consumer_offsets (default) or __share_group_state")
     g = sub.add_parser("gen-fixture", help="write a synthetic log dir with injected anomalies")
     g.add_argument("--out", required=True)

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from groupcoord.analytics.reader import RawRecord, decode_offset_commit, iter_raw_records
 from groupcoord.analytics.segments import TxnResolver, scan_headers
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC
 
 CHUNK_ROWS = 65_536
 
@@ -120,7 +121,7 @@ def _python_offset_commits(
     return _batched(OFFSET_COMMITS, rows())
 
 
-FRAMED_TOPICS = frozenset({"__consumer_offsets", "__share_group_state"})
+FRAMED_TOPICS = frozenset({OFFSETS_TOPIC, SHARE_STATE_TOPIC})
 
 
 def _int16(data: bytes | None) -> int | None:
@@ -135,7 +136,7 @@ def coord_record_batches(
     """Bronze rows (raw key/value) of one segment range of an internal topic."""
     framed = topic in FRAMED_TOPICS
     # exclusions name __consumer_offsets types; share-state types reuse the numbers 0 and 1
-    excluded = exclude_types if topic == "__consumer_offsets" else frozenset()
+    excluded = exclude_types if topic == OFFSETS_TOPIC else frozenset()
 
     def rows() -> Iterator[tuple[object, ...]]:
         for raw in _raw_records(path, start, end, txns, excluded):

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from groupcoord.analytics.reader import decode_record, iter_raw_records
 from groupcoord.analytics.schema import COORDINATOR_RECORDS, SHARE_STATE_RECORDS, F, Layout
 from groupcoord.analytics.segments import list_partitions, resolve_transactions
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC
 
 OFFSETS_TYPES = frozenset({0, 1})  # OffsetsMessageFormatter.shouldPrint
 GROUP_METADATA_TYPES = frozenset({2})  # GroupMetadataMessageFormatter.shouldPrint
@@ -87,7 +88,7 @@ def dumps(obj: dict[str, Any]) -> str:
 def iter_dump(
     data_dir: str | Path,
     types: Iterable[int] | None = None,
-    topic: str = "__consumer_offsets",
+    topic: str = OFFSETS_TOPIC,
     include_aborted: bool = False,
 ) -> Iterator[str]:
     """JSON lines for every record of ``topic``'s partitions, in partition then offset order.
@@ -96,7 +97,7 @@ def iter_dump(
     consumer reading ``read_committed`` (the formatter's usual setting) never sees them.
     """
     wanted = frozenset(types) if types is not None else None
-    table = SHARE_STATE_RECORDS if topic == "__share_group_state" else COORDINATOR_RECORDS
+    table = SHARE_STATE_RECORDS if topic == SHARE_STATE_TOPIC else COORDINATOR_RECORDS
     for part in list_partitions(data_dir, topic):
         txns = resolve_transactions(part)
         for seg in part.segments():
@@ -112,7 +113,7 @@ def iter_dump(
 
 
 def write_dump(data_dir: str | Path, out: TextIO, types: Iterable[int] | None = None,
-               topic: str = "__consumer_offsets") -> int:
+               topic: str = OFFSETS_TOPIC) -> int:
     n = 0
     for line in iter_dump(data_dir, types, topic):
         out.write(line + "\n")

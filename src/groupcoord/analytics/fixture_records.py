@@ -22,12 +22,17 @@ from groupcoord.analytics.schema import (
     COORDINATOR_RECORDS,
     SHARE_STATE_RECORDS,
 )
+from groupcoord.logformat.internal_topics import (
+    GROUP_EVENTS_TOPIC,
+    OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
+)
 
 if TYPE_CHECKING:
     from groupcoord.analytics.fixture import FixtureSpec, _Group, _Writers
 
 TXN_PRODUCER_ID = 4242
-EVENTS_TOPIC = "__group_events"
+
 STABLE, UNREVOKED, UNRELEASED = 0, 1, 2
 SESSION_TIMEOUT_MS = 45_000  # every classic member's, as Kafka's consumer default
 
@@ -58,7 +63,7 @@ class CoordinatorLog:
 
     def records(self, group: str, ts: int, recs: Sequence[tuple[bytes, bytes | None]],
                 txn: bool = False) -> None:
-        self._add(ts, "__consumer_offsets", self.partition_for(group), ("batch", recs, txn))
+        self._add(ts, OFFSETS_TOPIC, self.partition_for(group), ("batch", recs, txn))
         self.record_count += len(recs)
 
     def share_state(self, ts: int, kind: int, key: dict[str, Any], value: dict[str, Any]) -> None:
@@ -66,17 +71,17 @@ class CoordinatorLog:
         k_layout, v_layout = SHARE_STATE_RECORDS[kind]
         rec = (kind.to_bytes(2, "big") + encode(k_layout, key, 0),
                encode_versioned(v_layout, value, 0))
-        self._add(ts, "__share_group_state", 0, ("batch", [rec], False))
+        self._add(ts, SHARE_STATE_TOPIC, 0, ("batch", [rec], False))
 
     def marker(self, group: str, ts: int, commit: bool) -> None:
-        self._add(ts, "__consumer_offsets", self.partition_for(group), ("marker", commit))
+        self._add(ts, OFFSETS_TOPIC, self.partition_for(group), ("marker", commit))
 
     def event(self, group: str, ts: int, kind: str, member: str | None, reason: str | None,
               generation: int, **detail: Any) -> None:
         self.events += 1
         body = {"group_id": group, "kind": kind, "member_id": member, "reason": reason,
                 "generation": generation, "timestamp_ms": ts, "detail": detail}
-        self._add(ts, EVENTS_TOPIC, 0, ("batch", [(group.encode(), json.dumps(body).encode())],
+        self._add(ts, GROUP_EVENTS_TOPIC, 0, ("batch", [(group.encode(), json.dumps(body).encode())],
                                          False))
 
     def commit(self, group: str, topic: str, offsets: dict[int, int], ts: int,
@@ -99,7 +104,7 @@ class CoordinatorLog:
 
     def flush(self, writers: _Writers) -> None:
         for p in range(self.partitions):  # every partition exists, even when empty
-            writers.get("__consumer_offsets", p)
+            writers.get(OFFSETS_TOPIC, p)
         for ts, _seq, topic, part, item in sorted(self._entries, key=lambda e: (e[0], e[1])):
             w = writers.get(topic, part)
             if item[0] == "marker":

@@ -20,6 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.analytics.burrow import BurrowConfig
+from groupcoord.logformat.internal_topics import (
+    GROUP_EVENTS_TOPIC,
+    OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
+)
 
 Progress = Callable[[str], None]
 
@@ -141,9 +146,9 @@ def load_ingested(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
     found = {t: len(v) for t, v in by_topic.items()}
     st.done("load membership records, group events, share state", str(found))
     return {"commits": commits, "ends": ends,
-            "group_rows": by_topic.get("__consumer_offsets", []),
-            "event_rows": by_topic.get("__group_events", []),
-            "share_rows": by_topic.get("__share_group_state", [])}
+            "group_rows": by_topic.get(OFFSETS_TOPIC, []),
+            "event_rows": by_topic.get(GROUP_EVENTS_TOPIC, []),
+            "share_rows": by_topic.get(SHARE_STATE_TOPIC, [])}
 
 
 def bounds(commits: Any, ends: Any, cfg: RunConfig) -> tuple[int, int]:

@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from groupcoord.analytics import columns, splits
 from groupcoord.analytics.segments import TxnResolver
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 
 TABLES = tuple(columns.SCHEMAS)
 
@@ -54,7 +55,7 @@ class KafkaLogReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.path = options.get("path") or options.get("paths", "")
         self.table = options.get("table", "offset_commits")
-        self.topic = options.get("topic", "__consumer_offsets")
+        self.topic = options.get("topic", OFFSETS_TOPIC)
         self.split_bytes = _parse_size(options.get("split_bytes", str(splits.DEFAULT_SPLIT_BYTES)))
         self.min_tasks = int(options.get("min_tasks", "2"))
         self.decoder = options.get("decoder", "auto")

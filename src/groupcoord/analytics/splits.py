@@ -20,6 +20,7 @@ from groupcoord.analytics.segments import (
     resolve_transactions,
     scan_headers,
 )
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 
 DEFAULT_SPLIT_BYTES = 128 << 20
 _INDEX_ENTRY = struct.Struct(">ii")
@@ -64,7 +65,7 @@ def segment_ranges(segment: Path, split_bytes: int) -> list[tuple[int, int | Non
 
 def plan(
     data_dir: str | Path, table: str, split_bytes: int = DEFAULT_SPLIT_BYTES,
-    topic: str = "__consumer_offsets",
+    topic: str = OFFSETS_TOPIC,
 ) -> list[SplitSpec]:
     """All splits of ``table`` (offset_commits / coord_records / end_offsets) in a log dir;
     ``topic`` may name several internal topics, comma-separated."""

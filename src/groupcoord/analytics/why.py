@@ -29,6 +29,7 @@ from groupcoord.analytics.pipeline import event_dicts
 from groupcoord.analytics.reader import iter_raw_records
 from groupcoord.analytics.segments import TxnResolver, list_partitions
 from groupcoord.analytics.splits import plan
+from groupcoord.logformat.internal_topics import GROUP_EVENTS_TOPIC, OFFSETS_TOPIC
 
 Row = dict[str, Any]
 COMMIT_TYPES = (b"\x00\x00", b"\x00\x01")  # offset commit keys: not membership
@@ -64,7 +65,7 @@ def _group_filter(group: str) -> str:
 def _membership(data_dir: str, partition: int | None) -> membership.MembershipTables:
     from groupcoord.analytics.run import topic_names
 
-    rows = [r for r in _raw_rows(data_dir, "__consumer_offsets", partition)
+    rows = [r for r in _raw_rows(data_dir, OFFSETS_TOPIC, partition)
             if r["key"] is not None and r["key"][:2] not in COMMIT_TYPES]
     t = membership.build(rows, topic_names(data_dir))
     membership.normalise_epoch_rows(t)
@@ -79,7 +80,7 @@ def group_membership(data_dir: str, group: str) -> membership.MembershipTables:
     """The membership tables of the partition that holds ``group``: ``partitionFor`` with
     Kafka's default partition count, then with the count of partition directories (a broker
     may create them lazily, a fixture may have fewer); every partition if neither has it."""
-    present = {p.partition for p in list_partitions(data_dir, "__consumer_offsets")}
+    present = {p.partition for p in list_partitions(data_dir, OFFSETS_TOPIC)}
     for n in dict.fromkeys((OFFSETS_TOPIC_PARTITIONS, len(present))):
         p = coordinator_partition(group, n) if n else None
         if p in present:
@@ -92,7 +93,7 @@ def group_membership(data_dir: str, group: str) -> membership.MembershipTables:
 def from_data_dir(data_dir: str, group: str) -> GroupHistory:
     """Decode the group's membership records and events straight from the log dir."""
     t = group_membership(data_dir, group)
-    events = event_dicts(list(_raw_rows(data_dir, "__group_events", None)), _group_filter(group))
+    events = event_dicts(list(_raw_rows(data_dir, GROUP_EVENTS_TOPIC, None)), _group_filter(group))
     rebs = rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
     return GroupHistory(group, _sorted([r for r in rebs if r["group_id"] == group]),
                         story.session_timeouts(g for g in t.classic_generations

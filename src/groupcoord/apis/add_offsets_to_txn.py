@@ -8,25 +8,24 @@ PRODUCER_FENCED is written as INVALID_PRODUCER_EPOCH before v2.
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.add_offsets_to_txn import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 MIN_VERSION = 0
 MAX_VERSION = 4
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
-async def handle(ctx: RequestContext, header: Any, request: AddOffsetsToTxnRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: AddOffsetsToTxnRequest,
                  version: int) -> AddOffsetsToTxnResponse:
     if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
         return AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

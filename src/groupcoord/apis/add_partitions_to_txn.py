@@ -27,6 +27,7 @@ from groupcoord.wire.generated.add_partitions_to_txn import (
     AddPartitionsToTxnResult,
     AddPartitionsToTxnTopicResult,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 MIN_VERSION = 0
@@ -98,7 +99,7 @@ def error_response(request: AddPartitionsToTxnRequest, version: int,
     return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_results(errors))
 
 
-async def handle(ctx: RequestContext, header: Any, request: AddPartitionsToTxnRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: AddPartitionsToTxnRequest,
                  version: int) -> AddPartitionsToTxnResponse:
     if version >= 4:
         authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only

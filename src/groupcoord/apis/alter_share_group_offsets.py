@@ -13,6 +13,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_state_init
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.share import state_ops
 from groupcoord.coordinator.share.state_metadata import TopicInit
@@ -23,6 +24,7 @@ from groupcoord.wire.generated.alter_share_group_offsets import (
     AlterShareGroupOffsetsResponsePartition,
     AlterShareGroupOffsetsResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 91
 MIN_VERSION = 0
@@ -33,7 +35,7 @@ RESPONSE = AlterShareGroupOffsetsResponse
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 
 
-def _topic(ctx: Any, group_id: str, t: Any) -> AlterShareGroupOffsetsResponseTopic:
+def _topic(ctx: RequestContext, group_id: str, t: Any) -> AlterShareGroupOffsetsResponseTopic:
     topic = ctx.topics.get(t.topic_name)
     out = []
     for p in t.partitions:
@@ -68,7 +70,7 @@ def _message(code: int, group_id: str) -> str | None:
     return None
 
 
-def _valid_parts(ctx: Any, topics: list[Any]) -> dict[bytes, TopicInit]:
+def _valid_parts(ctx: RequestContext, topics: list[Any]) -> dict[bytes, TopicInit]:
     """`completeAlterShareGroupOffsets`' initializing map: existing partitions only."""
     out: dict[bytes, TopicInit] = {}
     for t in topics:
@@ -96,7 +98,8 @@ def _denied(t: Any) -> AlterShareGroupOffsetsResponseTopic:
         for p in t.partitions])
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: AlterShareGroupOffsetsRequest,
+                 version: int) -> AlterShareGroupOffsetsResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if not request.group_id:
         return AlterShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID)

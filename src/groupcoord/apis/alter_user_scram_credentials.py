@@ -28,6 +28,7 @@ from groupcoord.wire.generated.alter_user_scram_credentials import (
     AlterUserScramCredentialsResponse,
     AlterUserScramCredentialsResult,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
 MIN_VERSION = 0
@@ -68,7 +69,7 @@ def error_response(request: AlterUserScramCredentialsRequest, version: int,
         for name in names])
 
 
-async def handle(ctx: RequestContext, header: Any, request: AlterUserScramCredentialsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: AlterUserScramCredentialsRequest,
                  version: int) -> AlterUserScramCredentialsResponse:
     authz.require_cluster(ctx, authz.Op.ALTER)
     store = ctx.scram_credentials

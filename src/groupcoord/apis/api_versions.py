@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
@@ -31,6 +30,7 @@ from groupcoord.wire.generated.api_versions import (
     FinalizedFeatureKey,
     SupportedFeatureKey,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.API_VERSIONS
 MIN_VERSION = 0
@@ -64,7 +64,7 @@ def unsupported_version_response(handlers: Mapping[int, ApiSpec]) -> ApiVersions
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=own)
 
 
-async def handle(ctx: RequestContext, header: Any, request: ApiVersionsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ApiVersionsRequest,
                  version: int) -> ApiVersionsResponse:
     response = respond(ctx.apis, request, version)
     # KafkaApis.clusterIdOrNodeIdIsInvalid (KIP-1242); the SASL authenticator's pre-login

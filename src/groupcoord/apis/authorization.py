@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from groupcoord.wire.errors import ErrorCode
@@ -22,21 +23,21 @@ TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLU
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 
 
-def enabled(ctx: Any) -> bool:
+def enabled(ctx: RequestContext) -> bool:
     return ctx.authorizer is not None
 
 
-def allowed(ctx: Any, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
+def allowed(ctx: RequestContext, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
     auth = ctx.authorizer
     return auth is None or auth.authorize(str(ctx.principal), ctx.client_host, op,
                                           resource_type, name)
 
 
-def allowed_on_cluster(ctx: Any, op: AclOperation) -> bool:
+def allowed_on_cluster(ctx: RequestContext, op: AclOperation) -> bool:
     return allowed(ctx, op, CLUSTER, CLUSTER_NAME)
 
 
-def authorized(ctx: Any, op: AclOperation, resource_type: ResourceType,
+def authorized(ctx: RequestContext, op: AclOperation, resource_type: ResourceType,
                names: Iterable[str]) -> set[str]:
     """The distinct names the principal may perform `op` on (`filterByAuthorized`)."""
     auth = ctx.authorizer
@@ -47,27 +48,27 @@ def authorized(ctx: Any, op: AclOperation, resource_type: ResourceType,
     return {n for n in unique if auth.authorize(principal, host, op, resource_type, n)}
 
 
-def require(ctx: Any, op: AclOperation, resource_type: ResourceType, name: str,
+def require(ctx: RequestContext, op: AclOperation, resource_type: ResourceType, name: str,
             code: int) -> None:
     if not allowed(ctx, op, resource_type, name):
         raise ApiError(code)
 
 
-def require_group(ctx: Any, op: AclOperation, group_id: str) -> None:
+def require_group(ctx: RequestContext, op: AclOperation, group_id: str) -> None:
     require(ctx, op, GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
 
 
-def require_cluster(ctx: Any, op: AclOperation) -> None:
+def require_cluster(ctx: RequestContext, op: AclOperation) -> None:
     """`AuthHelper.authorizeClusterOperation`."""
     require(ctx, op, CLUSTER, CLUSTER_NAME, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
-def require_transactional_id(ctx: Any, op: AclOperation, transactional_id: str) -> None:
+def require_transactional_id(ctx: RequestContext, op: AclOperation, transactional_id: str) -> None:
     require(ctx, op, TRANSACTIONAL_ID, transactional_id,
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 
-def operations(ctx: Any, resource_type: ResourceType, name: str) -> int:
+def operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> int:
     """`AuthHelper.authorizedOperations`."""
     auth = ctx.authorizer
     if auth is None:
@@ -75,7 +76,7 @@ def operations(ctx: Any, resource_type: ResourceType, name: str) -> int:
     return int(auth.authorized_operations(str(ctx.principal), ctx.client_host, resource_type, name))
 
 
-def may_write_idempotently(ctx: Any) -> bool:
+def may_write_idempotently(ctx: RequestContext) -> bool:
     """InitProducerId without a transactional id: IDEMPOTENT_WRITE on the cluster, or WRITE
     on at least one topic (`authorizeByResourceType`), as `handleInitProducerIdRequest`."""
     auth = ctx.authorizer
@@ -84,14 +85,14 @@ def may_write_idempotently(ctx: Any) -> bool:
     return bool(auth.authorize_by_resource_type(str(ctx.principal), ctx.client_host, Op.WRITE, TOPIC))
 
 
-def describable_topics_filter(ctx: Any) -> Callable[[Iterable[str]], set[str]] | None:
+def describable_topics_filter(ctx: RequestContext) -> Callable[[Iterable[str]], set[str]] | None:
     """The `OpContext.topic_filter` of this request: None without an authorizer."""
     if not enabled(ctx):
         return None
     return lambda names: authorized(ctx, Op.DESCRIBE, TOPIC, names)
 
 
-def require_subscribed_topics(ctx: Any, names: list[str] | None) -> bool:
+def require_subscribed_topics(ctx: RequestContext, names: list[str] | None) -> bool:
     """ConsumerGroupHeartbeat / ShareGroupHeartbeat: every subscribed topic name must be
     describable, else the heartbeat answers TOPIC_AUTHORIZATION_FAILED (True here)."""
     if not names or not enabled(ctx):
@@ -99,7 +100,7 @@ def require_subscribed_topics(ctx: Any, names: list[str] | None) -> bool:
     return len(authorized(ctx, Op.DESCRIBE, TOPIC, names)) < len(set(names))
 
 
-def hide_undescribable_topics(ctx: Any, groups: list[Any], assignments: Any) -> None:
+def hide_undescribable_topics(ctx: RequestContext, groups: list[Any], assignments: Any) -> None:
     """ConsumerGroupDescribe / ShareGroupDescribe: a described group any of whose members'
     `assignments(member)` names a topic the principal may not describe is answered as
     TOPIC_AUTHORIZATION_FAILED without members (only with an authorizer, as Kafka)."""
@@ -114,6 +115,7 @@ def hide_undescribable_topics(ctx: Any, groups: list[Any], assignments: Any) -> 
             fresh = type(g)(group_id=g.group_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                             error_message="The group has described topic(s) that the client "
                                           "is not authorized to describe.")
+            # Reset every field in place (the response holds `g`): a walk over the slots.
             for slot in g.__slots__:
                 setattr(g, slot, getattr(fresh, slot))
 
@@ -135,7 +137,7 @@ MESSAGES = {
 }
 
 
-def config_resource_error(ctx: Any, op: AclOperation, config_type: int, name: str) -> int:
+def config_resource_error(ctx: RequestContext, op: AclOperation, config_type: int, name: str) -> int:
     """0, or the error for a config resource the principal may not describe/alter."""
     entry = _CONFIG_RESOURCES.get(config_type)
     if entry is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.topic_configs import TOPIC_CONFIGS, validate_value
 from groupcoord.security.acl import SUPPORTED_OPERATIONS, ResourceType
@@ -39,7 +40,7 @@ def topic_name_error(name: str | None) -> str | None:
     return None
 
 
-def collision(ctx: Any, name: str) -> str | None:
+def collision(ctx: RequestContext, name: str) -> str | None:
     """An existing topic whose name differs from `name` only by '.' vs '_'."""
     if "." not in name and "_" not in name:
         return None
@@ -61,7 +62,7 @@ def validate_configs(configs: dict[str, str | None]) -> None:
             raise ApiError(ErrorCode.INVALID_CONFIG, problem)
 
 
-def check_new_topic(ctx: Any, name: str) -> None:
+def check_new_topic(ctx: RequestContext, name: str) -> None:
     """Raise the ApiError Kafka gives for creating `name`, if any."""
     problem = topic_name_error(name)
     if problem:
@@ -74,7 +75,7 @@ def check_new_topic(ctx: Any, name: str) -> None:
                        f"Topic '{name}' collides with existing topic: {other}")
 
 
-def auto_create(ctx: Any, name: str) -> Any | None:
+def auto_create(ctx: RequestContext, name: str) -> Any | None:
     """Create `name` with the broker defaults if auto-creation allows it; the topic or None."""
     if not ctx.config.auto_create_topics:
         return None

@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_describe import describe_groups
 from groupcoord.wire.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     DescribedGroup,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 69
 MIN_VERSION = 0
@@ -26,7 +28,8 @@ def error_response(request: Any, version: int, code: int) -> ConsumerGroupDescri
                                                  for g in request.group_ids])
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ConsumerGroupDescribeRequest,
+                 version: int) -> ConsumerGroupDescribeResponse:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,
         lambda shard, group_id: shard.consumer_group_describe(group_id, version),

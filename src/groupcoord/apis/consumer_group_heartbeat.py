@@ -10,11 +10,14 @@ from dataclasses import replace
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
+from groupcoord.apis.group_support import group_overrides
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 68
 MIN_VERSION = 0
@@ -23,13 +26,8 @@ REQUEST = ConsumerGroupHeartbeatRequest
 RESPONSE = ConsumerGroupHeartbeatResponse
 
 
-def group_overrides(ctx: Any, group_id: str) -> dict[str, str]:
-    """The group's stored dynamic configs (`GroupConfigStore`), empty without a store."""
-    store = getattr(getattr(ctx, "shares", None), "group_configs", None)
-    return dict(store.get(group_id)) if store is not None else {}
-
-
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ConsumerGroupHeartbeatRequest,
+                 version: int) -> ConsumerGroupHeartbeatResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,

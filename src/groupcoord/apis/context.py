@@ -25,27 +25,6 @@ class ScramCredentials(Protocol):
               deletions: Iterable[tuple[str, str]] = ()) -> None: ...
 
 
-class RequestHeader:
-    """Request header fields (Kafka's RequestHeaderData names)."""
-
-    __slots__ = ("client_id", "correlation_id", "request_api_key", "request_api_version")
-
-    def __init__(self, api_key: int, api_version: int, correlation_id: int,
-                 client_id: str | None) -> None:
-        self.request_api_key = api_key
-        self.request_api_version = api_version
-        self.correlation_id = correlation_id
-        self.client_id = client_id
-
-    @property
-    def api_key(self) -> int:
-        return self.request_api_key
-
-    @property
-    def api_version(self) -> int:
-        return self.request_api_version
-
-
 class RawResponse:
     """A response body already encoded as buffers (fast paths: Fetch, Produce).
 
@@ -94,6 +73,41 @@ class TopicMetadata(Protocol):
     def delete_records(self, name: str, partition: int, offset: int) -> int: ...
 
 
+class BrokerSettings(Protocol):
+    """The part of `server.config.BrokerConfig` handlers read."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def cluster_id(self) -> str: ...
+    @property
+    def rack(self) -> str | None: ...
+    @property
+    def auto_create_topics(self) -> bool: ...
+    @property
+    def default_partitions(self) -> int: ...
+    @property
+    def data_dir(self) -> str: ...
+    @property
+    def offsets_partitions(self) -> int: ...
+    @property
+    def group_initial_rebalance_delay_ms(self) -> int: ...
+    @property
+    def max_request_size(self) -> int: ...
+    @property
+    def max_connections(self) -> int: ...
+    @property
+    def max_connections_per_ip(self) -> int: ...
+    @property
+    def max_connections_per_ip_overrides(self) -> str: ...
+    @property
+    def connections_max_idle_ms(self) -> int: ...
+    @property
+    def extra(self) -> dict[str, str]:
+        """Kafka config keys given with `--config key=value`."""
+        ...
+
+
 class ClusterView(Protocol):
     """Several nodes in one process (`server.cluster_map.ClusterMap`): who serves what."""
 
@@ -108,6 +122,9 @@ class ClusterView(Protocol):
 
 class GroupRuntime(Protocol):
     """The coordinator runtime (`server.coordinator_runtime.CoordinatorRuntime`)."""
+
+    @property
+    def num_partitions(self) -> int: ...
 
     def partition_for(self, group_id: str) -> int: ...
     async def call(self, group_id: str, op: Callable[[Any, Any, int], Any]) -> Any: ...
@@ -135,7 +152,7 @@ class RequestContext(Protocol):
         """The ACL authorizer, or None when none is configured (every check passes)."""
         ...
     @property
-    def config(self) -> Any: ...
+    def config(self) -> BrokerSettings: ...
     @property
     def apis(self) -> Mapping[int, Any]: ...
     @property

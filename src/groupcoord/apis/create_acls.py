@@ -7,8 +7,14 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.acl_support import NO_AUTHORIZER, binding, has_unknown, not_constructible
+from groupcoord.apis.context import RequestContext
 from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.create_acls import AclCreationResult, CreateAclsResponse
+from groupcoord.wire.generated.create_acls import (
+    AclCreationResult,
+    CreateAclsRequest,
+    CreateAclsResponse,
+)
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 30
 MIN_VERSION = 1
@@ -21,7 +27,8 @@ def error_response(request: Any, version: int, code: int,
                                        for _ in request.creations])
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: CreateAclsRequest,
+                 version: int) -> CreateAclsResponse | None:
     if any(has_unknown(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
            for c in request.creations):
         ctx.close_connection()

@@ -21,6 +21,7 @@ from groupcoord.wire.generated.create_partitions import (
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 MIN_VERSION = 0
@@ -49,7 +50,7 @@ def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
         ctx.topics.add_partitions(topic.name, topic.count)
 
 
-async def handle(ctx: RequestContext, header: Any, request: CreatePartitionsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: CreatePartitionsRequest,
                  version: int) -> CreatePartitionsResponse:
     counts = Counter(t.name for t in request.topics)
     results = []

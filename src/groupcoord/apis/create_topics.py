@@ -28,6 +28,7 @@ from groupcoord.wire.generated.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 2
@@ -105,7 +106,7 @@ def _may_create(ctx: RequestContext, name: str) -> bool:
         authz.allowed(ctx, authz.Op.CREATE, authz.TOPIC, name)
 
 
-async def handle(ctx: RequestContext, header: Any, request: CreateTopicsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: CreateTopicsRequest,
                  version: int) -> CreateTopicsResponse:
     counts = Counter(t.name for t in request.topics)
     results = []

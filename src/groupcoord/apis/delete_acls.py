@@ -7,12 +7,15 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.acl_support import NO_AUTHORIZER, binding_filter, has_unknown
+from groupcoord.apis.context import RequestContext
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_acls import (
     DeleteAclsFilterResult,
     DeleteAclsMatchingAcl,
+    DeleteAclsRequest,
     DeleteAclsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 31
 MIN_VERSION = 1
@@ -25,7 +28,8 @@ def error_response(request: Any, version: int, code: int,
         DeleteAclsFilterResult(error_code=code, error_message=message) for _ in request.filters])
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteAclsRequest,
+                 version: int) -> DeleteAclsResponse | None:
     if any(has_unknown(f.resource_type_filter, f.pattern_type_filter, f.operation,
                        f.permission_type) for f in request.filters):
         ctx.close_connection()

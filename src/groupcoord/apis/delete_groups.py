@@ -16,10 +16,16 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import by_partition
 from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.delete_groups import DeletableGroupResult, DeleteGroupsResponse
+from groupcoord.wire.generated.delete_groups import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 42
 MIN_VERSION = 0
@@ -37,7 +43,8 @@ def _delete_op(group_ids: list[str]) -> Any:
     return run
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteGroupsRequest,
+                 version: int) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(request.groups_names))
     deletable = authz.authorized(ctx, authz.Op.DELETE, authz.GROUP, names)
     denied = [g for g in names if g not in deletable]

@@ -21,6 +21,7 @@ from groupcoord.wire.generated.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DELETE_RECORDS
 MIN_VERSION = 0
@@ -47,7 +48,7 @@ def _delete(ctx: RequestContext, name: str, p: Any) -> DeleteRecordsPartitionRes
     return result
 
 
-async def handle(ctx: RequestContext, header: Any, request: DeleteRecordsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteRecordsRequest,
                  version: int) -> DeleteRecordsResponse:
     deletable = authz.authorized(ctx, authz.Op.DELETE, authz.TOPIC, (t.name for t in request.topics))
     topics = [

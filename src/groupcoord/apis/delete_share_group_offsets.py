@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
@@ -23,6 +24,7 @@ from groupcoord.wire.generated.delete_share_group_offsets import (
     DeleteShareGroupOffsetsResponse,
     DeleteShareGroupOffsetsResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 92
 MIN_VERSION = 0
@@ -41,7 +43,7 @@ def error_response(request: Any, version: int, code: int) -> DeleteShareGroupOff
                                            error_message=authz.MESSAGES.get(code))
 
 
-async def _plan(ctx: Any, group_id: str, topic_ids: list[bytes]) -> state_ops.DeleteOffsetsPlan:
+async def _plan(ctx: RequestContext, group_id: str, topic_ids: list[bytes]) -> state_ops.DeleteOffsetsPlan:
     untracked = ctx.shares.state_partitions(group_id)
 
     def begin(shard: Any, op_ctx: Any, now_ms: int) -> Any:
@@ -53,7 +55,8 @@ async def _plan(ctx: Any, group_id: str, topic_ids: list[bytes]) -> state_ops.De
     return plan
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteShareGroupOffsetsRequest,
+                 version: int) -> DeleteShareGroupOffsetsResponse:
     group_id = request.group_id
     authz.require_group(ctx, authz.Op.DELETE, group_id)
     if not group_id:

@@ -9,7 +9,6 @@ Deleting drops the partition logs and the broker's per-partition soft state.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
@@ -20,6 +19,7 @@ from groupcoord.wire.generated.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DELETE_TOPICS
 MIN_VERSION = 1
@@ -73,7 +73,7 @@ def _delete_one(ctx: RequestContext, name: str | None, topic_id: bytes,
     return result
 
 
-async def handle(ctx: RequestContext, header: Any, request: DeleteTopicsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteTopicsRequest,
                  version: int) -> DeleteTopicsResponse:
     targets = _targets(request, version)
     seen = Counter(name if name is not None else topic_id for name, topic_id in targets)

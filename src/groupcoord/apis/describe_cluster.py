@@ -7,8 +7,6 @@ MISMATCHED_ENDPOINT_TYPE. The brokers are the live nodes (`apis.nodes`), never f
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import UNKNOWN_OPERATIONS
 from groupcoord.apis.context import RequestContext
@@ -20,6 +18,7 @@ from groupcoord.wire.generated.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 MIN_VERSION = 0
@@ -27,7 +26,7 @@ MAX_VERSION = 2
 ENDPOINT_BROKER = 1
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeClusterRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeClusterRequest,
                  version: int) -> DescribeClusterResponse:
     if version >= 1 and request.endpoint_type != ENDPOINT_BROKER:
         return DescribeClusterResponse(

@@ -4,13 +4,12 @@ Mirrors `ConfigHelper.describeConfigs`: TOPIC (2) lists every topic config with 
 and source (topic override, dynamic broker, static broker, default); BROKER (4) accepts
 the empty name (cluster defaults) or this node's id, else INVALID_REQUEST. `include_synonyms`
 adds the precedence chain (v1+), `include_documentation` the documentation (v3+). GROUP
-(32) resources are delegated to `groupcoord.apis.group_configs.describe` when that module
-exists; other types -> INVALID_REQUEST.
+(32) resources are delegated to `groupcoord.apis.group_configs.describe`; other types ->
+INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from groupcoord.apis import authorization as authz
@@ -33,6 +32,7 @@ from groupcoord.wire.generated.describe_configs import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 MIN_VERSION = 1
@@ -87,14 +87,7 @@ def _describe(ctx: RequestContext, resource: Any, synonyms: bool) -> DescribeCon
     return result
 
 
-def _group_hook() -> Any:
-    try:
-        return importlib.import_module("groupcoord.apis.group_configs")
-    except ModuleNotFoundError:
-        return None
-
-
-async def handle(ctx: RequestContext, header: Any, request: DescribeConfigsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeConfigsRequest,
                  version: int) -> DescribeConfigsResponse:
     results = []
     denied = []
@@ -107,10 +100,13 @@ async def handle(ctx: RequestContext, header: Any, request: DescribeConfigsReque
                 error_code=error, error_message=authz.MESSAGES[error], configs=[],
                 resource_type=resource.resource_type, resource_name=resource.resource_name))
             continue
-        hook = _group_hook() if resource.resource_type == GROUP else None
-        if hook is not None:
-            results.append(await hook.describe(ctx, resource, request.include_synonyms,
-                                               request.include_documentation))
+        if resource.resource_type == GROUP:
+            # Imported with the first GROUP resource: its coordinator config parsing is
+            # no cost to topic and broker requests.
+            from groupcoord.apis import group_configs
+
+            results.append(await group_configs.describe(
+                ctx, resource, request.include_synonyms, request.include_documentation))
         else:
             results.append(_describe(ctx, resource, request.include_synonyms))
     return DescribeConfigsResponse(results=results + denied)

@@ -8,9 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.describe_groups import DescribedGroup, DescribeGroupsResponse
+from groupcoord.wire.generated.describe_groups import (
+    DescribedGroup,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 15
 MIN_VERSION = 0
@@ -28,7 +34,8 @@ def _describe_op(group_id: str, version: int) -> Any:
     return run
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeGroupsRequest,
+                 version: int) -> DescribeGroupsResponse:
     include_ops = version >= 3 and request.include_authorized_operations
     # Groups the principal may not describe come first, as Kafka answers them up front.
     visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP,

@@ -21,6 +21,7 @@ from groupcoord.wire.generated.describe_producers import (
     ProducerState,
     TopicResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 MIN_VERSION = 0
@@ -41,7 +42,7 @@ def _partition(ctx: RequestContext, topic: Any, name: str, index: int) -> Partit
     return resp
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeProducersRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeProducersRequest,
                  version: int) -> DescribeProducersResponse:
     topics = []
     for t in request.topics:

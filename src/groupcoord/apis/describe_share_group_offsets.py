@@ -14,6 +14,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_group_members
+from groupcoord.apis.context import RequestContext
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_share_group_offsets import (
@@ -23,6 +24,7 @@ from groupcoord.wire.generated.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponsePartition,
     DescribeShareGroupOffsetsResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 90
 MIN_VERSION = 0
@@ -39,7 +41,7 @@ def error_response(request: Any, version: int, code: int) -> DescribeShareGroupO
         for g in request.groups])
 
 
-def _topic(ctx: Any, name: str, partitions: list[int] | None, group_id: str
+def _topic(ctx: RequestContext, name: str, partitions: list[int] | None, group_id: str
            ) -> DescribeShareGroupOffsetsResponseTopic:
     topic = ctx.topics.get(name)
     if topic is None:
@@ -60,7 +62,7 @@ def _topic(ctx: Any, name: str, partitions: list[int] | None, group_id: str
                                                   partitions=out)
 
 
-async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
+async def _initialized(ctx: RequestContext, group_id: str) -> dict[bytes, set[int]]:
     """`describeShareGroupAllOffsets`: the initialized share-partitions of
     ShareGroupStatePartitionMetadata; for a group that never had that record (state written
     before it was kept), the share-partitions with state."""
@@ -72,7 +74,7 @@ async def _initialized(ctx: Any, group_id: str) -> dict[bytes, set[int]]:
     return dict(ctx.shares.state_partitions(group_id))  # state_ops.LEGACY_STATE
 
 
-async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup:
+async def _group(ctx: RequestContext, group: Any) -> DescribeShareGroupOffsetsResponseGroup:
     if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group.group_id):
         return DescribeShareGroupOffsetsResponseGroup(
             group_id=group.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -101,6 +103,7 @@ async def _group(ctx: Any, group: Any) -> DescribeShareGroupOffsetsResponseGroup
     return DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeShareGroupOffsetsRequest,
+                 version: int) -> DescribeShareGroupOffsetsResponse:
     return DescribeShareGroupOffsetsResponse(
         groups=[await _group(ctx, group) for group in request.groups])

@@ -6,8 +6,6 @@ INVALID_REQUEST, an unknown (or Dead) one -> TRANSACTIONAL_ID_NOT_FOUND.
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
@@ -18,6 +16,7 @@ from groupcoord.wire.generated.describe_transactions import (
     TopicData,
     TransactionState,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 MIN_VERSION = 0
@@ -45,7 +44,7 @@ def describe_one(ctx: RequestContext, tid: str) -> TransactionState:
     return state
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeTransactionsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeTransactionsRequest,
                  version: int) -> DescribeTransactionsResponse:
     states = []
     for tid in request.transactional_ids:

@@ -9,8 +9,6 @@ the cluster (CLUSTER_AUTHORIZATION_FAILED, at the top and once per requested use
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.security.scram import MECHANISMS
@@ -22,6 +20,7 @@ from groupcoord.wire.generated.describe_user_scram_credentials import (
     DescribeUserScramCredentialsResponse,
     DescribeUserScramCredentialsResult,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
 MIN_VERSION = 0
@@ -41,7 +40,7 @@ def error_response(request: DescribeUserScramCredentialsRequest, version: int,
                  for _ in request.users or []])
 
 
-async def handle(ctx: RequestContext, header: Any, request: DescribeUserScramCredentialsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeUserScramCredentialsRequest,
                  version: int) -> DescribeUserScramCredentialsResponse:
     authz.require_cluster(ctx, authz.Op.DESCRIBE)
     users = ctx.scram_credentials.users()

@@ -12,8 +12,6 @@ INVALID_PRODUCER_EPOCH before v2.
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
@@ -21,13 +19,14 @@ from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.end_txn import EndTxnRequest, EndTxnResponse
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.END_TXN
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx: RequestContext, header: Any, request: EndTxnRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: EndTxnRequest,
                  version: int) -> EndTxnResponse:
     if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

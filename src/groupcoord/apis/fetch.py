@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
-from groupcoord.apis.context import RequestContext
+from groupcoord.apis.context import RawResponse, RequestContext
 from groupcoord.apis.fetch_encode import encode_fetch_response
 from groupcoord.logformat.batch import iter_batches
 from groupcoord.storage.config import OffsetOutOfRangeError
@@ -39,6 +39,7 @@ from groupcoord.wire.generated.fetch import (
     FetchResponse,
     PartitionData,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
@@ -220,8 +221,8 @@ def _unreadable(ctx: RequestContext, request: FetchRequest, version: int,
     return frozenset(k for k, n in names.items() if n not in readable)
 
 
-async def handle(ctx: RequestContext, header: Any, request: FetchRequest,
-                 version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: FetchRequest,
+                 version: int) -> FetchResponse | RawResponse:
     uses_ids = version >= 13
     now = ctx.now_ms()
     requested, forgotten = _requested(request, uses_ids)

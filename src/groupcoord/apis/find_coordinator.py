@@ -10,8 +10,6 @@ INVALID_REQUEST.
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import (
@@ -28,6 +26,7 @@ from groupcoord.wire.generated.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.FIND_COORDINATOR
 MIN_VERSION = 0
@@ -85,7 +84,7 @@ def _find(ctx: RequestContext, key: str, key_type: int, version: int) -> tuple[i
     return 0, node, found[0], found[1]
 
 
-async def handle(ctx: RequestContext, header: Any, request: FindCoordinatorRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: FindCoordinatorRequest,
                  version: int) -> FindCoordinatorResponse:
     if request.key_type == SHARE and version >= 6:
         authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer import group_config
@@ -35,12 +36,12 @@ SOURCE_GROUP, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 8, 4, 5
 TYPES = {"int": 3, "bool": 1, "choice": 2, "string": 2, "long": 5, "list": 7}
 
 
-def coordinator_config(ctx: Any) -> GroupCoordinatorConfig:
+def coordinator_config(ctx: RequestContext) -> GroupCoordinatorConfig:
     """The broker's group settings (`--group-config`), as the coordinator shards use."""
-    return GroupCoordinatorConfig.from_properties(getattr(ctx.config, "extra", None) or {})
+    return GroupCoordinatorConfig.from_properties(ctx.config.extra)
 
 
-def _definitions(ctx: Any) -> list[tuple[str, str | None, str, str]]:
+def _definitions(ctx: RequestContext) -> list[tuple[str, str | None, str, str]]:
     """(name, default, kind, doc) of every group config: consumer, share, streams names."""
     broker = coordinator_config(ctx)
     consumer_defaults = group_config.defaults(broker)
@@ -70,7 +71,7 @@ def _check_alter_name(resource: Any) -> str:
     return name
 
 
-async def describe(ctx: Any, resource: Any, include_synonyms: bool,
+async def describe(ctx: RequestContext, resource: Any, include_synonyms: bool,
                    include_documentation: bool) -> DescribeConfigsResult:
     result = DescribeConfigsResult(error_code=0, resource_type=GROUP,
                                    resource_name=resource.resource_name, configs=[])
@@ -83,7 +84,7 @@ async def describe(ctx: Any, resource: Any, include_synonyms: bool,
     keys = resource.configuration_keys
     # A broker-level `group.streams.*` given at start-up is a static broker config, as Kafka
     # reports it (checked differentially); otherwise the value is Kafka's default.
-    broker_set = getattr(ctx.config, "extra", None) or {}
+    broker_set = ctx.config.extra
     for name, default, kind, doc in _definitions(ctx):
         if keys is not None and name not in keys:
             continue
@@ -111,7 +112,7 @@ def _validated(check: Any, *args: Any) -> None:
         raise ApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
-async def alter(ctx: Any, resource: Any, validate_only: bool) -> None:
+async def alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     group_id = _check_alter_name(resource)
     changes: dict[str, str | None] = {}
     for op in resource.configs:

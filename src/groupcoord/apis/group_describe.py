@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.errors import ErrorCode
 
@@ -17,7 +18,7 @@ from groupcoord.wire.errors import ErrorCode
 ReadGroup = Callable[[Any, str], Any]
 
 
-async def describe_groups(ctx: Any, group_ids: list[str], described: type,
+async def describe_groups(ctx: RequestContext, group_ids: list[str], described: type,
                           read: ReadGroup, include_authorized_operations: bool) -> list[Any]:
     visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, group_ids)
     groups = [described(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -32,7 +33,7 @@ async def describe_groups(ctx: Any, group_ids: list[str], described: type,
     return groups
 
 
-async def _describe(ctx: Any, group_id: str, described: type, read: ReadGroup) -> Any:
+async def _describe(ctx: RequestContext, group_id: str, described: type, read: ReadGroup) -> Any:
     if not group_id:
         return described(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID)
 

@@ -5,25 +5,36 @@ a request reaches the coordinator."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.result import OpContext, Result
+    from groupcoord.coordinator.shard import GroupCoordinatorShard
 
 UUID_ZERO = bytes(16)
 
 
-def op(method: str, request: Any, version: int) -> Callable[[Any, Any, int], Any]:
-    """The runtime operation calling `shard.<method>(request, version, op_ctx, now)`."""
-    def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
-        return getattr(shard, method)(request, version, op_ctx, now_ms)
+# A shard's request method: `GroupCoordinatorShard.join_group` and its siblings.
+ShardMethod = Callable[["GroupCoordinatorShard", Any, int, "OpContext", int], "Result"]
+
+
+def op(method: ShardMethod, request: Any, version: int
+       ) -> Callable[[GroupCoordinatorShard, OpContext, int], Result]:
+    """The runtime operation calling `method(shard, request, version, op_ctx, now)`."""
+    def run(shard: GroupCoordinatorShard, op_ctx: OpContext, now_ms: int) -> Result:
+        return method(shard, request, version, op_ctx, now_ms)
     return run
 
 
-async def call_group(ctx: Any, group_id: str, method: str, request: Any, version: int) -> Any:
+async def call_group(ctx: RequestContext, group_id: str, method: ShardMethod, request: Any,
+                     version: int) -> Any:
     return await ctx.groups.call(group_id, op(method, request, version))
 
 
-async def call_or_error(ctx: Any, group_id: str, fn: Callable[[Any, Any, int], Any]
+async def call_or_error(ctx: RequestContext, group_id: str, fn: Callable[[Any, Any, int], Any]
                         ) -> tuple[Any, int]:
     """(response, 0) or (None, error code) when the shard is unavailable."""
     try:
@@ -32,7 +43,7 @@ async def call_or_error(ctx: Any, group_id: str, fn: Callable[[Any, Any, int], A
         return None, exc.code
 
 
-def by_partition(ctx: Any, group_ids: list[str]) -> dict[int, list[str]]:
+def by_partition(ctx: RequestContext, group_ids: list[str]) -> dict[int, list[str]]:
     """Group ids per `__consumer_offsets` partition, keeping request order in each."""
     shards: dict[int, list[str]] = {}
     for gid in group_ids:
@@ -40,13 +51,18 @@ def by_partition(ctx: Any, group_ids: list[str]) -> dict[int, list[str]]:
     return shards
 
 
-def topic_info(ctx: Any, name: str | None = None, topic_id: bytes | None = None) -> Any:
+def topic_info(ctx: RequestContext, name: str | None = None, topic_id: bytes | None = None) -> Any:
     topics = ctx.topics
     if topic_id is not None and bytes(topic_id) != UUID_ZERO:
         return topics.by_id(bytes(topic_id))
     if name is None:
         return None
     return topics.get(name)
+
+
+def group_overrides(ctx: RequestContext, group_id: str) -> dict[str, str]:
+    """The group's stored dynamic configs (`GroupConfigStore`, IncrementalAlterConfigs)."""
+    return dict(ctx.shares.group_configs.get(group_id))
 
 
 def partition_exists(info: Any, partition: int) -> bool:

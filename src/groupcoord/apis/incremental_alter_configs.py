@@ -5,13 +5,12 @@ DELETE (1), APPEND (2) and SUBTRACT (3, both for list configs only); unknown top
 UNKNOWN_TOPIC_OR_PARTITION; unknown keys or bad values -> INVALID_CONFIG; a resource
 listed twice -> INVALID_REQUEST; `validate_only` changes nothing. Topic overrides persist
 with the topic; broker-level changes are dynamic configs (persisted in the data dir,
-reported with source DYNAMIC_BROKER_CONFIG; read-only keys such as node.id -> INVALID_CONFIG). GROUP resources go to `groupcoord.apis.group_configs.alter` when
-that module exists.
+reported with source DYNAMIC_BROKER_CONFIG; read-only keys such as node.id -> INVALID_CONFIG). GROUP resources go to
+`groupcoord.apis.group_configs.alter`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 from typing import Any
 
@@ -33,6 +32,7 @@ from groupcoord.wire.generated.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
@@ -116,7 +116,7 @@ def error_response(request: IncrementalAlterConfigsRequest, version: int,
         for r in request.resources])
 
 
-async def handle(ctx: RequestContext, header: Any, request: IncrementalAlterConfigsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: IncrementalAlterConfigsRequest,
                  version: int) -> IncrementalAlterConfigsResponse:
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
@@ -133,14 +133,10 @@ async def handle(ctx: RequestContext, header: Any, request: IncrementalAlterConf
                                                  resource.resource_type, resource.resource_name)
             if denied:
                 raise ApiError(denied, authz.MESSAGES[denied])
-            hook = None
             if resource.resource_type == GROUP:
-                try:
-                    hook = importlib.import_module("groupcoord.apis.group_configs")
-                except ModuleNotFoundError:
-                    hook = None
-            if hook is not None:
-                await hook.alter(ctx, resource, request.validate_only)
+                from groupcoord.apis import group_configs
+
+                await group_configs.alter(ctx, resource, request.validate_only)
             else:
                 _alter(ctx, resource, request.validate_only)
         except ApiError as exc:

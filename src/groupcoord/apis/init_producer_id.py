@@ -12,8 +12,6 @@ INVALID_TRANSACTION_TIMEOUT; v3+ (ProducerId, ProducerEpoch) must be both -1 or 
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
@@ -23,6 +21,7 @@ from groupcoord.wire.generated.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 MIN_VERSION = 0
@@ -33,7 +32,7 @@ def _error(code: int) -> InitProducerIdResponse:
     return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
 
 
-async def handle(ctx: RequestContext, header: Any, request: InitProducerIdRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: InitProducerIdRequest,
                  version: int) -> InitProducerIdResponse:
     tid = request.transactional_id
     if tid is not None and not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid):

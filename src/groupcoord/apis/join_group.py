@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group
-from groupcoord.wire.generated.join_group import JoinGroupResponse
+from groupcoord.coordinator.shard import GroupCoordinatorShard
+from groupcoord.wire.generated.join_group import JoinGroupRequest, JoinGroupResponse
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 11
 MIN_VERSION = 0
@@ -21,6 +24,7 @@ def error_response(request: Any, version: int, code: int) -> JoinGroupResponse:
                              protocol_name=None if version >= 7 else "", members=[])
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: JoinGroupRequest,
+                 version: int) -> JoinGroupResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
-    return await call_group(ctx, request.group_id, "join_group", request, version)
+    return await call_group(ctx, request.group_id, GroupCoordinatorShard.join_group, request, version)

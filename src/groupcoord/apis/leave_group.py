@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group
+from groupcoord.coordinator.shard import GroupCoordinatorShard
+from groupcoord.wire.generated.leave_group import LeaveGroupRequest
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 13
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: LeaveGroupRequest,
+                 version: int) -> Any:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
-    return await call_group(ctx, request.group_id, "leave_group", request, version)
+    return await call_group(ctx, request.group_id, GroupCoordinatorShard.leave_group, request, version)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.list_groups import ListGroupsResponse
+from groupcoord.wire.generated.list_groups import ListGroupsRequest, ListGroupsResponse
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 16
 MIN_VERSION = 0
@@ -21,7 +23,8 @@ def _list_op(states: list[str], types: list[str]) -> Any:
     return run
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ListGroupsRequest,
+                 version: int) -> ListGroupsResponse:
     states = list(request.states_filter) if version >= 4 else []
     types = list(request.types_filter) if version >= 5 else []
     groups = []

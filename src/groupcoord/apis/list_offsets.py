@@ -26,6 +26,7 @@ from groupcoord.wire.generated.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.LIST_OFFSETS
 MIN_VERSION = 1
@@ -91,7 +92,7 @@ def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
     return resp
 
 
-async def handle(ctx: RequestContext, header: Any, request: ListOffsetsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ListOffsetsRequest,
                  version: int) -> ListOffsetsResponse:
     seen = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     committed = version >= 2 and request.isolation_level == READ_COMMITTED

@@ -11,7 +11,6 @@ INVALID_REGULAR_EXPRESSION). Dead ids are never listed.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
@@ -22,13 +21,14 @@ from groupcoord.wire.generated.list_transactions import (
     ListTransactionsResponse,
     TransactionState,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
 MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(ctx: RequestContext, header: Any, request: ListTransactionsRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ListTransactionsRequest,
                  version: int) -> ListTransactionsResponse:
     pattern = request.transactional_id_pattern if version >= 2 else None
     duration = request.duration_filter if version >= 1 else -1

@@ -31,6 +31,7 @@ from groupcoord.wire.generated.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
@@ -113,7 +114,7 @@ def _lookup_authorized(ctx: RequestContext, wanted: list[Any], allow_create: boo
     return unknown_ids + found + denied
 
 
-async def handle(ctx: RequestContext, header: Any, request: MetadataRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: MetadataRequest,
                  version: int) -> MetadataResponse:
     with_ops = version >= 8 and request.include_topic_authorized_operations
     allow_create = version < 4 or request.allow_auto_topic_creation

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group, partition_exists, topic_info
+from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_commit import (
     OffsetCommitRequest,
@@ -16,6 +18,7 @@ from groupcoord.wire.generated.offset_commit import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 8
 MIN_VERSION = 2
@@ -30,7 +33,7 @@ def error_response(request: Any, version: int, code: int) -> OffsetCommitRespons
         for t in request.topics])
 
 
-def _check_topic(ctx: Any, topic: Any, version: int) -> tuple[Any, int]:
+def _check_topic(ctx: RequestContext, topic: Any, version: int) -> tuple[Any, int]:
     """(topic info, error for the whole topic or 0): unknown id, then READ on the topic,
     then unknown name, in Kafka's order."""
     if version >= 10:
@@ -46,7 +49,8 @@ def _check_topic(ctx: Any, topic: Any, version: int) -> tuple[Any, int]:
     return info, (0 if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetCommitRequest,
+                 version: int) -> OffsetCommitResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors: dict[tuple[int, int], int] = {}
     valid_topics = []
@@ -70,13 +74,13 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
             generation_id_or_member_epoch=request.generation_id_or_member_epoch,
             member_id=request.member_id, group_instance_id=request.group_instance_id,
             retention_time_ms=request.retention_time_ms, topics=valid_topics)
-        response = await call_group(ctx, request.group_id, "offset_commit", sub, version)
+        response = await call_group(ctx, request.group_id, GroupCoordinatorShard.offset_commit, sub, version)
         answered = {(t.name, p.partition_index): p.error_code
                     for t in response.topics for p in t.partitions}
     return _merge(ctx, request, version, errors, answered)
 
 
-def _merge(ctx: Any, request: Any, version: int, errors: dict[tuple[int, int], int],
+def _merge(ctx: RequestContext, request: Any, version: int, errors: dict[tuple[int, int], int],
            answered: dict[tuple[str, int], int]) -> OffsetCommitResponse:
     topics = []
     for ti, topic in enumerate(request.topics):

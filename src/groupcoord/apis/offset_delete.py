@@ -4,10 +4,10 @@ UNKNOWN_TOPIC_OR_PARTITION here; the rest goes to the group's shard
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group, partition_exists, topic_info
+from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_delete import (
     OffsetDeleteRequest,
@@ -16,13 +16,15 @@ from groupcoord.wire.generated.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 47
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetDeleteRequest,
+                 version: int) -> OffsetDeleteResponse:
     authz.require_group(ctx, authz.Op.DELETE, request.group_id)
     rejected: list[OffsetDeleteResponseTopic] = []
     valid: list[OffsetDeleteRequestTopic] = []
@@ -45,7 +47,7 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
         if good:
             valid.append(OffsetDeleteRequestTopic(name=t.name, partitions=good))
     sub = OffsetDeleteRequest(group_id=request.group_id, topics=valid)
-    response = await call_group(ctx, request.group_id, "offset_delete", sub, version)
+    response = await call_group(ctx, request.group_id, GroupCoordinatorShard.offset_delete, sub, version)
     if response.error_code:
         return OffsetDeleteResponse(error_code=response.error_code)
     response.topics.extend(rejected)

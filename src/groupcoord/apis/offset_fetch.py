@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import UUID_ZERO, call_group, topic_info
+from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchRequest,
@@ -21,6 +23,7 @@ from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 9
 MIN_VERSION = 1
@@ -42,11 +45,12 @@ def error_response(request: Any, version: int, code: int) -> OffsetFetchResponse
     return OffsetFetchResponse(error_code=code, topics=topics)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetFetchRequest,
+                 version: int) -> OffsetFetchResponse:
     if version < 8:
         authz.require_group(ctx, authz.Op.DESCRIBE, request.group_id)
         if not authz.enabled(ctx):
-            return await call_group(ctx, request.group_id, "offset_fetch", request, version)
+            return await call_group(ctx, request.group_id, GroupCoordinatorShard.offset_fetch, request, version)
         return await _fetch_single_group(ctx, request, version)
     groups = []
     for g in request.groups:
@@ -54,7 +58,7 @@ async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
     return OffsetFetchResponse(groups=groups)
 
 
-async def _fetch_single_group(ctx: Any, request: Any, version: int) -> Any:
+async def _fetch_single_group(ctx: RequestContext, request: Any, version: int) -> Any:
     """v1-7 under an authorizer: only topics the principal may describe, as Kafka's
     `fetchOffsetsForGroup` / `fetchAllOffsetsForGroup`."""
     topics = request.topics
@@ -64,7 +68,7 @@ async def _fetch_single_group(ctx: Any, request: Any, version: int) -> Any:
         denied = [t for t in topics if t.name not in ok]
         request = OffsetFetchRequest(group_id=request.group_id, require_stable=request.require_stable,
                                      topics=[t for t in topics if t.name in ok])
-    response = await call_group(ctx, request.group_id, "offset_fetch", request, version)
+    response = await call_group(ctx, request.group_id, GroupCoordinatorShard.offset_fetch, request, version)
     if response.error_code:
         return response
     if topics is None:
@@ -78,7 +82,7 @@ async def _fetch_single_group(ctx: Any, request: Any, version: int) -> Any:
     return response
 
 
-def _split_topics(ctx: Any, topics: list[Any], version: int) -> tuple[list[Any], list[Any]]:
+def _split_topics(ctx: RequestContext, topics: list[Any], version: int) -> tuple[list[Any], list[Any]]:
     """(topics to ask for, by name; (topic, error) for unknown ids and topics the principal
     may not describe, in request order)."""
     known, failed = [], []
@@ -98,7 +102,7 @@ def _split_topics(ctx: Any, topics: list[Any], version: int) -> tuple[list[Any],
     return known, failed
 
 
-async def _fetch_group(ctx: Any, request: Any, group: Any, version: int) -> Any:
+async def _fetch_group(ctx: RequestContext, request: Any, group: Any, version: int) -> Any:
     if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group.group_id):
         return OffsetFetchResponseGroup(group_id=group.group_id,
                                         error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -110,7 +114,7 @@ async def _fetch_group(ctx: Any, request: Any, group: Any, version: int) -> Any:
         OffsetFetchRequestGroup(group_id=group.group_id, member_id=group.member_id,
                                 member_epoch=group.member_epoch, topics=topics)])
     try:
-        response = await call_group(ctx, group.group_id, "offset_fetch", sub, version)
+        response = await call_group(ctx, group.group_id, GroupCoordinatorShard.offset_fetch, sub, version)
     except ApiError as exc:
         return OffsetFetchResponseGroup(group_id=group.group_id, error_code=exc.code)
     result = response.groups[0]
@@ -130,7 +134,7 @@ async def _fetch_group(ctx: Any, request: Any, group: Any, version: int) -> Any:
     return result
 
 
-def _fill_topic_ids(ctx: Any, group: Any) -> None:
+def _fill_topic_ids(ctx: RequestContext, group: Any) -> None:
     # Offsets committed by name (v<10) carry no topic id; v10 answers need one.
     for t in group.topics:
         if bytes(t.topic_id) == UUID_ZERO:

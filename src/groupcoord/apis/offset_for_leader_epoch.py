@@ -22,6 +22,7 @@ from groupcoord.wire.generated.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
     OffsetForLeaderTopicResult,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 MIN_VERSION = 2
@@ -43,7 +44,7 @@ def _end_offset(ctx: RequestContext, topic: str, p: Any) -> EpochEndOffset:
     return result
 
 
-async def handle(ctx: RequestContext, header: Any, request: OffsetForLeaderEpochRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetForLeaderEpochRequest,
                  version: int) -> OffsetForLeaderEpochResponse:
     # Brokers (CLUSTER_ACTION) see every topic; consumers (KIP-320) need DESCRIBE.
     visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.topic for t in request.topics)) \

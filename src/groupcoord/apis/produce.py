@@ -57,6 +57,7 @@ from groupcoord.wire.generated.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 log = logging.getLogger("groupcoord.server")
 
@@ -245,7 +246,7 @@ def _authorize(ctx: RequestContext, request: ProduceRequest, version: int
     return authz.authorized(ctx, authz.Op.WRITE, authz.TOPIC, names), txn_denied
 
 
-async def handle(ctx: RequestContext, header: Any, request: ProduceRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceRequest,
                  version: int) -> ProduceResponse | None:
     now = ctx.now_ms()
     acks = request.acks

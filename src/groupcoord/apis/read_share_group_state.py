@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import SHARE_KEY, coordinates
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.read_share_group_state import (
@@ -31,6 +32,7 @@ from groupcoord.wire.generated.read_share_group_state import (
     ReadStateResult,
     StateBatch,
 )
+from groupcoord.wire.headers import RequestHeader
 from groupcoord.wire.kafka_uuid import uuid_text
 
 API_KEY = 84
@@ -80,7 +82,7 @@ def _persisted_state(state: Any) -> tuple[int, int, list[StateBatch]]:
     return state.state_epoch, state.start_offset, batches
 
 
-def _partition(ctx: Any, group_id: str, topic: Any, index: int) -> PartitionResult:
+def _partition(ctx: RequestContext, group_id: str, topic: Any, index: int) -> PartitionResult:
     if index < 0:
         return PartitionResult(partition=index, error_code=ErrorCode.INVALID_REQUEST,
                                error_message="The partition id cannot be a negative number.",
@@ -104,7 +106,8 @@ def _partition(ctx: Any, group_id: str, topic: Any, index: int) -> PartitionResu
                            state_batches=batches)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ReadShareGroupStateRequest,
+                 version: int) -> ReadShareGroupStateResponse:
     authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if not request.group_id:
         return ReadShareGroupStateResponse(results=[])

@@ -117,6 +117,7 @@ def _scan(message: WireStruct, fields: tuple[str, ...]) -> tuple[str, int] | Non
     """(dotted field path, UTF-8 size) of the first string over the limit among `fields`
     of `message`, in spec order."""
     for name in fields:
+        # A by-name walk over `_FIELDS`: the check covers every generated message type.
         value = getattr(message, name)
         kind = type(value)
         if kind is str:

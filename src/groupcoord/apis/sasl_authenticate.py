@@ -7,8 +7,6 @@ answered as Kafka's `KafkaApis.handleSaslAuthenticateRequest` answers it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis.context import RequestContext
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -16,13 +14,14 @@ from groupcoord.wire.generated.sasl_authenticate import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
 MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(ctx: RequestContext, header: Any, request: SaslAuthenticateRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: SaslAuthenticateRequest,
                  version: int) -> SaslAuthenticateResponse:
     return SaslAuthenticateResponse(
         error_code=ErrorCode.ILLEGAL_SASL_STATE,

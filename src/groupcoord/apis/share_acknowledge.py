@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
 from groupcoord.wire.errors import ErrorCode
@@ -22,6 +22,7 @@ from groupcoord.wire.generated.share_acknowledge import (
     ShareAcknowledgeResponse,
     ShareAcknowledgeTopicResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 79
 MIN_VERSION = support.SHARE_MIN_VERSION
@@ -34,12 +35,10 @@ def error_response(request: Any, version: int, code: int) -> ShareAcknowledgeRes
     return as_version(ShareAcknowledgeResponse(error_code=code), version)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareAcknowledgeRequest,
+                 version: int) -> ShareAcknowledgeResponse:
     group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id:
-        return error_response(request, version, ErrorCode.INVALID_REQUEST)
-    authz.require_group(ctx, authz.Op.READ, group_id)
-    if not support.member_id_valid(member_id):
+    if not support.member_request_valid(ctx, group_id, member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)
     try:
         session = ctx.shares.sessions.acknowledge_context(group_id, member_id,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support as support
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
@@ -27,6 +27,7 @@ from groupcoord.wire.generated.share_fetch import (
     ShareFetchRequest,
     ShareFetchResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 78
 MIN_VERSION = support.SHARE_MIN_VERSION
@@ -43,12 +44,10 @@ def error_response(request: Any, version: int, code: int) -> ShareFetchResponse:
     return as_version(ShareFetchResponse(error_code=code), version)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareFetchRequest,
+                 version: int) -> ShareFetchResponse:
     group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id:
-        return error_response(request, version, ErrorCode.INVALID_REQUEST)
-    authz.require_group(ctx, authz.Op.READ, group_id)
-    if not support.member_id_valid(member_id):
+    if not support.member_request_valid(ctx, group_id, member_id):
         return error_response(request, version, ErrorCode.INVALID_REQUEST)
     acks = {(bytes(t.topic_id), p.partition_index): p.acknowledgement_batches
             for t in request.topics for p in t.partitions if p.acknowledgement_batches}
@@ -82,7 +81,7 @@ def _nothing_requested(request: Any, version: int) -> bool:
     return request.max_bytes == 0 or (version >= 1 and request.max_records == 0)
 
 
-async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Results,
+async def _fetch(ctx: RequestContext, request: Any, version: int, session: Any, results: Results,
                  denied: frozenset[bytes]) -> None:
     if _nothing_requested(request, version):
         return
@@ -95,7 +94,7 @@ async def _fetch(ctx: Any, request: Any, version: int, session: Any, results: Re
         await ctx.wait_for_data(keys, remaining)
 
 
-def _acquire_all(ctx: Any, request: Any, version: int, session: Any, results: Results,
+def _acquire_all(ctx: RequestContext, request: Any, version: int, session: Any, results: Results,
                  denied: frozenset[bytes]) -> tuple[bool, list[tuple[str, int]]]:
     """One pass over the session's partitions; (anything acquired, wake-up keys)."""
     budget = request.max_records if version >= 1 and request.max_records > 0 \
@@ -141,7 +140,7 @@ def _acquire_all(ctx: Any, request: Any, version: int, session: Any, results: Re
     return got, keys
 
 
-def _response(ctx: Any, group_id: str, version: int, results: Results) -> ShareFetchResponse:
+def _response(ctx: RequestContext, group_id: str, version: int, results: Results) -> ShareFetchResponse:
     by_topic: dict[bytes, list[PartitionData]] = {}
     for (topic_id, _index), data in results.items():
         if data.records is None:

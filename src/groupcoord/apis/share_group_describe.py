@@ -8,6 +8,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_describe import describe_groups
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.wire.generated.share_group_describe import (
@@ -15,6 +16,7 @@ from groupcoord.wire.generated.share_group_describe import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 77
 MIN_VERSION = share_support.SHARE_MIN_VERSION
@@ -28,7 +30,8 @@ def error_response(request: Any, version: int, code: int) -> ShareGroupDescribeR
         groups=[DescribedGroup(group_id=g, error_code=code) for g in request.group_ids]), version)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupDescribeRequest,
+                 version: int) -> ShareGroupDescribeResponse:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,
         lambda shard, group_id: shard.share_group_describe(group_id),

@@ -14,12 +14,15 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_state_init, share_support
+from groupcoord.apis.context import RequestContext
+from groupcoord.apis.group_support import group_overrides
 from groupcoord.apis.share_v0_codec import as_version
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 76
 MIN_VERSION = share_support.SHARE_MIN_VERSION
@@ -29,13 +32,14 @@ REQUEST = share_support.versioned_request(ShareGroupHeartbeatRequest)
 RESPONSE = share_support.versioned_response(ShareGroupHeartbeatResponse)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupHeartbeatRequest,
+                 version: int) -> ShareGroupHeartbeatResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if authz.require_subscribed_topics(ctx, request.subscribed_topic_names):
         return as_version(ShareGroupHeartbeatResponse(
             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None), version)
     image = share_support.topics_image(ctx)
-    overrides = share_support.group_overrides(ctx, request.group_id)
+    overrides = group_overrides(ctx, request.group_id)
 
     def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return shard.share_group_heartbeat(request, version, op_ctx, now_ms, image, overrides)

@@ -7,20 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.wire.errors import ErrorCode
 
 
-async def empty_group_error(ctx: Any, group_id: str) -> int:
+async def empty_group_error(ctx: RequestContext, group_id: str) -> int:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID
 
     def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         from groupcoord.coordinator.result import Result
 
-        consumer = getattr(shard, "consumer", None)
-        if shard.classic.get(group_id) is not None or (
-                consumer is not None and consumer.get(group_id) is not None):
+        if shard.classic.get(group_id) is not None or shard.consumer.get(group_id) is not None:
             return Result(response=ErrorCode.GROUP_ID_NOT_FOUND)
         group = shard.share.get(group_id)
         busy = group is not None and bool(group.members)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from groupcoord.apis.context import RequestContext
 from groupcoord.coordinator.share import state_ops
 
 log = logging.getLogger("groupcoord.share")
 
 
-async def initialize_after_heartbeat(ctx: Any, group_id: str) -> None:
+async def initialize_after_heartbeat(ctx: RequestContext, group_id: str) -> None:
     def begin(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return state_ops.begin_initialize(shard, group_id)
     change = await ctx.groups.call(group_id, begin)
@@ -27,7 +28,7 @@ async def initialize_after_heartbeat(ctx: Any, group_id: str) -> None:
         await initialize(ctx, group_id, change)
 
 
-async def initialize(ctx: Any, group_id: str, change: dict[bytes, Any]) -> None:
+async def initialize(ctx: RequestContext, group_id: str, change: dict[bytes, Any]) -> None:
     """Write the share state of `change` (topic id -> TopicInit), then mark it initialized;
     on failure, drop it from initializing so that the next heartbeat retries."""
     try:
@@ -44,7 +45,7 @@ async def initialize(ctx: Any, group_id: str, change: dict[bytes, Any]) -> None:
     await mark_initialized(ctx, group_id, change)
 
 
-async def mark_initialized(ctx: Any, group_id: str, change: dict[bytes, Any]) -> None:
+async def mark_initialized(ctx: RequestContext, group_id: str, change: dict[bytes, Any]) -> None:
     def done(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return state_ops.complete_initialize(shard, group_id, change)
     if change:

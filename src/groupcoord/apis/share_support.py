@@ -13,7 +13,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
+from groupcoord.apis.group_support import group_overrides
 from groupcoord.apis.nodes import leads
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
@@ -23,22 +25,25 @@ MAX_MEMBER_ID_LENGTH = 36
 RENEW = 4
 
 
-def topics_image(ctx: Any) -> TopicsImage:
+def topics_image(ctx: RequestContext) -> TopicsImage:
     """The broker's user topics as the share coordinator resolves names against."""
     topics = [(t.name, t.topic_id, t.num_partitions) for t in ctx.topics.all()
-              if not getattr(t, "internal", False)]
+              if not t.internal]
     return TopicsImage.of(topics, 0)
-
-
-def group_overrides(ctx: Any, group_id: str) -> dict[str, str]:
-    shares = getattr(ctx, "shares", None)
-    if shares is None:
-        return {}
-    return dict(shares.group_configs.get(group_id))
 
 
 def member_id_valid(member_id: str | None) -> bool:
     return bool(member_id) and len(member_id or "") <= MAX_MEMBER_ID_LENGTH
+
+
+def member_request_valid(ctx: RequestContext, group_id: str, member_id: str) -> bool:
+    """ShareFetch / ShareAcknowledge's checks in Kafka's order: a group id (else
+    INVALID_REQUEST), READ on the group (raises GROUP_AUTHORIZATION_FAILED), then a member
+    id of at most 36 characters (else INVALID_REQUEST)."""
+    if not group_id:
+        return False
+    authz.require_group(ctx, authz.Op.READ, group_id)
+    return member_id_valid(member_id)
 
 
 def validate_ack_batches(batches: Sequence[Any], renew_allowed: bool, is_renew_ack: bool
@@ -72,7 +77,7 @@ def versioned_response(cls: Any) -> Any:
     return share_v0_codec.with_v0(cls)
 
 
-def unreadable(ctx: Any, topic_ids: Iterable[bytes]) -> frozenset[bytes]:
+def unreadable(ctx: RequestContext, topic_ids: Iterable[bytes]) -> frozenset[bytes]:
     """The known topic ids the principal may not READ (share consumers need READ)."""
     if not authz.enabled(ctx):
         return frozenset()
@@ -82,12 +87,12 @@ def unreadable(ctx: Any, topic_ids: Iterable[bytes]) -> frozenset[bytes]:
     return frozenset(tid for tid, name in names.items() if name not in readable)
 
 
-def resolve(ctx: Any, topic_id: bytes, index: int,
+def resolve(ctx: RequestContext, topic_id: bytes, index: int,
             denied: frozenset[bytes] = frozenset()) -> tuple[Any, int]:
     """(topic, NONE) or (None, UNKNOWN_TOPIC_ID / TOPIC_AUTHORIZATION_FAILED /
     UNKNOWN_TOPIC_OR_PARTITION), in Kafka's order."""
     topic = ctx.topics.by_id(topic_id)
-    if topic is None or getattr(topic, "internal", False):
+    if topic is None or topic.internal:
         return None, ErrorCode.UNKNOWN_TOPIC_ID
     if topic_id in denied:
         return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -98,7 +103,7 @@ def resolve(ctx: Any, topic_id: bytes, index: int,
     return topic, ErrorCode.NONE
 
 
-def apply_acks(ctx: Any, group_id: str, member_id: str,
+def apply_acks(ctx: RequestContext, group_id: str, member_id: str,
                acks: dict[tuple[bytes, int], list[Any]], renew_allowed: bool,
                is_renew_ack: bool, denied: frozenset[bytes] = frozenset()
                ) -> dict[tuple[bytes, int], int]:
@@ -119,7 +124,7 @@ def apply_acks(ctx: Any, group_id: str, member_id: str,
     return results
 
 
-def renew_allowed(ctx: Any, group_id: str, version: int) -> bool:
+def renew_allowed(ctx: RequestContext, group_id: str, version: int) -> bool:
     if version < 2:
         return False
     value = group_overrides(ctx, group_id).get("share.renew.acknowledge.enable", "true")

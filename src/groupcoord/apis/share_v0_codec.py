@@ -189,6 +189,7 @@ def _write_value(out: bytearray, kind: Any, value: Any) -> None:
 
 def write_struct(out: bytearray, schema: Schema, obj: Any) -> None:
     for name, kind in schema:
+        # The schema names the fields: a by-name walk, as the generated encoders do.
         _write_value(out, kind, getattr(obj, name))
     out.append(0)  # no tagged fields
 

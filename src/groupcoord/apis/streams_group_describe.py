@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_describe import describe_groups
 from groupcoord.wire.generated.streams_group_describe import (
     DescribedGroup,
     StreamsGroupDescribeRequest,
     StreamsGroupDescribeResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 89
 # `StreamsGroupTopologyDescriptionManager.attachTopologyDescriptions` without a plugin.
@@ -28,7 +30,8 @@ def error_response(request: Any, version: int, code: int) -> StreamsGroupDescrib
                                                 for g in request.group_ids])
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupDescribeRequest,
+                 version: int) -> StreamsGroupDescribeResponse:
     groups = await describe_groups(
         ctx, request.group_ids, DescribedGroup,
         lambda shard, group_id: shard.streams_group_describe(group_id),

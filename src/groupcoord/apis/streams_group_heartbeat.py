@@ -17,8 +17,9 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import check_new_topic, topic_name_error, validate_configs
-from groupcoord.apis.consumer_group_heartbeat import group_overrides
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
+from groupcoord.apis.group_support import group_overrides
 from groupcoord.coordinator.streams.configure import InternalTopic, Status
 from groupcoord.coordinator.streams.heartbeat import HeartbeatResult
 from groupcoord.wire.errors import ErrorCode
@@ -29,6 +30,7 @@ from groupcoord.wire.generated.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 log = logging.getLogger("groupcoord.apis.streams")
 
@@ -49,7 +51,7 @@ def _required_topics(topology: Any) -> list[str]:
     return list(seen)
 
 
-def _check_topology(ctx: Any, topology: Any) -> StreamsGroupHeartbeatResponse | None:
+def _check_topology(ctx: RequestContext, topology: Any) -> StreamsGroupHeartbeatResponse | None:
     required = _required_topics(topology)
     internal = {t.name for t in ctx.topics.all() if t.internal}
     prohibited = [t for t in required if t in internal]
@@ -69,7 +71,7 @@ def _check_topology(ctx: Any, topology: Any) -> StreamsGroupHeartbeatResponse | 
     return None
 
 
-def _create_internal_topics(ctx: Any, response: StreamsGroupHeartbeatResponse,
+def _create_internal_topics(ctx: RequestContext, response: StreamsGroupHeartbeatResponse,
                             topics: dict[str, InternalTopic]) -> None:
     if authz.allowed_on_cluster(ctx, authz.Op.CREATE):
         unauthorized: list[str] = []
@@ -99,7 +101,8 @@ def _create_internal_topics(ctx: Any, response: StreamsGroupHeartbeatResponse,
                 log.warning("creating internal topic %s failed: %s", topic.name, exc)
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupHeartbeatRequest,
+                 version: int) -> StreamsGroupHeartbeatResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     if request.topology is not None:
         rejected = _check_topology(ctx, request.topology)

@@ -11,14 +11,14 @@ asks for a description (TopologyDescriptionRequired stays false), so clients do 
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.streams_group_topology_description_update import (
     StreamsGroupTopologyDescriptionUpdateRequest,
     StreamsGroupTopologyDescriptionUpdateResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 93
 MIN_VERSION = 0
@@ -28,7 +28,8 @@ RESPONSE = StreamsGroupTopologyDescriptionUpdateResponse
 NO_PLUGIN = "The broker has no streams group topology description plugin configured."
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupTopologyDescriptionUpdateRequest,
+                 version: int) -> StreamsGroupTopologyDescriptionUpdateResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     return StreamsGroupTopologyDescriptionUpdateResponse(
         error_code=ErrorCode.UNSUPPORTED_VERSION, error_message=NO_PLUGIN)

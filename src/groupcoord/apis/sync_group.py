@@ -6,15 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group
+from groupcoord.coordinator.shard import GroupCoordinatorShard
+from groupcoord.wire.generated.sync_group import SyncGroupRequest
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 14
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: SyncGroupRequest,
+                 version: int) -> Any:
     # Kafka checks v5's mandatory ProtocolType/ProtocolName (the shard answers that) first.
     if version < 5 or (request.protocol_type is not None and request.protocol_name is not None):
         authz.require_group(ctx, authz.Op.READ, request.group_id)
-    return await call_group(ctx, request.group_id, "sync_group", request, version)
+    return await call_group(ctx, request.group_id, GroupCoordinatorShard.sync_group, request, version)

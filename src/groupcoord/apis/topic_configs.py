@@ -9,6 +9,10 @@ synonyms. Values are strings, as on the wire.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from groupcoord.apis.context import BrokerSettings
 
 # DescribeConfigsResponse.ConfigSource
 SOURCE_TOPIC = 1
@@ -164,25 +168,24 @@ class ResolvedConfig:
     synonyms: tuple[tuple[str, str | None, int], ...] = ()
 
 
-def static_broker_configs(config: object) -> dict[str, str]:
+def static_broker_configs(config: BrokerSettings) -> dict[str, str]:
     """Broker keys whose value comes from the command line (`BrokerConfig`)."""
-    get = config.__getattribute__
-    node = str(get("node_id"))
-    extra: dict[str, str] = get("extra") or {}
+    node = str(config.node_id)
+    extra = config.extra
     return {
         **{k: extra[k] for k in (DLQ_AUTO_CREATE, DLQ_TOPIC_PREFIX) if k in extra},
         "node.id": node,
         "broker.id": node,
-        "log.dirs": str(get("data_dir")),
-        "num.partitions": str(get("default_partitions")),
-        "auto.create.topics.enable": str(get("auto_create_topics")).lower(),
-        "offsets.topic.num.partitions": str(get("offsets_partitions")),
-        "group.initial.rebalance.delay.ms": str(get("group_initial_rebalance_delay_ms")),
-        "socket.request.max.bytes": str(get("max_request_size")),
-        "max.connections": str(get("max_connections")),
-        "max.connections.per.ip": str(get("max_connections_per_ip")),
-        "max.connections.per.ip.overrides": str(get("max_connections_per_ip_overrides")),
-        "connections.max.idle.ms": str(get("connections_max_idle_ms")),
+        "log.dirs": str(config.data_dir),
+        "num.partitions": str(config.default_partitions),
+        "auto.create.topics.enable": str(config.auto_create_topics).lower(),
+        "offsets.topic.num.partitions": str(config.offsets_partitions),
+        "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
+        "socket.request.max.bytes": str(config.max_request_size),
+        "max.connections": str(config.max_connections),
+        "max.connections.per.ip": str(config.max_connections_per_ip),
+        "max.connections.per.ip.overrides": str(config.max_connections_per_ip_overrides),
+        "connections.max.idle.ms": str(config.connections_max_idle_ms),
     }
 
 

@@ -30,8 +30,10 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import features
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.group_support import partition_exists, topic_info
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -40,11 +42,11 @@ from groupcoord.wire.generated.txn_offset_commit import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 6
-OFFSETS_TOPIC = "__consumer_offsets"
 # First version whose client handles TRANSACTION_ABORTABLE (`genericErrorSupported`).
 FIRST_ABORTABLE_VERSION = 4
 # First version whose verification adds the partition (`addPartition`, KIP-890 part 2).
@@ -96,7 +98,7 @@ def verification_error(code: int, version: int) -> int:
     return int(code)
 
 
-def _verify(ctx: Any, request: Any, version: int) -> int:
+def _verify(ctx: RequestContext, request: Any, version: int) -> int:
     """KIP-890 part 1: 0 when the group's `__consumer_offsets` partition may take the
     producer's transactional records, else the (translated) verification error."""
     partition = ctx.groups.partition_for(request.group_id)
@@ -119,7 +121,7 @@ def _commit_op(request: Any, version: int) -> Any:
     return run
 
 
-def _split(ctx: Any, request: Any, version: int) -> tuple[dict[tuple[int, int], int],
+def _split(ctx: RequestContext, request: Any, version: int) -> tuple[dict[tuple[int, int], int],
                                                           list[Any], list[str]]:
     """Errors of unknown topics, topics the principal may not read and unknown partitions,
     the topics left to commit (by name and id), and each request topic's name (resolved
@@ -153,7 +155,7 @@ def _split(ctx: Any, request: Any, version: int) -> tuple[dict[tuple[int, int], 
     return errors, valid_topics, names
 
 
-async def _commit(ctx: Any, sub: Any, version: int) -> Any:
+async def _commit(ctx: RequestContext, sub: Any, version: int) -> Any:
     """The coordinator's answer for the valid partitions; a whole-request error lands on
     each of them only (unknown partitions keep their own error, as Kafka merges them)."""
     if not sub.group_id:
@@ -168,7 +170,8 @@ async def _commit(ctx: Any, sub: Any, version: int) -> Any:
         return error_response(sub, version, operation_error(exc.code))
 
 
-async def handle(ctx: Any, header: Any, request: Any, version: int) -> Any:
+async def handle(ctx: RequestContext, header: RequestHeader, request: TxnOffsetCommitRequest,
+                 version: int) -> TxnOffsetCommitResponse:
     authz.require_transactional_id(ctx, authz.Op.WRITE, request.transactional_id)
     authz.require_group(ctx, authz.Op.READ, request.group_id)
     errors, valid_topics, names = _split(ctx, request, version)

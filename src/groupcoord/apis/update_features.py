@@ -19,8 +19,6 @@ FeatureLevelRecord.
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
@@ -31,6 +29,7 @@ from groupcoord.wire.generated.update_features import (
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
 )
+from groupcoord.wire.headers import RequestHeader
 
 API_KEY = ApiKey.UPDATE_FEATURES
 MIN_VERSION = 0
@@ -85,7 +84,7 @@ def update_error(node_id: int, name: str, level: int, upgrade_type: int) -> str 
     return None
 
 
-async def handle(ctx: RequestContext, header: Any, request: UpdateFeaturesRequest,
+async def handle(ctx: RequestContext, header: RequestHeader, request: UpdateFeaturesRequest,
                  version: int) -> UpdateFeaturesResponse:
     if not authz.allowed_on_cluster(ctx, authz.Op.ALTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
 from groupcoord.server.clock import SystemClock
@@ -39,10 +39,16 @@ if TYPE_CHECKING:
     from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.scram_store import ScramCredentialStore
     from groupcoord.server.cluster_map import ClusterMap
+    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+    from groupcoord.server.dispatch import Dispatcher
     from groupcoord.server.fetch_sessions import FetchSessionCache
+    from groupcoord.server.listener_security import ListenerSecurity
     from groupcoord.server.log_cleaner import LogCleaner
     from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
-    from groupcoord.storage import AppendInfo
+    from groupcoord.server.share_runtime import ShareRuntime
+    from groupcoord.server.topics import TopicStore
+    from groupcoord.server.transactions import TransactionRuntime
+    from groupcoord.storage import AppendInfo, LogManager, PartitionLog
 
 log = logging.getLogger("groupcoord.server")
 
@@ -63,8 +69,28 @@ LOADED_AFTER_BIND = (
 )
 
 
+class _Service(Protocol):
+    """A runtime `start` loaded, stopped in the reverse order by `stop`."""
+
+    async def stop(self) -> None: ...
+
+
 class Broker:
-    """All shared state of a running broker."""
+    """All shared state of a running broker.
+
+    The services below `_load` creates are declared without a value: nothing reads them
+    before `ready` is set (requests other than ApiVersions wait for it), and `stop` closes
+    only what `_services` / `_opened_logs` say was opened.
+    """
+
+    logs: LogManager
+    topics: TopicStore
+    producers: ProducerStateManager
+    groups: CoordinatorRuntime
+    shares: ShareRuntime
+    transactions: TransactionRuntime
+    fetch_sessions: FetchSessionCache
+    dispatcher: Dispatcher
 
     def __init__(self, config: BrokerConfig, handlers: Mapping[int, ApiSpec] | None = None,
                  clock: Clock | None = None) -> None:
@@ -76,7 +102,6 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.broker_configs: dict[str, str] = {}
         self.waiters = FetchWaiters()
-        self.fetch_sessions: FetchSessionCache
         self.advertised = config.advertised()
         self.bound: list[Listener] = []
         self._servers: list[Acceptor] = []
@@ -87,22 +112,19 @@ class Broker:
         # Who serves what with several nodes (`server.cluster_map`); None with one.
         self.cluster: ClusterMap | None = None
         self.connection_limits: ConnectionLimits | None = None
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._dirty: set[Any] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        # Logs appended to since the last flush (`fsync=interval`).
+        self._dirty: set[PartitionLog] = set()
         self._compacted: dict[tuple[str, int], tuple[int, int]] = {}
-        self.logs: Any = None
-        self.topics: Any = None
-        self.producers: ProducerStateManager
-        self.groups: Any = None
-        self.shares: Any = None
-        self.transactions: Any = None
+        self._opened_logs: LogManager | None = None
+        self._services: list[_Service] = []
         self.cleaner: LogCleaner | None = None
         # Set once `start` has loaded everything; requests other than ApiVersions wait for it.
         self.ready = asyncio.Event()
         # The ACL authorizer, or None when none is configured (everything allowed).
         self.authorizer: DurableAuthorizer | None = None
         self.scram_credentials: ScramCredentialStore | None = None
-        self.listener_security: list[Any] = []
+        self.listener_security: list[ListenerSecurity] = []
         # Test faults on the request path (`fault_injection`); empty in production.
         self.faults = FaultInjector()
 
@@ -163,7 +185,7 @@ class Broker:
         self.scram_store()
         self.fetch_sessions = FetchSessionCache(cfg.fetch_max_sessions)
         self.cleaner = LogCleaner(cfg.file_io)
-        self.logs = LogManager(cfg.data_dir, io=cfg.file_io)
+        self.logs = self._opened_logs = LogManager(cfg.data_dir, io=cfg.file_io)
         self.logs.load_all()
         self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs, cfg.data_dir)
@@ -176,9 +198,12 @@ class Broker:
             self._tasks.append(loop.create_task(self._flush_loop()))
         self._tasks.append(loop.create_task(self._retention_loop()))
         await self.groups.start()
+        self._services.append(self.groups)
         await self.shares.start()
+        self._services.append(self.shares)
         self.transactions = TransactionRuntime(self)
         await self.transactions.start()
+        self._services.append(self.transactions)
 
     def scram_store(self) -> ScramCredentialStore:
         """The SCRAM credentials of the data dir, read on first use (a SASL listener's first
@@ -193,6 +218,8 @@ class Broker:
     async def bind_node(self, node_id: int, ports: list[int]) -> None:
         """Open the node's listeners (one per configured listener, on `ports`)."""
         cfg = self.config
+        limits = self.connection_limits
+        assert limits is not None  # built by `start` before the first bind
         servers: list[Acceptor] = []
         try:
             for index, listener in enumerate(cfg.listeners):
@@ -211,10 +238,7 @@ class Broker:
                     security = replace(security, advertised=Listener(
                         security.advertised.host, port, listener.name))
                 server = Acceptor(
-                    sockets, self.connection_limits,  # type: ignore[arg-type]
-                    lambda address, sec=security: KafkaConnection(  # type: ignore[misc]
-                        self.dispatcher, cfg.max_request_size, self.connection_limits,
-                        address, sec, node_id),
+                    sockets, limits, self._connection_factory(security, node_id),
                     security.ssl_context, cfg.security.ssl_handshake_timeout_ms / 1000.0)
                 server.start()
                 servers.append(server)
@@ -230,6 +254,13 @@ class Broker:
         self._servers.extend(servers)
         self.node_servers[node_id] = servers
         self.node_ports[node_id] = [server.port for server in servers]
+
+    def _connection_factory(self, security: ListenerSecurity,
+                            node_id: int) -> Callable[[str], KafkaConnection]:
+        def connection(address: str) -> KafkaConnection:
+            return KafkaConnection(self.dispatcher, self.config.max_request_size,
+                                   self.connection_limits, address, security, node_id)
+        return connection
 
     async def close_node(self, node_id: int) -> None:
         """Close the node's listeners and the connections they accepted."""
@@ -254,18 +285,15 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.transactions is not None:
-            await self.transactions.stop()
-        if self.groups is not None:
-            await self.groups.stop()
-        if self.shares is not None:
-            await self.shares.stop()
+        # The reverse of the start order: transactions (they write to group shards) first.
+        for service in reversed(self._services):
+            await service.stop()
         for server in self._servers:
             await server.wait_closed()
         if self.connection_limits is not None:
             self.connection_limits.stop()
-        if self.logs is not None:
-            self.logs.close()
+        if self._opened_logs is not None:
+            self._opened_logs.close()
 
     async def _flush_loop(self) -> None:
         interval = self.config.fsync_interval_ms / 1000.0
@@ -287,7 +315,8 @@ class Broker:
             except Exception:
                 log.exception("log maintenance pass failed")
 
-    def _cleaning_due(self) -> list[tuple[tuple[str, int], Any, tuple[int, int], int | None]]:
+    def _cleaning_due(
+            self) -> list[tuple[tuple[str, int], PartitionLog, tuple[int, int], int | None]]:
         """Logs with `cleanup.policy=compact` whose closed segments changed since their last
         cleaning: (partition, log, marker, first unstable offset)."""
         due = []
@@ -343,7 +372,7 @@ class Broker:
     # -- the append path -------------------------------------------------------------------
 
     def append(self, topic: str, partition: int, data: bytes | memoryview,
-               now_ms: int | None = None, **kwargs: Any) -> AppendInfo:
+               now_ms: int | None = None, *, allow_control: bool = False) -> AppendInfo:
         """Append batches to a partition, apply the fsync policy and wake fetchers.
 
         Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`,
@@ -358,10 +387,10 @@ class Broker:
             raise KeyError((topic, partition))
         # Every stored batch carries leader epoch 0, the only epoch of this single replica,
         # as Kafka stamps the leader's epoch (clients use it for KIP-320 validation).
-        kwargs.setdefault("leader_epoch", LEADER_EPOCH)
         # Loaded before the append: the rebuild must not see this batch as well.
         state = self.producer_state(topic, partition)
-        info = plog.append(data, now_ms=now_ms, **kwargs)
+        info = plog.append(data, now_ms=now_ms, leader_epoch=LEADER_EPOCH,
+                           allow_control=allow_control)
         policy = self.config.fsync
         if policy == "always":
             try:
@@ -402,12 +431,8 @@ def _preload(modules: tuple[str, ...]) -> None:
 
 
 def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
-    from groupcoord.server.cluster_map import (
-        OFFSETS_TOPIC,
-        SHARE_STATE_TOPIC,
-        TXN_TOPIC,
-        ClusterMap,
-    )
+    from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
+    from groupcoord.server.cluster_map import ClusterMap
     from groupcoord.server.share_state import STATE_TOPIC_PARTITIONS
     from groupcoord.server.transactions import txn_topic_partitions
 

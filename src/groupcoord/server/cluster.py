@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from groupcoord.server.cluster_map import OFFSETS_TOPIC, ClusterMap
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+from groupcoord.server.cluster_map import ClusterMap
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker

@@ -23,11 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator.partitioning import java_string_hash, partition_for
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
 from groupcoord.server.config import Listener
 
-OFFSETS_TOPIC = "__consumer_offsets"
-SHARE_STATE_TOPIC = "__share_group_state"
-TXN_TOPIC = "__transaction_state"
 # FindCoordinator key types (`FindCoordinatorRequest.CoordinatorType`).
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.partitioning import partition_for
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import (
     SNAPSHOT_AFTER_RECORDS,
@@ -32,7 +33,6 @@ from groupcoord.server.shard_loader import (
 )
 from groupcoord.server.shard_task import (
     LOAD_SLICE_S,
-    OFFSETS_TOPIC,
     Operation,
     ShardState,
     ShardTask,

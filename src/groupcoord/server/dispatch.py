@@ -16,13 +16,18 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.apis.context import RawResponse, RequestHeader
+from groupcoord.apis.context import RawResponse
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.request_limits import FieldRejection, check_request
 from groupcoord.server.fault_injection import FaultInjector, FaultRule
 from groupcoord.server.framing import API_VERSIONS_KEY, response_head
 from groupcoord.wire.errors import DecodeError, ErrorCode
-from groupcoord.wire.headers import peek_request_header, read_client_id
+from groupcoord.wire.headers import (
+    RequestHeader,
+    peek_request_header,
+    read_client_id,
+    response_header_flexible,
+)
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
@@ -53,7 +58,8 @@ class Dispatcher:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.broker.connections.discard(conn)
-        if self.broker.shares is not None:  # unset before Broker.start()
+        # Share sessions exist only once loaded (every request but ApiVersions waits).
+        if self.broker.ready.is_set():
             self.broker.shares.connection_closed(conn.connection_id)
 
     def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None:
@@ -83,7 +89,8 @@ class Dispatcher:
             conn.protocol_error(f"api key {api_key} v{version} request runs past its frame")
             return
         rejection = check_request(request, end - start)
-        header = RequestHeader(api_key, version, correlation_id, client_id)
+        header = RequestHeader(api_key, version, correlation_id, client_id,
+                               2 if spec.is_flexible(version) else 1)
         fault = self.faults.match(api_key, request) if self.faults.by_api else None
         if fault is not None:
             self.faults.record(fault, version, correlation_id, client_id or "",
@@ -105,7 +112,7 @@ class Dispatcher:
                    header: RequestHeader, request: Any,
                    rejection: FieldRejection | None = None,
                    fault: FaultRule | None = None) -> None:
-        version = header.request_api_version
+        version = header.api_version
         ready = self.broker.ready
         if not ready.is_set() and spec.api_key != API_VERSIONS_KEY:
             # Bound before the logs and runtimes are loaded (`Broker.start`): ApiVersions
@@ -132,7 +139,7 @@ class Dispatcher:
         if response is None:
             conn.complete(slot, None)
             return
-        flexible_header = spec.api_key != API_VERSIONS_KEY and spec.is_flexible(version)
+        flexible_header = response_header_flexible(spec.api_key, spec.is_flexible(version))
         try:
             parts = encode_response(response, version, header.correlation_id, flexible_header)
         except Exception:

@@ -23,6 +23,7 @@ Everything here runs on the broker's event loop; other threads go through it.
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -86,16 +87,20 @@ class Firing:
         return out
 
 
+def _by_number(table: type[enum.IntEnum], value: object, what: str) -> int | str:
+    """`value` if it is a member's number, a name (to look up) if a string, else an error."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidRule(f"not an {what}: {value!r}")
+    if isinstance(value, int) and value not in table._value2member_map_:
+        raise InvalidRule(f"unknown {what} {value}")
+    return value
+
+
 def api_key_of(value: int | str) -> int:
     """An API key by number, by `ApiKey` name (`JOIN_GROUP`) or by Kafka's name (`JoinGroup`)."""
-    if isinstance(value, bool):
-        raise InvalidRule(f"not an api key: {value!r}")
+    value = _by_number(ApiKey, value, "api key")
     if isinstance(value, int):
-        if value not in ApiKey._value2member_map_:
-            raise InvalidRule(f"unknown api key {value}")
         return value
-    if not isinstance(value, str):
-        raise InvalidRule(f"not an api key: {value!r}")
     wanted = value.replace("_", "").lower()
     for key in ApiKey:
         if key.name.replace("_", "").lower() == wanted:
@@ -105,14 +110,9 @@ def api_key_of(value: int | str) -> int:
 
 def error_code_of(value: int | str) -> int:
     """An error code by number or by Kafka's name (`NOT_COORDINATOR`)."""
-    if isinstance(value, bool):
-        raise InvalidRule(f"not an error code: {value!r}")
+    value = _by_number(ErrorCode, value, "error code")
     if isinstance(value, int):
-        if value not in ErrorCode._value2member_map_:
-            raise InvalidRule(f"unknown error code {value}")
         return value
-    if not isinstance(value, str):
-        raise InvalidRule(f"not an error code: {value!r}")
     try:
         return int(ErrorCode[value.upper()])
     except KeyError:
@@ -207,6 +207,7 @@ def request_topics(request: Any) -> set[str]:
 
 def _names(request: Any, fields: tuple[str, ...], element_fields: tuple[str, ...]
            ) -> Iterator[str]:
+    # Reflection by field name over the generated classes' `_FIELDS` (any request type).
     present = getattr(type(request), "_FIELDS", ())
     for field in fields:
         if field not in present:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
-from groupcoord.server.cluster_map import OFFSETS_TOPIC
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:

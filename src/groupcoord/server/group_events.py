@@ -12,12 +12,13 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.logformat.internal_topics import GROUP_EVENTS_TOPIC
+
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
 
 log = logging.getLogger("groupcoord.coordinator")
 
-GROUP_EVENTS_TOPIC = "__group_events"
 GROUP_EVENTS_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "604800000"}
 
 

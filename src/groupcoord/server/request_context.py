@@ -7,14 +7,26 @@ shared services reached through properties (cheaper than copying references per 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from groupcoord.apis.context import RequestHeader
+    from groupcoord.apis.context import RequestContext
+    from groupcoord.apis.registry import ApiSpec
     from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.principal import KafkaPrincipal
+    from groupcoord.security.scram_store import ScramCredentialStore
     from groupcoord.server.broker import Broker
-    from groupcoord.server.connection import KafkaConnection
+    from groupcoord.server.cluster_map import ClusterMap
+    from groupcoord.server.config import BrokerConfig
+    from groupcoord.server.connection import KafkaConnection, _Slot
+    from groupcoord.server.fetch_sessions import FetchSessionCache
+    from groupcoord.server.group_caller import GroupCaller
+    from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
+    from groupcoord.server.share_runtime import ShareRuntime
+    from groupcoord.server.topics import TopicStore
+    from groupcoord.server.transactions import TransactionRuntime
+    from groupcoord.storage import AppendInfo
+    from groupcoord.wire.headers import RequestHeader
 
 
 class BrokerRequestContext:
@@ -29,7 +41,7 @@ class BrokerRequestContext:
         self.connection_id = conn.connection_id
         self.correlation_id = header.correlation_id
         # This request's response position, set by the dispatcher (see close_connection).
-        self.slot: Any = None
+        self.slot: _Slot | None = None
 
     @property
     def principal(self) -> KafkaPrincipal:
@@ -40,27 +52,27 @@ class BrokerRequestContext:
         return self.broker.authorizer
 
     @property
-    def config(self) -> Any:
+    def config(self) -> BrokerConfig:
         return self.broker.config
 
     @property
-    def apis(self) -> Mapping[int, Any]:
+    def apis(self) -> Mapping[int, ApiSpec]:
         return self.broker.handlers
 
     @property
-    def topics(self) -> Any:
+    def topics(self) -> TopicStore:
         return self.broker.topics
 
     @property
-    def producers(self) -> Any:
+    def producers(self) -> ProducerStateManager:
         return self.broker.producers
 
     @property
-    def fetch_sessions(self) -> Any:
+    def fetch_sessions(self) -> FetchSessionCache:
         return self.broker.fetch_sessions
 
     @property
-    def groups(self) -> Any:
+    def groups(self) -> GroupCaller:
         return self.broker.groups.bind(self.client_id, self.client_host, self.conn.node_id)
 
     @property
@@ -68,15 +80,15 @@ class BrokerRequestContext:
         return self.conn.node_id
 
     @property
-    def cluster(self) -> Any:
+    def cluster(self) -> ClusterMap | None:
         return self.broker.cluster
 
     @property
-    def shares(self) -> Any:
+    def shares(self) -> ShareRuntime:
         return self.broker.shares
 
     @property
-    def transactions(self) -> Any:
+    def transactions(self) -> TransactionRuntime:
         return self.broker.transactions
 
     @property
@@ -98,13 +110,14 @@ class BrokerRequestContext:
         return self.conn.listener_name
 
     @property
-    def scram_credentials(self) -> Any:
-        return self.broker.scram_credentials
+    def scram_credentials(self) -> ScramCredentialStore:
+        return self.broker.scram_store()
 
     def now_ms(self) -> int:
         return self.broker.clock.now_ms()
 
-    def append(self, topic: str, partition: int, data: bytes | memoryview, now_ms: int) -> Any:
+    def append(self, topic: str, partition: int, data: bytes | memoryview,
+               now_ms: int) -> AppendInfo:
         return self.broker.append(topic, partition, data, now_ms)
 
     def forget_partitions(self, topic: str, count: int) -> None:
@@ -114,8 +127,13 @@ class BrokerRequestContext:
         """Close after this request: earlier requests still get their responses."""
         self.conn.close_after_pending(self.slot)
 
-    def producer_state(self, topic: str, partition: int) -> Any:
+    def producer_state(self, topic: str, partition: int) -> PartitionProducerState:
         return self.broker.producer_state(topic, partition)
 
     async def wait_for_data(self, keys: Iterable[Hashable], timeout_ms: int) -> None:
         await self.broker.waiters.wait(keys, timeout_ms / 1000.0)
+
+
+if TYPE_CHECKING:
+    def _implements_the_protocol(ctx: BrokerRequestContext) -> RequestContext:
+        return ctx  # mypy checks BrokerRequestContext against the handlers' protocol

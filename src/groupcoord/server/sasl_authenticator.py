@@ -46,7 +46,7 @@ from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import DecodeError, ErrorCode
 from groupcoord.wire.generated.sasl_authenticate import SaslAuthenticateResponse
 from groupcoord.wire.generated.sasl_handshake import SaslHandshakeResponse
-from groupcoord.wire.headers import peek_request_header, read_client_id
+from groupcoord.wire.headers import peek_request_header, read_client_id, response_header_flexible
 
 if TYPE_CHECKING:
     from groupcoord.server.connection import KafkaConnection
@@ -322,7 +322,7 @@ class SaslAuthenticator:
             response.error_code = code
         else:
             return
-        flexible = api_key != API_VERSIONS_KEY and spec.is_flexible(version)
+        flexible = response_header_flexible(api_key, spec.is_flexible(version))
         self._send(conn, response, version, correlation_id, flexible)
 
 

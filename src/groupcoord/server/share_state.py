@@ -30,6 +30,7 @@ from groupcoord.coordinator.share.state_store import (
     ShareStateStore,
     share_state_partition,
 )
+from groupcoord.logformat.internal_topics import SHARE_STATE_TOPIC as STATE_TOPIC
 from groupcoord.server.log_records import keyed_records
 from groupcoord.server.shard_log import encode_records_batch
 from groupcoord.wire.errors import ErrorCode
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("groupcoord.share")
 
-STATE_TOPIC = "__share_group_state"
 STATE_TOPIC_PARTITIONS = 50
 STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.topic_configs import log_overrides
+from groupcoord.logformat.internal_topics import (
+    KAFKA_INTERNAL_TOPICS,
+)
 from groupcoord.wire.kafka_uuid import random_uuid
 
 if TYPE_CHECKING:
     from groupcoord.storage import LogManager, PartitionLog
 
 CONFIG_FILE = "topic-configs.json"
-OFFSETS_TOPIC = "__consumer_offsets"
-GROUP_EVENTS_TOPIC = "__group_events"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state", "__share_group_state"})
 
 
 @dataclass(slots=True)
@@ -89,12 +89,12 @@ class TopicStore:
             entry = saved.get(name, {})
             topic_id = info.topic_id or bytes.fromhex(entry.get("id", "")) or random_uuid(os.urandom)
             count = max(info.partitions, int(entry.get("partitions", 0)))
-            self._add(Topic(name, topic_id, count, name in INTERNAL_TOPICS,
+            self._add(Topic(name, topic_id, count, name in KAFKA_INTERNAL_TOPICS,
                             dict(entry.get("configs", {}))))
         for name, entry in saved.items():
             if name not in self._topics and entry.get("lazy"):
                 self._add(Topic(name, bytes.fromhex(entry["id"]), int(entry["partitions"]),
-                                name in INTERNAL_TOPICS, dict(entry.get("configs", {}))))
+                                name in KAFKA_INTERNAL_TOPICS, dict(entry.get("configs", {}))))
         for topic in self._topics.values():
             if topic.configs:
                 self._logs.topic_configs[topic.name] = log_overrides(topic.configs)
@@ -139,7 +139,7 @@ class TopicStore:
                lazy: bool = False) -> Topic:
         """Create a topic; `lazy` (internal topics) defers the partition directories."""
         topic = Topic(name, random_uuid(os.urandom), num_partitions,
-                      lazy or name in INTERNAL_TOPICS, dict(configs))
+                      lazy or name in KAFKA_INTERNAL_TOPICS, dict(configs))
         self._logs.topic_configs[name] = log_overrides(topic.configs)
         self._add(topic)
         if not lazy:

@@ -57,7 +57,7 @@ def describe(broker: Broker) -> dict[str, Any]:
 
 def group_coordinator(broker: Broker, group: str) -> dict[str, int]:
     """The group's `__consumer_offsets` partition and the node coordinating it."""
-    from groupcoord.server.cluster_map import OFFSETS_TOPIC
+    from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 
     partition = broker.groups.partition_for(_group(group))
     cluster = broker.cluster

@@ -84,7 +84,7 @@ async def _drain(broker: Broker | None) -> None:
     queued behind it completes last: shard queues are FIFO)."""
     for _ in range(SETTLE_TURNS):
         await asyncio.sleep(0)
-    if broker is None or broker.groups is None:
+    if broker is None or not broker.ready.is_set():
         return
     loop = asyncio.get_running_loop()
     barriers = []

@@ -64,10 +64,18 @@ def request_header_version(api_key: int, api_version: int) -> int:
     return 2 if is_flexible(api_key, api_version) else 1
 
 
+_API_VERSIONS = int(ApiKey.API_VERSIONS)  # a plain int: compared on every response
+
+
+def response_header_flexible(api_key: int, request_flexible: bool) -> bool:
+    """Whether the response carries header v1 (tagged fields): when the request version is
+    flexible, except for ApiVersions, whose responses always use v0 (KIP-511: a client that
+    sent a too-new ApiVersions request must still read the reply)."""
+    return request_flexible and api_key != _API_VERSIONS
+
+
 def response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == ApiKey.API_VERSIONS:
-        return 0
-    return 1 if is_flexible(api_key, api_version) else 0
+    return 1 if response_header_flexible(api_key, is_flexible(api_key, api_version)) else 0
 
 
 def peek_request_header(buf: Buffer, start: int, end: int) -> tuple[int, int, int]:
