@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import TimerHandle
-from groupcoord.server import group_events
+from groupcoord.server import group_events, heap
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
@@ -146,6 +146,7 @@ class ShardTask:
     def _loaded(self, count: int) -> None:
         if count:
             log.info("loaded %d records into shard %d", count, self.partition)
+            heap.settle_after_load(count)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
         self._schedule_cleanup()
         self.state = ShardState.ACTIVE
