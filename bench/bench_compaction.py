@@ -5,8 +5,11 @@ topic whose closed segments hold ``--mb`` MB of offset-commit-sized records (100
 per batch, 2,000 distinct keys), then cleans it twice while a probe connection sends
 ApiVersions back to back: once in place on the event loop (the broker before the cleaner
 process) and once through the cleaner process. Reported: cleaning time, and the probe's
-answer latencies (max, p99, median) and answer count during each. Results go to stdout
-and ``bench/results/compaction.md``.
+answer latencies (max, p99, median) and answer count during each. A loop-lag probe (a 1 ms
+sleep in a loop) records every stall over ``STALL_MS`` with the event-loop thread's own CPU
+time and its time waiting for a core (``/proc/thread-self/schedstat``), which tells the
+broker's work apart from the machine's scheduling. Results go to stdout and
+``bench/results/compaction.md``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.wire.generated import api_versions
 
 SECTION = "compaction"
+STALL_MS = 20.0
+LOAD_AT_START = [0.0]
 VALUE = b"v" * 60  # about the size of an OffsetCommitValue
 
 
@@ -65,9 +70,31 @@ async def probe(port: int, stop: asyncio.Event) -> list[float]:
     return latencies
 
 
+def thread_schedstat() -> tuple[float, float]:
+    """(ms on a CPU, ms runnable but waiting for one) of the calling thread (Linux)."""
+    with open("/proc/thread-self/schedstat") as f:
+        on_cpu, waiting, _ = f.read().split()
+    return int(on_cpu) / 1e6, int(waiting) / 1e6
+
+
+async def loop_lag(stop: asyncio.Event, stalls: list[tuple[float, float, float]]) -> None:
+    """Every gap over STALL_MS between 1 ms sleeps: (gap, loop CPU, run-queue wait) in ms."""
+    last = time.perf_counter()
+    last_cpu, last_wait = thread_schedstat()
+    while not stop.is_set():
+        await asyncio.sleep(0.001)
+        now = time.perf_counter()
+        cpu, wait = thread_schedstat()
+        if (now - last) * 1000 > STALL_MS:
+            stalls.append(((now - last) * 1000, cpu - last_cpu, wait - last_wait))
+        last, last_cpu, last_wait = now, cpu, wait
+
+
 async def measure(broker: Broker, in_place: bool) -> dict[str, Any]:
     broker._compacted.clear()
     stop = asyncio.Event()
+    stalls: list[tuple[float, float, float]] = []
+    lag = asyncio.create_task(loop_lag(stop, stalls))
     prober = asyncio.create_task(probe(broker.bound[0].port, stop))
     await asyncio.sleep(0.2)
     start = time.perf_counter()
@@ -79,9 +106,14 @@ async def measure(broker: Broker, in_place: bool) -> dict[str, Any]:
     await asyncio.sleep(0.05)
     stop.set()
     lat = await prober
+    await lag
+    worst = max(stalls, default=(0.0, 0.0, 0.0))
     return {"mode": "in place, on the loop" if in_place else "cleaner process",
             "seconds": seconds, "answers": len(lat), "max_ms": max(lat),
-            "p99_ms": percentile(lat, 99), "median_ms": statistics.median(lat)}
+            "p99_ms": percentile(lat, 99), "median_ms": statistics.median(lat),
+            "stalls": len(stalls), "stall_ms": worst[0], "stall_cpu_ms": worst[1],
+            "stall_wait_ms": worst[2],
+            "stalls_mostly_waiting": sum(1 for _, c, w in stalls if w > c)}
 
 
 async def run(megabytes: int) -> list[dict[str, Any]]:
@@ -112,18 +144,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_compaction")
     parser.add_argument("--mb", type=int, default=100)
     args = parser.parse_args()
+    LOAD_AT_START[0] = os.getloadavg()[0]
     rows = asyncio.run(run(args.mb))
     info = machine_info()
     load = os.getloadavg()[0]
+    load_start = LOAD_AT_START[0]
     lines = [f"# Compaction of a {args.mb} MB compacted segment, probe latency\n",
              f"Command: `python -m bench.bench_compaction --mb {args.mb}`  ",
              (f"Date (UTC): {info['date_utc']}; {info['cpu_model']}, {info['cpu_cores']} cores, "
-             f"{info['python']}; 1-minute load average at the end: {load:.1f}\n"),
-             "| mode | records | cleaning s | probe answers | max ms | p99 ms | median ms |",
-             "|---|---|---|---|---|---|---|"]
+             f"{info['python']}; 1-minute load average at the start {load_start:.1f}, at the end "
+             f"{load:.1f}\n"),
+             ("| mode | records | cleaning s | probe answers | max ms | p99 ms | median ms "
+              f"| loop stalls > {STALL_MS:.0f} ms | of them waiting for a core more than running "
+              "| longest stall ms | its loop CPU ms | its wait for a core ms |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['mode']} | {r['records']:,} | {r['seconds']:.1f} | {r['answers']:,} "
-                     f"| {r['max_ms']:.1f} | {r['p99_ms']:.1f} | {r['median_ms']:.2f} |")
+                     f"| {r['max_ms']:.1f} | {r['p99_ms']:.1f} | {r['median_ms']:.2f} "
+                     f"| {r['stalls']} | {r['stalls_mostly_waiting']} | {r['stall_ms']:.1f} "
+                     f"| {r['stall_cpu_ms']:.1f} | {r['stall_wait_ms']:.1f} |")
     text = "\n".join(lines) + "\n"
     (RESULTS_DIR / "compaction.md").write_text(text)
     print(text)
