@@ -34,6 +34,8 @@ from groupcoord.server.shard_task import (
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from groupcoord.server.broker import Broker
     from groupcoord.server.group_caller import GroupCaller
 
@@ -63,6 +65,16 @@ class CoordinatorRuntime:
         self._op_context: Any = None
         self._image: Any = None
         self._image_version = 0
+        self._executor: ThreadPoolExecutor | None = None
+
+    def offload_executor(self) -> ThreadPoolExecutor:
+        """The thread that runs shards' offloaded work (Kafka's `CoordinatorExecutor`; one
+        thread: pure-Python work holds the GIL, so more threads would only take turns)."""
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-offload")
+        return self._executor
 
     def _default_factory(self, partition: int) -> Any:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -119,6 +131,9 @@ class CoordinatorRuntime:
             shard.task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.shards.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
 
     def shard(self, partition: int) -> ShardTask:
         """The shard task, created (and its partition loaded) on first use."""

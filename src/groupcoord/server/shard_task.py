@@ -53,6 +53,7 @@ from groupcoord.server.shard_log import (
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.result import Offload
     from groupcoord.server.coordinator_runtime import CoordinatorRuntime
 
 log = logging.getLogger("groupcoord.coordinator")
@@ -98,6 +99,8 @@ class ShardTask:
         # key -> (sequence, handle, deadline ms); the deadline is for describing state.
         self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
+        # Offloaded work in flight: key -> the sequence number of the newest (`Offload`).
+        self.offloads: dict[tuple[Any, ...], int] = {}
         self._timer_seq = itertools.count(1)
         plog = runtime.broker.logs.get(OFFSETS_TOPIC, partition)
         # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
@@ -282,7 +285,33 @@ class ShardTask:
         events = getattr(result, "events", None)
         if events:
             group_events.write(self.runtime.broker, events)
+        for task in getattr(result, "offloads", ()):
+            self._offload(task)
         return result
+
+    def _offload(self, task: Offload) -> None:
+        """Run `task.compute` on the runtime's worker thread, then `task.apply` with its
+        value as an operation on this shard's queue, unless a newer task took the key or
+        the shard failed meanwhile."""
+        seq = next(self._timer_seq)
+        self.offloads[task.key] = seq
+        running = asyncio.get_running_loop().run_in_executor(
+            self.runtime.offload_executor(), task.compute)
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            if self.offloads.get(task.key) != seq:
+                return  # superseded, or dropped by a failure or unload
+            del self.offloads[task.key]
+            value = None
+            if not fut.cancelled():
+                if fut.exception() is not None:
+                    log.error("offloaded %s failed on shard %d", task.key, self.partition,
+                              exc_info=fut.exception())
+                else:
+                    value = fut.result()
+            self.submit(lambda shard, _ctx, now: task.apply(shard, value, now), None, None)
+
+        running.add_done_callback(done)
 
     def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
         """The operation's batch; WriteRefused when the log would refuse it."""
@@ -336,6 +365,7 @@ class ShardTask:
         for _seq, handle, _deadline in self.timers.values():
             handle.cancel()
         self.timers.clear()
+        self.offloads.clear()
 
     # -- submission and timers -------------------------------------------------------------
 
