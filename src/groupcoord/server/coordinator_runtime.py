@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
     from groupcoord.server.group_caller import GroupCaller
 
+# The GIL switch interval once a shard offloads work (`offload_executor`).
+OFFLOAD_SWITCH_INTERVAL_S = 0.0005
+
 __all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
 
 log = logging.getLogger("groupcoord.coordinator")
@@ -71,8 +74,12 @@ class CoordinatorRuntime:
         """The thread that runs shards' offloaded work (Kafka's `CoordinatorExecutor`; one
         thread: pure-Python work holds the GIL, so more threads would only take turns)."""
         if self._executor is None:
+            import sys
             from concurrent.futures import ThreadPoolExecutor
 
+            # The loop waits up to one switch interval for the GIL each time it wants it
+            # back from the worker (CPython's default: 5 ms, several times per request).
+            sys.setswitchinterval(min(sys.getswitchinterval(), OFFLOAD_SWITCH_INTERVAL_S))
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-offload")
         return self._executor
 

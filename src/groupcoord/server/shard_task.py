@@ -295,8 +295,13 @@ class ShardTask:
         the shard failed meanwhile."""
         seq = next(self._timer_seq)
         self.offloads[task.key] = seq
+
+        def compute() -> Any:
+            # Superseded while it waited for the thread: skip the work (its value is dropped).
+            return None if self.offloads.get(task.key) != seq else task.compute()
+
         running = asyncio.get_running_loop().run_in_executor(
-            self.runtime.offload_executor(), task.compute)
+            self.runtime.offload_executor(), compute)
 
         def done(fut: asyncio.Future[Any]) -> None:
             if self.offloads.get(task.key) != seq:

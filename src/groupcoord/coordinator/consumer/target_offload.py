@@ -7,8 +7,8 @@ with their resolved subscriptions, the current target, the topics image: all imm
 values) and returns an `Offload`; the runtime runs it on a worker thread, and the records it
 built are written by a later operation only if the group is still at the epoch they were
 computed for with the same members. Otherwise they are dropped and the next heartbeat
-computes again. One computation per group is in flight at a time (soft state, not logged:
-after a reload the next heartbeat starts one). Meanwhile members reconcile toward the last
+computes again. One computation per group is in flight at a time, whatever its epoch (soft
+state, not logged: after a reload the next heartbeat starts one). Meanwhile members reconcile toward the last
 target, as when the assignment interval batches joins. A group's first target is computed
 on the heartbeat (`heartbeat._maybe_update_target`): members take the target's epoch, and
 before the first target that is 0, which a member would read as "join again".
@@ -36,10 +36,11 @@ def offload_target(groups: Mapping[str, ConsumerGroup], in_flight: dict[str, int
                    old_target: Mapping[str, Mapping[bytes, frozenset[int]]],
                    subscribed: Subscribed, topics: TopicDescriber, assignor: str, epoch: int,
                    fx: Effects) -> None:
-    """Add the Offload that computes `group_id`'s target for `epoch`, unless one for that
-    epoch is in flight (`in_flight`: group -> epoch). `members` and `old_target` must be
+    """Add the Offload that computes `group_id`'s target for `epoch`, unless one is in
+    flight for the group (`in_flight`: group -> epoch): while members keep joining, a
+    computation started for every epoch would be dropped as soon as it finished. `members` and `old_target` must be
     this operation's own copies; `groups` is the live table the result is checked against."""
-    if in_flight.get(group_id) == epoch:
+    if group_id in in_flight:
         return
     in_flight[group_id] = epoch
     now_ms = fx.now_ms
