@@ -1,4 +1,5 @@
-"""After a large shard load the loaded state is frozen out of the cyclic collector's reach."""
+"""After a large shard load, and once `serve` has started, what is alive is frozen out of the
+cyclic collector's reach; cyclic garbage is collected first, never frozen."""
 
 from __future__ import annotations
 
@@ -37,3 +38,17 @@ def test_young_cyclic_garbage_is_collected_not_frozen(unfrozen: None) -> None:
     assert gone() is not None
     heap.settle_after_load(heap.LARGE_LOAD_RECORDS)
     assert gone() is None
+
+
+def test_after_start_everything_alive_is_frozen_and_garbage_collected(unfrozen: None) -> None:
+    class Node:
+        other: object = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    gone = weakref.ref(a)
+    del a, b
+    kept = [[i] for i in range(100)]
+    heap.settle_after_start()
+    assert gone() is None
+    assert gc.get_freeze_count() >= len(kept)
