@@ -80,3 +80,43 @@ def test_an_offloaded_target_reaches_the_member(tmp_path: Path,
     assert owned is not None and len(owned) == 2
     # Only offloaded computations go through `target_offload`: each ran on the worker.
     assert threads and all(n.startswith("groupcoord-offload") for n in threads)
+
+
+def test_the_runtime_skips_work_superseded_before_it_starts(tmp_path: Path) -> None:
+    """One worker thread: A runs, B waits behind it, C takes B's key and A2 A's. B is never
+    computed, A's value is dropped, C's and A2's are applied."""
+    from groupcoord.coordinator.result import Offload, Result
+
+    release = threading.Event()
+    computed: list[str] = []
+    applied: list[str] = []
+
+    def task(name: str, key: str) -> Offload:
+        def compute() -> str:
+            if name == "A":
+                release.wait(10)
+            computed.append(name)
+            return name
+
+        def apply(_shard: object, value: str | None, _now: int) -> Result | None:
+            if value is not None:
+                applied.append(value)
+            return None
+
+        return Offload(("test", key), compute, apply)
+
+    async def scenario() -> None:
+        async with InProcBroker(tmp_path) as node:
+            shard = node.broker.groups.shard(0)
+            shard._offload(task("A", "a"))
+            shard._offload(task("B", "b"))
+            shard._offload(task("C", "b"))
+            shard._offload(task("A2", "a"))  # A, already running, is superseded too
+            release.set()
+            deadline = time.monotonic() + 10
+            while sorted(applied) != ["A2", "C"] or shard.offloads:
+                assert time.monotonic() < deadline, (computed, applied)
+                await asyncio.sleep(0.01)
+            assert sorted(computed) == ["A", "A2", "C"]
+
+    asyncio.run(scenario())
