@@ -13,11 +13,17 @@ join pass spans enough CPU ticks of ``/proc`` to measure.
 A probe process, started before the joins, keeps two other connections busy: ApiVersions
 back to back (its round trip is the loop-lag probe: the longest one is the longest time the
 broker's event loop did not answer) and, every ``PROBE_HEARTBEAT_MS``, a heartbeat of a
-one-member probe group on its own topic. Only samples inside the join phase count.
+one-member probe group on its own topic. Only samples inside the join phase count. Around
+each ApiVersions the probe reads the broker's event-loop thread's CPU time and its time
+waiting for a core (``/proc/<pid>/task/<pid>/schedstat``): the most loop CPU within one
+round trip is the longest stretch of broker work that held the loop, which other load on
+the machine does not inflate (the round trip itself includes waiting for a core).
 
 Variants, in one run: ``interval 0`` (a target computed on every joining heartbeat, as
-before assignment batching) and ``interval 1000`` (Kafka 4.4's default
-``group.consumer.assignment.interval.ms``: one target per interval for every change since);
+before assignment batching), ``interval 1000`` (Kafka 4.4's default
+``group.consumer.assignment.interval.ms``: one target per interval for every change since)
+and ``interval 1000 + offload`` (the same with ``group.consumer.assignor.offload.enable``: the
+target computed on the runtime's worker thread, its records written by a later operation);
 ``--compare-src`` adds the broker of another checkout's ``src/`` with its own defaults.
 Results: stdout, ``bench/results/join_scale.md`` and ``join_scale.json``.
 """
@@ -56,6 +62,8 @@ PROBE_GROUP = "join-scale-probe"
 PROBE_HEARTBEAT_MS = 20
 CREATE_TIMEOUT_S = 600.0
 INTERVAL = "group.consumer.assignment.interval.ms"
+OFFLOAD = "group.consumer.assignor.offload.enable"
+VARIANTS = ("interval 0", "interval 1000", "interval 1000 + offload")
 # A slow join pass must not outlast the first members' sessions (they do not heartbeat
 # until every member has joined).
 SESSIONS = {"group.consumer.max.session.timeout.ms": "600000",
@@ -82,9 +90,20 @@ class ScaleBroker(GroupcoordBroker):
 
 # -- the probe process ------------------------------------------------------------------------
 
-def probe_main(bootstrap: str, out: Path, stop: Path) -> None:
-    """Sample ApiVersions round trips and probe-group heartbeats until `stop` exists."""
-    pings: list[tuple[float, float]] = []
+def loop_schedstat(pid: int) -> tuple[float, float]:
+    """(s on a CPU, s waiting for one) of the broker's main thread, its event loop (Linux)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+            on_cpu, waiting, _ = f.read().split()
+    except OSError:  # the broker is gone
+        return float("nan"), float("nan")
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
+
+
+def probe_main(bootstrap: str, out: Path, stop: Path, pid: int) -> None:
+    """Sample ApiVersions round trips (with the broker loop's CPU and run-queue wait during
+    each) and probe-group heartbeats until `stop` exists."""
+    pings: list[tuple[float, float, float, float]] = []
     beats: list[tuple[float, float]] = []
     with WireClient(bootstrap) as ping, WireClient(bootstrap) as hb:
         member_id, epoch, topic_id = "probe-member", 0, b"\0" * 16
@@ -92,10 +111,12 @@ def probe_main(bootstrap: str, out: Path, stop: Path) -> None:
         next_beat = 0.0
         out.with_suffix(".ready").write_text("ready")
         while not stop.exists():
+            cpu0, wait0 = loop_schedstat(pid)
             t0 = time.monotonic()
             ping.request(ApiVersionsRequest(), 0)
             t1 = time.monotonic()
-            pings.append((t0, t1 - t0))
+            cpu1, wait1 = loop_schedstat(pid)
+            pings.append((t0, t1 - t0, cpu1 - cpu0, wait1 - wait0))
             if t1 < next_beat:
                 continue
             next_beat = t1 + PROBE_HEARTBEAT_MS / 1000
@@ -119,13 +140,14 @@ def probe_main(bootstrap: str, out: Path, stop: Path) -> None:
 class Probe:
     """The probe process: started before the joins, read back after."""
 
-    def __init__(self, bootstrap: str, workdir: Path) -> None:
+    def __init__(self, bootstrap: str, workdir: Path, pid: int) -> None:
         self.out, self.stop = workdir / "probe.json", workdir / "probe.stop"
         for f in (self.out, self.stop, self.out.with_suffix(".ready")):
             f.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.bench_join_scale", "--probe", bootstrap,
-             "--probe-out", str(self.out), "--probe-stop", str(self.stop)])
+             "--probe-out", str(self.out), "--probe-stop", str(self.stop),
+             "--probe-pid", str(pid)])
         deadline = time.monotonic() + 60
         while not self.out.with_suffix(".ready").exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -175,14 +197,20 @@ def one_run(spec: ScaleBroker, members: int, workdir: Path) -> dict[str, Any]:
         for g in groups:
             wait_for_group_coordinator(client, g.group)
         wait_for_group_coordinator(client, PROBE_GROUP)
-        probe = Probe(broker.bootstrap, workdir)
+        probe = Probe(broker.bootstrap, workdir, broker.proc.pid)
         time.sleep(0.5)  # the probe group joins and settles first
         out = measure(broker, groups, members)
         samples = probe.finish()
     window = (out.pop("start"), out.pop("end"))
-    pings = [rtt * 1000 for t, rtt in samples["pings"] if window[0] <= t <= window[1]]
+    inside = [p for p in samples["pings"] if window[0] <= p[0] <= window[1]]
+    pings = [rtt * 1000 for _, rtt, _, _ in inside]
+    busiest = max(inside, key=lambda p: p[2], default=None)
+    longest = max(inside, key=lambda p: p[1], default=None)
     beats = [rtt * 1000 for t, rtt in samples["beats"] if window[0] <= t <= window[1]]
-    out.update(groups=reps, pings=len(pings), max_stall_ms=max(pings, default=float("nan")),
+    nan = float("nan")
+    out.update(groups=reps, pings=len(pings), max_stall_ms=max(pings, default=nan),
+               max_stall_wait_ms=longest[3] * 1000 if longest else nan,
+               max_loop_cpu_ms=busiest[2] * 1000 if busiest else nan,
                ping_p99_ms=percentile(pings, 99) if pings else float("nan"),
                ping_p999_ms=percentile(pings, 99.9) if pings else float("nan"),
                probe_beats=len(beats),
@@ -227,6 +255,8 @@ COLUMNS = [("variant", "broker"), ("members", "members"), ("groups", "groups"),
            ("phase_cpu_us_per_member", "broker CPU µs per member, join to settled"),
            ("settle_ms", "join to settled ms"), ("rounds", "rounds"),
            ("max_stall_ms", "longest loop stall ms (max ApiVersions RTT)"),
+           ("max_stall_wait_ms", "of it, broker loop waiting for a core ms"),
+           ("max_loop_cpu_ms", "most broker loop CPU within one RTT ms"),
            ("ping_p99_ms", "ApiVersions RTT p99 ms"),
            ("ping_p999_ms", "ApiVersions RTT p99.9 ms"),
            ("probe_p99_ms", "probe-group heartbeat p99 ms"),
@@ -265,7 +295,8 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
         base = mine.get(min(mine))
         if base is None:
             continue
-        for key, label in (("join_cpu_us", "per-join CPU"), ("max_stall_ms", "longest stall")):
+        for key, label in (("join_cpu_us", "per-join CPU"), ("max_stall_ms", "longest stall"),
+                           ("max_loop_cpu_ms", "longest broker work on the loop")):
             ratios = {n: r[key] / base[key] for n, r in mine.items() if base[key]}
             worst = max(ratios.values(), default=float("nan"))
             out.append(f"- {variant}: {label} vs {min(mine)} members: " + ", ".join(
@@ -282,17 +313,27 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.bench_join_scale")
     p.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help=f"comma-separated, of: {', '.join(VARIANTS)}")
     p.add_argument("--compare-src", type=Path, default=None,
                    help="also run the broker of another checkout's src/ (its own defaults)")
     p.add_argument("--probe", default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe-out", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe-stop", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--probe-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.probe:
-        probe_main(args.probe, args.probe_out, args.probe_stop)
+        probe_main(args.probe, args.probe_out, args.probe_stop, args.probe_pid)
         return 0
-    variants = [ScaleBroker("interval 0", {**SESSIONS, INTERVAL: "0"}, None),
-                ScaleBroker("interval 1000", SESSIONS, None)]
+    known = {"interval 0": ScaleBroker("interval 0", {**SESSIONS, INTERVAL: "0"}, None),
+             "interval 1000": ScaleBroker("interval 1000", SESSIONS, None),
+             "interval 1000 + offload": ScaleBroker("interval 1000 + offload",
+                                                   {**SESSIONS, OFFLOAD: "true"}, None)}
+    chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in known]
+    if unknown:
+        p.error(f"--variants: unknown {unknown}; known: {', '.join(known)}")
+    variants = [known[v] for v in chosen]
     if args.compare_src is not None:
         variants.insert(0, ScaleBroker(f"compare: {args.compare_src.parent.name}", SESSIONS,
                                        args.compare_src.resolve()))
@@ -302,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     command = "python -m bench.bench_join_scale" + (
         f" --sizes {args.sizes}" if args.sizes != ",".join(map(str, SIZES)) else "") + (
+        f" --variants '{args.variants}'" if args.variants != ",".join(VARIANTS) else "") + (
         f" --compare-src <checkout of {args.compare_src.parent.name}>/src"
         if args.compare_src is not None else "")
     rows: list[dict[str, Any]] = []

@@ -7,14 +7,43 @@ first TCP connect.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
-from bench.brokers import BrokerFailed, start_broker
-from bench.common import Section, add_relative, median, percentile, progress
+from bench.brokers import BrokerFailed, BrokerSpec, start_broker
+from bench.common import LOOPBACK, Section, add_relative, median, percentile, progress
 from bench.context import BenchContext
 
 NAME = "startup"
 TITLE = "Start-up time"
+
+# Processes that run to their exit: spawn -> exit is their cost.
+FLOOR_PROCESSES = {"floor: python -S -c pass": [sys.executable, "-S", "-c", "pass"],
+                   "floor: python -c 'import asyncio'": [sys.executable, "-c", "import asyncio"]}
+
+
+class BareServer(BrokerSpec):
+    """An asyncio+uvloop listener answering ApiVersions, nothing else (the floor)."""
+
+    name = "floor: bare asyncio+uvloop server"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        return [sys.executable, str(Path(__file__).with_name("bare_server.py")), str(port)]
+
+    def describe(self) -> dict[str, str]:
+        return {"name": self.name, "host": LOOPBACK}
+
+
+def _process_ms(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True)
+    return (time.perf_counter() - start) * 1000.0
 
 
 def run(ctx: BenchContext) -> Section:
@@ -32,6 +61,8 @@ def run(ctx: BenchContext) -> Section:
                  ("rss_mib", "RSS MiB when ready (median)"),
                  ("status", "status")],
     )
+    bare = BareServer()
+    floor: dict[str, list[float]] = {name: [] for name in [*FLOOR_PROCESSES, bare.name]}
     samples: dict[str, list[float]] = {b.name: [] for b in ctx.brokers}
     connects: dict[str, list[float]] = {b.name: [] for b in ctx.brokers}
     at_ready: dict[str, list[tuple[float, float]]] = {b.name: [] for b in ctx.brokers}
@@ -51,6 +82,10 @@ def run(ctx: BenchContext) -> Section:
             except BrokerFailed as exc:
                 failures[spec.name] = str(exc)
                 progress(NAME, f"{spec.name}: FAILED {exc}")
+        for label, argv in FLOOR_PROCESSES.items():
+            floor[label].append(_process_ms(argv))
+        with start_broker(bare, f"startup-floor-{i}") as server:
+            floor[bare.name].append((server.ready_s - server.spawn_s) * 1000.0)
         progress(NAME, f"start {i + 1}/{ctx.startup_repeats}: " + ", ".join(
             f"{name} {vals[-1]:.1f} ms" for name, vals in samples.items() if vals))
     for spec in ctx.brokers:
@@ -67,11 +102,20 @@ def run(ctx: BenchContext) -> Section:
         section.rows.append(row)
     section.rows.extend(ctx.pending_rows())
     add_relative(section.rows, "median_ms")
+    for label, vals in floor.items():
+        section.rows.append({"broker": label, "n": len(vals), "median_ms": median(vals),
+                             "p90_ms": percentile(vals, 90), "min_ms": min(vals),
+                             "max_ms": max(vals), "status": "ok"})
+    section.notes.append(
+        "The `floor:` rows are measured in the same loop as the brokers: a process's spawn to "
+        "its exit, and the bare server's spawn to its first ApiVersions answer. They are what "
+        "any broker started as a Python process pays before its first answer on this machine.")
     formats = [s for spec in ctx.brokers for s in getattr(spec, "format_s", [])]
     if formats:
         section.notes.append(
             f"Kafka's data dir is formatted (`kafka-storage format`, a JVM run of its own) "
             f"before the clock starts: median {median(formats):.2f} s per start, not counted.")
-    section.raw = {"samples_ms": samples, "connect_ms": connects, "failures": failures,
+    section.raw = {"samples_ms": samples, "floor_ms": floor, "connect_ms": connects,
+                   "failures": failures,
                    "cpu_s_rss_mib_at_ready": at_ready, "kafka_format_s": formats}
     return section

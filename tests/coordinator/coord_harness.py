@@ -15,6 +15,7 @@ from groupcoord.coordinator.ids import SequentialIds
 from groupcoord.coordinator.result import (
     CancelTimer,
     GroupEvent,
+    Offload,
     OpContext,
     Reply,
     Result,
@@ -47,6 +48,8 @@ class Harness:
         self.timers: dict[tuple, int] = {}
         self.replies: dict[int, Any] = {}
         self.events: list[GroupEvent] = []
+        # Offloaded work not run yet, newest per key (the runtime supersedes by key).
+        self.offloads: dict[tuple, Offload] = {}
         self.next_token = 1
         self.apply(self.shard.on_loaded(self.now))
 
@@ -66,7 +69,21 @@ class Harness:
                 assert isinstance(op, CancelTimer)
                 self.timers.pop(op.key, None)
         self.events.extend(result.events)
+        for task in result.offloads:
+            self.offloads[task.key] = task
         return result
+
+    def run_offloads(self) -> list[Result | None]:
+        """Run the pending offloaded work as the runtime does: compute, then apply as an
+        operation at the current time; the applied results in order."""
+        pending, self.offloads = list(self.offloads.values()), {}
+        out = []
+        for task in pending:
+            applied = task.apply(self.shard, task.compute(), self.now)
+            if applied is not None:
+                self.apply(applied)
+            out.append(applied)
+        return out
 
     def call(self, method: str, request: Any, version: int, client_id: str = "client",
              ) -> tuple[int, Result]:

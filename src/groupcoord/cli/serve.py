@@ -161,6 +161,9 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await broker.start()
+    from groupcoord.server import heap
+
+    heap.settle_after_start()  # out of the cyclic GC's reach: every full collection is cheaper
     if control is not None and control_listen is not None:
         port = await control.start(control_listen.host, control_listen.port)
         log.info("groupcoord control listening on %s:%d (%s)", control_listen.host, port,

@@ -50,6 +50,11 @@ class GroupCoordinatorConfig:
     group_consumer_assignment_interval_ms: int = 1_000
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15_000
+    # Kafka 4.4's `group.consumer.assignor.offload.enable` (true there): the target is
+    # computed on a worker thread and written by a later operation if the group epoch is
+    # still the one it was computed for. Off by default here: the target then comes with
+    # the heartbeat that triggered it, which the protocol tests and scenarios expect.
+    group_consumer_assignor_offload_enable: bool = False
     # Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS constant (10 s), made settable so tests
     # and small deployments can see new topics sooner.
     group_consumer_regex_batch_refresh_min_interval_ms: int = 10_000
@@ -111,7 +116,8 @@ class GroupCoordinatorConfig:
                 values[name] = tuple(a.strip() for a in text.split(",") if a.strip())
             elif name == "group_consumer_migration_policy":
                 values[name] = text.strip().lower()
-            elif name == "errors_deadletterqueue_auto_create_topics_enable":
+            elif name in ("errors_deadletterqueue_auto_create_topics_enable",
+                          "group_consumer_assignor_offload_enable"):
                 values[name] = _boolean(name, text)
             elif name == "errors_deadletterqueue_topic_name_prefix":
                 values[name] = text.strip()

@@ -80,6 +80,19 @@ class GroupEvent:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Offload:
+    """Work run off the event loop, Kafka's `CoordinatorExecutor` task: `compute` runs on a
+    worker thread and reads only what it captured (never shard state); its value, or None if
+    it raised, goes to `apply`, which runs later as an ordinary operation of the shard and
+    returns its Result (or None). A newer Offload with the same key supersedes one in flight:
+    the older value is dropped."""
+
+    key: tuple[Any, ...]
+    compute: Callable[[], Any]
+    apply: Callable[[Any, Any, int], Result | None]  # (shard, value, now_ms)
+
+
 @dataclass(slots=True)
 class Result:
     """Records to append, the caller's response (None = parked), and side outputs."""
@@ -89,3 +102,4 @@ class Result:
     deferred: list[Reply] = field(default_factory=list)
     timers: list[TimerOp] = field(default_factory=list)
     events: list[GroupEvent] = field(default_factory=list)
+    offloads: list[Offload] = field(default_factory=list)

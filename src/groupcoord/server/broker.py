@@ -119,6 +119,8 @@ class Broker:
         self._opened_logs: LogManager | None = None
         self._services: list[_Service] = []
         self.cleaner: LogCleaner | None = None
+        # One cleaning pass at a time (one cleaner thread): two would share `cleaner-tmp`.
+        self._cleaning = asyncio.Lock()
         # Set once `start` has loaded everything; requests other than ApiVersions wait for it.
         self.ready = asyncio.Event()
         # The ACL authorizer, or None when none is configured (everything allowed).
@@ -343,17 +345,20 @@ class Broker:
         """Compact every due log, the heavy part in the cleaner process (`log_cleaner`)."""
         from groupcoord.storage.compaction import apply_cleaned, plan_cleaning
 
-        for tp, plog, marker, first_unstable in self._cleaning_due():
-            job = plan_cleaning(plog, first_unstable_offset=first_unstable)
-            assert self.cleaner is not None  # created by `start` before this loop runs
-            outcome = await self.cleaner.clean(job)
-            if plog.closed or self.logs.get(*tp) is not plog:
-                continue  # the topic was deleted meanwhile
-            result = apply_cleaned(plog, job, outcome)
-            self._compacted[tp] = marker
-            if result.records_removed:
-                log.info("cleaned %s-%d: %d records removed, %d -> %d bytes", tp[0], tp[1],
-                         result.records_removed, result.bytes_before, result.bytes_after)
+        async with self._cleaning:
+            for tp, plog, marker, first_unstable in self._cleaning_due():
+                job = plan_cleaning(plog, first_unstable_offset=first_unstable)
+                assert self.cleaner is not None  # created by `start` before this loop runs
+                outcome = await self.cleaner.clean(job)
+                if plog.closed or self.logs.get(*tp) is not plog:
+                    continue  # the topic was deleted meanwhile
+                result = apply_cleaned(plog, job, outcome)
+                self._compacted[tp] = marker
+                await self.cleaner.remove_replaced(result.replaced_files)
+                if result.records_removed:
+                    log.info("cleaned %s-%d: %d records removed, %d -> %d bytes", tp[0],
+                             tp[1], result.records_removed, result.bytes_before,
+                             result.bytes_after)
 
     def flush_dirty(self) -> None:
         from groupcoord.storage.config import KafkaStorageError

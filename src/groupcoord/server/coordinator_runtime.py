@@ -40,8 +40,13 @@ from groupcoord.server.shard_task import (
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from groupcoord.server.broker import Broker
     from groupcoord.server.group_caller import GroupCaller
+
+# The GIL switch interval once a shard offloads work (`offload_executor`).
+OFFLOAD_SWITCH_INTERVAL_S = 0.0005
 
 __all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
 
@@ -70,6 +75,20 @@ class CoordinatorRuntime:
         self._image: Any = None
         self._image_version = 0
         self._snapshot_task: asyncio.Task[None] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def offload_executor(self) -> ThreadPoolExecutor:
+        """The thread that runs shards' offloaded work (Kafka's `CoordinatorExecutor`; one
+        thread: pure-Python work holds the GIL, so more threads would only take turns)."""
+        if self._executor is None:
+            import sys
+            from concurrent.futures import ThreadPoolExecutor
+
+            # The loop waits up to one switch interval for the GIL each time it wants it
+            # back from the worker (CPython's default: 5 ms, several times per request).
+            sys.setswitchinterval(min(sys.getswitchinterval(), OFFLOAD_SWITCH_INTERVAL_S))
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-offload")
+        return self._executor
 
     def _default_factory(self, partition: int) -> Any:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -132,6 +151,9 @@ class CoordinatorRuntime:
         # A clean shutdown leaves every loaded shard's snapshot at its log end.
         await self.snapshot_shards(1, None)
         self.shards.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
 
     async def _snapshot_loop(self) -> None:
         while True:

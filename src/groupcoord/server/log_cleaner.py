@@ -15,17 +15,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
-from groupcoord.storage.compaction import CleanJob, CleanOutcome, run_clean_job
+from groupcoord.storage.compaction import CleanJob, CleanOutcome, remove_replaced, run_clean_job
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 
 log = logging.getLogger("groupcoord.server")
 
 
+# The cleaner's scheduling priority below the broker's (nice +10: about a tenth of the CPU
+# share when both want a core), so on a busy machine cleaning waits, not the broker's replies.
+CLEANER_NICE = 10
+
+
 def _work(job: CleanJob, conn: Connection) -> None:
     """The worker process: clean, send the outcome (or the error) back."""
+    try:
+        os.nice(CLEANER_NICE)
+    except OSError:  # not permitted here: clean at the broker's priority
+        pass
     try:
         conn.send(run_clean_job(job))
     except (OSError, ValueError) as exc:  # a full disk, a damaged batch: the log is untouched
@@ -101,6 +111,16 @@ class LogCleaner:
         if proc.is_alive():
             proc.terminate()
         proc.join(1)
+
+    async def remove_replaced(self, paths: list[str]) -> None:
+        """Remove the segment files a swap set aside, on a worker thread: freeing a large
+        file's blocks blocks in the kernel (the GIL is released meanwhile)."""
+        if not paths:
+            return
+        if not self.io.shared_across_processes:
+            remove_replaced(self.io, paths)
+            return
+        await asyncio.to_thread(remove_replaced, self.io, paths)
 
     def stop(self) -> None:
         if self._running is not None and self._running.is_alive():

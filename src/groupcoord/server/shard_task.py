@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import TimerHandle
-from groupcoord.server import group_events
+from groupcoord.server import group_events, heap
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import ShardLoader
 from groupcoord.server.shard_log import (
@@ -53,6 +53,7 @@ from groupcoord.server.shard_log import (
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.result import Offload
     from groupcoord.server.coordinator_runtime import CoordinatorRuntime
 
 log = logging.getLogger("groupcoord.coordinator")
@@ -98,6 +99,8 @@ class ShardTask:
         # key -> (sequence, handle, deadline ms); the deadline is for describing state.
         self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
+        # Offloaded work in flight: key -> the sequence number of the newest (`Offload`).
+        self.offloads: dict[tuple[Any, ...], int] = {}
         self._timer_seq = itertools.count(1)
         plog = runtime.broker.logs.get(OFFSETS_TOPIC, partition)
         # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
@@ -149,6 +152,7 @@ class ShardTask:
     def _loaded(self, count: int) -> None:
         if count:
             log.info("loaded %d records into shard %d", count, self.partition)
+            heap.settle_after_load(count)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
         self._schedule_cleanup()
         self.state = ShardState.ACTIVE
@@ -284,7 +288,38 @@ class ShardTask:
         events = getattr(result, "events", None)
         if events:
             group_events.write(self.runtime.broker, events)
+        for task in getattr(result, "offloads", ()):
+            self._offload(task)
         return result
+
+    def _offload(self, task: Offload) -> None:
+        """Run `task.compute` on the runtime's worker thread, then `task.apply` with its
+        value as an operation on this shard's queue, unless a newer task took the key or
+        the shard failed meanwhile."""
+        seq = next(self._timer_seq)
+        self.offloads[task.key] = seq
+
+        def compute() -> Any:
+            # Superseded while it waited for the thread: skip the work (its value is dropped).
+            return None if self.offloads.get(task.key) != seq else task.compute()
+
+        running = asyncio.get_running_loop().run_in_executor(
+            self.runtime.offload_executor(), compute)
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            if self.offloads.get(task.key) != seq:
+                return  # superseded, or dropped by a failure or unload
+            del self.offloads[task.key]
+            value = None
+            if not fut.cancelled():
+                if fut.exception() is not None:
+                    log.error("offloaded %s failed on shard %d", task.key, self.partition,
+                              exc_info=fut.exception())
+                else:
+                    value = fut.result()
+            self.submit(lambda shard, _ctx, now: task.apply(shard, value, now), None, None)
+
+        running.add_done_callback(done)
 
     def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
         """The operation's batch; WriteRefused when the log would refuse it."""
@@ -338,6 +373,7 @@ class ShardTask:
         for _seq, handle, _deadline in self.timers.values():
             handle.cancel()
         self.timers.clear()
+        self.offloads.clear()
 
     # -- submission and timers -------------------------------------------------------------
 

@@ -24,8 +24,10 @@ Rules kept here:
   log's thread: swaps each result in, unless retention or truncation changed that segment
   meanwhile). ``compact`` runs the three in a row.
 - A swap renames the cleaned ``.log`` to ``<base>.log.swap`` first (the commit point),
-  moves its index files in, then renames the swap over the ``.log``; recovery finishes an
-  interrupted swap and rebuilds its indexes, and removes a stale ``cleaner-tmp``.
+  moves its index files in, renames the old ``.log`` to ``.log.deleted`` (removed later, off
+  the log's thread, as Kafka deletes segments asynchronously) and the swap to ``.log``;
+  recovery finishes an interrupted swap and rebuilds its indexes, and removes a stale
+  ``cleaner-tmp`` and ``.deleted`` files.
 - Transactions (Kafka's ``CleanedTransactionMetadata``): nothing at or past the first
   unstable offset (the oldest open transaction) is cleaned, and the data batches of aborted
   transactions (known from the ``.txnindex`` files) neither count as the latest value of a
@@ -67,6 +69,10 @@ class CompactionResult:
     records_removed: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
+    # The replaced segment files, renamed ``.deleted``: for the caller to remove (Kafka's
+    # asynchronous segment deletion). Freeing a 100 MB file's blocks takes tens of ms, which
+    # is not the swap's business; a crash before removal leaves them to recovery.
+    replaced_files: list[str] = field(default_factory=list)
 
 
 def _record_timestamp(header: BatchHeader, record: Record) -> int:
@@ -241,7 +247,7 @@ def apply_cleaned(log: PartitionLog, job: CleanJob, outcome: CleanOutcome) -> Co
                      None)
         if index is None or log.segments[index].size != size:
             continue  # deleted or truncated while it was being cleaned
-        log.segments[index] = _swap_in(log, log.segments[index], tmp)
+        log.segments[index] = _swap_in(log, log.segments[index], tmp, result.replaced_files)
         result.segments_cleaned += 1
         result.records_removed += removed
     log.io.rmtree(tmp)
@@ -251,13 +257,16 @@ def apply_cleaned(log: PartitionLog, job: CleanJob, outcome: CleanOutcome) -> Co
     return result
 
 
-def _swap_in(log: PartitionLog, seg: LogSegment, tmp: str) -> LogSegment:
+def _swap_in(log: PartitionLog, seg: LogSegment, tmp: str, replaced: list[str]) -> LogSegment:
     stem = segment_name(seg.base_offset)
     swap_path = seg.log_path + ".swap"
     log.io.replace(os.path.join(tmp, stem + ".log"), swap_path)
     for index_path in (seg.offset_index.path, seg.time_index.path):
         log.io.replace(os.path.join(tmp, os.path.basename(index_path)), index_path)
     seg.close()
+    # Renamed aside rather than replaced: a rename over the old file would free its blocks here.
+    log.io.replace(seg.log_path, seg.log_path + ".deleted")
+    replaced.append(seg.log_path + ".deleted")
     log.io.replace(swap_path, seg.log_path)
     fresh = LogSegment(log.path, seg.base_offset, log.config.index_interval_bytes, log.io)
     if not fresh.load_indexes():
@@ -275,4 +284,12 @@ def compact(log: PartitionLog, key_fn: KeyFn = record_key, now_ms: int | None = 
     """Clean every inactive segment of ``log`` wholly below ``first_unstable_offset``
     in place, in this thread (see the module rules)."""
     job = plan_cleaning(log, now_ms, delete_retention_ms, first_unstable_offset, key_fn)
-    return apply_cleaned(log, job, run_clean_job(job, log.io))
+    result = apply_cleaned(log, job, run_clean_job(job, log.io))
+    remove_replaced(log.io, result.replaced_files)
+    return result
+
+
+def remove_replaced(io: FileIO, paths: list[str]) -> None:
+    """Remove the segment files a swap set aside (``CompactionResult.replaced_files``)."""
+    for path in paths:
+        io.unlink_quietly(path)

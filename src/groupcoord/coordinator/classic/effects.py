@@ -13,6 +13,7 @@ from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.result import (
     CancelTimer,
     GroupEvent,
+    Offload,
     Reply,
     Result,
     ScheduleTimer,
@@ -33,7 +34,7 @@ def sync_key(group_id: str) -> tuple[str, str]:
 
 
 class Effects:
-    __slots__ = ("config", "events", "now_ms", "records", "replies", "timers")
+    __slots__ = ("config", "events", "now_ms", "offloads", "records", "replies", "timers")
 
     def __init__(self, config: GroupCoordinatorConfig, now_ms: int) -> None:
         self.config = config
@@ -42,6 +43,7 @@ class Effects:
         self.replies: list[Reply] = []
         self.timers: list[TimerOp] = []
         self.events: list[GroupEvent] = []
+        self.offloads: list[Offload] = []
 
     def reply(self, token: int, response: Any) -> None:
         self.replies.append(Reply(token, response))
@@ -67,4 +69,5 @@ class Effects:
             if own:
                 response = own[-1].response
                 deferred = [r for r in deferred if r.token != own_token]
-        return Result(self.records, response, deferred, self.timers, self.events)
+        return Result(self.records, response, deferred, self.timers, self.events,
+                      self.offloads)

@@ -32,6 +32,7 @@ from groupcoord.coordinator.consumer.target import (
     compute_target,
     preferred_assignor,
 )
+from groupcoord.coordinator.consumer.target_offload import offload_target
 from groupcoord.coordinator.result import OpContext
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import (
@@ -277,6 +278,20 @@ def _maybe_update_target(step: Step, updated: ConsumerGroupMember, epoch: int
         targets[updated.member_id] = targets.pop(step.replaced, {})
     members[updated.member_id] = updated
     assignor = preferred_assignor(members, mgr.config.group_consumer_assignors[0])
+    # The first target is computed here even when offloading: a member takes the target's
+    # epoch, and before any target that is 0, which means "join" on its next heartbeat.
+    if mgr.config.group_consumer_assignor_offload_enable and group.assignment_epoch > 0:
+        # Resolved here, once per distinct subscription: the worker thread reads no group state.
+        resolved: dict[tuple[tuple[str, ...], str | None], frozenset[bytes]] = {}
+        for m in members.values():
+            key = (m.subscribed_topic_names, m.subscribed_topic_regex)
+            if key not in resolved:
+                resolved[key] = member_topic_ids(m, step.regexes, mgr.image)
+        offload_target(mgr.groups, mgr.targets_in_flight, group.group_id, members,
+                       dict(targets),
+                       lambda m: resolved[(m.subscribed_topic_names, m.subscribed_topic_regex)],
+                       mgr.image, assignor, epoch, step.fx)
+        return group.assignment_epoch, own_target
     try:
         new_target = compute_target(
             group.group_id, members, targets,

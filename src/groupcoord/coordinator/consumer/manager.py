@@ -56,6 +56,8 @@ class ConsumerGroups:
         self.rebalance_epochs: dict[tuple[str, str], int] = {}
         # group id -> the regexes its pending refresh will resolve.
         self.regex_refreshes: dict[str, frozenset[str]] = {}
+        # Offloaded target computations in flight (`target_offload`): group -> group epoch.
+        self.targets_in_flight: dict[str, int] = {}
         # group id -> what the principal that armed the refresh may describe (None: all).
         self.regex_topic_filters: dict[str, Callable[[Iterable[str]], set[str]] | None] = {}
         # Groups with `consumer.*` overrides (GroupConfigManager's view), as the last

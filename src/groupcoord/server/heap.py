@@ -1,0 +1,38 @@
+"""Python's cyclic garbage collector and the coordinator's long-lived state.
+
+A full (generation 2) collection walks every container object the process holds: with two
+million committed offsets in memory one takes about 0.7 s on a 2-core EPYC, and the event loop
+answers nothing meanwhile. CPython starts one whenever the objects promoted since the last
+full collection exceed a quarter of the old generation, so a large shard load is followed by
+such stalls as the state is replaced. What a shard load leaves in memory is long-lived
+coordinator state, freed by reference counting when a record replaces it, so after a large
+load it is moved out of the collector's reach (`gc.freeze`, the use CPython documents): later
+full collections walk only what was allocated since. The same holds for what a started
+broker process holds once it serves (modules, classes, generated codecs, the runtimes): a
+full collection over a fresh broker takes 7-13 ms of CPU on that machine, paid again by every
+later one; `groupcoord serve` freezes it once it has started.
+"""
+
+from __future__ import annotations
+
+import gc
+
+# Loads smaller than this leave too little to matter (and tests load many small shards).
+LARGE_LOAD_RECORDS = 100_000
+
+
+def settle_after_load(records: int) -> bool:
+    """After a shard replayed `records`: collect the young generations (so no fresh cyclic
+    garbage is kept forever) and freeze everything alive. True if it froze."""
+    if records < LARGE_LOAD_RECORDS:
+        return False
+    gc.collect(1)
+    gc.freeze()
+    return True
+
+
+def settle_after_start() -> None:
+    """Once the serving process has started: collect everything (no garbage is frozen),
+    then freeze what is alive, which lives as long as the process."""
+    gc.collect()
+    gc.freeze()

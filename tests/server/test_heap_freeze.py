@@ -1,0 +1,54 @@
+"""After a large shard load, and once `serve` has started, what is alive is frozen out of the
+cyclic collector's reach; cyclic garbage is collected first, never frozen."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from groupcoord.server import heap
+
+
+@pytest.fixture()
+def unfrozen() -> Iterator[None]:
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def test_a_large_load_freezes_what_is_alive(unfrozen: None) -> None:
+    state = [[i] for i in range(1_000)]  # containers the collector would walk
+    assert not heap.settle_after_load(heap.LARGE_LOAD_RECORDS - 1)
+    assert gc.get_freeze_count() == 0
+    assert heap.settle_after_load(heap.LARGE_LOAD_RECORDS)
+    assert gc.get_freeze_count() >= len(state)
+
+
+def test_young_cyclic_garbage_is_collected_not_frozen(unfrozen: None) -> None:
+    class Node:
+        other: object = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    gone = weakref.ref(a)
+    del a, b  # a cycle: only the collector frees it
+    assert gone() is not None
+    heap.settle_after_load(heap.LARGE_LOAD_RECORDS)
+    assert gone() is None
+
+
+def test_after_start_everything_alive_is_frozen_and_garbage_collected(unfrozen: None) -> None:
+    class Node:
+        other: object = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    gone = weakref.ref(a)
+    del a, b
+    kept = [[i] for i in range(100)]
+    heap.settle_after_start()
+    assert gone() is None
+    assert gc.get_freeze_count() >= len(kept)
