@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.partitioning import partition_for
+from groupcoord.coordinator.shard import Shard
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_task import (
     OFFSETS_TOPIC,
@@ -46,7 +47,8 @@ OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "10485760
 class CoordinatorRuntime:
     """All shards; handlers reach it through `ctx.groups` (a `GroupCaller`)."""
 
-    def __init__(self, broker: Broker, shard_factory: Callable[[int], Any] | None = None) -> None:
+    def __init__(self, broker: Broker, shard_factory: Callable[[int], Shard] | None = None
+                 ) -> None:
         self.broker = broker
         self.clock: Clock = broker.clock
         cfg = broker.config
@@ -64,7 +66,7 @@ class CoordinatorRuntime:
         self._image: Any = None
         self._image_version = 0
 
-    def _default_factory(self, partition: int) -> Any:
+    def _default_factory(self, partition: int) -> Shard:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
         from groupcoord.coordinator.ids import RandomIds
         from groupcoord.coordinator.shard import GroupCoordinatorShard
@@ -93,8 +95,7 @@ class CoordinatorRuntime:
         self._image = None
         image = self.topics_image()
         for task in self.shards.values():
-            if task.shard is not None and hasattr(task.shard, "on_topics_changed"):
-                task.submit(lambda s, _c, n: s.on_topics_changed(image, n), None, None)
+            task.submit(lambda s, _c, n: s.on_topics_changed(image, n), None, None)
 
     def op_context(self, client_id: str, client_host: str, token: int) -> Any:
         if self._op_context is None:

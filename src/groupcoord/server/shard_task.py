@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import TimerHandle
+from groupcoord.coordinator.result import Result, ScheduleTimer
+from groupcoord.coordinator.shard import Shard
 from groupcoord.server import group_events
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_log import (
@@ -61,6 +63,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 # Longest stretch a loading shard holds the event loop before letting other work run.
 LOAD_SLICE_S = 0.005
 
+# An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
 Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
@@ -90,7 +93,7 @@ class ShardTask:
     def __init__(self, runtime: CoordinatorRuntime, partition: int) -> None:
         self.runtime = runtime
         self.partition = partition
-        self.shard: Any = None
+        self.shard: Shard = runtime.shard_factory(partition)
         self.state = ShardState.LOADING
         self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
@@ -118,8 +121,7 @@ class ShardTask:
         if self.state is not ShardState.RECOVERING:
             self.state = ShardState.LOADING
         self.shard = rt.shard_factory(self.partition)
-        if hasattr(self.shard, "on_topics_changed"):
-            self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
+        self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
         self.producers = ProducerEpochs()
 
     async def _load(self) -> None:
@@ -152,7 +154,7 @@ class ShardTask:
 
     def _schedule_cleanup(self) -> None:
         interval = self.runtime.cleanup_interval_ms
-        if interval > 0 and hasattr(self.shard, "cleanup_expired_offsets"):
+        if interval > 0 and self.shard.periodic_cleanup:
             self.schedule(("__cleanup__",), self.runtime.clock.now_ms() + interval)
 
     # -- the operation loop ----------------------------------------------------------------
@@ -187,6 +189,7 @@ class ShardTask:
         self.state = ShardState.UNLOADED
         self._fail_all(ErrorCode.NOT_COORDINATOR)
         self.task.cancel()
+        self.shard.on_unloaded()
 
     async def _serve(self) -> None:
         queue = self.queue
@@ -251,14 +254,14 @@ class ShardTask:
             op_ctx = self.runtime.op_context("", "", 0)
         return op(self.shard, op_ctx, self.runtime.clock.now_ms())
 
-    def _apply(self, result: Any, txn: Txn = None) -> Any:
+    def _apply(self, result: Result | EndTxnWrite | None, txn: Txn = None) -> Result | None:
         """Append + replay the records, then apply timers and write events."""
         if result is None:
             return None
         if isinstance(result, EndTxnWrite):
             # A failed append propagates to _main, as for records: fail-stop and reload.
             return result.write(self, self.runtime.clock.now_ms())
-        records = getattr(result, "records", None)
+        records = result.records
         if records:
             pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
             batch = self._encode(records, pid, epoch)
@@ -272,13 +275,12 @@ class ShardTask:
             # pending and a committed offset by comparing them.
             for index, record in enumerate(records):
                 self.shard.replay(record, info.base_offset + index, pid, epoch)
-        for timer in getattr(result, "timers", ()):
-            deadline = getattr(timer, "deadline_ms", None)
-            if deadline is None:
-                self.cancel(timer.key)
+        for timer in result.timers:
+            if isinstance(timer, ScheduleTimer):
+                self.schedule(timer.key, timer.deadline_ms)
             else:
-                self.schedule(timer.key, deadline)
-        events = getattr(result, "events", None)
+                self.cancel(timer.key)
+        events = result.events
         if events:
             group_events.write(self.runtime.broker, events)
         return result
@@ -298,19 +300,20 @@ class ShardTask:
                 f"size of {plog.config.max_message_bytes}.")
         return batch
 
-    def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
-                 fut: asyncio.Future[Any] | None = None, op_ctx: Any = None) -> None:
+    def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]],
+                 result: Result | None, fut: asyncio.Future[Any] | None = None,
+                 op_ctx: Any = None) -> None:
         if result is None:
             done.append((fut, None))
             return
-        response = getattr(result, "response", None)
+        response = result.response
         if fut is not None:
             if response is None and op_ctx is not None and op_ctx.reply_token:
                 self.parked[op_ctx.reply_token] = fut
                 fut.add_done_callback(self._parked_done(op_ctx.reply_token))
             else:
                 done.append((fut, response))
-        for reply in getattr(result, "deferred", ()):
+        for reply in result.deferred:
             waiter = self.parked.pop(reply.token, None)
             if waiter is not None:
                 done.append((waiter, reply.response))
@@ -318,7 +321,7 @@ class ShardTask:
     def _parked_done(self, token: int) -> Callable[[asyncio.Future[Any]], None]:
         def on_done(fut: asyncio.Future[Any]) -> None:
             parked = fut.cancelled() and self.parked.pop(token, None) is not None
-            if parked and hasattr(self.shard, "on_client_disconnect"):
+            if parked:
                 self.submit(lambda s, _c, _n: s.on_client_disconnect([token]), None, None)
         return on_done
 
