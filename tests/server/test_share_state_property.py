@@ -1,9 +1,10 @@
 """Property: random acquire / acknowledge / release / lock-expiry sequences driven through
-the share runtime, with appends failing at random, leave memory equal to the state rebuilt
-from the written `__share_group_state` log after every step, and lose no acknowledgement
-that was answered NONE. With a dead-letter queue (KIP-1191) the same holds with ARCHIVING
-records and the DLQ writer's ARCHIVED writes (which fail at random too), and in the end every
-record rejected with NONE is in the DLQ topic, no record twice."""
+the share runtime and its `__share_group_state` shards (on the generic coordinator runtime),
+with appends failing at random, leave memory equal to the state rebuilt from the written
+log after every step (each failure having fail-stopped and reloaded its shard), and lose
+no acknowledgement that was answered NONE. With a dead-letter queue (KIP-1191) the same
+holds with ARCHIVING records and the DLQ writer's ARCHIVED writes (which fail at random
+too), and in the end every record rejected with NONE is in the DLQ topic, no record twice."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.share.partition import RecordState
 from groupcoord.coordinator.share.sessions import ShareSession
 from groupcoord.logformat.batch import build_batch
+from groupcoord.server.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode
 
 MEMBERS = ("a", "b", "c")
@@ -127,6 +129,10 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]], dlq: bool = False
             assert log_state.canonical()[key] == shares.store.canonical()[key]
             assert all(r.state != RecordState.ACQUIRED or r.member_id
                        for r in live.records.values())
+            # Every failed append fail-stopped the state shard, which reloaded through its
+            # ShardTask and serves again.
+            assert shares.state.reloads == seam.failed
+            assert shares.state.runtime.shards[p].state is ShardState.ACTIVE
         log_state = rebuilt(b.broker, p)
         for offset in acknowledged:
             assert kept_as_acknowledged(log_state, key, offset)

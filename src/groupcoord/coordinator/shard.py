@@ -45,6 +45,7 @@ from groupcoord.coordinator.streams import timers as streams_timers
 from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
 from groupcoord.coordinator.streams.manager import StreamsGroups
 from groupcoord.coordinator.topics import TopicsImage
+from groupcoord.logformat.coordinator_records import GROUP, RecordTypes
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult
@@ -61,6 +62,8 @@ class Shard(ABC):
     live after an append and at load. The hooks below default to "nothing to do", so a
     shard implements only the ones its kind needs."""
 
+    # The record schemas of the shard's topic (what the loader decodes with).
+    record_types: ClassVar[RecordTypes] = GROUP
     # Whether the runtime calls `cleanup_expired_offsets` periodically.
     periodic_cleanup: ClassVar[bool] = False
 

@@ -127,7 +127,7 @@ def _replay_record(shard: Any, rec: Any, offset: int, pid: int, epoch: int) -> i
     if rec.key is None:
         return 0
     try:
-        record = decode_record(rec.key, rec.value)
+        record = decode_record(rec.key, rec.value, shard.record_types)
     except ValueError:
         # Unknown record types (a newer writer) and undecodable keys are skipped.
         return 0

@@ -1,10 +1,11 @@
-"""One `__consumer_offsets` shard of the coordinator runtime: its task, queue, timers and
-parked replies (`coordinator_runtime` holds every shard and the callers' entry points).
+"""One shard of a coordinator runtime: its task, queue, timers and parked replies
+(`shard_runtime` holds every shard of a topic: `__consumer_offsets` for groups,
+`__share_group_state` for share state).
 
 Mirrors a `CoordinatorRuntime.CoordinatorContext` of Kafka (coordinator-common). The task
 replays the shard's partition (in slices of a few milliseconds, so other APIs are served
 while a large partition loads), then runs queued operations one at a time. Per operation it
-appends `result.records` to `__consumer_offsets-<p>` as one uncompressed batch, replays them,
+appends `result.records` to the shard's partition as one uncompressed batch, replays them,
 and releases the response and deferred replies only after the append (with `--fsync always`,
 after one fsync covering every operation drained from the queue: a group commit). Timers are
 keyed soft state armed on the broker's `Clock` (which never fires one before its deadline);
@@ -23,6 +24,11 @@ COORDINATOR_LOAD_IN_PROGRESS (it does not wait), for an unloaded one with NOT_CO
 unloading answers every queued and parked request NOT_COORDINATOR and drops the state. A
 shard with nothing to replay is ACTIVE on creation, so the first request of a new group
 never sees LOAD_IN_PROGRESS.
+
+`run_now` runs an operation at once instead of queueing it, for callers that plan a change
+and apply it within one step of the event loop (the share-partitions of ShareFetch and
+ShareAcknowledge): append, replay and fail-stop are the same, and the reload after a failed
+append is finished before the caller gets COORDINATOR_NOT_AVAILABLE.
 
 Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
 a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
@@ -50,12 +56,13 @@ from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     encode_records_batch,
+    replay_log,
     replay_log_in_steps,
 )
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+    from groupcoord.server.shard_runtime import ShardRuntime
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -90,11 +97,16 @@ class ShardState(enum.Enum):
 class ShardTask:
     """One shard: its state object, queue, timers and parked replies."""
 
-    def __init__(self, runtime: CoordinatorRuntime, partition: int) -> None:
+    def __init__(self, runtime: ShardRuntime, partition: int) -> None:
         self.runtime = runtime
+        self.topic = runtime.topic
         self.partition = partition
-        self.shard: Shard = runtime.shard_factory(partition)
+        self.shard: Shard = runtime.new_shard(partition)
         self.state = ShardState.LOADING
+        # Set while the shard is ACTIVE (or RECOVERING): its log has been replayed.
+        self.loaded = asyncio.Event()
+        # How many times a failed append made the shard reload from its log.
+        self.reloads = 0
         self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
@@ -102,12 +114,11 @@ class ShardTask:
         self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self._timer_seq = itertools.count(1)
-        plog = runtime.broker.logs.get(OFFSETS_TOPIC, partition)
+        plog = runtime.broker.logs.get(self.topic, partition)
         # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
         # torn tail before recovery) is replayed.
         if plog is None or plog.log_end_offset == plog.log_start_offset:
             try:
-                self._begin_load()
                 self._loaded(0)  # nothing to replay: serving from the first request on
             except Exception:
                 log.exception("shard %d failed to load; retrying", partition)
@@ -120,8 +131,8 @@ class ShardTask:
         rt = self.runtime
         if self.state is not ShardState.RECOVERING:
             self.state = ShardState.LOADING
-        self.shard = rt.shard_factory(self.partition)
-        self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
+            self.loaded.clear()
+        self.shard = rt.new_shard(self.partition)
         self.producers = ProducerEpochs()
 
     async def _load(self) -> None:
@@ -132,7 +143,7 @@ class ShardTask:
         self._begin_load()
         # Only an existing partition is replayed; the directory is created by the first
         # append, so read-only calls (ListGroups over every shard) create nothing.
-        plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
+        plog = rt.broker.logs.get(self.topic, self.partition)
         loop = asyncio.get_running_loop()
         count = 0
         # One shard replays at a time (Kafka's loader is one thread too), so what the loop
@@ -147,10 +158,11 @@ class ShardTask:
 
     def _loaded(self, count: int) -> None:
         if count:
-            log.info("loaded %d records into shard %d", count, self.partition)
+            log.info("loaded %d records into shard %s-%d", count, self.topic, self.partition)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
         self._schedule_cleanup()
         self.state = ShardState.ACTIVE
+        self.loaded.set()
 
     def _schedule_cleanup(self) -> None:
         interval = self.runtime.cleanup_interval_ms
@@ -168,7 +180,9 @@ class ShardTask:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("shard %d failed; reloading from its log", self.partition)
+                log.exception("shard %s-%d failed; reloading from its log", self.topic,
+                              self.partition)
+                self.reloads += 1
                 self.state = ShardState.RECOVERING
                 self._fail_all()
                 await asyncio.sleep(0.1)
@@ -266,8 +280,8 @@ class ShardTask:
             pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
             batch = self._encode(records, pid, epoch)
             # A failure here propagates to _main: fail-stop and reload.
-            info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch,
-                                              self.runtime.clock.now_ms())
+            info = self.runtime.append(self.topic, self.partition, batch,
+                                       self.runtime.clock.now_ms())
             self.runtime.written[self.partition] = True
             if txn is not None:
                 self.producers.observe(pid, epoch)
@@ -292,11 +306,11 @@ class ShardTask:
         except ValueError as exc:
             raise WriteRefused(str(exc)) from exc
         # A missing partition is left to the append, which fail-stops the shard.
-        plog = self.runtime.broker.topics.log(OFFSETS_TOPIC, self.partition)
+        plog = self.runtime.broker.topics.log(self.topic, self.partition)
         if plog is not None and len(batch) > plog.config.max_message_bytes:
             raise WriteRefused(
                 f"Message batch size is {len(batch)} bytes in append to partition "
-                f"{OFFSETS_TOPIC}-{self.partition} which exceeds the maximum configured "
+                f"{self.topic}-{self.partition} which exceeds the maximum configured "
                 f"size of {plog.config.max_message_bytes}.")
         return batch
 
@@ -338,6 +352,57 @@ class ShardTask:
         for _seq, handle, _deadline in self.timers.values():
             handle.cancel()
         self.timers.clear()
+
+    # -- operations run at once -------------------------------------------------------------
+
+    def run_now(self, op: Operation) -> Any:
+        """Run `op` at once and return its response: append, then replay. The shard's
+        queue must be empty (its callers all use `run_now`), so nothing is overtaken. A
+        refused write is UNKNOWN_SERVER_ERROR with nothing written; a failed append
+        fail-stops the shard, which has reloaded from its log when the caller gets
+        COORDINATOR_NOT_AVAILABLE."""
+        self.check_active()
+        start = self.runtime.log_end_offset(self.partition)
+        result = self._call(op)
+        try:
+            applied = self._apply(result)
+            if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
+                self.runtime.flush_shard(self.partition)
+        except WriteRefused as exc:
+            log.warning("write refused on shard %s-%d: %s", self.topic, self.partition, exc)
+            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR) from None
+        except Exception:
+            log.exception("append to %s-%d failed; reloading it from its log", self.topic,
+                          self.partition)
+            self.runtime.written.pop(self.partition, None)
+            self._reload_now(start)
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
+        return None if applied is None else applied.response
+
+    def _reload_now(self, log_end: int) -> None:
+        """Fail-stop for `run_now`: cut what the failed operation left after `log_end`, and
+        replay the log into a new shard before returning. If that fails too, the task
+        loads the shard (LOAD_IN_PROGRESS until it has)."""
+        self.reloads += 1
+        self.state = ShardState.RECOVERING
+        self._fail_all()
+        try:
+            self.runtime.discard_from(self.partition, log_end)
+        except Exception:
+            # The log refuses the cut too: replay what it reads back (a torn tail is
+            # recovered on the next restart).
+            log.exception("cannot cut %s-%d back to %d", self.topic, self.partition, log_end)
+        try:
+            self._begin_load()
+            plog = self.runtime.broker.logs.get(self.topic, self.partition)
+            self._loaded(replay_log(plog, self.shard, self.producers))
+        except Exception:
+            log.exception("reloading %s-%d failed; loading it again", self.topic,
+                          self.partition)
+            self.state = ShardState.LOADING
+            self.loaded.clear()
+            self.task.cancel()
+            self.task = asyncio.get_running_loop().create_task(self._main())
 
     # -- submission and timers -------------------------------------------------------------
 
