@@ -45,7 +45,7 @@ from groupcoord.coordinator.streams import timers as streams_timers
 from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
 from groupcoord.coordinator.streams.manager import StreamsGroups
 from groupcoord.coordinator.topics import TopicsImage
-from groupcoord.logformat.coordinator_records import GROUP, RecordTypes
+from groupcoord.logformat.coordinator_records import GROUP, RecordTypes, decode_record
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult
@@ -71,6 +71,10 @@ class Shard(ABC):
     def replay(self, record: Any, offset: int = -1, producer_id: int = NO_PRODUCER_ID,
                producer_epoch: int = -1) -> None:
         """Apply one record at log `offset`, written by `producer_id`/`producer_epoch`."""
+
+    def decode(self, key: bytes, value: bytes | None) -> Any:
+        """One stored record as `replay` takes it (ValueError: not ours, skipped)."""
+        return decode_record(key, value, self.record_types)
 
     def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int,
                                       commit: bool) -> None:
