@@ -3,7 +3,8 @@ runtime's append) leaves memory equal to a replay of the log, the shard reloads 
 `ShardTask`, and the client's retry succeeds, for a group shard (`__consumer_offsets`) and
 the transaction coordinator (`__transaction_state`). Share state has the same checks in
 `test_share_state_shards.py`, `test_share_state_faults.py` and the property test
-`test_share_state_property.py`. Load and unload of a transaction shard answer Kafka's
+`test_share_state_property.py`; transaction state has its property test in
+`test_txn_state_property.py`. Load and unload of a transaction shard answer Kafka's
 `TransactionStateManager` errors: COORDINATOR_LOAD_IN_PROGRESS, then NOT_COORDINATOR."""
 
 from __future__ import annotations
