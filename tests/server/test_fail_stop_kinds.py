@@ -23,6 +23,10 @@ from groupcoord.server.shard_runtime import ShardRuntime
 from groupcoord.server.shard_task import ShardState, ShardTask
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated import offset_commit, offset_fetch
+from groupcoord.wire.generated.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
 from groupcoord.wire.generated.end_txn import EndTxnRequest, EndTxnResponse
 from groupcoord.wire.generated.list_transactions import (
     ListTransactionsRequest,
@@ -167,13 +171,17 @@ def test_transaction_shard_load_and_unload_answer_kafkas_errors(tmp_path: Path) 
             assert (await txns.init_producer_id(TID, 60_000, None)).error \
                 == E.NOT_COORDINATOR
             assert txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NOT_COORDINATOR
-            task = txns.runtime.load(p)
-            assert task.state is ShardState.LOADING
-            assert (await txns.end_txn(TID, pid, epoch, True)).error \
-                == E.COORDINATOR_LOAD_IN_PROGRESS
+            assert await describe(client) == E.NOT_COORDINATOR
+            async with txns.runtime.loading:  # the replay waits for the loader's turn
+                task = txns.runtime.load(p)
+                assert task.state is ShardState.LOADING
+                assert (await txns.end_txn(TID, pid, epoch, True)).error \
+                    == E.COORDINATOR_LOAD_IN_PROGRESS
+                assert await describe(client) == E.COORDINATOR_LOAD_IN_PROGRESS
             await txns.runtime.wait_loaded()
             # The reloaded shard knows the producer: the next InitProducerId bumps it.
             assert await init_producer(client, TID) == (pid, epoch + 1)
+            assert await describe(client) == 0
     run(go())
 
 
@@ -213,3 +221,10 @@ async def list_transactions(client: Any) -> ListTransactionsResponse:
         ListTransactionsRequest(state_filters=[], producer_id_filters=[]), 0,
         ListTransactionsResponse)
     return resp
+
+
+async def describe(client: Any) -> int:
+    """DescribeTransactions of TID: its error code."""
+    resp = await client.call(DescribeTransactionsRequest(transactional_ids=[TID]), 0,
+                             DescribeTransactionsResponse)
+    return int(resp.transaction_states[0].error_code)
