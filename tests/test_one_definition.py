@@ -161,8 +161,7 @@ _TOPICS_HOME = "logformat/internal_topics.py"
 _INTERNAL_TOPIC_NAMES = {"__consumer_offsets", "__share_group_state", "__transaction_state",
                          "__group_events"}
 # Modules the coordinator-runtime move rewrites; their copies go with that change.
-_TOPIC_NAMES_PENDING = {"server/shard_task.py", "server/transactions.py",
-                        "server/coordinator_txn.py"}
+_TOPIC_NAMES_PENDING: set[str] = set()
 
 
 def test_internal_topic_names_are_spelled_once() -> None:

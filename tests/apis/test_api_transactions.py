@@ -189,7 +189,7 @@ def test_produce_v12_adds_the_partition_for_a_tv2_producer(tmp_path: Path) -> No
             pid, epoch = init.producer_id, init.producer_epoch
             first = await _produce(c, "t", _batch([b"a"], pid, epoch, 0), "tx", version=12)
             assert first.error_code == 0
-            txn = b.broker.transactions.coordinator.txns["tx"]
+            txn = b.broker.transactions.metadata("tx")
             assert (txn.partitions, txn.client_tv) == (frozenset({("t", 0)}), 2)
             ended = await _end(c, "tx", pid, epoch, True, version=5)
             assert (ended.error_code, ended.producer_epoch) == (0, epoch + 1)

@@ -14,10 +14,11 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import GroupEvent, Reply, Result, ScheduleTimer
+from groupcoord.coordinator.shard import Shard
 from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
 
 
-class FakeShard:
+class FakeShard(Shard):
     instances: ClassVar[list[FakeShard]] = []
 
     def __init__(self, partition: int) -> None:

@@ -16,11 +16,12 @@ from request_fields_support import error_log
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.shard import Shard
 from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
 from groupcoord.wire.errors import ErrorCode as E
 
 
-class RecordingShard:
+class RecordingShard(Shard):
     """Replays offset commits; loads are counted, so a reload would show."""
 
     loads = 0

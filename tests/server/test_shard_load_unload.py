@@ -17,6 +17,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import Result, ScheduleTimer
+from groupcoord.coordinator.shard import Shard
 from groupcoord.server.coordinator_runtime import CoordinatorRuntime, ShardState
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.consumer_group_heartbeat import (
@@ -31,7 +32,7 @@ from groupcoord.wire.generated.join_group import (
 from groupcoord.wire.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 
 
-class CountingShard:
+class CountingShard(Shard):
     """Offsets by group, replayed from the log; `fired` lists timers that ran."""
 
     def __init__(self, partition: int) -> None:

@@ -240,7 +240,7 @@ def test_archiving_state_survives_failed_state_write(tmp_path: Path) -> None:
             assert dlq_records(b.broker) == []
             assert sp.records[0].state == RecordState.ACQUIRED
             with pytest.raises(ApiError):
-                shares.state.write(sp.key, [])
+                shares.state.initialize(sp.key, sp.start_offset)
     run(go())
 
 

@@ -1,9 +1,10 @@
 """Property: random acquire / acknowledge / release / lock-expiry sequences driven through
-the share runtime, with appends failing at random, leave memory equal to the state rebuilt
-from the written `__share_group_state` log after every step, and lose no acknowledgement
-that was answered NONE. With a dead-letter queue (KIP-1191) the same holds with ARCHIVING
-records and the DLQ writer's ARCHIVED writes (which fail at random too), and in the end every
-record rejected with NONE is in the DLQ topic, no record twice."""
+the share runtime and its `__share_group_state` shards (on the generic coordinator runtime),
+with appends failing at random, leave memory equal to the state rebuilt from the written
+log after every step (each failure having fail-stopped and reloaded its shard), and lose
+no acknowledgement that was answered NONE. With a dead-letter queue (KIP-1191) the same
+holds with ARCHIVING records and the DLQ writer's ARCHIVED writes (which fail at random
+too), and in the end every record rejected with NONE is in the DLQ topic, no record twice."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.share.partition import RecordState
 from groupcoord.coordinator.share.sessions import ShareSession
 from groupcoord.logformat.batch import build_batch
+from groupcoord.server.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode
 
 MEMBERS = ("a", "b", "c")
@@ -46,22 +48,34 @@ step = st.one_of(
     st.tuples(st.just("advance"), st.integers(0, 2 * LOCK_MS)),
     st.tuples(st.just("produce"), st.integers(1, 5)),
 )
-# Whether the next share-state append fails.
-fails = st.booleans()
+# Whether the next share-state append fails: before its batch reaches the log (a full
+# disk) or after (a failed fsync: the runtime must cut the batch off again).
+fails = st.sampled_from([None, "before", "after"])
 
 
 class FailingSeam:
-    def __init__(self, append: Any) -> None:
-        self.append = append
-        self.fail_next = False
-        self.failed = 0
+    """The runtime's append, failing when told; counts the records of the appends that
+    succeeded, per partition (all the log may hold: a failed batch is cut off again)."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.fail_next:
-            self.fail_next = False
-            self.failed += 1
-            raise OSError(28, "No space left on device")
-        return self.append(*args, **kwargs)
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+        self.append = runtime.append
+        self.fail_next: str | None = None
+        self.failed = 0
+        self.acknowledged: dict[int, int] = {}
+
+    def __call__(self, topic: str, partition: int, *args: Any, **kwargs: Any) -> Any:
+        fail, self.fail_next = self.fail_next, None
+        start = self.runtime.log_end_offset(partition)
+        if fail is None:
+            info = self.append(topic, partition, *args, **kwargs)
+            written = self.runtime.log_end_offset(partition) - start
+            self.acknowledged[partition] = self.acknowledged.get(partition, 0) + written
+            return info
+        self.failed += 1
+        if fail == "after":
+            self.append(topic, partition, *args, **kwargs)
+        raise OSError(28, "No space left on device")
 
 
 DLQ = "dlq.property"
@@ -76,7 +90,7 @@ def dlq_offsets(broker: Any) -> list[int]:
             for rec in decode_records(view)]
 
 
-async def drive(data_dir: Path, steps: list[tuple[Any, bool]], dlq: bool = False) -> None:
+async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool = False) -> None:
     clock = ManualClock()
     async with InProcBroker(data_dir, clock=clock) as b:
         shares = b.broker.shares
@@ -86,7 +100,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]], dlq: bool = False
             b.broker.topics.create(DLQ, 1, {"errors.deadletterqueue.group.enable": "true"})
             shares.group_configs.set(GROUP, {"errors.deadletterqueue.topic.name": DLQ})
             shares.reconfigure(GROUP)
-        seam = shares.state.append = FailingSeam(shares.state.append)
+        seam = shares.state.append = FailingSeam(shares.state.runtime)
         sp = shares.partition(GROUP, topic, 0)
         key, p = sp.key, state_partition(sp)
         acknowledged: set[int] = set()
@@ -120,13 +134,18 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]], dlq: bool = False
                 clock.advance(item[1])
             else:
                 b.broker.append(TOPIC, 0, build_batch([(None, b"x", (), 0)] * item[1]), 0)
-            seam.fail_next = False
+            seam.fail_next = None
             log_state = rebuilt(b.broker, p)
             live = shares.partitions[key]
             assert log_state.canonical()[key] == durable_view(live)
             assert log_state.canonical()[key] == shares.store.canonical()[key]
             assert all(r.state != RecordState.ACQUIRED or r.member_id
                        for r in live.records.values())
+            # Every failed append fail-stopped the state shard, which reloaded through its
+            # ShardTask and serves again.
+            assert shares.state.reloads == seam.failed
+            assert shares.state.runtime.shards[p].state is ShardState.ACTIVE
+            assert shares.state.runtime.log_end_offset(p) == seam.acknowledged.get(p, 0)
         log_state = rebuilt(b.broker, p)
         for offset in acknowledged:
             assert kept_as_acknowledged(log_state, key, offset)
@@ -143,13 +162,13 @@ async def drive(data_dir: Path, steps: list[tuple[Any, bool]], dlq: bool = False
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(step, fails), min_size=5, max_size=60))
-def test_share_state_in_memory_is_a_replay_of_its_log(steps: list[tuple[Any, bool]]) -> None:
+def test_share_state_in_memory_is_a_replay_of_its_log(steps: list[tuple[Any, str | None]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(drive(Path(tmp), steps))
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(step, fails), min_size=5, max_size=60))
-def test_share_state_with_a_dlq_is_a_replay_of_its_log(steps: list[tuple[Any, bool]]) -> None:
+def test_share_state_with_a_dlq_is_a_replay_of_its_log(steps: list[tuple[Any, str | None]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(drive(Path(tmp), steps, dlq=True))

@@ -114,7 +114,7 @@ def test_v5_adds_the_offsets_partition_to_the_transaction(tmp_path: Path) -> Non
             client = await b.client()
             pid, epoch = await init_producer(client, "tx-1")
             assert await commit(client, pid, epoch, 5, offset=3) == {("t", 0): 0}
-            txn = b.broker.transactions.coordinator.txns["tx-1"]
+            txn = b.broker.transactions.metadata("tx-1")
             assert (OFFSETS_TOPIC, PARTITION) in txn.partitions
             assert await end_txn(client, pid, epoch, True) == 0
             assert await fetch(client, True, [0]) == {0: (3, 0)}

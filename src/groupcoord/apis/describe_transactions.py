@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.errors import ApiError
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_transactions import (
@@ -28,7 +29,11 @@ def describe_one(ctx: RequestContext, tid: str) -> TransactionState:
     if not tid:
         state.error_code = ErrorCode.INVALID_REQUEST
         return state
-    md = ctx.transactions.coordinator.txns.get(tid)
+    try:
+        md = ctx.transactions.metadata(tid)
+    except ApiError as exc:  # the transactional id's shard is loading or not ours
+        state.error_code = exc.code
+        return state
     if md is None or md.state.kafka_name == "Dead":
         state.error_code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
         return state

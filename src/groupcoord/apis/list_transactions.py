@@ -14,6 +14,7 @@ import re
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.errors import ApiError
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_transactions import (
@@ -33,11 +34,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ListTransa
     pattern = request.transactional_id_pattern if version >= 2 else None
     duration = request.duration_filter if version >= 1 else -1
     try:
-        found, unknown = ctx.transactions.coordinator.list_transactions(
+        found, unknown = ctx.transactions.list_transactions(
             request.state_filters, request.producer_id_filters, duration, pattern or None,
             ctx.now_ms())
     except re.error:
         return ListTransactionsResponse(error_code=ErrorCode.INVALID_REGULAR_EXPRESSION)
+    except ApiError as exc:  # a __transaction_state shard is still loading
+        return ListTransactionsResponse(error_code=exc.code)
     states = [TransactionState(transactional_id=md.transactional_id,
                                producer_id=md.producer_id,
                                transaction_state=md.state.kafka_name)

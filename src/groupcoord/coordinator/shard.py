@@ -1,4 +1,4 @@
-"""One `__consumer_offsets` partition's worth of groups and offsets
+"""The `Shard` every coordinator runtime hosts, and one `__consumer_offsets` partition's worth of groups and offsets
 (`GroupCoordinatorShard` over `GroupMetadataManager` + `OffsetMetadataManager`): classic
 groups, KIP-848 consumer groups (record types 3-8 and 16), KIP-1071 streams groups
 (17, 19-23) and committed offsets.
@@ -11,8 +11,9 @@ Kafka. `snapshot()` is the canonical durable state used to check replay equivale
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from groupcoord.coordinator.classic import admin
 from groupcoord.coordinator.classic.effects import Effects
@@ -44,6 +45,7 @@ from groupcoord.coordinator.streams import timers as streams_timers
 from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
 from groupcoord.coordinator.streams.manager import StreamsGroups
 from groupcoord.coordinator.topics import TopicsImage
+from groupcoord.logformat.coordinator_records import GROUP, RecordTypes, decode_record
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult
@@ -52,7 +54,59 @@ OFFSET_RECORD_TYPES = (0, 1)
 GROUP_METADATA_RECORD_TYPE = 2
 
 
-class GroupCoordinatorShard:
+class Shard(ABC):
+    """What the generic runtime (`server.shard_task`) runs: Kafka's `CoordinatorShard`.
+
+    Operations are callables the runtime applies to the shard; each returns a `Result`
+    (or None: nothing to do). `replay` is the one mutation path of durable state, used
+    live after an append and at load. The hooks below default to "nothing to do", so a
+    shard implements only the ones its kind needs."""
+
+    # The record schemas of the shard's topic (what the loader decodes with).
+    record_types: ClassVar[RecordTypes] = GROUP
+    # Whether the runtime calls `cleanup_expired_offsets` periodically.
+    periodic_cleanup: ClassVar[bool] = False
+
+    @abstractmethod
+    def replay(self, record: Any, offset: int = -1, producer_id: int = NO_PRODUCER_ID,
+               producer_epoch: int = -1) -> None:
+        """Apply one record at log `offset`, written by `producer_id`/`producer_epoch`."""
+
+    def decode(self, key: bytes, value: bytes | None) -> Any:
+        """One stored record as `replay` takes it (ValueError: not ours, skipped)."""
+        return decode_record(key, value, self.record_types)
+
+    def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int,
+                                      commit: bool) -> None:
+        """A COMMIT/ABORT control marker of `producer_id` was written to the partition."""
+
+    def on_loaded(self, now_ms: int) -> Result | None:
+        """The replay ended: re-derive soft state (timers) from the loaded state."""
+        return None
+
+    def on_unloaded(self) -> None:
+        """The shard was resigned; its state is dropped after this."""
+
+    def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Result | None:
+        """A keyed timer the shard scheduled fired."""
+        return None
+
+    def on_topics_changed(self, image: TopicsImage, now_ms: int) -> Result | None:
+        """The broker's topics changed (or were loaded)."""
+        return None
+
+    def on_client_disconnect(self, reply_tokens: list[int]) -> Result | None:
+        """Parked requests of these reply tokens were cancelled by their callers."""
+        return None
+
+    def cleanup_expired_offsets(self, now_ms: int) -> Result | None:
+        """The periodic clean-up (only when `periodic_cleanup`)."""
+        return None
+
+
+class GroupCoordinatorShard(Shard):
+    periodic_cleanup = True
+
     def __init__(self, partition: int, config: GroupCoordinatorConfig | None = None,
                  ids: IdSource | None = None) -> None:
         self.partition = partition

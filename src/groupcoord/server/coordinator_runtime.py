@@ -1,29 +1,27 @@
-"""The coordinator runtime: every `__consumer_offsets` shard of the broker, and the entry
-points API handlers reach through `ctx.groups` (a `GroupCaller`).
+"""The group coordinator runtime: every `__consumer_offsets` shard of the broker on the
+generic `ShardRuntime`, and the entry points API handlers reach through `ctx.groups` (a
+`GroupCaller`).
 
-Mirrors Kafka's `CoordinatorRuntime` (coordinator-common): a request goes to its group's
-shard (`partition_for`, as Kafka's `partitionFor`) and is answered by Kafka's
-`activeContextOrThrow` rules (`shard_task`: LOAD_IN_PROGRESS while a shard replays,
-NOT_COORDINATOR once it is unloaded or for no such partition). `unload` and `load` resign and
-retake a shard (`scheduleUnloadOperation` / `scheduleLoadOperation`); shards are created on
-first use, and at start-up those with a log load in the background while the listener
-already serves. Which node may call a shard is the caller's concern (`GroupCaller`, with the
-cluster's ownership map). `complete_transaction` writes a transaction's marker for the
-transaction coordinator.
+Mirrors Kafka's `GroupCoordinatorService` over its `CoordinatorRuntime`: a request goes to
+its group's shard (`partition_for`, as Kafka's `partitionFor`); load, unload and the
+errors of a shard that is not active are the generic runtime's. A new shard first sees the
+broker's topics image. Which node may call a shard is the caller's concern (`GroupCaller`,
+with the cluster's ownership map). `complete_transaction` writes a transaction's marker for
+the transaction coordinator.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
-from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.partitioning import partition_for
+from groupcoord.coordinator.shard import Shard
+from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import (
@@ -31,22 +29,13 @@ from groupcoord.server.shard_loader import (
     SNAPSHOT_INTERVAL_S,
     take_snapshot,
 )
-from groupcoord.server.shard_task import (
-    LOAD_SLICE_S,
-    Operation,
-    ShardState,
-    ShardTask,
-)
-from groupcoord.wire.errors import ErrorCode
+from groupcoord.server.shard_runtime import ShardRuntime
+from groupcoord.server.shard_task import LOAD_SLICE_S, Operation, ShardState
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
     from groupcoord.server.broker import Broker
     from groupcoord.server.group_caller import GroupCaller
 
-# The GIL switch interval once a shard offloads work (`offload_executor`).
-OFFLOAD_SWITCH_INTERVAL_S = 0.0005
 
 __all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
 
@@ -54,43 +43,18 @@ log = logging.getLogger("groupcoord.coordinator")
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 
 
-class CoordinatorRuntime:
-    """All shards; handlers reach it through `ctx.groups` (a `GroupCaller`)."""
+class CoordinatorRuntime(ShardRuntime):
+    """All group shards; handlers reach it through `ctx.groups` (a `GroupCaller`)."""
 
-    def __init__(self, broker: Broker, shard_factory: Callable[[int], Any] | None = None) -> None:
-        self.broker = broker
-        self.clock: Clock = broker.clock
-        cfg = broker.config
-        self.num_partitions = cfg.offsets_partitions
-        self.fsync_always = cfg.fsync == "always"
-        self.cleanup_interval_ms = 600_000
-        self.shard_factory = shard_factory or self._default_factory
-        self.shards: dict[int, ShardTask] = {}
-        # Partitions unloaded on request: not recreated by use until `load` (NOT_COORDINATOR).
-        self.unloaded: set[int] = set()
-        self.written: dict[int, bool] = {}
-        self.loading = asyncio.Lock()
-        self._tokens = itertools.count(1)
-        self._op_context: Any = None
-        self._image: Any = None
+    def __init__(self, broker: Broker, shard_factory: Callable[[int], Shard] | None = None
+                 ) -> None:
+        super().__init__(broker, OFFSETS_TOPIC, broker.config.offsets_partitions,
+                         OFFSETS_TOPIC_CONFIGS, shard_factory or self._default_factory)
+        self._image: TopicsImage | None = None
         self._image_version = 0
         self._snapshot_task: asyncio.Task[None] | None = None
-        self._executor: ThreadPoolExecutor | None = None
 
-    def offload_executor(self) -> ThreadPoolExecutor:
-        """The thread that runs shards' offloaded work (Kafka's `CoordinatorExecutor`; one
-        thread: pure-Python work holds the GIL, so more threads would only take turns)."""
-        if self._executor is None:
-            import sys
-            from concurrent.futures import ThreadPoolExecutor
-
-            # The loop waits up to one switch interval for the GIL each time it wants it
-            # back from the worker (CPython's default: 5 ms, several times per request).
-            sys.setswitchinterval(min(sys.getswitchinterval(), OFFLOAD_SWITCH_INTERVAL_S))
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-offload")
-        return self._executor
-
-    def _default_factory(self, partition: int) -> Any:
+    def _default_factory(self, partition: int) -> Shard:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
         from groupcoord.coordinator.ids import RandomIds
         from groupcoord.coordinator.shard import GroupCoordinatorShard
@@ -102,11 +66,14 @@ class CoordinatorRuntime:
             offsets_topic_num_partitions=cfg.offsets_partitions)
         return GroupCoordinatorShard(partition, config, RandomIds(os.urandom))
 
-    def topics_image(self) -> Any:
+    def new_shard(self, partition: int) -> Shard:
+        shard = self.shard_factory(partition)
+        shard.on_topics_changed(self.topics_image(), self.clock.now_ms())
+        return shard
+
+    def topics_image(self) -> TopicsImage:
         """The coordinator's view of the topics, rebuilt after every topic change."""
         if self._image is None:
-            from groupcoord.coordinator.topics import TopicsImage
-
             # Versions stay monotonic across restarts (they are stored with resolved
             # regexes): wall-clock milliseconds, bumped past the previous version.
             self._image_version = max(self._image_version + 1, self.clock.now_ms())
@@ -119,53 +86,36 @@ class CoordinatorRuntime:
         self._image = None
         image = self.topics_image()
         for task in self.shards.values():
-            if task.shard is not None and hasattr(task.shard, "on_topics_changed"):
-                task.submit(lambda s, _c, n: s.on_topics_changed(image, n), None, None)
-
-    def op_context(self, client_id: str, client_host: str, token: int) -> Any:
-        if self._op_context is None:
-            from groupcoord.coordinator.result import OpContext
-
-            self._op_context = OpContext
-        return self._op_context(client_id, client_host, token)
+            task.submit(lambda s, _c, n: s.on_topics_changed(image, n), None, None)
 
     async def start(self) -> None:
         """Register the internal topic; load the shards that already have a log."""
-        topics = self.broker.topics
-        topics.ensure_internal(OFFSETS_TOPIC, self.num_partitions, OFFSETS_TOPIC_CONFIGS)
-        topics.listeners.append(self.on_topics_changed)
-        for partition in range(self.num_partitions):
-            if self.broker.logs.get(OFFSETS_TOPIC, partition) is not None:
-                self.shard(partition)
+        await super().start()
+        self.broker.topics.listeners.append(self.on_topics_changed)
         self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot_loop())
 
     async def stop(self) -> None:
-        tasks = [s.task for s in self.shards.values()]
         if self._snapshot_task is not None:
-            tasks.append(self._snapshot_task)
             self._snapshot_task.cancel()
-        for shard in self.shards.values():
-            shard._fail_all()
-            shard.task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(self._snapshot_task, return_exceptions=True)
+        loaded = [p for p, t in self.shards.items() if t.state is ShardState.ACTIVE]
+        await super().stop()
         # A clean shutdown leaves every loaded shard's snapshot at its log end.
-        await self.snapshot_shards(1, None)
-        self.shards.clear()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        await self.snapshot_shards(1, None, loaded)
 
     async def _snapshot_loop(self) -> None:
         while True:
             await asyncio.sleep(SNAPSHOT_INTERVAL_S)
             await self.snapshot_shards(SNAPSHOT_AFTER_RECORDS, LOAD_SLICE_S)
 
-    async def snapshot_shards(self, min_records: int, slice_s: float | None) -> None:
-        """Snapshot every loaded shard whose log grew by `min_records` since its snapshot
-        (`shard_loader.take_snapshot`); one failing shard does not stop the others."""
-        for partition, task in list(self.shards.items()):
-            if task.state is not ShardState.ACTIVE:
-                continue
+    async def snapshot_shards(self, min_records: int, slice_s: float | None,
+                              partitions: list[int] | None = None) -> None:
+        """Snapshot each loaded shard (or each of `partitions`) whose log grew by
+        `min_records` since its snapshot (`shard_loader.take_snapshot`); one failing shard
+        does not stop the others."""
+        if partitions is None:
+            partitions = [p for p, t in self.shards.items() if t.state is ShardState.ACTIVE]
+        for partition in partitions:
             try:
                 await take_snapshot(self.broker.logs.get(OFFSETS_TOPIC, partition), partition,
                                     min_records, slice_s)
@@ -174,66 +124,8 @@ class CoordinatorRuntime:
             except Exception:
                 log.exception("snapshot of shard %d failed", partition)
 
-    def shard(self, partition: int) -> ShardTask:
-        """The shard task, created (and its partition loaded) on first use."""
-        task = self.shards.get(partition)
-        if task is None:
-            task = self.shards[partition] = ShardTask(self, partition)
-        return task
-
-    def active_shard(self, partition: int) -> ShardTask:
-        """The shard a request may use; else the error Kafka's runtime answers
-        (NOT_COORDINATOR when unloaded or not a partition, LOAD_IN_PROGRESS while loading)."""
-        if not 0 <= partition < self.num_partitions or partition in self.unloaded:
-            raise ApiError(ErrorCode.NOT_COORDINATOR)
-        task = self.shard(partition)
-        task.check_active()
-        return task
-
-    def unload(self, partition: int) -> None:
-        """Resign the shard (Kafka's `scheduleUnloadOperation`): NOT_COORDINATOR from now on."""
-        self.unloaded.add(partition)
-        task = self.shards.pop(partition, None)
-        if task is not None:
-            task.unload()
-            log.info("unloaded shard %d", partition)
-
-    def load(self, partition: int) -> ShardTask:
-        """Take the shard (Kafka's `scheduleLoadOperation`): replay its log in the
-        background, COORDINATOR_LOAD_IN_PROGRESS until the replay ends."""
-        self.unloaded.discard(partition)
-        return self.shard(partition)
-
-    def loading_partitions(self) -> list[int]:
-        return [p for p, t in self.shards.items() if t.state is ShardState.LOADING]
-
-    def flush_shard(self, partition: int) -> None:
-        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
-        if plog is not None:
-            plog.flush()
-
-    def log_end_offset(self, partition: int) -> int:
-        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
-        return 0 if plog is None else plog.log_end_offset
-
-    def discard_from(self, partition: int, offset: int) -> None:
-        """Remove the shard's records at and after `offset` (never acknowledged)."""
-        plog = self.broker.logs.get(OFFSETS_TOPIC, partition)
-        if plog is not None and plog.log_end_offset > offset:
-            log.error("shard %d: removing unacknowledged records from offset %d to %d",
-                      partition, offset, plog.log_end_offset)
-            plog.truncate_to(offset)
-
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
-
-    async def call_shard(self, partition: int, op: Operation, client_id: str = "",
-                         client_host: str = "") -> Any:
-        task = self.active_shard(partition)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        ctx = self.op_context(client_id or "", client_host, next(self._tokens))
-        task.submit(op, ctx, fut)
-        return await fut
 
     async def call(self, group_id: str, op: Operation, client_id: str = "",
                    client_host: str = "") -> Any:

@@ -18,8 +18,6 @@ from typing import Any
 from groupcoord.coordinator.result import Result
 from groupcoord.server.shard_log import encode_end_txn_marker
 
-OFFSETS_TOPIC = "__consumer_offsets"
-
 
 @dataclass(frozen=True, slots=True)
 class EndTxnWrite:
@@ -39,8 +37,7 @@ class EndTxnWrite:
             return Result(response=error)
         batch = encode_end_txn_marker(pid, epoch, self.coordinator_epoch, self.commit, now_ms)
         runtime = task.runtime
-        runtime.broker.append(OFFSETS_TOPIC, task.partition, batch, now_ms,
-                              allow_control=True)
+        runtime.append(task.topic, task.partition, batch, now_ms, allow_control=True)
         runtime.written[task.partition] = True
         task.producers.observe(pid, epoch, self.coordinator_epoch)
         task.shard.replay_end_transaction_marker(pid, epoch, self.commit)

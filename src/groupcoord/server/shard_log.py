@@ -127,12 +127,10 @@ def replay_batch(view: Any, shard: Any, producers: ProducerEpochs | None = None)
 
 
 def _replay_record(shard: Any, rec: Any, offset: int, pid: int, epoch: int) -> int:
-    from groupcoord.logformat.coordinator_records import decode_record
-
     if rec.key is None:
         return 0
     try:
-        record = decode_record(rec.key, rec.value)
+        record = shard.decode(rec.key, rec.value)
     except ValueError:
         # Unknown record types (a newer writer) and undecodable keys are skipped.
         return 0

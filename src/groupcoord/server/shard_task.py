@@ -1,10 +1,11 @@
-"""One `__consumer_offsets` shard of the coordinator runtime: its task, queue, timers and
-parked replies (`coordinator_runtime` holds every shard and the callers' entry points).
+"""One shard of a coordinator runtime: its task, queue, timers and parked replies
+(`shard_runtime` holds every shard of a topic: `__consumer_offsets` for groups,
+`__share_group_state` for share state).
 
 Mirrors a `CoordinatorRuntime.CoordinatorContext` of Kafka (coordinator-common). The task
 replays the shard's partition (in slices of a few milliseconds, so other APIs are served
 while a large partition loads), then runs queued operations one at a time. Per operation it
-appends `result.records` to `__consumer_offsets-<p>` as one uncompressed batch, replays them,
+appends `result.records` to the shard's partition as one uncompressed batch, replays them,
 and releases the response and deferred replies only after the append (with `--fsync always`,
 after one fsync covering every operation drained from the queue: a group commit). Timers are
 keyed soft state armed on the broker's `Clock` (which never fires one before its deadline);
@@ -24,6 +25,11 @@ unloading answers every queued and parked request NOT_COORDINATOR and drops the 
 shard with nothing to replay is ACTIVE on creation, so the first request of a new group
 never sees LOAD_IN_PROGRESS.
 
+`run_now` runs an operation at once instead of queueing it, for callers that plan a change
+and apply it within one step of the event loop (the share-partitions of ShareFetch and
+ShareAcknowledge): append, replay and fail-stop are the same, and the reload after a failed
+append is finished before the caller gets COORDINATOR_NOT_AVAILABLE.
+
 Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
 a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
 the request's producer, so replay keeps them pending; an `EndTxnWrite` operation appends the
@@ -42,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import TimerHandle
+from groupcoord.coordinator.result import Result, ScheduleTimer
+from groupcoord.coordinator.shard import Shard
 from groupcoord.server import group_events, heap
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import ShardLoader
@@ -49,19 +57,20 @@ from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     encode_records_batch,
+    replay_log,
 )
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.result import Offload
-    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+    from groupcoord.server.shard_runtime import ShardRuntime
 
 log = logging.getLogger("groupcoord.coordinator")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 # Longest stretch a loading shard holds the event loop before letting other work run.
 LOAD_SLICE_S = 0.005
 
+# An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
 Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
@@ -88,11 +97,16 @@ class ShardState(enum.Enum):
 class ShardTask:
     """One shard: its state object, queue, timers and parked replies."""
 
-    def __init__(self, runtime: CoordinatorRuntime, partition: int) -> None:
+    def __init__(self, runtime: ShardRuntime, partition: int) -> None:
         self.runtime = runtime
+        self.topic = runtime.topic
         self.partition = partition
-        self.shard: Any = None
+        self.shard: Shard = runtime.new_shard(partition)
         self.state = ShardState.LOADING
+        # Set while the shard is ACTIVE (or RECOVERING): its log has been replayed.
+        self.loaded = asyncio.Event()
+        # How many times a failed append made the shard reload from its log.
+        self.reloads = 0
         self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
@@ -102,12 +116,11 @@ class ShardTask:
         # Offloaded work in flight: key -> the sequence number of the newest (`Offload`).
         self.offloads: dict[tuple[Any, ...], int] = {}
         self._timer_seq = itertools.count(1)
-        plog = runtime.broker.logs.get(OFFSETS_TOPIC, partition)
+        plog = runtime.broker.logs.get(self.topic, partition)
         # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
         # torn tail before recovery) is replayed.
         if plog is None or plog.log_end_offset == plog.log_start_offset:
             try:
-                self._begin_load()
                 self._loaded(0)  # nothing to replay: serving from the first request on
             except Exception:
                 log.exception("shard %d failed to load; retrying", partition)
@@ -120,9 +133,8 @@ class ShardTask:
         rt = self.runtime
         if self.state is not ShardState.RECOVERING:
             self.state = ShardState.LOADING
-        self.shard = rt.shard_factory(self.partition)
-        if hasattr(self.shard, "on_topics_changed"):
-            self.shard.on_topics_changed(rt.topics_image(), rt.clock.now_ms())
+            self.loaded.clear()
+        self.shard = rt.new_shard(self.partition)
         self.producers = ProducerEpochs()
 
     async def _load(self) -> None:
@@ -134,7 +146,7 @@ class ShardTask:
         self._begin_load()
         # Only an existing partition is replayed; the directory is created by the first
         # append, so read-only calls (ListGroups over every shard) create nothing.
-        plog = rt.broker.logs.get(OFFSETS_TOPIC, self.partition)
+        plog = rt.broker.logs.get(self.topic, self.partition)
         loop = asyncio.get_running_loop()
         count = 0
         # One shard replays at a time (Kafka's loader is one thread too), so what the loop
@@ -151,15 +163,16 @@ class ShardTask:
 
     def _loaded(self, count: int) -> None:
         if count:
-            log.info("loaded %d records into shard %d", count, self.partition)
+            log.info("loaded %d records into shard %s-%d", count, self.topic, self.partition)
             heap.settle_after_load(count)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
         self._schedule_cleanup()
         self.state = ShardState.ACTIVE
+        self.loaded.set()
 
     def _schedule_cleanup(self) -> None:
         interval = self.runtime.cleanup_interval_ms
-        if interval > 0 and hasattr(self.shard, "cleanup_expired_offsets"):
+        if interval > 0 and self.shard.periodic_cleanup:
             self.schedule(("__cleanup__",), self.runtime.clock.now_ms() + interval)
 
     # -- the operation loop ----------------------------------------------------------------
@@ -173,7 +186,9 @@ class ShardTask:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("shard %d failed; reloading from its log", self.partition)
+                log.exception("shard %s-%d failed; reloading from its log", self.topic,
+                              self.partition)
+                self.reloads += 1
                 self.state = ShardState.RECOVERING
                 self._fail_all()
                 await asyncio.sleep(0.1)
@@ -194,6 +209,7 @@ class ShardTask:
         self.state = ShardState.UNLOADED
         self._fail_all(ErrorCode.NOT_COORDINATOR)
         self.task.cancel()
+        self.shard.on_unloaded()
 
     async def _serve(self) -> None:
         queue = self.queue
@@ -258,20 +274,20 @@ class ShardTask:
             op_ctx = self.runtime.op_context("", "", 0)
         return op(self.shard, op_ctx, self.runtime.clock.now_ms())
 
-    def _apply(self, result: Any, txn: Txn = None) -> Any:
+    def _apply(self, result: Result | EndTxnWrite | None, txn: Txn = None) -> Result | None:
         """Append + replay the records, then apply timers and write events."""
         if result is None:
             return None
         if isinstance(result, EndTxnWrite):
             # A failed append propagates to _main, as for records: fail-stop and reload.
             return result.write(self, self.runtime.clock.now_ms())
-        records = getattr(result, "records", None)
+        records = result.records
         if records:
             pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
             batch = self._encode(records, pid, epoch)
             # A failure here propagates to _main: fail-stop and reload.
-            info = self.runtime.broker.append(OFFSETS_TOPIC, self.partition, batch,
-                                              self.runtime.clock.now_ms())
+            info = self.runtime.append(self.topic, self.partition, batch,
+                                       self.runtime.clock.now_ms())
             self.runtime.written[self.partition] = True
             if txn is not None:
                 self.producers.observe(pid, epoch)
@@ -279,13 +295,12 @@ class ShardTask:
             # pending and a committed offset by comparing them.
             for index, record in enumerate(records):
                 self.shard.replay(record, info.base_offset + index, pid, epoch)
-        for timer in getattr(result, "timers", ()):
-            deadline = getattr(timer, "deadline_ms", None)
-            if deadline is None:
-                self.cancel(timer.key)
+        for timer in result.timers:
+            if isinstance(timer, ScheduleTimer):
+                self.schedule(timer.key, timer.deadline_ms)
             else:
-                self.schedule(timer.key, deadline)
-        events = getattr(result, "events", None)
+                self.cancel(timer.key)
+        events = result.events
         if events:
             group_events.write(self.runtime.broker, events)
         for task in getattr(result, "offloads", ()):
@@ -328,27 +343,28 @@ class ShardTask:
         except ValueError as exc:
             raise WriteRefused(str(exc)) from exc
         # A missing partition is left to the append, which fail-stops the shard.
-        plog = self.runtime.broker.topics.log(OFFSETS_TOPIC, self.partition)
+        plog = self.runtime.broker.topics.log(self.topic, self.partition)
         if plog is not None and len(batch) > plog.config.max_message_bytes:
             raise WriteRefused(
                 f"Message batch size is {len(batch)} bytes in append to partition "
-                f"{OFFSETS_TOPIC}-{self.partition} which exceeds the maximum configured "
+                f"{self.topic}-{self.partition} which exceeds the maximum configured "
                 f"size of {plog.config.max_message_bytes}.")
         return batch
 
-    def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]], result: Any,
-                 fut: asyncio.Future[Any] | None = None, op_ctx: Any = None) -> None:
+    def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]],
+                 result: Result | None, fut: asyncio.Future[Any] | None = None,
+                 op_ctx: Any = None) -> None:
         if result is None:
             done.append((fut, None))
             return
-        response = getattr(result, "response", None)
+        response = result.response
         if fut is not None:
             if response is None and op_ctx is not None and op_ctx.reply_token:
                 self.parked[op_ctx.reply_token] = fut
                 fut.add_done_callback(self._parked_done(op_ctx.reply_token))
             else:
                 done.append((fut, response))
-        for reply in getattr(result, "deferred", ()):
+        for reply in result.deferred:
             waiter = self.parked.pop(reply.token, None)
             if waiter is not None:
                 done.append((waiter, reply.response))
@@ -356,7 +372,7 @@ class ShardTask:
     def _parked_done(self, token: int) -> Callable[[asyncio.Future[Any]], None]:
         def on_done(fut: asyncio.Future[Any]) -> None:
             parked = fut.cancelled() and self.parked.pop(token, None) is not None
-            if parked and hasattr(self.shard, "on_client_disconnect"):
+            if parked:
                 self.submit(lambda s, _c, _n: s.on_client_disconnect([token]), None, None)
         return on_done
 
@@ -374,6 +390,57 @@ class ShardTask:
             handle.cancel()
         self.timers.clear()
         self.offloads.clear()
+
+    # -- operations run at once -------------------------------------------------------------
+
+    def run_now(self, op: Operation) -> Any:
+        """Run `op` at once and return its response: append, then replay. The shard's
+        queue must be empty (its callers all use `run_now`), so nothing is overtaken. A
+        refused write is UNKNOWN_SERVER_ERROR with nothing written; a failed append
+        fail-stops the shard, which has reloaded from its log when the caller gets
+        COORDINATOR_NOT_AVAILABLE."""
+        self.check_active()
+        start = self.runtime.log_end_offset(self.partition)
+        result = self._call(op)
+        try:
+            applied = self._apply(result)
+            if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
+                self.runtime.flush_shard(self.partition)
+        except WriteRefused as exc:
+            log.warning("write refused on shard %s-%d: %s", self.topic, self.partition, exc)
+            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR) from None
+        except Exception:
+            log.exception("append to %s-%d failed; reloading it from its log", self.topic,
+                          self.partition)
+            self.runtime.written.pop(self.partition, None)
+            self._reload_now(start)
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
+        return None if applied is None else applied.response
+
+    def _reload_now(self, log_end: int) -> None:
+        """Fail-stop for `run_now`: cut what the failed operation left after `log_end`, and
+        replay the log into a new shard before returning. If that fails too, the task
+        loads the shard (LOAD_IN_PROGRESS until it has)."""
+        self.reloads += 1
+        self.state = ShardState.RECOVERING
+        self._fail_all()
+        try:
+            self.runtime.discard_from(self.partition, log_end)
+        except Exception:
+            # The log refuses the cut too: replay what it reads back (a torn tail is
+            # recovered on the next restart).
+            log.exception("cannot cut %s-%d back to %d", self.topic, self.partition, log_end)
+        try:
+            self._begin_load()
+            plog = self.runtime.broker.logs.get(self.topic, self.partition)
+            self._loaded(replay_log(plog, self.shard, self.producers))
+        except Exception:
+            log.exception("reloading %s-%d failed; loading it again", self.topic,
+                          self.partition)
+            self.state = ShardState.LOADING
+            self.loaded.clear()
+            self.task.cancel()
+            self.task = asyncio.get_running_loop().create_task(self._main())
 
     # -- submission and timers -------------------------------------------------------------
 

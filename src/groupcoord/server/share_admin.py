@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.share.partition import TERMINAL
-from groupcoord.coordinator.share.state_store import snapshot_record, tombstone_record
 
 if TYPE_CHECKING:
     from groupcoord.server.share_runtime import ShareRuntime
@@ -64,22 +63,21 @@ def groups_with_state(rt: ShareRuntime, group_id: str) -> dict[bytes, set[int]]:
 
 
 def reset_start_offset(rt: ShareRuntime, group_id: str, topic: Any, index: int,
-                       offset: int, now_ms: int) -> None:
+                       offset: int) -> None:
     key = (group_id, bytes(topic.topic_id), index)
     rt.drop(key)
-    rt.write(key, [snapshot_record(key, offset, [], now_ms)])
+    rt.state.initialize(key, offset)
 
 
 def delete_state(rt: ShareRuntime, group_id: str, topic_id: bytes) -> None:
     for index in sorted(groups_with_state(rt, group_id).get(topic_id, ())):
         key = (group_id, topic_id, index)
         rt.drop(key)
-        if rt.store.get(key) is not None:
-            rt.write(key, [tombstone_record(key)])
+        rt.state.delete(key)
 
 
 def initialize_state(rt: ShareRuntime, group_id: str, parts: dict[bytes, Any],
-                     state_epoch: int, now_ms: int) -> None:
+                     state_epoch: int) -> None:
     """The persister's `initializeState` for a heartbeat (`GroupCoordinatorService
     .persisterInitialize`): an uninitialized share-partition gets a ShareSnapshot with start
     offset -1, which the first fetch resolves by `share.auto.offset.reset`, as Kafka's
@@ -90,4 +88,4 @@ def initialize_state(rt: ShareRuntime, group_id: str, parts: dict[bytes, Any],
             key = (group_id, topic_id, index)
             if key in rt.partitions or rt.store.get(key) is not None:
                 continue
-            rt.write(key, [snapshot_record(key, -1, [], now_ms, state_epoch)])
+            rt.state.initialize(key, -1, state_epoch)

@@ -40,7 +40,6 @@ from groupcoord.coordinator.share.partition import (
     SharePartition,
 )
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
-from groupcoord.coordinator.share.state_store import snapshot_record
 from groupcoord.server import share_admin
 from groupcoord.server.share_configs import GroupConfigStore
 from groupcoord.server.share_dlq import ShareDlq, share_version_supports_dlq
@@ -70,8 +69,7 @@ class ShareRuntime:
         self.broker = broker
         self.clock: Clock = broker.clock
         self.partitions: dict[SPKey, SharePartition] = {}
-        self.state = ShareStateLog(broker, self.clock, self.partitions.get,
-                                   self.partitions.keys, self.drop)
+        self.state = ShareStateLog(broker, self)
         self.store = self.state.store
         self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
         self.group_configs = GroupConfigStore(broker.config.data_dir, broker.config.file_io)
@@ -83,9 +81,7 @@ class ShareRuntime:
 
     async def start(self) -> None:
         self.group_configs.load()
-        count = self.state.start()
-        if count:
-            log.info("loaded %d share-state records", count)
+        await self.state.start()
         resumed = self.dlq.resume()
         if resumed:
             log.info("resuming the DLQ writes of %d share-partitions", resumed)
@@ -95,6 +91,7 @@ class ShareRuntime:
         for _deadline, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        await self.state.stop()
 
     # -- share-partitions -------------------------------------------------------------------
 
@@ -112,7 +109,7 @@ class ShareRuntime:
         persisted = self.store.get(key)
         if persisted is None or persisted.start_offset < 0:
             start = self._reset_offset(topic_name, key[2], config.auto_offset_reset)
-            self.state.write(key, [snapshot_record(key, start, [], self.clock.now_ms())])
+            self.state.initialize(key, start)
             persisted = self.store.get(key)
             assert persisted is not None
         sp = SharePartition(*key, config)
@@ -137,6 +134,12 @@ class ShareRuntime:
                 return int(found[0])
         return int(plog.log_end_offset)
 
+    def live(self, key: SPKey) -> SharePartition | None:
+        return self.partitions.get(key)
+
+    def live_keys(self) -> list[SPKey]:
+        return list(self.partitions)
+
     def drop(self, key: SPKey) -> None:
         """Forget a live share-partition (its state was reset or deleted)."""
         self.partitions.pop(key, None)
@@ -145,20 +148,14 @@ class ShareRuntime:
         if timer is not None:
             timer[1].cancel()
 
-    def write(self, key: SPKey, records: list[Any]) -> None:
-        """Append share-state records and replay them (the persister's write)."""
-        self.state.write(key, records)
-
     def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int:
         """Write the change's durable part, replay it, then take its locks, re-arm the lock
         timer and wake waiting fetches; a Kafka error code (nothing applied on error)."""
         key = sp.key
         if change.durable:
-            records = self.store.write_records(key, change.start_offset, change.changed,
-                                               change.durable_batches, self.clock.now_ms(),
-                                               sp.state_epoch)
             try:
-                self.state.write(key, records)
+                self.state.write_state(key, change.start_offset, change.changed,
+                                       change.durable_batches, sp.state_epoch)
             except ApiError as exc:
                 return int(exc.code)
         if self.partitions.get(key) is not sp:
@@ -295,11 +292,11 @@ class ShareRuntime:
         return share_admin.groups_with_state(self, group_id)
 
     def reset_start_offset(self, group_id: str, topic: Any, index: int, offset: int) -> None:
-        share_admin.reset_start_offset(self, group_id, topic, index, offset, self.clock.now_ms())
+        share_admin.reset_start_offset(self, group_id, topic, index, offset)
 
     def initialize_state(self, group_id: str, parts: dict[bytes, Any],
                          state_epoch: int = 0) -> None:
-        share_admin.initialize_state(self, group_id, parts, state_epoch, self.clock.now_ms())
+        share_admin.initialize_state(self, group_id, parts, state_epoch)
 
     def delete_state(self, group_id: str, topic_id: bytes) -> None:
         share_admin.delete_state(self, group_id, topic_id)

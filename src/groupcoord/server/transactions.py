@@ -8,10 +8,16 @@ transaction, then the Complete* record) and the coordinator's scheduled tasks
 leads every partition at coordinator epoch 0.
 
 Rules kept:
-- the decisions are the pure `TransactionCoordinator`'s; here a transit's record is appended
-  (one uncompressed batch, fsync per broker policy) and only then applied; a record over
-  the partition's `max.message.bytes` (a transaction holding very many partitions) changes
-  nothing and answers UNKNOWN_SERVER_ERROR, as Kafka maps MESSAGE_TOO_LARGE;
+- each `__transaction_state` partition is a `TransactionCoordinator` shard on the generic
+  runtime (`ShardRuntime`): its handlers return the records, which the runtime appends (one
+  uncompressed batch, fsync per broker policy) and only then replays; a failed append
+  fail-stops the shard, which reloads from its log before the caller hears
+  COORDINATOR_NOT_AVAILABLE; a shard that is loading answers COORDINATOR_LOAD_IN_PROGRESS
+  and one that is unloaded NOT_COORDINATOR (`TransactionStateManager.getTransactionState`);
+  a record over the partition's `max.message.bytes` (a transaction holding very many
+  partitions) changes nothing and answers UNKNOWN_SERVER_ERROR, as Kafka maps
+  MESSAGE_TOO_LARGE. Handlers run at once (`ShardTask.run_now`): AddPartitionsToTxn is
+  answered within the Produce that needs it;
 - markers go to data partitions through `txn_log.write_marker` and to `__consumer_offsets`
   through the group coordinator's `complete_transaction`; a partition leaves the
   transaction's to-do set when its marker is written (or the partition is gone, or it
@@ -19,40 +25,45 @@ Rules kept:
 - EndTxn and the fencing InitProducerId answer after the markers were tried once (Kafka
   answers after the Prepare* append; answering later only spares the client a retry);
   partitions that failed are retried by the periodic task;
-- at start every partition is replayed; transactions found in PrepareCommit/PrepareAbort
-  get their markers again, Ongoing ones are left to time out, as Kafka's loader does.
+- at start every partition with a log is loaded before the broker serves; at every load
+  (start, a load after an unload, a fail-stop reload) transactions found in
+  PrepareCommit/PrepareAbort get their markers again, Ongoing ones are left to time out,
+  as Kafka's loader does; ListTransactions answers COORDINATOR_LOAD_IN_PROGRESS while any
+  shard loads (`listTransactionStates`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis import features
+from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.partitioning import partition_for
-from groupcoord.coordinator.transactions.coordinator import TransactionCoordinator, TxnOp
-from groupcoord.coordinator.transactions.state import S, TopicPartition
-from groupcoord.logformat.batch import build_batch
-from groupcoord.logformat.transaction_records import (
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
+from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.transactions.coordinator import TransactionCoordinator, TxnReply
+from groupcoord.coordinator.transactions.state import (
+    S,
+    TopicPartition,
+    TransactionMetadata,
+    TransactionState,
 )
+from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, TXN_TOPIC
 from groupcoord.server.clock import sleep_ms
-from groupcoord.server.log_records import keyed_records
+from groupcoord.server.shard_runtime import ShardRuntime
+from groupcoord.server.shard_task import ShardState, ShardTask
 from groupcoord.server.txn_log import write_marker
-from groupcoord.storage.config import RecordBatchTooLargeError, StorageError
-from groupcoord.wire.errors import DecodeError, ErrorCode
+from groupcoord.storage.config import StorageError
+from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
 
 log = logging.getLogger("groupcoord.transactions")
 
-TXN_TOPIC = "__transaction_state"
-OFFSETS_TOPIC = "__consumer_offsets"
 TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 COORDINATOR_EPOCH = 0
 # Marker answers after which the partition needs no marker any more.
@@ -79,9 +90,9 @@ class TransactionRuntime:
         self.clock = broker.clock
         extra = broker.config.extra
         self.num_partitions = txn_topic_partitions(extra)
-        self.coordinator = TransactionCoordinator(
-            broker.producers.ids.next_id, _int(extra, "transaction.max.timeout.ms", 900_000),
-            features.finalized_level(features.TRANSACTION_VERSION))
+        self.max_timeout_ms = _int(extra, "transaction.max.timeout.ms", 900_000)
+        self.runtime = ShardRuntime(broker, TXN_TOPIC, self.num_partitions, TXN_TOPIC_CONFIGS,
+                                    self._new_shard)
         self.abort_interval_ms = _int(
             extra, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10_000)
         self.expiration_ms = _int(extra, "transactional.id.expiration.ms", 604_800_000)
@@ -91,16 +102,23 @@ class TransactionRuntime:
         self._todo: dict[str, set[TopicPartition]] = {}
         self._task: asyncio.Task[None] | None = None
 
+    def _new_shard(self, _partition: int) -> TransactionCoordinator:
+        ids = self.broker.producers.ids
+        return TransactionCoordinator(
+            ids.next_id, self.max_timeout_ms,
+            features.finalized_level(features.TRANSACTION_VERSION), ids.observe,
+            self._resume_markers)
+
+    def _resume_markers(self, tids: list[str]) -> None:
+        for tid in tids:
+            self._spawn(tid)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.broker.topics.ensure_internal(TXN_TOPIC, self.num_partitions, TXN_TOPIC_CONFIGS)
-        loaded = sum(self._load(p) for p in range(self.num_partitions))
-        if loaded:
-            log.info("loaded %d transaction records", loaded)
+        await self.runtime.start()
+        await self.runtime.wait_loaded()
         self._task = asyncio.get_running_loop().create_task(self._maintenance())
-        for tid in self.coordinator.pending_markers():
-            self._spawn(tid)
 
     async def stop(self) -> None:
         tasks = [t for t in (self._task, *self._completing.values()) if t is not None]
@@ -108,85 +126,83 @@ class TransactionRuntime:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._completing.clear()
-
-    def _load(self, partition: int) -> int:
-        count = 0
-        for rec in keyed_records(self.broker.logs.get(TXN_TOPIC, partition)):
-            try:
-                tid = decode_key(rec.key)
-                value = decode_value(rec.value)[0]
-            except DecodeError:
-                log.warning("skipping an undecodable record in %s-%d", TXN_TOPIC, partition)
-                continue
-            if value is not None:
-                self.broker.producers.ids.observe(value.producer_id)
-            self.coordinator.replay(tid, value)
-            count += 1
-        return count
+        await self.runtime.stop()
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions)
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- the shards --------------------------------------------------------------------------
 
-    def _write(self, op: TxnOp, now: int) -> int:
-        """Append the op's record, then apply it; an error code if the append failed."""
-        transit = op.transit
-        assert transit is not None
-        value = None if transit.state == S.DEAD else encode_value(transit.to_value())
-        batch = build_batch([(encode_key(op.tid), value, (), now)], base_timestamp=now)
+    def _loaded(self) -> list[TransactionCoordinator]:
+        return [_coordinator(task) for task in list(self.runtime.shards.values())
+                if task.state is ShardState.ACTIVE]
+
+    def coordinator_of(self, tid: str) -> TransactionCoordinator:
+        """The shard of `tid`; ApiError COORDINATOR_LOAD_IN_PROGRESS while it loads,
+        NOT_COORDINATOR once unloaded (Kafka's `TransactionStateManager.getTransactionState`)."""
+        return _coordinator(self.runtime.active_shard(self.partition_for(tid)))
+
+    def metadata(self, tid: str) -> TransactionMetadata | None:
+        return self.coordinator_of(tid).txns.get(tid)
+
+    def list_transactions(self, states: list[str], producer_ids: list[int], duration_ms: int,
+                          pattern: str | None, now_ms: int
+                          ) -> tuple[list[TransactionMetadata], list[str]]:
+        """ListTransactions over every shard: (matching metadata, unknown states). While a
+        shard loads the whole answer is COORDINATOR_LOAD_IN_PROGRESS (ApiError), as Kafka's
+        `listTransactionStates`; a bad `pattern` raises re.error even with no shard."""
+        if pattern:
+            re.compile(pattern)
+        if self.runtime.loading_partitions():
+            raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        found: list[TransactionMetadata] = []
+        unknown = [name for name in states if TransactionState.from_name(name) is None]
+        for coordinator in self._loaded():
+            found.extend(coordinator.list_transactions(states, producer_ids, duration_ms,
+                                                       pattern, now_ms)[0])
+        return found, unknown
+
+    def _run(self, tid: str, handler: Callable[[TransactionCoordinator, int], Result]
+             ) -> TxnReply:
+        """Run a handler on `tid`'s shard: its records are appended, then replayed."""
         try:
-            self.broker.append(TXN_TOPIC, self.partition_for(op.tid), batch, now)
-        except RecordBatchTooLargeError as exc:
-            # TransactionStateManager.appendTransactionToLog: MESSAGE_TOO_LARGE becomes
-            # UNKNOWN_SERVER_ERROR (not retriable: the same transition would fail again).
-            log.warning("transition of %r refused by %s: %s", op.tid[:256], TXN_TOPIC, exc)
-            return ErrorCode.UNKNOWN_SERVER_ERROR
-        except (OSError, StorageError, KeyError):
-            log.exception("append to %s failed for %r", TXN_TOPIC, op.tid)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        self.coordinator.apply(op.tid, transit)
-        return 0
+            task = self.runtime.active_shard(self.partition_for(tid))
+            reply: TxnReply = task.run_now(lambda shard, _ctx, now: handler(shard, now))
+        except ApiError as exc:
+            return TxnReply(error=int(exc.code))
+        return reply
 
     # -- the APIs --------------------------------------------------------------------------
 
     async def init_producer_id(self, tid: str, timeout_ms: int,
-                               expected: tuple[int, int] | None) -> TxnOp:
-        now = self.clock.now_ms()
-        op = self.coordinator.init_producer_id(tid, timeout_ms, expected, now)
-        if op.transit is None:
-            return op
-        error = self._write(op, now)
-        if error:
-            return TxnOp(error=error)
-        if op.writes_markers:
+                               expected: tuple[int, int] | None) -> TxnReply:
+        reply = self._run(tid, lambda c, now: c.init_producer_id(tid, timeout_ms, expected,
+                                                                  now))
+        if reply.writes_markers:
+            # An ongoing transaction was fenced and aborted: its markers first.
             await self._complete(tid)
-            return TxnOp(error=ErrorCode.CONCURRENT_TRANSACTIONS)
-        return op
+        return reply
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
                        partitions: list[TopicPartition], client_tv: int = 0) -> int:
-        now = self.clock.now_ms()
-        op = self.coordinator.add_partitions(tid, pid, epoch, partitions, now, client_tv)
-        if op.error or op.transit is None:
-            return op.error
-        return self._write(op, now)
+        return self._run(tid, lambda c, now: c.add_partitions(tid, pid, epoch, partitions,
+                                                               now, client_tv)).error
 
     def verify_partitions(self, tid: str, pid: int, epoch: int,
                           partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return self.coordinator.verify_partitions(tid, pid, epoch, partitions)
+        try:
+            coordinator = self.coordinator_of(tid)
+        except ApiError as exc:
+            return dict.fromkeys(partitions, int(exc.code))
+        return coordinator.verify_partitions(tid, pid, epoch, partitions)
 
     async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
-                      client_tv: int = 0) -> TxnOp:
-        now = self.clock.now_ms()
-        op = self.coordinator.end_txn(tid, pid, epoch, commit, now, client_tv)
-        if op.error or op.transit is None:
-            return op
-        error = self._write(op, now)
-        if error:
-            return TxnOp(error=error)
-        await self._complete(tid)
-        return op
+                      client_tv: int = 0) -> TxnReply:
+        reply = self._run(tid, lambda c, now: c.end_txn(tid, pid, epoch, commit, now,
+                                                         client_tv))
+        if reply.writes_markers:
+            await self._complete(tid)
+        return reply
 
     # -- markers ---------------------------------------------------------------------------
 
@@ -207,7 +223,10 @@ class TransactionRuntime:
         await asyncio.shield(self._spawn(tid))
 
     async def _write_markers(self, tid: str) -> None:
-        md = self.coordinator.txns.get(tid)
+        try:
+            md = self.metadata(tid)
+        except ApiError:
+            return  # the shard is loading (its on_loaded resumes the markers) or gone
         if md is None or md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return
         commit = md.state == S.PREPARE_COMMIT
@@ -223,10 +242,7 @@ class TransactionRuntime:
         if todo:
             return
         del self._todo[tid]
-        now = self.clock.now_ms()
-        op = self.coordinator.complete(tid, now)
-        if op.transit is not None:
-            self._write(op, now)
+        self._run(tid, lambda c, now: c.complete(tid, now))
 
     async def _marker(self, tp: TopicPartition, pid: int, epoch: int, commit: bool) -> int:
         topic, partition = tp
@@ -259,23 +275,36 @@ class TransactionRuntime:
             except Exception:
                 log.exception("transaction maintenance pass failed")
 
+    def _each_shard(self, handler: Callable[[TransactionCoordinator, int], Result]
+                    ) -> list[str]:
+        """Run `handler` on every loaded shard; the ids its responses list."""
+        done: list[str] = []
+        for task in list(self.runtime.shards.values()):
+            if task.state is not ShardState.ACTIVE:
+                continue
+            try:
+                done.extend(task.run_now(lambda shard, _ctx, now: handler(shard, now)))
+            except ApiError as exc:
+                log.warning("%s-%d: periodic transaction work failed (%d)", TXN_TOPIC,
+                            task.partition, exc.code)
+        return done
+
     def abort_timed_out(self, now: int) -> list[str]:
         """Fence and abort transactions past their timeout; retry unfinished markers."""
-        aborted = []
-        for tid in self.coordinator.timed_out(now):
-            op = self.coordinator.abort_timed_out(tid, now)
-            if op.transit is not None and not self._write(op, now):
-                log.info("aborting transaction %r: it exceeded its timeout", tid)
-                aborted.append(tid)
-        for tid in self.coordinator.pending_markers():
-            self._spawn(tid)
+        aborted = self._each_shard(lambda c, _now: c.abort_timed_out(now))
+        for tid in aborted:
+            log.info("aborting transaction %r: it exceeded its timeout", tid)
+        for coordinator in self._loaded():
+            for tid in coordinator.pending_markers():
+                self._spawn(tid)
         return aborted
 
     def remove_expired(self, now: int) -> list[str]:
         """Tombstone transactional ids idle longer than transactional.id.expiration.ms."""
-        removed = []
-        for tid in self.coordinator.expired(now, self.expiration_ms):
-            md = self.coordinator.txns[tid]
-            if not self._write(TxnOp(tid=tid, transit=md.prepare_dead()), now):
-                removed.append(tid)
-        return removed
+        return self._each_shard(lambda c, _now: c.remove_expired(now, self.expiration_ms))
+
+
+def _coordinator(task: ShardTask) -> TransactionCoordinator:
+    shard = task.shard
+    assert isinstance(shard, TransactionCoordinator)
+    return shard

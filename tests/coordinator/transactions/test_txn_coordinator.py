@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import pytest
 
+from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.transactions.coordinator import (
     TransactionCoordinator,
-    TxnOp,
+    TxnRecord,
+    TxnReply,
 )
 from groupcoord.coordinator.transactions.state import (
     IllegalTransitionError,
     S,
     TransactionMetadata,
     TransactionState,
+    TxnTransit,
     check_transition,
 )
-from groupcoord.logformat.transaction_records import decode_value, encode_value
+from groupcoord.logformat.transaction_records import decode_value, encode_key
 from groupcoord.wire.errors import ErrorCode as E
 
 
@@ -26,18 +30,57 @@ def _coord() -> TransactionCoordinator:
     return TransactionCoordinator(lambda: next(ids))
 
 
-def _commit(c: TransactionCoordinator, op: TxnOp) -> TxnOp:
-    """What the runtime does: append the record (round trip through bytes), then apply."""
+@dataclass(frozen=True)
+class Op:
+    """A handler's `Result` as these tests read it: its reply and the transit it writes."""
+
+    result: Result
+
+    @property
+    def reply(self) -> TxnReply:
+        assert isinstance(self.result.response, TxnReply)
+        return self.result.response
+
+    @property
+    def error(self) -> int:
+        return self.reply.error
+
+    @property
+    def producer_id(self) -> int:
+        return self.reply.producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self.reply.producer_epoch
+
+    @property
+    def writes_markers(self) -> bool:
+        return self.reply.writes_markers
+
+    @property
+    def transit(self) -> TxnTransit | None:
+        records = self.result.records
+        assert len(records) <= 1
+        return records[0].transit if records else None
+
+
+def as_op(result: Result) -> Op:
+    return Op(result)
+
+
+def _commit(c: TransactionCoordinator, op: Op) -> Op:
+    """What the runtime does: append the record (round trip through bytes), then replay."""
+    [record] = op.result.records
     assert op.transit is not None
-    value, _ = decode_value(encode_value(op.transit.to_value()))
+    value, _ = decode_value(record.value_bytes())
     assert value is not None and value.producer_epoch == op.transit.producer_epoch
-    c.apply(op.tid, op.transit)
+    c.replay(record)
     return op
 
 
 def _init(c: TransactionCoordinator, tid: str = "t", now: int = 0,
-          expected: tuple[int, int] | None = None) -> TxnOp:
-    op = c.init_producer_id(tid, 60_000, expected, now)
+          expected: tuple[int, int] | None = None) -> Op:
+    op = as_op(c.init_producer_id(tid, 60_000, expected, now))
     if op.transit is not None:
         _commit(c, op)
     return op
@@ -45,7 +88,7 @@ def _init(c: TransactionCoordinator, tid: str = "t", now: int = 0,
 
 def _ongoing(c: TransactionCoordinator, now: int = 10) -> tuple[int, int]:
     op = _init(c)
-    _commit(c, c.add_partitions("t", op.producer_id, op.producer_epoch, [("a", 0)], now))
+    _commit(c, as_op(c.add_partitions("t", op.producer_id, op.producer_epoch, [("a", 0)], now)))
     return op.producer_id, op.producer_epoch
 
 
@@ -72,25 +115,25 @@ def test_init_producer_id_allocates_then_bumps_epoch() -> None:
 
 def test_init_producer_id_validation_errors() -> None:
     c = _coord()
-    assert c.init_producer_id("", 1000, None, 0).error == E.INVALID_REQUEST
-    assert c.init_producer_id("t", 0, None, 0).error == E.INVALID_TRANSACTION_TIMEOUT
-    assert c.init_producer_id("t", 900_001, None, 0).error == E.INVALID_TRANSACTION_TIMEOUT
-    assert c.init_producer_id("t", 900_000, None, 0).error == 0
+    assert as_op(c.init_producer_id("", 1000, None, 0)).error == E.INVALID_REQUEST
+    assert as_op(c.init_producer_id("t", 0, None, 0)).error == E.INVALID_TRANSACTION_TIMEOUT
+    assert as_op(c.init_producer_id("t", 900_001, None, 0)).error == E.INVALID_TRANSACTION_TIMEOUT
+    assert as_op(c.init_producer_id("t", 900_000, None, 0)).error == 0
 
 
 def test_init_producer_id_on_ongoing_fences_and_aborts_first() -> None:
     c = _coord()
     pid, epoch = _ongoing(c)
-    op = c.init_producer_id("t", 60_000, None, 20)
+    op = as_op(c.init_producer_id("t", 60_000, None, 20))
     assert op.error == E.CONCURRENT_TRANSACTIONS and op.writes_markers
     assert op.transit is not None and op.transit.state == S.PREPARE_ABORT
     assert op.transit.producer_epoch == epoch + 1 and op.transit.partitions == {("a", 0)}
     _commit(c, op)
     # While markers are outstanding the caller keeps getting CONCURRENT_TRANSACTIONS.
-    assert c.init_producer_id("t", 60_000, None, 21).error == E.CONCURRENT_TRANSACTIONS
+    assert as_op(c.init_producer_id("t", 60_000, None, 21)).error == E.CONCURRENT_TRANSACTIONS
     # The old producer is fenced.
-    assert c.end_txn("t", pid, epoch, True, 22).error == E.PRODUCER_FENCED
-    _commit(c, c.complete("t", 23))
+    assert as_op(c.end_txn("t", pid, epoch, True, 22)).error == E.PRODUCER_FENCED
+    _commit(c, as_op(c.complete("t", 23)))
     assert c.txns["t"].state == S.COMPLETE_ABORT
     retry = _init(c, now=24)
     assert (retry.error, retry.producer_id, retry.producer_epoch) == (0, pid, epoch + 2)
@@ -103,10 +146,10 @@ def test_init_producer_id_with_expected_epoch() -> None:
     bumped = _init(c, expected=(pid, 0))
     assert bumped.producer_epoch == 1 and c.txns["t"].last_producer_epoch == 0
     # A retry of that bump (answer lost) gets the same epoch, not another bump.
-    again = c.init_producer_id("t", 60_000, (pid, 0), 5)
+    again = as_op(c.init_producer_id("t", 60_000, (pid, 0), 5))
     assert again.producer_epoch == 1
-    assert c.init_producer_id("t", 60_000, (pid, 7), 5).error == E.PRODUCER_FENCED
-    assert c.init_producer_id("t", 60_000, (pid + 1, 1), 5).error == E.PRODUCER_FENCED
+    assert as_op(c.init_producer_id("t", 60_000, (pid, 7), 5)).error == E.PRODUCER_FENCED
+    assert as_op(c.init_producer_id("t", 60_000, (pid + 1, 1), 5)).error == E.PRODUCER_FENCED
 
 
 def test_epoch_exhaustion_rotates_producer_id() -> None:
@@ -121,21 +164,21 @@ def test_epoch_exhaustion_rotates_producer_id() -> None:
 
 def test_add_partitions_rules() -> None:
     c = _coord()
-    assert c.add_partitions("x", 1, 0, [("a", 0)], 0).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert as_op(c.add_partitions("x", 1, 0, [("a", 0)], 0)).error == E.INVALID_PRODUCER_ID_MAPPING
     op = _init(c)
     pid, epoch = op.producer_id, op.producer_epoch
-    assert c.add_partitions("t", pid + 1, epoch, [("a", 0)], 0).error == E.INVALID_PRODUCER_ID_MAPPING
-    assert c.add_partitions("t", pid, epoch + 1, [("a", 0)], 0).error == E.PRODUCER_FENCED
-    assert c.add_partitions("", pid, epoch, [("a", 0)], 0).error == E.INVALID_REQUEST
-    added = _commit(c, c.add_partitions("t", pid, epoch, [("a", 0)], 100))
+    assert as_op(c.add_partitions("t", pid + 1, epoch, [("a", 0)], 0)).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert as_op(c.add_partitions("t", pid, epoch + 1, [("a", 0)], 0)).error == E.PRODUCER_FENCED
+    assert as_op(c.add_partitions("", pid, epoch, [("a", 0)], 0)).error == E.INVALID_REQUEST
+    added = _commit(c, as_op(c.add_partitions("t", pid, epoch, [("a", 0)], 100)))
     assert added.transit is not None and added.transit.start_ms == 100
     # Already in the transaction: no record at all.
-    assert c.add_partitions("t", pid, epoch, [("a", 0)], 150).transit is None
-    more = _commit(c, c.add_partitions("t", pid, epoch, [("b", 1)], 200))
+    assert as_op(c.add_partitions("t", pid, epoch, [("a", 0)], 150)).transit is None
+    more = _commit(c, as_op(c.add_partitions("t", pid, epoch, [("b", 1)], 200)))
     assert more.transit is not None and more.transit.start_ms == 100
     assert c.txns["t"].partitions == {("a", 0), ("b", 1)}
-    _commit(c, c.end_txn("t", pid, epoch, True, 300))
-    assert c.add_partitions("t", pid, epoch, [("c", 0)], 310).error == E.CONCURRENT_TRANSACTIONS
+    _commit(c, as_op(c.end_txn("t", pid, epoch, True, 300)))
+    assert as_op(c.add_partitions("t", pid, epoch, [("c", 0)], 310)).error == E.CONCURRENT_TRANSACTIONS
 
 
 def test_verify_partitions() -> None:
@@ -150,38 +193,38 @@ def test_verify_partitions() -> None:
 def test_end_txn_commit_and_retries() -> None:
     c = _coord()
     pid, epoch = _ongoing(c)
-    op = c.end_txn("t", pid, epoch, True, 50)
+    op = as_op(c.end_txn("t", pid, epoch, True, 50))
     assert op.writes_markers and op.transit is not None and op.transit.state == S.PREPARE_COMMIT
     _commit(c, op)
-    assert c.end_txn("t", pid, epoch, True, 51).error == E.CONCURRENT_TRANSACTIONS
-    assert c.end_txn("t", pid, epoch, False, 51).error == E.INVALID_TXN_STATE
-    done = _commit(c, c.complete("t", 52))
+    assert as_op(c.end_txn("t", pid, epoch, True, 51)).error == E.CONCURRENT_TRANSACTIONS
+    assert as_op(c.end_txn("t", pid, epoch, False, 51)).error == E.INVALID_TXN_STATE
+    done = _commit(c, as_op(c.complete("t", 52)))
     assert done.transit is not None and done.transit.partitions == frozenset()
-    retry = c.end_txn("t", pid, epoch, True, 53)
+    retry = as_op(c.end_txn("t", pid, epoch, True, 53))
     assert (retry.error, retry.producer_id, retry.producer_epoch, retry.transit) == (
         0, pid, epoch, None)
-    assert c.end_txn("t", pid, epoch, False, 53).error == E.INVALID_TXN_STATE
+    assert as_op(c.end_txn("t", pid, epoch, False, 53)).error == E.INVALID_TXN_STATE
 
 
 def test_end_txn_errors() -> None:
     c = _coord()
-    assert c.end_txn("t", 1, 0, True, 0).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert as_op(c.end_txn("t", 1, 0, True, 0)).error == E.INVALID_PRODUCER_ID_MAPPING
     op = _init(c)
-    assert c.end_txn("t", op.producer_id, 0, True, 0).error == E.INVALID_TXN_STATE  # Empty
-    assert c.end_txn("t", op.producer_id, 1, True, 0).error == E.PRODUCER_FENCED
-    assert c.end_txn("t", op.producer_id + 5, 0, True, 0).error == E.INVALID_PRODUCER_ID_MAPPING
-    assert c.end_txn("", op.producer_id, 0, True, 0).error == E.INVALID_REQUEST
+    assert as_op(c.end_txn("t", op.producer_id, 0, True, 0)).error == E.INVALID_TXN_STATE  # Empty
+    assert as_op(c.end_txn("t", op.producer_id, 1, True, 0)).error == E.PRODUCER_FENCED
+    assert as_op(c.end_txn("t", op.producer_id + 5, 0, True, 0)).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert as_op(c.end_txn("", op.producer_id, 0, True, 0)).error == E.INVALID_REQUEST
 
 
 def test_end_txn_v5_bumps_epoch_every_transaction() -> None:
     c = _coord()
     pid, epoch = _ongoing(c)
-    op = _commit(c, c.end_txn("t", pid, epoch, True, 50, client_tv=2))
+    op = _commit(c, as_op(c.end_txn("t", pid, epoch, True, 50, client_tv=2)))
     assert op.producer_epoch == epoch + 1 and c.txns["t"].last_producer_epoch == epoch
     # The retry with the old epoch is recognised while markers are written and after.
-    assert c.end_txn("t", pid, epoch, True, 51, client_tv=2).error == E.CONCURRENT_TRANSACTIONS
-    _commit(c, c.complete("t", 52))
-    retry = c.end_txn("t", pid, epoch, True, 53, client_tv=2)
+    assert as_op(c.end_txn("t", pid, epoch, True, 51, client_tv=2)).error == E.CONCURRENT_TRANSACTIONS
+    _commit(c, as_op(c.complete("t", 52)))
+    retry = as_op(c.end_txn("t", pid, epoch, True, 53, client_tv=2))
     assert (retry.error, retry.producer_epoch) == (0, epoch + 1)
 
 
@@ -190,12 +233,16 @@ def test_timeouts_abort_with_epoch_fence() -> None:
     pid, epoch = _ongoing(c, now=1000)
     assert c.timed_out(61_000) == []
     assert c.timed_out(61_001) == ["t"]
-    op = _commit(c, c.abort_timed_out("t", 61_001))
-    assert op.writes_markers and c.txns["t"].producer_epoch == epoch + 1
+    aborted = c.abort_timed_out(61_001)
+    assert aborted.response == ["t"]
+    [record] = aborted.records
+    assert record.transit is not None and record.transit.state == S.PREPARE_ABORT
+    c.replay(record)
+    assert c.txns["t"].producer_epoch == epoch + 1
     assert c.pending_markers() == ["t"]
-    _commit(c, c.complete("t", 61_002))
+    _commit(c, as_op(c.complete("t", 61_002)))
     assert c.timed_out(10**9) == [] and c.pending_markers() == []
-    assert c.end_txn("t", pid, epoch, True, 61_003).error == E.PRODUCER_FENCED
+    assert as_op(c.end_txn("t", pid, epoch, True, 61_003)).error == E.PRODUCER_FENCED
 
 
 def test_at_transaction_version_2_the_coordinators_abort_is_a_tv2_abort() -> None:
@@ -207,21 +254,22 @@ def test_at_transaction_version_2_the_coordinators_abort_is_a_tv2_abort() -> Non
     ids = itertools.count(1000)
     c = TransactionCoordinator(lambda: next(ids), transaction_version=2)
     pid, epoch = _ongoing(c, now=1000)
-    op = _commit(c, c.abort_timed_out("t", 61_001))
+    aborted = c.abort_timed_out(61_001)
+    assert aborted.response == ["t"]
+    c.replay(aborted.records[0])
     md = c.txns["t"]
     assert (md.state, md.producer_epoch, md.last_producer_epoch, md.client_tv) == (
         S.PREPARE_ABORT, epoch + 1, epoch, 2)
-    assert op.writes_markers
-    _commit(c, c.complete("t", 61_002))
+    _commit(c, as_op(c.complete("t", 61_002)))
     assert (c.txns["t"].state, c.txns["t"].producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
-    abort = c.end_txn("t", pid, epoch, False, 61_003, client_tv=2)
+    abort = as_op(c.end_txn("t", pid, epoch, False, 61_003, client_tv=2))
     assert (abort.error, abort.producer_id, abort.producer_epoch, abort.transit) == (
         0, pid, epoch + 1, None)
-    assert c.end_txn("t", pid, epoch, True, 61_004, client_tv=2).error == E.INVALID_TXN_STATE
-    assert c.end_txn("t", pid, epoch, False, 61_005, client_tv=0).error == E.PRODUCER_FENCED
+    assert as_op(c.end_txn("t", pid, epoch, True, 61_004, client_tv=2)).error == E.INVALID_TXN_STATE
+    assert as_op(c.end_txn("t", pid, epoch, False, 61_005, client_tv=0)).error == E.PRODUCER_FENCED
     # A new instance's InitProducerId fences an ongoing transaction the same way.
-    _commit(c, c.add_partitions("t", pid, epoch + 1, [("a", 0)], 61_006, client_tv=2))
-    fenced = _commit(c, c.init_producer_id("t", 60_000, None, 61_007))
+    _commit(c, as_op(c.add_partitions("t", pid, epoch + 1, [("a", 0)], 61_006, client_tv=2)))
+    fenced = _commit(c, as_op(c.init_producer_id("t", 60_000, None, 61_007)))
     assert fenced.error == E.CONCURRENT_TRANSACTIONS
     assert (c.txns["t"].producer_epoch, c.txns["t"].client_tv) == (epoch + 2, 2)
 
@@ -231,9 +279,11 @@ def test_expiration_and_tombstone_replay() -> None:
     _init(c, now=0)
     assert c.expired(10, expiration_ms=100) == []
     assert c.expired(100, expiration_ms=100) == ["t"]
-    c.apply("t", c.txns["t"].prepare_dead())
+    [tombstone] = c.remove_expired(100, expiration_ms=100).records
+    assert tombstone.value is None and tombstone.value_bytes() is None
+    c.replay(tombstone)
     assert "t" not in c.txns
-    c.replay("u", None)
+    c.replay(TxnRecord("u", None))
     assert "u" not in c.txns
 
 
@@ -241,18 +291,18 @@ def test_replay_rebuilds_what_live_operations_built() -> None:
     live = _coord()
     log: list[tuple[str, bytes | None]] = []
 
-    def write(op: TxnOp) -> None:
-        assert op.transit is not None
-        log.append((op.tid, encode_value(op.transit.to_value())))
-        live.apply(op.tid, op.transit)
+    def write(op: Op) -> None:
+        [record] = op.result.records
+        log.append((record.tid, record.value_bytes()))
+        live.replay(record)
 
-    op = live.init_producer_id("t", 60_000, None, 0)
+    op = as_op(live.init_producer_id("t", 60_000, None, 0))
     write(op)
-    write(live.add_partitions("t", op.producer_id, 0, [("a", 0), ("a", 2), ("b", 1)], 5))
-    write(live.end_txn("t", op.producer_id, 0, False, 6))
+    write(as_op(live.add_partitions("t", op.producer_id, 0, [("a", 0), ("a", 2), ("b", 1)], 5)))
+    write(as_op(live.end_txn("t", op.producer_id, 0, False, 6)))
     loaded = _coord()
     for tid, raw in log:
-        loaded.replay(tid, decode_value(raw)[0])
+        loaded.replay(loaded.decode(encode_key(tid), raw))
     got, want = loaded.txns["t"], live.txns["t"]
     assert got == TransactionMetadata(
         "t", want.producer_id, want.producer_epoch, -1, want.timeout_ms, S.PREPARE_ABORT,

@@ -1,17 +1,19 @@
-"""The transaction coordinator's decisions, without IO.
+"""The transaction coordinator's decisions, without IO: one `__transaction_state`
+partition as a shard of the generic coordinator runtime.
 
 Mirrors Kafka's `TransactionCoordinator` (`handleInitProducerId`,
 `handleAddPartitionsToTransaction`, `handleVerifyPartitionsInTransaction`,
 `handleEndTransaction` / `endTransaction`, `abortTimedOutTransactions`) and the cache side of
 `TransactionStateManager` (`timedOutTransactions`, `removeExpiredTransactionalIds`,
-`listTransactionStates`), for a broker that leads every `__transaction_state` partition.
+`listTransactionStates`) for the transactional ids of one partition.
 
-Every operation returns a `TxnOp`: an error code, the producer id/epoch to answer with,
-and at most one `TxnTransit` to append to `__transaction_state`. The runtime appends the
-record, then calls `apply`; the metadata never changes otherwise (replay at load uses
-`replay`). A transit into PrepareCommit/PrepareAbort means markers must be written to every
-partition of the transaction before `complete` may be called. Appends here are synchronous,
-so Kafka's `pendingState` reduces to the Prepare* states: while markers are being written,
+Every operation is a handler: it returns a `Result` whose response is a `TxnReply` (an
+error code, the producer id/epoch to answer with, whether markers must be written) and
+whose records are at most one `TxnRecord` per transactional id. The runtime appends the
+records, then calls `replay`, the one path that changes the metadata, live and at load. A
+record into PrepareCommit/PrepareAbort means markers must be written to every partition of
+the transaction before `complete` may be called. Handlers run at once (`run_now`), so
+Kafka's `pendingState` reduces to the Prepare* states: while markers are being written,
 other calls see PrepareCommit/PrepareAbort and get CONCURRENT_TRANSACTIONS, as in Kafka.
 """
 
@@ -20,7 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.transactions.state import (
     EXPIRATION_ALLOWED,
     NO_PRODUCER_EPOCH,
@@ -32,7 +37,13 @@ from groupcoord.coordinator.transactions.state import (
     TxnTransit,
     is_epoch_exhausted,
 )
-from groupcoord.logformat.transaction_records import TransactionLogValue
+from groupcoord.logformat.transaction_records import (
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
 from groupcoord.wire.errors import ErrorCode
 
 DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
@@ -41,54 +52,98 @@ PREPARE = (S.PREPARE_COMMIT, S.PREPARE_ABORT)
 COMPLETE = (S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
 
 
-@dataclass
-class TxnOp:
-    """One operation's outcome: answer, and the record to append first (if any)."""
+@dataclass(frozen=True, slots=True)
+class TxnReply:
+    """What a transaction handler answers: an error code, the producer id and epoch, and
+    whether the transaction's markers must now be written."""
 
     error: int = ErrorCode.NONE
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
-    tid: str = ""
+    writes_markers: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """One `__transaction_state` record: the transactional id and its value (None: a
+    tombstone). A record written live carries the transit it was made from, so replay
+    also keeps what the log does not hold (the last producer epoch), as Kafka's cache does;
+    a record read back from the log has none."""
+
+    tid: str
+    value: TransactionLogValue | None
     transit: TxnTransit | None = None
 
-    @property
-    def writes_markers(self) -> bool:
-        return self.transit is not None and self.transit.state in PREPARE
+    @classmethod
+    def of(cls, tid: str, transit: TxnTransit) -> TxnRecord:
+        return cls(tid, None if transit.state == S.DEAD else transit.to_value(), transit)
+
+    def key_bytes(self) -> bytes:
+        return encode_key(self.tid)
+
+    def value_bytes(self) -> bytes | None:
+        return encode_value(self.value)
 
 
-def _error(code: int) -> TxnOp:
-    return TxnOp(error=code)
+def _error(code: int) -> Result:
+    return Result(response=TxnReply(error=code))
 
 
-class TransactionCoordinator:
-    """All transactional ids of this broker (every `__transaction_state` partition)."""
+def _write(tid: str, transit: TxnTransit, error: int = ErrorCode.NONE) -> Result:
+    """Write `transit`; answer with its producer id and epoch (or `error`)."""
+    reply = TxnReply(error, transit.producer_id, transit.producer_epoch,
+                     transit.state in PREPARE)
+    return Result(records=[TxnRecord.of(tid, transit)], response=reply)
+
+
+class TransactionCoordinator(Shard):
+    """The transactional ids of one `__transaction_state` partition."""
 
     def __init__(self, next_producer_id: Callable[[], int],
                  max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                 transaction_version: int = 0) -> None:
+                 transaction_version: int = 0,
+                 observe_producer_id: Callable[[int], None] = lambda _pid: None,
+                 resume_markers: Callable[[list[str]], None] = lambda _tids: None) -> None:
         """`transaction_version` is the broker's finalized `transaction.version`, at which
         the coordinator's own aborts (timeouts, fencing) run, as Kafka's
-        `txnManager.transactionVersionLevel()`."""
+        `txnManager.transactionVersionLevel()`; `observe_producer_id` hears every producer
+        id replayed, so the broker never hands one out twice; `resume_markers` hears, at
+        each load, the ids whose markers are still to write (Kafka's loader sends them)."""
         self.next_producer_id = next_producer_id
         self.max_timeout_ms = max_timeout_ms
         self.transaction_version = transaction_version
+        self.observe_producer_id = observe_producer_id
+        self.resume_markers = resume_markers
         self.txns: dict[str, TransactionMetadata] = {}
 
-    # -- log ---------------------------------------------------------------------------
+    # -- log: replay is the one mutation path ------------------------------------------
 
-    def replay(self, tid: str, value: TransactionLogValue | None) -> None:
-        """Load one `__transaction_state` record (the latest value wins; None deletes)."""
+    def decode(self, key: bytes, value: bytes | None) -> TxnRecord:
+        value_obj, _version = decode_value(value)
+        return TxnRecord(decode_key(key), value_obj)
+
+    def replay(self, record: Any, offset: int = -1, producer_id: int = NO_PRODUCER_ID,
+               producer_epoch: int = -1) -> None:
+        """One `__transaction_state` record: the latest value wins, None deletes."""
+        tid, value, transit = record.tid, record.value, record.transit
         if value is None:
             self.txns.pop(tid, None)
-        else:
-            self.txns[tid] = TransactionMetadata.from_value(tid, value)
-
-    def apply(self, tid: str, transit: TxnTransit) -> None:
-        """Take a transit whose record has been appended; Dead removes the id."""
-        if transit.state == S.DEAD:
-            self.txns.pop(tid, None)
             return
-        self.txns[tid].apply(transit)
+        self.observe_producer_id(value.producer_id)
+        md = self.txns.get(tid)
+        if transit is None:
+            self.txns[tid] = TransactionMetadata.from_value(tid, value)
+        elif md is None:
+            self.txns[tid] = TransactionMetadata.from_transit(tid, transit)
+        else:
+            md.apply(transit)
+
+    def on_loaded(self, now_ms: int) -> None:
+        """PrepareCommit/PrepareAbort found in the log get their markers again; Ongoing
+        transactions are left to time out, as Kafka's loader does."""
+        pending = self.pending_markers()
+        if pending:
+            self.resume_markers(pending)
 
     # -- InitProducerId ------------------------------------------------------------------
 
@@ -96,7 +151,7 @@ class TransactionCoordinator:
         return 0 < timeout_ms <= self.max_timeout_ms
 
     def init_producer_id(self, tid: str, timeout_ms: int, expected: tuple[int, int] | None,
-                         now_ms: int) -> TxnOp:
+                         now_ms: int) -> Result:
         """`expected` is the (producer id, epoch) a v3+ client resumes with, else None."""
         if tid == "":
             return _error(ErrorCode.INVALID_REQUEST)
@@ -104,24 +159,23 @@ class TransactionCoordinator:
             return _error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         md = self.txns.get(tid)
         if md is None:
-            # Kept in the cache before the append, like putTransactionStateIfNotExists.
-            md = self.txns[tid] = TransactionMetadata(tid, self.next_producer_id(),
-                                                      timeout_ms=timeout_ms,
-                                                      last_update_ms=now_ms)
+            # Kafka's putTransactionStateIfNotExists; cached by the replay of its record.
+            md = TransactionMetadata(tid, self.next_producer_id(), timeout_ms=timeout_ms,
+                                     last_update_ms=now_ms)
         if expected is not None and not _valid_expected_pid(md, expected):
             return _error(ErrorCode.PRODUCER_FENCED)
         if md.state in PREPARE:
             return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
             # Abort first with a bumped epoch the caller never sees; its retry bumps again.
-            return TxnOp(ErrorCode.CONCURRENT_TRANSACTIONS, tid=tid,
-                         transit=self._fence_and_abort(md, now_ms))
+            transit = self._fence_and_abort(md, now_ms)
+            return _write(tid, transit, ErrorCode.CONCURRENT_TRANSACTIONS)
         if md.state in (S.EMPTY, *COMPLETE):
             return self._bump_or_rotate(md, timeout_ms, expected, now_ms)
         raise AssertionError(f"transactional id {tid} in state {md.state.kafka_name}")
 
     def _bump_or_rotate(self, md: TransactionMetadata, timeout_ms: int,
-                        expected: tuple[int, int] | None, now_ms: int) -> TxnOp:
+                        expected: tuple[int, int] | None, now_ms: int) -> Result:
         if is_epoch_exhausted(md.producer_epoch) and (
                 expected is None or expected[1] == md.producer_epoch):
             transit = md.prepare_producer_id_rotation(self.next_producer_id(), timeout_ms,
@@ -138,8 +192,7 @@ class TransactionCoordinator:
             else:
                 return _error(ErrorCode.PRODUCER_FENCED)
             transit = md.prepare_epoch_bump(epochs[0], epochs[1], timeout_ms, now_ms)
-        return TxnOp(ErrorCode.NONE, transit.producer_id, transit.producer_epoch,
-                     md.transactional_id, transit)
+        return _write(md.transactional_id, transit)
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------
 
@@ -156,7 +209,7 @@ class TransactionCoordinator:
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
                        partitions: Iterable[TopicPartition], now_ms: int,
-                       client_tv: int = 0) -> TxnOp:
+                       client_tv: int = 0) -> Result:
         error, md = self._check_producer(tid, pid, epoch)
         if md is None:
             return _error(error)
@@ -164,9 +217,8 @@ class TransactionCoordinator:
             return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
         added = frozenset(partitions)
         if md.state == S.ONGOING and added <= md.partitions:
-            return TxnOp(ErrorCode.NONE, pid, epoch, tid)
-        transit = md.prepare_add_partitions(added, now_ms, client_tv)
-        return TxnOp(ErrorCode.NONE, pid, epoch, tid, transit)
+            return Result(response=TxnReply(ErrorCode.NONE, pid, epoch))
+        return _write(tid, md.prepare_add_partitions(added, now_ms, client_tv))
 
     def verify_partitions(self, tid: str, pid: int, epoch: int,
                           partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -183,7 +235,7 @@ class TransactionCoordinator:
     # -- EndTxn ----------------------------------------------------------------------------
 
     def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, now_ms: int,
-                client_tv: int = 0, from_client: bool = True) -> TxnOp:
+                client_tv: int = 0, from_client: bool = True) -> Result:
         if not tid:
             return _error(ErrorCode.INVALID_REQUEST)
         md = self.txns.get(tid)
@@ -203,12 +255,11 @@ class TransactionCoordinator:
             next_pid = NO_PRODUCER_ID
             if client_tv >= 2 and is_epoch_exhausted(md.producer_epoch):
                 next_pid = self.next_producer_id()
-            transit = md.prepare_abort_or_commit(commit, client_tv, next_pid, now_ms)
-            return TxnOp(ErrorCode.NONE, transit.producer_id, transit.producer_epoch, tid, transit)
+            return _write(tid, md.prepare_abort_or_commit(commit, client_tv, next_pid, now_ms))
         wanted_complete = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
         wanted_prepare = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
         if state == wanted_complete:
-            return TxnOp(ErrorCode.NONE, md.producer_id, md.producer_epoch, tid)
+            return Result(response=TxnReply(ErrorCode.NONE, md.producer_id, md.producer_epoch))
         if state == wanted_prepare:
             return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
         return _error(ErrorCode.INVALID_TXN_STATE)
@@ -226,13 +277,12 @@ class TransactionCoordinator:
             return bumped or retry_on_overflow
         return epoch == md.producer_epoch
 
-    def complete(self, tid: str, now_ms: int) -> TxnOp:
+    def complete(self, tid: str, now_ms: int) -> Result:
         """Every marker is written: PrepareCommit/PrepareAbort -> CompleteCommit/Abort."""
         md = self.txns.get(tid)
         if md is None or md.state not in PREPARE:
             return _error(ErrorCode.INVALID_TXN_STATE)
-        transit = md.prepare_complete(now_ms)
-        return TxnOp(ErrorCode.NONE, transit.producer_id, transit.producer_epoch, tid, transit)
+        return _write(tid, md.prepare_complete(now_ms))
 
     # -- background work -------------------------------------------------------------------
 
@@ -241,12 +291,21 @@ class TransactionCoordinator:
         return [tid for tid, md in self.txns.items()
                 if md.state == S.ONGOING and md.start_ms + md.timeout_ms < now_ms]
 
-    def abort_timed_out(self, tid: str, now_ms: int) -> TxnOp:
-        """Fence the producer and abort (abortTimedOutTransactions): PrepareAbort, epoch+1."""
-        md = self.txns.get(tid)
-        if md is None or md.state != S.ONGOING:
-            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
-        return TxnOp(ErrorCode.NONE, tid=tid, transit=self._fence_and_abort(md, now_ms))
+    def abort_timed_out(self, now_ms: int) -> Result:
+        """Fence the producers of every transaction past its timeout and abort
+        (abortTimedOutTransactions): PrepareAbort, epoch+1; the response lists their ids."""
+        records, aborted = [], []
+        for tid in self.timed_out(now_ms):
+            records.append(TxnRecord.of(tid, self._fence_and_abort(self.txns[tid], now_ms)))
+            aborted.append(tid)
+        return Result(records=records, response=aborted)
+
+    def remove_expired(self, now_ms: int,
+                       expiration_ms: int = DEFAULT_ID_EXPIRATION_MS) -> Result:
+        """Tombstone the ids idle longer than `expiration_ms`; the response lists them."""
+        expired = self.expired(now_ms, expiration_ms)
+        return Result(records=[TxnRecord.of(tid, self.txns[tid].prepare_dead())
+                               for tid in expired], response=expired)
 
     def _fence_and_abort(self, md: TransactionMetadata, now_ms: int) -> TxnTransit:
         """The coordinator's abort of an ongoing transaction at the server's transaction

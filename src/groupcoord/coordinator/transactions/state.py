@@ -153,6 +153,14 @@ class TransactionMetadata:
                    value.transaction_last_update_timestamp_ms, value.previous_producer_id,
                    value.next_producer_id, value.client_transaction_version)
 
+    @classmethod
+    def from_transit(cls, tid: str, transit: TxnTransit) -> TransactionMetadata:
+        """A new id whose first record was written."""
+        return cls(tid, transit.producer_id, transit.producer_epoch,
+                   transit.last_producer_epoch, transit.timeout_ms, transit.state,
+                   set(transit.partitions), transit.start_ms, transit.last_update_ms,
+                   transit.prev_producer_id, transit.next_producer_id, transit.client_tv)
+
     # -- transits (pure: nothing here changes the metadata) ------------------------------
 
     def _transit(self, state: TransactionState, check: bool = True,
