@@ -23,6 +23,7 @@ from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+from groupcoord.server.clock import sleep_ms
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import (
     SNAPSHOT_AFTER_RECORDS,
@@ -105,7 +106,7 @@ class CoordinatorRuntime(ShardRuntime):
 
     async def _snapshot_loop(self) -> None:
         while True:
-            await asyncio.sleep(SNAPSHOT_INTERVAL_S)
+            await sleep_ms(self.clock, int(SNAPSHOT_INTERVAL_S * 1000))
             await self.snapshot_shards(SNAPSHOT_AFTER_RECORDS, LOAD_SLICE_S)
 
     async def snapshot_shards(self, min_records: int, slice_s: float | None,
