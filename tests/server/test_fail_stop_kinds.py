@@ -9,7 +9,6 @@ the transaction coordinator (`__transaction_state`). Share state has the same ch
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +63,9 @@ def durable(txns: dict[str, TransactionMetadata]) -> dict[str, tuple[Any, ...]]:
 
 
 async def reloaded(task: ShardTask, reloads: int) -> None:
-    for _ in range(500):
-        if task.reloads == reloads and task.state is ShardState.ACTIVE:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"shard {task.topic}-{task.partition} did not reload")
+    # The reload runs on the loop (no timer): loop turns are enough.
+    await settle(lambda: task.reloads == reloads and task.state is ShardState.ACTIVE,
+                 turns=100_000)
 
 
 async def commit(client: Any, offset: int) -> int:

@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
 from typing import Any
 
+from groupcoord.coordinator.shard import Shard
 from groupcoord.logformat.batch import parse_header
 from groupcoord.server.fast_replay import FastReplay
 from groupcoord.server.shard_log import ProducerEpochs, replay_log_in_steps
@@ -51,15 +52,12 @@ def _snapshot_writer() -> ThreadPoolExecutor:
     return _writer
 
 
-class NullShard:
-    """A shard that keeps nothing: the snapshot pass only wants what would be replayed."""
+class NullShard(Shard):
+    """A group shard that keeps nothing: the snapshot pass only wants what would be
+    replayed (records decode as the group shard's; markers are the default no-op)."""
 
     def replay(self, record: Any, offset: int = -1, producer_id: int = -1,
                producer_epoch: int = -1) -> None:
-        return None
-
-    def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int,
-                                      commit: bool) -> None:
         return None
 
 
