@@ -204,7 +204,7 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         plag, burrow = by_file["partition_lag"], by_file["burrow_status"]
         for name in inexact:  # groups too large for an exact percentile: Spark's estimate
             by_file[name] = getattr(gold, name)(plag, out)
-        st.done("gold partition_lag, burrow_status, lag_rollup, commit_rate, rewinds",
+        st.done("gold burrow_status, partition_lag, lag_rollup, commit_rate, rewinds",
                 f"{len(files)} commit files, {len(ticks)} evaluation times")
     else:
         owners = _owners_df(spark, mem["owners"])
