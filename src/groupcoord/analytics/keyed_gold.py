@@ -58,30 +58,48 @@ def changes(t: pa.Table, names: list[str]) -> np.ndarray:
         else np.zeros(1, dtype=np.int64)
 
 
-class _BySeries:
-    """A commit table sorted by (group, topic, partition, time, log offset), with the row
-    range and (topic, partition) of each series."""
+def key_codes(t: pa.Table, names: list[str]) -> list[np.ndarray]:
+    """Integer columns equal exactly where the ``names`` columns are (nulls as -1)."""
+    out = []
+    for name in names:
+        col = t.column(name)
+        if pa.types.is_string(col.type):
+            col = pc.dictionary_encode(col).combine_chunks().indices
+        out.append(pc.fill_null(col, -1).to_numpy().astype(np.int64))
+    return out
 
-    def __init__(self, commits: pa.Table) -> None:
-        order = pc.sort_indices(commits, [("group_id", "ascending"), ("topic", "ascending"),
-                                          ("partition", "ascending"),
-                                          ("record_ts_ms", "ascending"),
-                                          ("log_offset", "ascending")])
-        self.t = commits.take(order)
-        self.bounds = changes(self.t, ["group_id", "topic", "partition"])
-        self.ts = _ints(self.t, "record_ts_ms")
-        self.committed = _ints(self.t, "committed_offset")
-        firsts = self.bounds[:-1]
-        take = pa.array(firsts, type=pa.int64())
+
+class _BySeries:
+    """The rows of a commit table (``rows``, indices into it) ordered by series (group,
+    topic, partition), then time and log offset, with the row range and (topic, partition)
+    of each series. Only integer columns are sorted; string columns are taken once, for
+    the output rows (the series need to be contiguous, not in string order)."""
+
+    def __init__(self, commits: pa.Table, rows: np.ndarray) -> None:
+        self.source = commits
+        keys = [k[rows] for k in key_codes(commits, ["group_id", "topic", "partition"])]
+        ts, log_offset = _ints(commits, "record_ts_ms")[rows], _ints(commits, "log_offset")[rows]
+        order = np.lexsort((log_offset, ts, *reversed(keys)))
+        self.rows = rows[order]
+        change = np.zeros(len(order), dtype=bool)
+        for k in keys:
+            k = k[order]
+            change[1:] |= k[1:] != k[:-1]
+        self.bounds = np.concatenate([[0], np.flatnonzero(change), [len(order)]]).astype(
+            np.int64) if len(order) else np.zeros(1, dtype=np.int64)
+        self.ts = ts[order]
+        self.committed = _ints(commits, "committed_offset")[self.rows]
+        firsts = pa.array(self.rows[self.bounds[:-1]], type=pa.int64())
         self.tps: list[TopicPartition] = list(zip(
-            self.t.column("topic").take(take).to_pylist(),
-            self.t.column("partition").take(take).to_pylist(), strict=True))
+            commits.column("topic").take(firsts).to_pylist(),
+            commits.column("partition").take(firsts).to_pylist(), strict=True))
+        self.groups: list[str] = commits.column("group_id").take(firsts).to_pylist()
 
     def ranges(self) -> Iterator[tuple[int, int]]:
         return zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist(), strict=True)
 
     def column_at(self, name: str, rows: np.ndarray) -> pa.Array:
-        return self.t.column(name).take(pa.array(rows, type=pa.int64()))
+        return self.source.column(name).take(pa.array(self.rows[rows], type=pa.int64()))
 
 
 def _by_partition(series_of_row: np.ndarray, s: _BySeries,
@@ -101,14 +119,18 @@ def _by_partition(series_of_row: np.ndarray, s: _BySeries,
             yield ends[tp], order[cuts[i]:cuts[i + 1]]
 
 
+def _tombstones(commits: pa.Table, null: bool) -> np.ndarray:
+    return pc.fill_null(commits.column("tombstone"), null).to_numpy(zero_copy_only=False)
+
+
 def partition_lag(commits: pa.Table, ends: dict[TopicPartition, EndOffsets], grid_ms: int,
                   until_ms: int) -> pa.Table:
     """``lag.partition_lag`` over whole series of many partitions (``LAG_SCHEMA``)."""
-    live = commits.filter(pc.invert(commits.column("tombstone")))
-    if not live.num_rows:
+    live = np.flatnonzero(~_tombstones(commits, True))  # as a filter on ``~tombstone``
+    if not len(live):
         return LAG_SCHEMA.empty_table()
-    s = _BySeries(live)
-    n = live.num_rows
+    s = _BySeries(commits, live)
+    n = len(live)
     sizes = np.diff(s.bounds)
     rows, grid_ts, grid_counts = [np.arange(n, dtype=np.int64)], [s.ts], []
     for lo, hi in s.ranges():
@@ -156,27 +178,25 @@ def burrow_timeline(commits: pa.Table, ends: dict[TopicPartition, EndOffsets],
     """``lag.burrow_timeline`` over whole series of many partitions (``BURROW_SCHEMA``)."""
     if not commits.num_rows:
         return BURROW_SCHEMA.empty_table()
-    s = _BySeries(commits)
+    s = _BySeries(commits, np.arange(commits.num_rows, dtype=np.int64))
     sizes = np.diff(s.bounds)
     end = np.zeros(len(s.ts), dtype=np.int64)
     series_of_row = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
     for eo, idx in _by_partition(series_of_row, s, ends):
         end[idx] = eo.at(s.ts[idx])
     lags = np.maximum(end - s.committed, 0)
-    tomb = s.t.column("tombstone").to_numpy(zero_copy_only=False)
-    gids = s.t.column("group_id")
+    tomb = _tombstones(commits, False)[s.rows]
     ticks = np.asarray(ticks_ms, dtype=np.int64)
     steps = np.arange(cfg.intervals, dtype=np.int64) * OFFSET_REFRESH_MS
     broker: dict[TopicPartition, tuple[dict[int, int], dict[int, list[int]]]] = {}
     rows: list[tuple[object, ...]] = []
-    for (lo, hi), tp in zip(s.ranges(), s.tps, strict=True):
+    for (lo, hi), tp, gid in zip(s.ranges(), s.tps, s.groups, strict=True):
         if tp not in broker:  # the broker side is the same for every group on a partition
             eo = ends.get(tp, _NO_SAMPLES)
             broker[tp] = (dict(zip(ticks_ms, eo.at(ticks).tolist(), strict=True)),
                           dict(zip(ticks_ms, eo.at(ticks[:, None] - steps).tolist(),
                                    strict=True)))
         end_at, recent_at = broker[tp]
-        gid = gids[lo].as_py()
         for tick, ring in _rings(s.ts[lo:hi], s.committed[lo:hi], lags[lo:hi], tomb[lo:hi],
                                  ticks_ms, cfg):
             r = evaluate_partition(ring, end_at[tick], recent_at[tick], tick, cfg)

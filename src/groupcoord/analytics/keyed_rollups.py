@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from groupcoord.analytics.keyed_gold import changes
+from groupcoord.analytics.keyed_gold import changes, key_codes
 
 EXACT_PERCENTILE_VALUES = 5_000
 BUCKET_S = 60
@@ -76,70 +76,83 @@ def lag_rollup(plag: pa.Table, bucket_s: int = BUCKET_S) -> tuple[pa.Table, bool
     return out, bool(n.max() < EXACT_PERCENTILE_VALUES)
 
 
+def _runs(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and lengths of the runs of equal ``keys`` (already in run order)."""
+    n = len(keys[0])
+    change = np.zeros(n, dtype=bool)
+    for k in keys:
+        change[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(change)
+    lo = np.concatenate([[0], starts]).astype(np.int64)
+    return lo, np.diff(np.concatenate([lo, [n]]))
+
+
+def _rows_of(plag: pa.Table, kind: str) -> np.ndarray:
+    return np.flatnonzero(pc.equal(plag.column("kind"), kind).to_numpy(zero_copy_only=False))
+
+
 def commit_rate(plag: pa.Table, bucket_s: int = BUCKET_S) -> tuple[pa.Table, bool]:
-    c = plag.filter(pc.equal(plag.column("kind"), "commit"))
-    if not c.num_rows:
+    rows = _rows_of(plag, "commit")
+    if not len(rows):
         return COMMIT_RATE_SCHEMA.empty_table(), True
-    ts = c.column("ts_ms").to_numpy()
-    prev_ts = c.column("prev_commit_ts_ms")
-    interval = pc.divide(pc.cast(pc.subtract(c.column("ts_ms"), prev_ts), pa.float64()),
-                         1000.0)
-    c = (c.append_column("bucket_ms", pa.array(_bucket(ts, bucket_s)))
-         .append_column("interval", interval)
-         .rename_columns([("member_id" if n == "owner_member_id" else n)
-                          for n in [*c.column_names, "bucket_ms", "interval"]]))
-    keys = ["group_id", "member_id", "topic", "bucket_ms"]
-    t = c.take(pc.sort_indices(c, [*[(k, "ascending") for k in keys],
-                                   ("interval", "ascending")]))  # nulls last
-    bounds = changes(t, keys)
-    lo, n = bounds[:-1], np.diff(bounds)
+    group, member, topic = (k[rows] for k in key_codes(
+        plag, ["group_id", "owner_member_id", "topic"]))
+    ts = plag.column("ts_ms").to_numpy()[rows]
+    bucket = _bucket(ts, bucket_s)
+    prev_ts = plag.column("prev_commit_ts_ms").take(pa.array(rows))
+    valid = pc.is_valid(prev_ts).to_numpy(zero_copy_only=False)
+    interval = (ts - pc.fill_null(prev_ts, 0).to_numpy()) / 1000.0
+    # per run, the known intervals ascending, then the unknown ones
+    order = np.lexsort((interval, ~valid, bucket, topic, member, group))
+    keys = [group[order], member[order], topic[order], bucket[order]]
+    lo, n = _runs(keys)
     run_of_row = np.repeat(np.arange(len(lo)), n)
-    parts = t.column("partition").to_numpy()
+    parts = plag.column("partition").to_numpy()[rows][order]
     pairs = np.lexsort((parts, run_of_row))
     new_pair = np.ones(len(pairs), dtype=bool)
     new_pair[1:] = (run_of_row[pairs][1:] != run_of_row[pairs][:-1]) | \
         (parts[pairs][1:] != parts[pairs][:-1])
     distinct = np.bincount(run_of_row[pairs][new_pair], minlength=len(lo))
-    iv = t.column("interval")
-    valid = pc.is_valid(iv).to_numpy(zero_copy_only=False)
-    known = np.add.reduceat(valid.astype(np.int64), lo)
-    values = pc.fill_null(iv, 0.0).to_numpy()
-    median = np.where(known > 0, _ranked(values, lo, np.maximum(known, 1), 0.5), 0.0)
-    prev = t.column("prev_committed_offset")
-    empty = pc.fill_null(pc.equal(t.column("committed_offset"), prev), False).to_numpy(
-        zero_copy_only=False).astype(np.int64)
-    first = pa.array(lo, type=pa.int64())
+    known = np.add.reduceat(valid[order].astype(np.int64), lo)
+    median = np.where(known > 0, _ranked(interval[order], lo, np.maximum(known, 1), 0.5), 0.0)
+    committed = plag.column("committed_offset").to_numpy()[rows]
+    prev = plag.column("prev_committed_offset").take(pa.array(rows))
+    empty = (valid & (committed == pc.fill_null(prev, -2).to_numpy()))[order]
+    # ``valid`` is the previous commit's presence: both columns are null together
+    first = pa.array(rows[order[lo]], type=pa.int64())
     out = pa.Table.from_arrays([
-        *[t.column(k).take(first) for k in keys], pa.array(n), pa.array(distinct),
-        pa.array(median, mask=known == 0), pa.array(np.add.reduceat(empty, lo))],
-        schema=COMMIT_RATE_SCHEMA)
+        plag.column("group_id").take(first), plag.column("owner_member_id").take(first),
+        plag.column("topic").take(first), pa.array(keys[3][lo]), pa.array(n),
+        pa.array(distinct), pa.array(median, mask=known == 0),
+        pa.array(np.add.reduceat(empty.astype(np.int64), lo))], schema=COMMIT_RATE_SCHEMA)
     return out, bool(known.max() < EXACT_PERCENTILE_VALUES)
 
 
 def rewinds(plag: pa.Table) -> pa.Table:
     """Backwards commits and the first later commit of the series at or past the
     pre-rewind offset (commit rows come first in ``plag``, grouped by series, by time)."""
-    c = plag.filter(pc.equal(plag.column("kind"), "commit"))
-    prev = c.column("prev_committed_offset")
-    cand = np.flatnonzero(pc.fill_null(pc.less(c.column("committed_offset"), prev),
-                                       False).to_numpy(zero_copy_only=False))
+    rows = _rows_of(plag, "commit")
+    prev = plag.column("prev_committed_offset").take(pa.array(rows, type=pa.int64()))
+    offsets = plag.column("committed_offset").to_numpy()[rows]
+    before = pc.fill_null(prev, np.iinfo(np.int64).min).to_numpy()
+    cand = np.flatnonzero(offsets < before)
     if not len(cand):
         return REWINDS_SCHEMA.empty_table()
-    bounds = changes(c, ["group_id", "topic", "partition"])
+    lo, _ = _runs([k[rows] for k in key_codes(plag, ["group_id", "topic", "partition"])])
+    bounds = np.concatenate([lo, [len(rows)]])
     series_end = bounds[np.searchsorted(bounds, cand, side="right")]
-    ts = c.column("ts_ms").to_numpy()
-    offsets = c.column("committed_offset").to_numpy()
-    from_offset = prev.to_numpy(zero_copy_only=False)[cand].astype(np.int64)
+    ts = plag.column("ts_ms").to_numpy()[rows]
+    from_offset = before[cand]
     recovered = np.full(len(cand), -1, dtype=np.int64)
     for i, (row, hi) in enumerate(zip(cand.tolist(), series_end.tolist(), strict=True)):
         later = row + int(np.searchsorted(ts[row:hi], ts[row], side="right"))
         hits = np.flatnonzero(offsets[later:hi] >= from_offset[i])
         if len(hits):
             recovered[i] = ts[later + hits[0]]
-    rows = pa.array(cand, type=pa.int64())
+    at = pa.array(rows[cand], type=pa.int64())
     to_offset = offsets[cand]
     return pa.Table.from_arrays([
-        c.column("group_id").take(rows), c.column("topic").take(rows),
-        c.column("partition").take(rows), pa.array(ts[cand]), pa.array(from_offset),
+        plag.column("group_id").take(at), plag.column("topic").take(at),
+        plag.column("partition").take(at), pa.array(ts[cand]), pa.array(from_offset),
         pa.array(to_offset), pa.array(recovered, mask=recovered < 0),
         pa.array(from_offset - to_offset), pa.array(recovered >= 0)], schema=REWINDS_SCHEMA)
