@@ -9,7 +9,7 @@ log offset); the end-offset lookups run per (topic, partition) over that partiti
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -204,3 +204,28 @@ def burrow_timeline(commits: pa.Table, ends: dict[TopicPartition, EndOffsets],
                          r.complete, r.window_start_offset, r.window_end_offset, r.lag_trend))
     return pa.Table.from_pylist([dict(zip(BURROW_SCHEMA.names, r, strict=True)) for r in rows],
                                 schema=BURROW_SCHEMA)
+
+
+def last_commits_in(commits: pa.Table, windows: Sequence[tuple[str, int, int]]
+                    ) -> dict[tuple[str, int], int]:
+    """(group, hi) -> the latest ``record_ts_ms`` of the group's commits (tombstones too)
+    strictly between lo and hi, over the ``windows`` (group, lo, hi) of groups in
+    ``commits``; windows with no such commit are left out."""
+    if not windows or not commits.num_rows:
+        return {}
+    enc = pc.dictionary_encode(commits.column("group_id")).combine_chunks()
+    code_of = {g: i for i, g in enumerate(enc.dictionary.to_pylist())}
+    group = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
+    col = commits.column("record_ts_ms")
+    ts = pc.fill_null(col, np.iinfo(np.int64).min).to_numpy()  # a null time is in no window
+    order = np.lexsort((ts, group))
+    group, ts = group[order], ts[order]
+    found: dict[tuple[str, int], int] = {}
+    for g, lo, hi in windows:
+        if g not in code_of:
+            continue
+        a, b = np.searchsorted(group, [code_of[g], code_of[g] + 1])
+        i = a + int(np.searchsorted(ts[a:b], hi, side="left")) - 1
+        if i >= a and ts[i] > lo:
+            found[(g, hi)] = max(found.get((g, hi), int(ts[i])), int(ts[i]))
+    return found

@@ -86,13 +86,17 @@ def _decode_membership(cfg: RunConfig, ing: dict[str, Any]) -> dict[str, Any]:
             "owners": rebalance.ownership_intervals(t)}
 
 
+def _rebalances(mem: dict[str, Any]) -> list[dict[str, Any]]:
+    t, events = mem["tables"], mem["events"]
+    return rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
+
+
 def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
-                  sizes: dict[str, int], final: dict[tuple[str, str, int], dict[str, Any]]
-                  ) -> dict[str, Any]:
+                  sizes: dict[str, int], final: dict[tuple[str, str, int], dict[str, Any]],
+                  rebs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The driver-side tables; ``rebs`` have their estimated starts filled in."""
     out = Path(cfg.out_dir)
     t, events = mem["tables"], mem["events"]
-    rebs = rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
-    gold.estimate_classic_starts(ing["commits"], rebs)
     balance = rebalance.assignment_balance(t, sizes)
     owners = rebalance.latest_owners(t)
     _add_member_lag(balance, owners, final)
@@ -197,16 +201,19 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     mem = _decode_membership(cfg, ing)
     index = task_gold.owner_index(mem["owners"]) if files is not None else None
+    rebs = _rebalances(mem)
     by_file: dict[str, Any] = {}
     if files is not None and index is not None and task_gold.disjoint(files):
         by_file, inexact = task_gold.build(spark, files, out / TABLE_PATHS["end_offsets"],
-                                           out, cfg.grid_ms, hi, ticks, cfg.burrow, index)
+                                           out, cfg.grid_ms, hi, ticks, cfg.burrow, index,
+                                           rebs)
         plag, burrow = by_file["partition_lag"], by_file["burrow_status"]
         for name in inexact:  # groups too large for an exact percentile: Spark's estimate
             by_file[name] = getattr(gold, name)(plag, out)
         st.done("gold burrow_status, partition_lag, lag_rollup, commit_rate, rewinds",
                 f"{len(files)} commit files, {len(ticks)} evaluation times")
     else:
+        gold.estimate_classic_starts(commits, rebs)
         owners = _owners_df(spark, mem["owners"])
         plag = gold.partition_lag(commits, ends, out, cfg.grid_ms, hi, owners)
         st.done("gold partition_lag")
@@ -216,7 +223,7 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     st.done("gold group_burrow_status")
     final = {(r["group_id"], r["topic"], r["partition"]): r.asDict()
              for r in burrow.filter(burrow.eval_ts_ms == hi).collect()}
-    small = _small_tables(cfg, ing, mem, _topic_sizes(ends), final)
+    small = _small_tables(cfg, ing, mem, _topic_sizes(ends), final, rebs)
     st.done("membership, rebalances, assignment balance, share state")
     if by_file:
         rollup, rate, rew = by_file["lag_rollup"], by_file["commit_rate"], by_file["rewinds"]

@@ -26,9 +26,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from groupcoord.analytics import gold as gold_steps
 from groupcoord.analytics import keyed_gold, keyed_rollups
 from groupcoord.analytics.burrow import BurrowConfig
 from groupcoord.analytics.direct_silver import TaskFile
+from groupcoord.analytics.gold import StartWindow
 from groupcoord.analytics.lag import BURROW_SCHEMA, LAG_SCHEMA
 
 COMMIT_COLUMNS = ["group_id", "topic", "partition", "record_ts_ms", "log_offset",
@@ -116,9 +118,9 @@ def _read_ends(path: str) -> pa.Table:
 
 def _task(index: int, commits_file: str, ends_path: str, out: str, grid_ms: int,
           until_ms: int, ticks: list[int], cfg: BurrowConfig,
-          owners: OwnerIndex) -> dict[str, bool]:
-    """One file's gold rows; returns which percentile tables are exact (see
-    ``keyed_rollups``)."""
+          owners: OwnerIndex, windows: list[StartWindow]) -> dict[str, Any]:
+    """One file's gold rows; returns which percentile tables are not exact (see
+    ``keyed_rollups``) and the estimated classic rebalance starts of its groups."""
     import pyarrow.parquet as pq
 
     commits = pq.read_table(commits_file, columns=COMMIT_COLUMNS)
@@ -131,15 +133,18 @@ def _task(index: int, commits_file: str, ends_path: str, out: str, grid_ms: int,
               "burrow_status": keyed_gold.burrow_timeline(commits, ends, ticks, cfg)}
     for name, table in tables.items():
         pq.write_table(table, f"{out}/{name}/part-{index:05d}.parquet")
-    return {"lag_rollup": rollup_exact, "commit_rate": rate_exact}
+    inexact = [name for name, ok in (("lag_rollup", rollup_exact),
+                                     ("commit_rate", rate_exact)) if not ok]
+    return {"inexact": inexact, "starts": keyed_gold.last_commits_in(commits, windows)}
 
 
 def build(spark: Any, files: Sequence[TaskFile], ends_path: Path, out: Path, grid_ms: int,
           until_ms: int, ticks: list[int], cfg: BurrowConfig,
-          owners: OwnerIndex) -> tuple[dict[str, Any], set[str]]:
-    """Write the ``TABLES`` under ``out/gold`` (replaced), one task per commit file; returns
-    them read back by Spark, and the percentile tables that are not exact (to be rebuilt by
-    Spark from ``partition_lag``)."""
+          owners: OwnerIndex, rebalances: list[dict[str, Any]]) -> tuple[dict[str, Any], set[str]]:
+    """Write the ``TABLES`` under ``out/gold`` (replaced), one task per commit file, and
+    fill the estimated starts of ``rebalances`` (``gold.estimate_classic_starts``); returns
+    the tables read back by Spark, and the percentile tables that are not exact (to be
+    rebuilt by Spark from ``partition_lag``)."""
     import pyarrow.parquet as pq
 
     gold = out / "gold"
@@ -150,10 +155,15 @@ def build(spark: Any, files: Sequence[TaskFile], ends_path: Path, out: Path, gri
             pq.write_table(schema.empty_table(), gold / name / "part-00000.parquet")
     paths = [f.path for f in files]
     where, ends = str(gold), str(ends_path)
-    exact = (spark.sparkContext.parallelize(list(enumerate(paths)), max(1, len(paths)))
-             .map(lambda t: _task(t[0], t[1], ends, where, grid_ms, until_ms, ticks, cfg,
-                                  owners)).collect())
-    inexact = {name for flags in exact for name, ok in flags.items() if not ok}
+    windows = gold_steps.classic_start_windows(rebalances)
+    results = (spark.sparkContext.parallelize(list(enumerate(paths)), max(1, len(paths)))
+               .map(lambda t: _task(t[0], t[1], ends, where, grid_ms, until_ms, ticks, cfg,
+                                    owners, windows)).collect()) if paths else []
+    starts: dict[tuple[str, int], int] = {}
+    for r in results:  # a group's commits are in one file: no key comes twice
+        starts.update(r["starts"])
+    gold_steps.fill_classic_starts(rebalances, starts)
+    inexact = {name for r in results for name in r["inexact"]}
     return {name: spark.read.parquet(str(gold / name)) for name in TABLES}, inexact
 
 
