@@ -162,12 +162,15 @@ def _add_member_lag(balance: list[dict[str, Any]], owners: dict[tuple[str, str, 
     for b in balance:
         for m in b["per_member"]:
             m["lag"] = None
+    # one pass over the owners, not one per group
+    lag_by_group: dict[str, dict[str, int]] = {}
+    for key, owner in owners.items():
+        if key[0] in newest and key in final:
+            lag_by_member = lag_by_group.setdefault(key[0], {})
+            lag_by_member[owner["member_id"]] = (lag_by_member.get(owner["member_id"], 0)
+                                                 + final[key]["current_lag"])
     for group, b in newest.items():
-        lag_by_member: dict[str, int] = {}
-        for (g, topic, p), owner in owners.items():
-            if g == group and (g, topic, p) in final:
-                lag_by_member[owner["member_id"]] = (lag_by_member.get(owner["member_id"], 0)
-                                                     + final[(g, topic, p)]["current_lag"])
+        lag_by_member = lag_by_group.get(group, {})
         for m in b["per_member"]:
             m["lag"] = lag_by_member.get(m["member_id"], 0)
 
