@@ -8,6 +8,10 @@ batches straight into one Parquet file with pyarrow, so the commits never enter 
 during ingest; Spark reads the table back like any other Parquet dataset. The rows and
 columns are those of the source path (``pipeline.source_frames``), including ``record_ts``.
 
+Each task reads whole coordinator partitions (``splits.pack_partitions``), so each file holds
+every commit of its groups: ``task_gold`` builds the lag and Burrow tables from the files one
+by one, with no shuffle. The tasks report their groups and time range to the driver.
+
 Only for unfiltered runs: ``--groups`` is a Java regular expression applied by Spark, so a
 filtered run keeps the Spark path rather than emulate it in Python.
 """
@@ -15,6 +19,7 @@ filtered run keeps the Spark path rather than emulate it in Python.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +42,19 @@ def with_record_ts(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([*batch.columns, ts], schema=SCHEMA)
 
 
-def _write_task(reader: Any, path: str, index: int, partition: Any) -> None:
+@dataclass(frozen=True)
+class TaskFile:
+    """One decoding task's Parquet file and what the driver needs to know of its commits."""
+
+    path: str
+    rows: int
+    groups: frozenset[str]
+    min_ts_ms: int | None  # of ``record_ts_ms``, nulls left out (None: no timestamp at all)
+    max_ts_ms: int | None
+
+
+def _write_task(reader: Any, path: str, index: int, partition: Any) -> TaskFile:
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     # one table per task, so the row groups are as big as Spark's own (not one per batch)
@@ -47,17 +64,26 @@ def _write_task(reader: Any, path: str, index: int, partition: Any) -> None:
                    # Spark's own default encoding of timestamps, so every reader (pyarrow
                    # included) sees the same column type as in a Spark-written table
                    use_deprecated_int96_timestamps=True)
+    span = pc.min_max(table.column("record_ts_ms"))
+    return TaskFile(f"{path}/part-{index:05d}.parquet", table.num_rows,
+                    frozenset(pc.unique(table.column("group_id")).drop_null().to_pylist()),
+                    span["min"].as_py(), span["max"].as_py())
 
 
-def write(spark: Any, data_dir: str, out_path: Path, options: dict[str, str]) -> None:
-    """Decode ``data_dir``'s offset commits into Parquet files under ``out_path`` (replaced);
-    ``options`` are the ``kafkalog`` read options (``split_bytes``, ``min_tasks``)."""
-    from groupcoord.analytics.spark_source import KafkaLogReader
+def write(spark: Any, data_dir: str, out_path: Path, options: dict[str, str]) -> list[TaskFile]:
+    """Decode ``data_dir``'s offset commits into Parquet files under ``out_path`` (replaced),
+    one per task of whole coordinator partitions; ``options`` are the ``kafkalog`` read
+    options (``split_bytes``, ``min_tasks``)."""
+    from groupcoord.analytics import splits
+    from groupcoord.analytics.spark_source import KafkaLogReader, SplitPartition
 
     reader = KafkaLogReader({**options, "path": data_dir, "table": "offset_commits"})
-    tasks = reader.partitions()  # at least one, so the table always has a schema
+    specs = splits.plan(reader.path, reader.table, reader.split_bytes, reader.topic)
+    # at least one task, so the table always has a schema
+    tasks = [SplitPartition(t) for t in splits.pack_partitions(
+        specs, reader.split_bytes, reader.min_tasks)] or [SplitPartition([])]
     shutil.rmtree(out_path, ignore_errors=True)
     out_path.mkdir(parents=True)
     path = str(out_path)
-    (spark.sparkContext.parallelize(list(enumerate(tasks)), len(tasks))
-     .foreach(lambda task: _write_task(reader, path, task[0], task[1])))
+    return (spark.sparkContext.parallelize(list(enumerate(tasks)), len(tasks))
+            .map(lambda task: _write_task(reader, path, task[0], task[1])).collect())

@@ -191,12 +191,13 @@ def rewinds(plag: Any, out: Path) -> Any:
     return _write(df, out, "rewinds")
 
 
-def estimate_classic_starts(commits: Any, rebalances: list[dict[str, Any]]) -> int:
-    """Fill the start of classic rebalances that have no event (analytics.md 5.3): the
-    group's last commit during the previous generation. Rows stay flagged ``estimated``;
-    returns how many got a start."""
-    from pyspark.sql import functions as F
+# (group, end of the previous generation, end of the rebalance): the window in which the
+# group's last commit estimates the start of a classic rebalance that has no event
+StartWindow = tuple[str, int, int]
 
+
+def classic_start_windows(rebalances: list[dict[str, Any]]) -> list[StartWindow]:
+    """The windows ``estimate_classic_starts`` looks up commits in."""
     prev_end: dict[str, int] = {}
     wanted = []
     for r in sorted(rebalances, key=lambda r: (r["group_id"], r["end_ts_ms"] or 0)):
@@ -205,6 +206,29 @@ def estimate_classic_starts(commits: Any, rebalances: list[dict[str, Any]]) -> i
             wanted.append((r["group_id"], prev_end[r["group_id"]], r["end_ts_ms"]))
         if r["group_type"] == "classic" and r["end_ts_ms"] is not None:
             prev_end[r["group_id"]] = r["end_ts_ms"]
+    return wanted
+
+
+def fill_classic_starts(rebalances: list[dict[str, Any]],
+                        found: dict[tuple[str, int], int]) -> int:
+    """Set the estimated starts (``found``: (group, rebalance end) -> the group's last
+    commit in the window); returns how many rebalances got one."""
+    n = 0
+    for r in rebalances:
+        start = found.get((r["group_id"], r["end_ts_ms"]))
+        if r["estimated"] and start is not None and r["start_ts_ms"] is None:
+            r["start_ts_ms"], r["duration_ms"] = start, r["end_ts_ms"] - start
+            n += 1
+    return n
+
+
+def estimate_classic_starts(commits: Any, rebalances: list[dict[str, Any]]) -> int:
+    """Fill the start of classic rebalances that have no event (analytics.md 5.3): the
+    group's last commit during the previous generation. Rows stay flagged ``estimated``;
+    returns how many got a start."""
+    from pyspark.sql import functions as F
+
+    wanted = classic_start_windows(rebalances)
     if not wanted:
         return 0
     spark = commits.sparkSession
@@ -214,10 +238,4 @@ def estimate_classic_starts(commits: Any, rebalances: list[dict[str, Any]]) -> i
         F.broadcast(w).join(c, (c.group_id == w.g) & (c.record_ts_ms > w.lo)
                             & (c.record_ts_ms < w.hi))
         .groupBy("g", "hi").agg(F.max("record_ts_ms").alias("start")).collect())}
-    n = 0
-    for r in rebalances:
-        start = found.get((r["group_id"], r["end_ts_ms"]))
-        if r["estimated"] and start is not None and r["start_ts_ms"] is None:
-            r["start_ts_ms"], r["duration_ms"] = start, r["end_ts_ms"] - start
-            n += 1
-    return n
+    return fill_classic_starts(rebalances, found)

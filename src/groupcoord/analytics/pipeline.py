@@ -1,10 +1,11 @@
 """``groupcoord analyze run``: ingest -> silver -> gold -> outputs, on Spark.
 
 Large tables stay in Spark and are written as Parquet by Spark: ``silver/end_offsets``,
-``gold/partition_lag``, ``gold/burrow_status``, ``gold/group_burrow_status``,
-``gold/lag_rollup``, ``gold/commit_rate``, ``gold/rewinds``; ``silver/offset_commits``, the
-largest, is written by the decoding tasks themselves in unfiltered batch runs
-(``direct_silver``) and read back by Spark.
+``gold/group_burrow_status``, ``gold/lag_rollup``, ``gold/commit_rate``, ``gold/rewinds``.
+In unfiltered batch runs ``silver/offset_commits``, the largest, is written by the decoding
+tasks themselves (``direct_silver``), one file per set of whole coordinator partitions, and
+``gold/partition_lag`` and ``gold/burrow_status`` are built from those files one by one
+(``task_gold``); otherwise Spark builds them (``gold``).
 Membership records and group events are a tiny share of the log; they are collected to the
 driver, decoded there (``membership``, ``rebalance``) and written with pyarrow, as are the
 small gold tables built from them. Plots read only aggregated tables.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.analytics.burrow import BurrowConfig
+from groupcoord.analytics.direct_silver import TaskFile
 from groupcoord.logformat.internal_topics import (
     GROUP_EVENTS_TOPIC,
     OFFSETS_TOPIC,
@@ -94,14 +96,17 @@ def ingest(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
 
     out = Path(cfg.out_dir)
     direct = direct_silver.applies(cfg.groups_regex, cfg.since_ms, cfg.until_ms)
+    files = None
     for name, df in source_frames(spark, cfg).items():
         if name == "offset_commits" and direct:
-            direct_silver.write(spark, cfg.data_dir, out / TABLE_PATHS[name],
-                                _read_options(spark, cfg))
+            files = direct_silver.write(spark, cfg.data_dir, out / TABLE_PATHS[name],
+                                        _read_options(spark, cfg))
         else:
             df.write.mode("overwrite").parquet(str(out / TABLE_PATHS[name]))
         st.done(INGEST_STAGES[name])
-    return load_ingested(spark, cfg, st)
+    ing = load_ingested(spark, cfg, st)
+    ing["commit_files"] = files
+    return ing
 
 
 # Where each source table lands, and its progress line.
@@ -151,15 +156,24 @@ def load_ingested(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
             "share_rows": by_topic.get(SHARE_STATE_TOPIC, [])}
 
 
-def bounds(commits: Any, ends: Any, cfg: RunConfig) -> tuple[int, int]:
-    """The analysed time range: the data's span, cut by --since/--until."""
+def bounds(commits: Any, ends: Any, cfg: RunConfig,
+           files: list[TaskFile] | None = None) -> tuple[int, int]:
+    """The analysed time range: the data's span, cut by --since/--until. The commits' span
+    comes from ``files`` (what the decoding tasks saw) when given, instead of a scan."""
     from pyspark.sql import functions as F
 
-    both = (commits.select(F.col("record_ts_ms").alias("t"))
-            .unionByName(ends.select(F.col("ts_ms").alias("t"))))
-    row = both.agg(F.min("t"), F.max("t")).first()
-    lo = row[0] if row and row[0] is not None else 0
-    hi = row[1] if row and row[1] is not None else 0
+    if files is None:
+        both = (commits.select(F.col("record_ts_ms").alias("t"))
+                .unionByName(ends.select(F.col("ts_ms").alias("t"))))
+        row = both.agg(F.min("t"), F.max("t")).first()
+        found = [row[0], row[1]] if row else [None, None]
+    else:
+        row = ends.agg(F.min("ts_ms"), F.max("ts_ms")).first()
+        mins = [v for v in [row and row[0], *(f.min_ts_ms for f in files)] if v is not None]
+        maxs = [v for v in [row and row[1], *(f.max_ts_ms for f in files)] if v is not None]
+        found = [min(mins, default=None), max(maxs, default=None)]
+    lo = found[0] if found[0] is not None else 0
+    hi = found[1] if found[1] is not None else 0
     if cfg.since_ms is not None:
         lo = max(lo, cfg.since_ms)
     if cfg.until_ms is not None:

@@ -7,8 +7,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import gold, membership, outputs, rebalance, share, story, streams_groups
+from groupcoord.analytics import (
+    gold,
+    membership,
+    outputs,
+    rebalance,
+    share,
+    story,
+    streams_groups,
+    task_gold,
+)
 from groupcoord.analytics.pipeline import (
+    TABLE_PATHS,
     Progress,
     RunConfig,
     Stages,
@@ -76,13 +86,17 @@ def _decode_membership(cfg: RunConfig, ing: dict[str, Any]) -> dict[str, Any]:
             "owners": rebalance.ownership_intervals(t)}
 
 
+def _rebalances(mem: dict[str, Any]) -> list[dict[str, Any]]:
+    t, events = mem["tables"], mem["events"]
+    return rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
+
+
 def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
-                  sizes: dict[str, int], final: dict[tuple[str, str, int], dict[str, Any]]
-                  ) -> dict[str, Any]:
+                  sizes: dict[str, int], final: dict[tuple[str, str, int], dict[str, Any]],
+                  rebs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The driver-side tables; ``rebs`` have their estimated starts filled in."""
     out = Path(cfg.out_dir)
     t, events = mem["tables"], mem["events"]
-    rebs = rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
-    gold.estimate_classic_starts(ing["commits"], rebs)
     balance = rebalance.assignment_balance(t, sizes)
     owners = rebalance.latest_owners(t)
     _add_member_lag(balance, owners, final)
@@ -148,12 +162,15 @@ def _add_member_lag(balance: list[dict[str, Any]], owners: dict[tuple[str, str, 
     for b in balance:
         for m in b["per_member"]:
             m["lag"] = None
+    # one pass over the owners, not one per group
+    lag_by_group: dict[str, dict[str, int]] = {}
+    for key, owner in owners.items():
+        if key[0] in newest and key in final:
+            lag_by_member = lag_by_group.setdefault(key[0], {})
+            lag_by_member[owner["member_id"]] = (lag_by_member.get(owner["member_id"], 0)
+                                                 + final[key]["current_lag"])
     for group, b in newest.items():
-        lag_by_member: dict[str, int] = {}
-        for (g, topic, p), owner in owners.items():
-            if g == group and (g, topic, p) in final:
-                lag_by_member[owner["member_id"]] = (lag_by_member.get(owner["member_id"], 0)
-                                                     + final[(g, topic, p)]["current_lag"])
+        lag_by_member = lag_by_group.get(group, {})
         for m in b["per_member"]:
             m["lag"] = lag_by_member.get(m["member_id"], 0)
 
@@ -182,23 +199,42 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     st = Stages(progress, started)
     ing = ingest_fn(spark, cfg, st)
     commits, ends = ing["commits"], ing["ends"]
-    lo, hi = bounds(commits, ends, cfg)
+    files = ing.get("commit_files")
+    lo, hi = bounds(commits, ends, cfg, files)
     ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     mem = _decode_membership(cfg, ing)
-    owners = _owners_df(spark, mem["owners"])
-    plag = gold.partition_lag(commits, ends, out, cfg.grid_ms, hi, owners)
-    st.done("gold partition_lag")
-    burrow = gold.burrow_status(commits, ends, out, ticks, cfg.burrow)
+    index = task_gold.owner_index(mem["owners"]) if files is not None else None
+    rebs = _rebalances(mem)
+    by_file: dict[str, Any] = {}
+    if files is not None and index is not None and task_gold.disjoint(files):
+        by_file, inexact = task_gold.build(spark, files, out / TABLE_PATHS["end_offsets"],
+                                           out, cfg.grid_ms, hi, ticks, cfg.burrow, index,
+                                           rebs)
+        plag, burrow = by_file["partition_lag"], by_file["burrow_status"]
+        for name in inexact:  # groups too large for an exact percentile: Spark's estimate
+            by_file[name] = getattr(gold, name)(plag, out)
+        st.done("gold burrow_status, partition_lag, lag_rollup, commit_rate, rewinds",
+                f"{len(files)} commit files, {len(ticks)} evaluation times")
+    else:
+        gold.estimate_classic_starts(commits, rebs)
+        owners = _owners_df(spark, mem["owners"])
+        plag = gold.partition_lag(commits, ends, out, cfg.grid_ms, hi, owners)
+        st.done("gold partition_lag")
+        burrow = gold.burrow_status(commits, ends, out, ticks, cfg.burrow)
+        st.done("gold burrow_status", f"{len(ticks)} evaluation times")
     groups = gold.group_burrow_status(burrow, out)
-    st.done("gold burrow_status", f"{len(ticks)} evaluation times")
+    st.done("gold group_burrow_status")
     final = {(r["group_id"], r["topic"], r["partition"]): r.asDict()
              for r in burrow.filter(burrow.eval_ts_ms == hi).collect()}
-    small = _small_tables(cfg, ing, mem, _topic_sizes(ends), final)
+    small = _small_tables(cfg, ing, mem, _topic_sizes(ends), final, rebs)
     st.done("membership, rebalances, assignment balance, share state")
-    rollup = gold.lag_rollup(plag, out)
-    rate = gold.commit_rate(plag, out)
-    rew = gold.rewinds(plag, out)
-    st.done("gold lag_rollup, commit_rate, rewinds")
+    if by_file:
+        rollup, rate, rew = by_file["lag_rollup"], by_file["commit_rate"], by_file["rewinds"]
+    else:
+        rollup = gold.lag_rollup(plag, out)
+        rate = gold.commit_rate(plag, out)
+        rew = gold.rewinds(plag, out)
+        st.done("gold lag_rollup, commit_rate, rewinds")
     summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, groups, final, rew, small,
                               st.timings)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))

@@ -86,16 +86,33 @@ def pack(specs: list[SplitSpec], max_bytes: int, min_tasks: int = 1) -> list[lis
     Each task of a Python source costs a worker round trip (tens to hundreds of ms), so many
     small segments (data partitions, lightly used coordinator partitions) share a task.
     """
-    sizes = [_size(s) for s in specs]
+    return _pack([[s] for s in specs], max_bytes, min_tasks)
+
+
+def pack_partitions(specs: list[SplitSpec], max_bytes: int,
+                    min_tasks: int = 1) -> list[list[SplitSpec]]:
+    """As ``pack``, but a partition's splits always share one task: every record of a
+    coordinator partition (so every commit of its groups) is read by one task."""
+    units: list[list[SplitSpec]] = []
+    for spec in specs:
+        if units and (units[-1][0].topic, units[-1][0].partition) == (spec.topic, spec.partition):
+            units[-1].append(spec)
+        else:
+            units.append([spec])
+    return _pack(units, max_bytes, min_tasks)
+
+
+def _pack(units: list[list[SplitSpec]], max_bytes: int, min_tasks: int) -> list[list[SplitSpec]]:
+    sizes = [sum(_size(s) for s in unit) for unit in units]
     target = max(1, min(max_bytes, sum(sizes) // max(1, min_tasks)))
     tasks: list[list[SplitSpec]] = []
     current: list[SplitSpec] = []
     filled = 0
-    for spec, size in zip(specs, sizes, strict=True):
+    for unit, size in zip(units, sizes, strict=True):
         if current and filled + size > target:
             tasks.append(current)
             current, filled = [], 0
-        current.append(spec)
+        current.extend(unit)
         filled += size
     if current:
         tasks.append(current)
