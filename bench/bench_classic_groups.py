@@ -258,6 +258,9 @@ def _rate_runs(workload: Workload, specs: list[BrokerSpec], runs: int, groups: i
                             LOOPBACK, broker.port, workload, groups, window, warmup_s,
                             seconds, broker.cpu_seconds))
                         out["rss_mib"] = broker.rss_peak_mib() or float("nan")
+                        if not out["requests"]:
+                            raise RuntimeError(f"no {workload.name} answered in the "
+                                               f"{seconds:g} s timed window")
                 except Exception as exc:  # noqa: BLE001 - recorded in the table
                     failures[spec.name] = f"{type(exc).__name__}: {exc}"
                     progress(NAME, f"{spec.name} {workload.name} run {i + 1}: FAILED {exc}")
