@@ -394,8 +394,9 @@ class ShardTask:
     # -- operations run at once -------------------------------------------------------------
 
     def run_now(self, op: Operation) -> Any:
-        """Run `op` at once and return its response: append, then replay. The shard's
-        queue must be empty (its callers all use `run_now`), so nothing is overtaken. A
+        """Run `op` at once and return its response: append, then replay. Its callers
+        all use `run_now`, so the queue holds at most fired timers, which plan from the
+        state when they run and may be overtaken. A
         refused write is UNKNOWN_SERVER_ERROR with nothing written; a failed append
         fail-stops the shard, which has reloaded from its log when the caller gets
         COORDINATOR_NOT_AVAILABLE."""
