@@ -12,8 +12,9 @@ Rules kept:
 - each `__transaction_state` partition is a `TransactionCoordinator` shard on the generic
   runtime (`ShardRuntime`): its handlers return the records, which the runtime appends (one
   uncompressed batch, fsync per broker policy) and only then replays; a failed append
-  fail-stops the shard, which reloads from its log before the caller hears
-  COORDINATOR_NOT_AVAILABLE; a shard that is loading answers COORDINATOR_LOAD_IN_PROGRESS
+  fail-stops the shard, which reloads from its log before the caller hears Kafka's
+  answer for the append's error (`append_errors.txn_append_error`: a disk error is
+  NOT_COORDINATOR, a missing partition COORDINATOR_NOT_AVAILABLE); a shard that is loading answers COORDINATOR_LOAD_IN_PROGRESS
   and one that is unloaded NOT_COORDINATOR (`TransactionStateManager.getTransactionState`);
   a record over the partition's `max.message.bytes` (a transaction holding very many
   partitions) changes nothing and answers UNKNOWN_SERVER_ERROR, as Kafka maps
@@ -57,6 +58,7 @@ from groupcoord.coordinator.transactions.state import (
     TransactionState,
 )
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, TXN_TOPIC
+from groupcoord.server.append_errors import txn_append_error
 from groupcoord.server.shard_runtime import ShardRuntime
 from groupcoord.server.shard_task import ShardState, ShardTask
 from groupcoord.server.txn_log import write_marker
@@ -107,6 +109,7 @@ class TransactionRuntime:
                 defaults.expiration_interval_ms))
         self.runtime = ShardRuntime(broker, TXN_TOPIC, self.num_partitions, TXN_TOPIC_CONFIGS,
                                     self._new_shard)
+        self.runtime.append_error = txn_append_error
         self._completing: dict[str, asyncio.Task[None]] = {}
         self._todo: dict[str, set[TopicPartition]] = {}
 
