@@ -263,7 +263,7 @@ class ShareRuntime:
 
     # -- admin (DescribeShareGroupOffsets / Alter / Delete, `groupcoord groups`) ---------
 
-    def summary(self, group_id: str, topic: Any, index: int) -> Any:
+    def summary(self, group_id: str, topic: Any, index: int) -> share_admin.PartitionSummary:
         return share_admin.summary(self, group_id, topic, index)
 
     def state_partitions(self, group_id: str) -> dict[bytes, set[int]]:
