@@ -71,8 +71,9 @@ class ShareStateShard(Shard):
         self._live = live
         # False while the log loads: live share-partitions are reconciled by on_loaded.
         self._loaded = False
-        # Lock expiries whose records are being written: applied when they are replayed.
-        self._expiring: dict[SharePartitionKey, ShareChange] = {}
+        # Lock expiries being written: (their record, the change), applied when that very
+        # record is replayed (a refused write leaves an entry no replay matches).
+        self._expiring: dict[SharePartitionKey, tuple[Any, ShareChange]] = {}
 
     def owns(self, key: SharePartitionKey) -> bool:
         return share_state_partition(key, self.num_partitions) == self.partition
@@ -92,7 +93,8 @@ class ShareStateShard(Shard):
         if sp is None:
             return
         value: Any = record.value
-        expired = self._expiring.pop(spk, None)
+        pending = self._expiring.pop(spk, None)
+        expired = pending[1] if pending is not None and pending[0] is record else None
         if value is None:
             self._live.drop(spk)
         elif key.RECORD_TYPE == SNAPSHOT_RECORD_TYPE and value.start_offset < sp.start_offset:
@@ -134,13 +136,14 @@ class ShareStateShard(Shard):
         later = [r.deadline_ms for r in sp.records.values()
                  if r.state == RecordState.ACQUIRED and r.deadline_ms > now_ms]
         timers: list[TimerOp] = [ScheduleTimer(key, min(later))] if later else []
-        if not change.durable:
+        records = self.store.write_records(
+            spk, change.start_offset, change.changed, change.durable_batches, now_ms,
+            sp.state_epoch) if change.durable else []
+        if not records:
             self._live.locks_released(sp, change)
             return Result(timers=timers)
-        self._expiring[spk] = change
-        return Result(records=self.store.write_records(
-            spk, change.start_offset, change.changed, change.durable_batches, now_ms,
-            sp.state_epoch), timers=timers)
+        self._expiring[spk] = (records[-1], change)
+        return Result(records=records, timers=timers)
 
     def on_unloaded(self) -> None:
         """Another coordinator owns the state now: the live share-partitions go with it
