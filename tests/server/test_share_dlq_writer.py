@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_inproc import InProcBroker, run
+from broker_inproc import InProcBroker, run, settle
 from share_state_support import GROUP, TOPIC, Ack, durable_view, rebuilt, state_partition
 
 from groupcoord.apis.errors import ApiError
@@ -103,6 +103,8 @@ def test_copy_mode_and_delivery_limit_across_partitions(tmp_path: Path) -> None:
                 for _ in range(2):  # two deliveries, each lock expires: the limit is 2
                     shares.acquire(sp, TOPIC, "m1", 100, 1 << 20)
                     clock.advance(shares.lock_duration_ms(GROUP))
+                    # The expiry is an operation of the state shard: it runs on the loop.
+                    await settle(lambda sp=sp: sp.counts()["ACQUIRED"] == 0)
             clock.advance(0)
             p0, p1 = dlq_records(b.broker, DLQ, 0), dlq_records(b.broker, DLQ, 1)
             # Source partition p goes to DLQ partition p % 2.

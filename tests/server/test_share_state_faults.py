@@ -9,7 +9,7 @@ import errno
 from pathlib import Path
 
 import pytest
-from broker_inproc import InProcBroker, run
+from broker_inproc import InProcBroker, run, settle
 from share_state_support import (
     GROUP,
     TOPIC,
@@ -25,6 +25,8 @@ from share_state_support import (
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.share.partition import AckType, RecordState
+from groupcoord.coordinator.share.state_shard import lock_timer_key
+from groupcoord.server.shard_task import ShardState
 from groupcoord.server.share_state import STATE_TOPIC
 from groupcoord.storage.faults import FaultInjectingFileIO, FaultRule
 from groupcoord.wire.errors import ErrorCode
@@ -94,7 +96,7 @@ def test_failed_ack_write_fail_stops_reloads_and_the_retry_succeeds(
     run(go())
 
 
-def test_failed_lock_expiry_write_retries_later_and_redelivers(tmp_path: Path) -> None:
+def test_failed_lock_expiry_write_reloads_the_shard_and_redelivers(tmp_path: Path) -> None:
     async def go() -> None:
         io = FaultInjectingFileIO()
         clock = ManualClock()
@@ -104,20 +106,60 @@ def test_failed_lock_expiry_write_retries_later_and_redelivers(tmp_path: Path) -
             earliest(b.broker)
             sp = shares.partition(GROUP, topic, 0)
             p = state_partition(sp)
+            task = shares.state.runtime.shards[p]
             shares.acquire(sp, TOPIC, "m1", 10, 1 << 20)
             lock_ms = sp.config.record_lock_duration_ms
+            deadline = clock.now_ms() + lock_ms
+            assert task.timers[lock_timer_key(sp.key)][2] == deadline
             io.add(FaultRule("write", errno.EIO, suffix=state_segment(p)))
-            clock.advance(lock_ms)  # the expiry's write fails: the locks stay, re-armed
-            assert io.fired and shares.state.reloads == 1
+            clock.advance(lock_ms)  # the expiry's write fails: the state shard fail-stops
+            await settle(lambda: shares.state.reloads == 1
+                         and task.state is ShardState.ACTIVE, turns=100_000)
+            assert io.fired
+            # The reload keeps the locks the log agrees with and re-arms their timer.
             assert sp.counts()["ACQUIRED"] == 4
-            assert clock.pending() == [clock.now_ms() + 1_000]
+            assert task.timers[lock_timer_key(sp.key)][2] == deadline
             assert_memory_is_the_log(b, p)
-            clock.advance(1_000)  # the retry writes: the records are available again
-            assert sp.counts()["AVAILABLE"] == 4
+            clock.advance(0)  # the re-armed expiry writes: the records are available again
+            await settle(lambda: sp.counts()["AVAILABLE"] == 4)
             assert_memory_is_the_log(b, p)
+            assert lock_timer_key(sp.key) not in task.timers
             _data, again = shares.acquire(sp, TOPIC, "m2", 10, 1 << 20)
             assert [(a.first_offset, a.last_offset, a.delivery_count) for a in again] == [
                 (0, 3, 2)]
+    run(go())
+
+
+def test_unloading_the_state_shard_drops_its_lock_timers(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = ManualClock()
+        async with InProcBroker(tmp_path, clock=clock) as b:
+            shares = b.broker.shares
+            topic = make_topic(b.broker, 4)
+            earliest(b.broker)
+            sp = shares.partition(GROUP, topic, 0)
+            p = state_partition(sp)
+            runtime = shares.state.runtime
+            shares.acquire(sp, TOPIC, "m1", 10, 1 << 20)
+            deadline = clock.now_ms() + sp.config.record_lock_duration_ms
+            assert clock.pending() == [deadline]
+            runtime.unload(p)  # resigned: the share-partition and its lock timer go
+            assert clock.pending() == [] and sp.key not in shares.partitions
+            with pytest.raises(ApiError) as info:
+                shares.partition(GROUP, topic, 0)
+            assert info.value.code == ErrorCode.NOT_COORDINATOR
+            task = runtime.load(p)
+            await settle(lambda: task.state is ShardState.ACTIVE, turns=100_000)
+            again = shares.partition(GROUP, topic, 0)
+            # Acquisitions are not persisted: nothing is locked, no timer is armed.
+            assert again.counts()["ACQUIRED"] == 0 and lock_timer_key(again.key) not in task.timers
+            _data, got = shares.acquire(again, TOPIC, "m2", 10, 1 << 20)
+            assert [(a.first_offset, a.last_offset) for a in got] == [(0, 3)]
+            assert task.timers[lock_timer_key(again.key)][2] == \
+                clock.now_ms() + again.config.record_lock_duration_ms
+            clock.advance(again.config.record_lock_duration_ms)
+            await settle(lambda: again.counts()["AVAILABLE"] == 4)
+            assert_memory_is_the_log(b, p)
     run(go())
 
 

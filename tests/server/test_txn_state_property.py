@@ -67,16 +67,17 @@ class FailingSeam:
         raise OSError(5, "Input/output error")
 
 
-OK_OR_RETRIABLE = {E.NONE, E.COORDINATOR_NOT_AVAILABLE, E.CONCURRENT_TRANSACTIONS,
+OK_OR_RETRIABLE = {E.NONE, E.NOT_COORDINATOR, E.CONCURRENT_TRANSACTIONS,
                    E.PRODUCER_FENCED, E.INVALID_PRODUCER_ID_MAPPING, E.INVALID_TXN_STATE}
 
 
 async def drive(data_dir: Path, steps: list[tuple[Any, str | None]]) -> None:
     clock = ManualClock()
-    async with InProcBroker(data_dir, clock=clock) as b:
+    async with InProcBroker(data_dir, clock=clock,
+                            extra={"transactional.id.expiration.ms": str(EXPIRATION_MS)}) as b:
         b.broker.topics.create(TOPIC, 3, {})
         txns = b.broker.transactions
-        txns.expiration_ms = EXPIRATION_MS
+        assert txns.timers.expiration_ms == EXPIRATION_MS
         runtime = txns.runtime
         seam = runtime.append = FailingSeam(runtime)
         producers: dict[str, tuple[int, int]] = {}

@@ -22,11 +22,13 @@ Mirrors `KafkaApis.handleFetchRequest` + `ReplicaManager.fetchMessages` / `readF
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RawResponse, RequestContext
 from groupcoord.apis.fetch_encode import encode_fetch_response
+from groupcoord.apis.services import FetchPartition
 from groupcoord.logformat.batch import iter_batches
 from groupcoord.storage.config import OffsetOutOfRangeError
 from groupcoord.storage.transactions import collect_aborted_txns
@@ -122,7 +124,7 @@ def _read_one(ctx: RequestContext, cp: Any, topic: Any, plog: Any, want: int, mi
     return PartitionRead(cp, topic.name, topic.topic_id, error, hw, start, data, lso, aborted)
 
 
-def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
+def read_partitions(ctx: RequestContext, partitions: Sequence[FetchPartition], max_bytes: int,
                     uses_ids: bool, read_committed: bool = False,
                     denied: frozenset[Any] = frozenset()) -> tuple[list[PartitionRead], int]:
     """One pass over the partitions (`readFromLog`); returns the reads and total bytes.
@@ -134,17 +136,18 @@ def read_partitions(ctx: RequestContext, partitions: list[Any], max_bytes: int,
     cluster, node = ctx.cluster, ctx.node_id
     for cp in partitions:
         topic_key, index = cp.key
+        # A name before v13, a topic id from then on (`uses_ids`).
+        key_name = topic_key if isinstance(topic_key, str) else None
+        key_id = topic_key if isinstance(topic_key, bytes) else bytes(16)
         topic = _resolve(ctx, topic_key, uses_ids)
         if topic_key in denied and (topic is not None or not uses_ids):
-            reads.append(PartitionRead(cp, topic.name if topic is not None else topic_key,
-                                       topic_key if uses_ids else bytes(16), _E_TOPIC_AUTH,
-                                       -1, -1, EMPTY, aborted=[]))
+            reads.append(PartitionRead(cp, topic.name if topic is not None else key_name,
+                                       key_id, _E_TOPIC_AUTH, -1, -1, EMPTY, aborted=[]))
             continue
         plog = None if topic is None else ctx.topics.log(topic.name, index)
         if plog is None:
             error = _E_UNKNOWN_ID if uses_ids and topic is None else _E_UNKNOWN_TP
-            reads.append(PartitionRead(cp, None if uses_ids else topic_key,
-                                       topic_key if uses_ids else bytes(16), error, -1, -1, EMPTY,
+            reads.append(PartitionRead(cp, key_name, key_id, error, -1, -1, EMPTY,
                                        aborted=[]))
             continue
         if cluster is not None and cluster.owner(topic.name, index) != node:
@@ -202,7 +205,7 @@ def _requested(request: FetchRequest, uses_ids: bool) -> tuple[list[Any], list[A
 
 
 def _unreadable(ctx: RequestContext, request: FetchRequest, version: int,
-                partitions: list[Any], uses_ids: bool) -> frozenset[Any]:
+                partitions: Sequence[FetchPartition], uses_ids: bool) -> frozenset[Any]:
     """Topic keys the fetch may not read: without READ on the topic (a consumer), or every
     one without CLUSTER_ACTION on the cluster (a follower), as `handleFetchRequest`."""
     if not authz.enabled(ctx):

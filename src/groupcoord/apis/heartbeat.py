@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group
 from groupcoord.coordinator.shard import GroupCoordinatorShard
-from groupcoord.wire.generated.heartbeat import HeartbeatRequest
+from groupcoord.wire.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 12
@@ -17,6 +15,9 @@ MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: HeartbeatRequest,
-                 version: int) -> Any:
+                 version: int) -> HeartbeatResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
-    return await call_group(ctx, request.group_id, GroupCoordinatorShard.heartbeat, request, version)
+    # The shard answers with the API's response (`GroupCoordinatorShard.heartbeat`).
+    response: HeartbeatResponse = await call_group(
+        ctx, request.group_id, GroupCoordinatorShard.heartbeat, request, version)
+    return response

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import call_group
 from groupcoord.coordinator.shard import GroupCoordinatorShard
-from groupcoord.wire.generated.leave_group import LeaveGroupRequest
+from groupcoord.wire.generated.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from groupcoord.wire.headers import RequestHeader
 
 API_KEY = 13
@@ -17,6 +15,9 @@ MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: LeaveGroupRequest,
-                 version: int) -> Any:
+                 version: int) -> LeaveGroupResponse:
     authz.require_group(ctx, authz.Op.READ, request.group_id)
-    return await call_group(ctx, request.group_id, GroupCoordinatorShard.leave_group, request, version)
+    # The shard answers with the API's response (`GroupCoordinatorShard.leave_group`).
+    response: LeaveGroupResponse = await call_group(
+        ctx, request.group_id, GroupCoordinatorShard.leave_group, request, version)
+    return response

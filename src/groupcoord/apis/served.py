@@ -189,22 +189,19 @@ def _join_group() -> ApiSpec:
 
 def _sync_group() -> ApiSpec:
     from groupcoord.apis import sync_group as m
-    from groupcoord.wire.generated.sync_group import SyncGroupResponse
-    return ApiSpec(14, 0, 5, m.handle, m.SyncGroupRequest, SyncGroupResponse,
+    return ApiSpec(14, 0, 5, m.handle, m.SyncGroupRequest, m.SyncGroupResponse,
                    4, None)
 
 
 def _heartbeat() -> ApiSpec:
     from groupcoord.apis import heartbeat as m
-    from groupcoord.wire.generated.heartbeat import HeartbeatResponse
-    return ApiSpec(12, 0, 4, m.handle, m.HeartbeatRequest, HeartbeatResponse,
+    return ApiSpec(12, 0, 4, m.handle, m.HeartbeatRequest, m.HeartbeatResponse,
                    4, None)
 
 
 def _leave_group() -> ApiSpec:
     from groupcoord.apis import leave_group as m
-    from groupcoord.wire.generated.leave_group import LeaveGroupResponse
-    return ApiSpec(13, 0, 5, m.handle, m.LeaveGroupRequest, LeaveGroupResponse,
+    return ApiSpec(13, 0, 5, m.handle, m.LeaveGroupRequest, m.LeaveGroupResponse,
                    4, None)
 
 

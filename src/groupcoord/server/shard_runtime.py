@@ -55,6 +55,10 @@ class ShardRuntime:
         # The one append every shard's records go through (fault tests replace it, or the
         # broker's append behind it).
         self.append: Callable[..., Any] = lambda *args, **kwargs: broker.append(*args, **kwargs)
+        # The answer to a caller of `ShardTask.run_now` whose append raised (its kind's
+        # Kafka mapping; by default the fail-stop's retriable COORDINATOR_NOT_AVAILABLE).
+        self.append_error: Callable[[BaseException], int] = \
+            lambda _exc: int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         self.shards: dict[int, ShardTask] = {}
         # Partitions unloaded on request: not recreated by use until `load` (NOT_COORDINATOR).
         self.unloaded: set[int] = set()

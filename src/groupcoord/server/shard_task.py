@@ -394,11 +394,13 @@ class ShardTask:
     # -- operations run at once -------------------------------------------------------------
 
     def run_now(self, op: Operation) -> Any:
-        """Run `op` at once and return its response: append, then replay. The shard's
-        queue must be empty (its callers all use `run_now`), so nothing is overtaken. A
+        """Run `op` at once and return its response: append, then replay. Its callers
+        all use `run_now`, so the queue holds at most fired timers, which plan from the
+        state when they run and may be overtaken. A
         refused write is UNKNOWN_SERVER_ERROR with nothing written; a failed append
-        fail-stops the shard, which has reloaded from its log when the caller gets
-        COORDINATOR_NOT_AVAILABLE."""
+        fail-stops the shard, which has reloaded from its log when the caller gets the
+        runtime's `append_error` for it (COORDINATOR_NOT_AVAILABLE unless the kind maps
+        it as Kafka does)."""
         self.check_active()
         start = self.runtime.log_end_offset(self.partition)
         result = self._call(op)
@@ -409,12 +411,12 @@ class ShardTask:
         except WriteRefused as exc:
             log.warning("write refused on shard %s-%d: %s", self.topic, self.partition, exc)
             raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR) from None
-        except Exception:
+        except Exception as exc:
             log.exception("append to %s-%d failed; reloading it from its log", self.topic,
                           self.partition)
             self.runtime.written.pop(self.partition, None)
             self._reload_now(start)
-            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
+            raise ApiError(self.runtime.append_error(exc)) from None
         return None if applied is None else applied.response
 
     def _reload_now(self, log_end: int) -> None:

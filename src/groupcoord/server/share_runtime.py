@@ -14,8 +14,10 @@ Mirrors Kafka's `SharePartitionManager` (broker side) with the default state per
   as it was (and fail-stops the state partition, see `share_state`); the caller gets
   COORDINATOR_NOT_AVAILABLE. Acquisitions are not persisted, so after a crash acquired
   records come back.
-- One clock timer per share-partition fires at its earliest lock deadline (keyed soft
-  state, never persisted), and a release wakes parked ShareFetches of that partition.
+- One keyed timer per share-partition, of the share-state shard that owns it
+  (`state_shard.lock_timer_key`), fires at its earliest lock deadline (soft state, never
+  persisted: an unload drops it and a load re-derives it), and a release wakes parked
+  ShareFetches of that partition.
 - A change that moved records to ARCHIVING (KIP-1191) hands the share-partition to the
   DLQ writer (`share_dlq`), which writes their DLQ records and then ARCHIVED; at start-up
   it resumes every persisted ARCHIVING record.
@@ -30,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
-from groupcoord.coordinator.clock import Clock, TimerHandle
+from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import broker_defaults, by_duration_ms, share_config
 from groupcoord.coordinator.share.partition import (
@@ -55,8 +57,6 @@ log = logging.getLogger("groupcoord.share")
 __all__ = ["STATE_TOPIC", "ShareRuntime"]
 
 SPKey = tuple[str, bytes, int]
-# A lock expiry whose write failed is tried again this much later, not in a busy loop.
-EXPIRY_RETRY_MS = 1_000
 
 
 class ShareRuntime:
@@ -74,7 +74,6 @@ class ShareRuntime:
         self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
         self.group_configs = GroupConfigStore(broker.config.data_dir, broker.config.file_io)
         self.defaults = broker_defaults(settings)
-        self._timers: dict[SPKey, tuple[int, TimerHandle]] = {}
         self.dlq = ShareDlq(self)
 
     # -- start-up ---------------------------------------------------------------------------
@@ -88,9 +87,6 @@ class ShareRuntime:
 
     async def stop(self) -> None:
         self.dlq.stop()
-        for _deadline, handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
         await self.state.stop()
 
     # -- share-partitions -------------------------------------------------------------------
@@ -144,9 +140,7 @@ class ShareRuntime:
         """Forget a live share-partition (its state was reset or deleted)."""
         self.partitions.pop(key, None)
         self.dlq.forget(key)
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer[1].cancel()
+        self.state.arm_lock_timer(key, None)
 
     def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int:
         """Write the change's durable part, replay it, then take its locks, re-arm the lock
@@ -162,41 +156,25 @@ class ShareRuntime:
             # Dropped meanwhile (its state was reset or deleted): no lock may be handed
             # out from it; the client retries against the new share-partition.
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        self._applied(sp, change, topic_name)
+        self.state.arm_lock_timer(key, sp.next_deadline())
+        return 0
+
+    def _applied(self, sp: SharePartition, change: ShareChange, topic_name: str) -> None:
+        """The part of a change that follows its write: locks, DLQ writes, woken fetches."""
         sp.apply_locks(change)
         if change.causes:
             self.dlq.schedule(sp, topic_name)
         if change.durable and sp.next_fetch_offset() < sp.end_offset:
             self.broker.waiters.notify((topic_name, sp.partition))
-        self._arm(sp, topic_name)
-        return 0
 
-    def _arm(self, sp: SharePartition, topic_name: str, not_before: int = 0) -> None:
-        key = sp.key
-        deadline = sp.next_deadline()
-        if deadline is not None:
-            deadline = max(deadline, not_before)
-        current = self._timers.get(key)
-        if current is not None and current[0] == deadline:
-            return
-        if current is not None:
-            current[1].cancel()
-            del self._timers[key]
-        if deadline is None:
-            return
-        handle = self.clock.call_at(deadline, lambda: self._expire(key, topic_name))
-        self._timers[key] = (deadline, handle)
-
-    def _expire(self, key: SPKey, topic_name: str) -> None:
-        self._timers.pop(key, None)
-        sp = self.partitions.get(key)
-        if sp is None:
-            return
-        try:
-            now = self.clock.now_ms()
-            if self.commit(sp, sp.plan_expire_locks(now), topic_name):
-                self._arm(sp, topic_name, now + EXPIRY_RETRY_MS)
-        except Exception:
-            log.exception("acquisition lock expiry failed for %s", key)
+    def locks_released(self, sp: SharePartition, change: ShareChange) -> None:
+        """A lock expiry (the state shard's timer) was written and replayed."""
+        topic = self.broker.topics.by_id(sp.topic_id)
+        if topic is None:
+            sp.apply_locks(change)
+        else:
+            self._applied(sp, change, topic.name)
 
     # -- fetch and acknowledge ----------------------------------------------------------------
 
@@ -285,7 +263,7 @@ class ShareRuntime:
 
     # -- admin (DescribeShareGroupOffsets / Alter / Delete, `groupcoord groups`) ---------
 
-    def summary(self, group_id: str, topic: Any, index: int) -> Any:
+    def summary(self, group_id: str, topic: Any, index: int) -> share_admin.PartitionSummary:
         return share_admin.summary(self, group_id, topic, index)
 
     def state_partitions(self, group_id: str) -> dict[bytes, set[int]]:

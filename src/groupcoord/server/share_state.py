@@ -10,7 +10,9 @@ runtime appends and replays them (the replay updates the live share-partition to
 failed append fail-stops the shard, which reloads from its log before the caller gets
 COORDINATOR_NOT_AVAILABLE (retriable, as Kafka's persister maps a share coordinator that
 cannot write), so no request ever sees it half-loaded. At start-up every partition with a
-log is loaded before the broker serves.
+log is loaded before the broker serves. Acquisition-lock expiry timers are keyed timers of
+these shards (`arm_lock_timer`); a fired one is queued like any timer, and a share-partition
+write may run before it: the expiry is planned from the state when it runs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.share.records_state import StateBatch
-from groupcoord.coordinator.share.state_shard import LiveSharePartitions, ShareStateShard
+from groupcoord.coordinator.share.state_shard import (
+    LiveSharePartitions,
+    ShareStateShard,
+    lock_timer_key,
+)
 from groupcoord.coordinator.share.state_store import (
     PersistedState,
     SharePartitionKey,
@@ -119,3 +125,20 @@ class ShareStateLog:
 
     def delete(self, key: SharePartitionKey) -> None:
         self._run(key, lambda shard, _now: shard.delete_state(key))
+
+    # -- lock timers ------------------------------------------------------------------
+
+    def arm_lock_timer(self, key: SharePartitionKey, deadline_ms: int | None) -> None:
+        """Arm the share-partition's lock-expiry timer at `deadline_ms` on the state shard
+        that owns it (None: disarm); nothing while that shard is not serving, whose load
+        re-derives the timers."""
+        task = self.runtime.shards.get(share_state_partition(key, STATE_TOPIC_PARTITIONS))
+        if task is None or task.state not in (ShardState.ACTIVE, ShardState.RECOVERING):
+            return
+        timer = lock_timer_key(key)
+        if deadline_ms is None:
+            task.cancel(timer)
+        else:
+            current = task.timers.get(timer)
+            if current is None or current[2] != deadline_ms:
+                task.schedule(timer, deadline_ms)

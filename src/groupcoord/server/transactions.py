@@ -4,15 +4,17 @@ Mirrors Kafka's `TransactionStateManager` (append to and load from `__transactio
 50 compacted partitions, `partitionFor` = java hash of the transactional id), the
 `TransactionMarkerChannelManager` (COMMIT/ABORT markers to every partition of a
 transaction, then the Complete* record) and the coordinator's scheduled tasks
-(`transaction-abort` every 10 s, `transactionalId-expiration` every hour) for a broker that
-leads every partition at coordinator epoch 0.
+(`transaction-abort` every 10 s, `transactionalId-expiration` every hour, keyed timers of
+each shard: they run while it is loaded) for a broker that leads every partition at
+coordinator epoch 0.
 
 Rules kept:
 - each `__transaction_state` partition is a `TransactionCoordinator` shard on the generic
   runtime (`ShardRuntime`): its handlers return the records, which the runtime appends (one
   uncompressed batch, fsync per broker policy) and only then replays; a failed append
-  fail-stops the shard, which reloads from its log before the caller hears
-  COORDINATOR_NOT_AVAILABLE; a shard that is loading answers COORDINATOR_LOAD_IN_PROGRESS
+  fail-stops the shard, which reloads from its log before the caller hears Kafka's
+  answer for the append's error (`append_errors.txn_append_error`: a disk error is
+  NOT_COORDINATOR, a missing partition COORDINATOR_NOT_AVAILABLE); a shard that is loading answers COORDINATOR_LOAD_IN_PROGRESS
   and one that is unloaded NOT_COORDINATOR (`TransactionStateManager.getTransactionState`);
   a record over the partition's `max.message.bytes` (a transaction holding very many
   partitions) changes nothing and answers UNKNOWN_SERVER_ERROR, as Kafka maps
@@ -24,7 +26,7 @@ Rules kept:
   reports a newer producer/coordinator epoch), and the Complete* record follows the last;
 - EndTxn and the fencing InitProducerId answer after the markers were tried once (Kafka
   answers after the Prepare* append; answering later only spares the client a retry);
-  partitions that failed are retried by the periodic task;
+  partitions that failed are retried by the shard's abort pass;
 - at start every partition with a log is loaded before the broker serves; at every load
   (start, a load after an unload, a fail-stop reload) transactions found in
   PrepareCommit/PrepareAbort get their markers again, Ongoing ones are left to time out,
@@ -44,7 +46,11 @@ from groupcoord.apis import features
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.result import Result
-from groupcoord.coordinator.transactions.coordinator import TransactionCoordinator, TxnReply
+from groupcoord.coordinator.transactions.coordinator import (
+    TransactionCoordinator,
+    TxnReply,
+    TxnTimers,
+)
 from groupcoord.coordinator.transactions.state import (
     S,
     TopicPartition,
@@ -52,7 +58,7 @@ from groupcoord.coordinator.transactions.state import (
     TransactionState,
 )
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, TXN_TOPIC
-from groupcoord.server.clock import sleep_ms
+from groupcoord.server.append_errors import txn_append_error
 from groupcoord.server.shard_runtime import ShardRuntime
 from groupcoord.server.shard_task import ShardState, ShardTask
 from groupcoord.server.txn_log import write_marker
@@ -91,23 +97,28 @@ class TransactionRuntime:
         extra = broker.config.extra
         self.num_partitions = txn_topic_partitions(extra)
         self.max_timeout_ms = _int(extra, "transaction.max.timeout.ms", 900_000)
+        defaults = TxnTimers()
+        self.timers = TxnTimers(
+            abort_interval_ms=_int(
+                extra, "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                defaults.abort_interval_ms),
+            expiration_ms=_int(extra, "transactional.id.expiration.ms",
+                               defaults.expiration_ms),
+            expiration_interval_ms=_int(
+                extra, "transaction.remove.expired.transaction.cleanup.interval.ms",
+                defaults.expiration_interval_ms))
         self.runtime = ShardRuntime(broker, TXN_TOPIC, self.num_partitions, TXN_TOPIC_CONFIGS,
                                     self._new_shard)
-        self.abort_interval_ms = _int(
-            extra, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10_000)
-        self.expiration_ms = _int(extra, "transactional.id.expiration.ms", 604_800_000)
-        self.expiration_interval_ms = _int(
-            extra, "transaction.remove.expired.transaction.cleanup.interval.ms", 3_600_000)
+        self.runtime.append_error = txn_append_error
         self._completing: dict[str, asyncio.Task[None]] = {}
         self._todo: dict[str, set[TopicPartition]] = {}
-        self._task: asyncio.Task[None] | None = None
 
     def _new_shard(self, _partition: int) -> TransactionCoordinator:
         ids = self.broker.producers.ids
         return TransactionCoordinator(
             ids.next_id, self.max_timeout_ms,
             features.finalized_level(features.TRANSACTION_VERSION), ids.observe,
-            self._resume_markers)
+            self._resume_markers, self.timers)
 
     def _resume_markers(self, tids: list[str]) -> None:
         for tid in tids:
@@ -118,10 +129,9 @@ class TransactionRuntime:
     async def start(self) -> None:
         await self.runtime.start()
         await self.runtime.wait_loaded()
-        self._task = asyncio.get_running_loop().create_task(self._maintenance())
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._completing.values()) if t is not None]
+        tasks = list(self._completing.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -260,20 +270,7 @@ class TransactionRuntime:
             log.exception("marker write to %s-%d failed", topic, partition)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    # -- periodic work ---------------------------------------------------------------------
-
-    async def _maintenance(self) -> None:
-        last_expiration = self.clock.now_ms()
-        while True:
-            await sleep_ms(self.clock, self.abort_interval_ms)
-            try:
-                self.abort_timed_out(self.clock.now_ms())
-                now = self.clock.now_ms()
-                if now - last_expiration >= self.expiration_interval_ms:
-                    last_expiration = now
-                    self.remove_expired(now)
-            except Exception:
-                log.exception("transaction maintenance pass failed")
+    # -- the periodic passes, run at once (they also run as each shard's timers) -------
 
     def _each_shard(self, handler: Callable[[TransactionCoordinator, int], Result]
                     ) -> list[str]:
@@ -291,17 +288,12 @@ class TransactionRuntime:
 
     def abort_timed_out(self, now: int) -> list[str]:
         """Fence and abort transactions past their timeout; retry unfinished markers."""
-        aborted = self._each_shard(lambda c, _now: c.abort_timed_out(now))
-        for tid in aborted:
-            log.info("aborting transaction %r: it exceeded its timeout", tid)
-        for coordinator in self._loaded():
-            for tid in coordinator.pending_markers():
-                self._spawn(tid)
-        return aborted
+        return self._each_shard(lambda c, _now: c.abort_pass(now))
 
     def remove_expired(self, now: int) -> list[str]:
         """Tombstone transactional ids idle longer than transactional.id.expiration.ms."""
-        return self._each_shard(lambda c, _now: c.remove_expired(now, self.expiration_ms))
+        return self._each_shard(lambda c, _now: c.remove_expired(now,
+                                                                 self.timers.expiration_ms))
 
 
 def _coordinator(task: ShardTask) -> TransactionCoordinator:

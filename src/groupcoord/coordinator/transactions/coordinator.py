@@ -15,16 +15,21 @@ record into PrepareCommit/PrepareAbort means markers must be written to every pa
 the transaction before `complete` may be called. Handlers run at once (`run_now`), so
 Kafka's `pendingState` reduces to the Prepare* states: while markers are being written,
 other calls see PrepareCommit/PrepareAbort and get CONCURRENT_TRANSACTIONS, as in Kafka.
+
+The coordinator's scheduled tasks (`transaction-abort`, `transactionalId-expiration`) are
+keyed timers of the shard: `on_loaded` arms them and each run re-arms itself, so they run
+only while the shard is loaded.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.result import Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.transactions.state import (
     EXPIRATION_ALLOWED,
@@ -48,8 +53,27 @@ from groupcoord.wire.errors import ErrorCode
 
 DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 DEFAULT_ID_EXPIRATION_MS = 7 * 24 * 3600 * 1000  # transactional.id.expiration.ms
+# transaction.abort.timed.out.transaction.cleanup.interval.ms
+DEFAULT_ABORT_INTERVAL_MS = 10_000
+# transaction.remove.expired.transaction.cleanup.interval.ms
+DEFAULT_EXPIRATION_INTERVAL_MS = 3_600_000
+# The keys of the two periodic passes' timers.
+ABORT_TIMER = ("transaction-abort",)
+EXPIRATION_TIMER = ("transactionalId-expiration",)
 PREPARE = (S.PREPARE_COMMIT, S.PREPARE_ABORT)
 COMPLETE = (S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+
+log = logging.getLogger("groupcoord.transactions")
+
+
+@dataclass(frozen=True, slots=True)
+class TxnTimers:
+    """The periodic passes' settings: how often each runs, and how long an idle
+    transactional id lives."""
+
+    abort_interval_ms: int = DEFAULT_ABORT_INTERVAL_MS
+    expiration_ms: int = DEFAULT_ID_EXPIRATION_MS
+    expiration_interval_ms: int = DEFAULT_EXPIRATION_INTERVAL_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,17 +127,21 @@ class TransactionCoordinator(Shard):
                  max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
                  transaction_version: int = 0,
                  observe_producer_id: Callable[[int], None] = lambda _pid: None,
-                 resume_markers: Callable[[list[str]], None] = lambda _tids: None) -> None:
+                 resume_markers: Callable[[list[str]], None] = lambda _tids: None,
+                 timers: TxnTimers = TxnTimers()) -> None:
         """`transaction_version` is the broker's finalized `transaction.version`, at which
         the coordinator's own aborts (timeouts, fencing) run, as Kafka's
         `txnManager.transactionVersionLevel()`; `observe_producer_id` hears every producer
         id replayed, so the broker never hands one out twice; `resume_markers` hears, at
-        each load, the ids whose markers are still to write (Kafka's loader sends them)."""
+        each load, the ids whose markers are still to write (Kafka's loader sends them),
+        and after each abort pass those it aborted or could not finish; `timers` sets
+        the periodic passes."""
         self.next_producer_id = next_producer_id
         self.max_timeout_ms = max_timeout_ms
         self.transaction_version = transaction_version
         self.observe_producer_id = observe_producer_id
         self.resume_markers = resume_markers
+        self.timers = timers
         self.txns: dict[str, TransactionMetadata] = {}
 
     # -- log: replay is the one mutation path ------------------------------------------
@@ -138,12 +166,29 @@ class TransactionCoordinator(Shard):
         else:
             md.apply(transit)
 
-    def on_loaded(self, now_ms: int) -> None:
+    def on_loaded(self, now_ms: int) -> Result:
         """PrepareCommit/PrepareAbort found in the log get their markers again; Ongoing
-        transactions are left to time out, as Kafka's loader does."""
+        transactions are left to time out, as Kafka's loader does. The periodic passes
+        start (again) with the load."""
         pending = self.pending_markers()
         if pending:
             self.resume_markers(pending)
+        return Result(timers=[
+            ScheduleTimer(ABORT_TIMER, now_ms + self.timers.abort_interval_ms),
+            ScheduleTimer(EXPIRATION_TIMER, now_ms + self.timers.expiration_interval_ms)])
+
+    def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Result | None:
+        """A periodic pass is due: run it and arm the next one."""
+        if key == ABORT_TIMER:
+            result = self.abort_pass(now_ms)
+            interval = self.timers.abort_interval_ms
+        elif key == EXPIRATION_TIMER:
+            result = self.remove_expired(now_ms, self.timers.expiration_ms)
+            interval = self.timers.expiration_interval_ms
+        else:
+            return None
+        result.timers.append(ScheduleTimer(key, now_ms + interval))
+        return result
 
     # -- InitProducerId ------------------------------------------------------------------
 
@@ -299,6 +344,20 @@ class TransactionCoordinator(Shard):
             records.append(TxnRecord.of(tid, self._fence_and_abort(self.txns[tid], now_ms)))
             aborted.append(tid)
         return Result(records=records, response=aborted)
+
+    def abort_pass(self, now_ms: int) -> Result:
+        """The `transaction-abort` task: abort the timed-out transactions, then write
+        the markers of those and of every transaction whose markers are not all written
+        yet (their writers start once the records are appended)."""
+        result = self.abort_timed_out(now_ms)
+        aborted: list[str] = result.response
+        for tid in aborted:
+            log.info("aborting transaction %r: it exceeded its timeout", tid)
+        pending = self.pending_markers()
+        markers = aborted + [tid for tid in pending if tid not in aborted]
+        if markers:
+            self.resume_markers(markers)
+        return result
 
     def remove_expired(self, now_ms: int,
                        expiration_ms: int = DEFAULT_ID_EXPIRATION_MS) -> Result:

@@ -1,0 +1,180 @@
+"""The broker services a handler reaches through its `RequestContext`, as protocols: the
+share-partitions, the transaction coordinator, the producer state of the partitions and
+the fetch sessions. The server implements them (`server.share_runtime`,
+`server.transactions`, `server.producer_state`, `server.fetch_sessions`); handlers see
+only what they use, so `apis` never imports `server`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from groupcoord.coordinator.share.partition import Acquired, SharePartition
+from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
+from groupcoord.coordinator.share.state_store import PersistedState, SharePartitionKey
+from groupcoord.coordinator.transactions.coordinator import TxnReply
+from groupcoord.coordinator.transactions.state import TopicPartition, TransactionMetadata
+
+if TYPE_CHECKING:
+    from groupcoord.apis.context import TopicInfo
+
+# -- share groups -------------------------------------------------------------------------
+
+
+class GroupConfigs(Protocol):
+    """Dynamic group configs (`server.share_configs.GroupConfigStore`)."""
+
+    def get(self, group_id: str) -> Mapping[str, str]: ...
+    def set(self, group_id: str, changes: Mapping[str, str | None]) -> None: ...
+
+
+class PersistedStates(Protocol):
+    """The share-state shards' persisted state (`server.share_state.ShareStates`)."""
+
+    def get(self, key: SharePartitionKey) -> PersistedState | None: ...
+
+
+class ShareSummary(Protocol):
+    """One share-partition's offsets as DescribeShareGroupOffsets shows them."""
+
+    @property
+    def start_offset(self) -> int: ...
+    @property
+    def lag(self) -> int: ...
+
+
+class Shares(Protocol):
+    """The share-partitions and share sessions (`server.share_runtime.ShareRuntime`)."""
+
+    @property
+    def sessions(self) -> ShareSessionCache: ...
+    @property
+    def group_configs(self) -> GroupConfigs: ...
+    @property
+    def store(self) -> PersistedStates: ...
+    @property
+    def partitions(self) -> Mapping[SharePartitionKey, SharePartition]: ...
+
+    def partition(self, group_id: str, topic: TopicInfo, index: int) -> SharePartition: ...
+    def acquire(self, sp: SharePartition, topic_name: str, member_id: str, max_records: int,
+                max_bytes: int, record_limit: bool = False, batch_size: int = 0
+                ) -> tuple[memoryview | None, list[Acquired]]: ...
+    def acknowledge(self, sp: SharePartition, topic_name: str, member_id: str,
+                    batches: Sequence[Any]) -> int: ...
+    def release_session(self, session: ShareSession) -> None: ...
+    def reconfigure(self, group_id: str) -> None: ...
+    def lock_duration_ms(self, group_id: str) -> int: ...
+    def summary(self, group_id: str, topic: TopicInfo, index: int) -> ShareSummary: ...
+    def state_partitions(self, group_id: str) -> dict[bytes, set[int]]: ...
+    def reset_start_offset(self, group_id: str, topic: TopicInfo, index: int,
+                           offset: int) -> None: ...
+    def initialize_state(self, group_id: str, parts: dict[bytes, Any],
+                         state_epoch: int = 0) -> None: ...
+    def delete_state(self, group_id: str, topic_id: bytes) -> None: ...
+    def delete_group_state(self, group_id: str) -> None: ...
+
+
+# -- transactions -------------------------------------------------------------------------
+
+
+class Transactions(Protocol):
+    """The transaction coordinator (`server.transactions.TransactionRuntime`)."""
+
+    async def init_producer_id(self, tid: str, timeout_ms: int,
+                               expected: tuple[int, int] | None) -> TxnReply: ...
+    def add_partitions(self, tid: str, pid: int, epoch: int,
+                       partitions: list[TopicPartition], client_tv: int = 0) -> int: ...
+    def verify_partitions(self, tid: str, pid: int, epoch: int,
+                          partitions: list[TopicPartition]) -> dict[TopicPartition, int]: ...
+    async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
+                      client_tv: int = 0) -> TxnReply: ...
+    def metadata(self, tid: str) -> TransactionMetadata | None: ...
+    def list_transactions(self, states: list[str], producer_ids: list[int], duration_ms: int,
+                          pattern: str | None, now_ms: int
+                          ) -> tuple[list[TransactionMetadata], list[str]]: ...
+
+
+# -- producer state -----------------------------------------------------------------------
+
+
+class AppendedBatch(Protocol):
+    """A batch a producer appended (`server.producer_state.BatchMetadata`)."""
+
+    @property
+    def first_offset(self) -> int: ...
+
+
+class ProducerView(Protocol):
+    """One producer of a partition (`server.producer_state.ProducerEntry`)."""
+
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def last_seq(self) -> int: ...
+    @property
+    def last_timestamp(self) -> int: ...
+    @property
+    def coordinator_epoch(self) -> int: ...
+    @property
+    def txn_first_offset(self) -> int: ...
+
+
+class ProducerStateView(Protocol):
+    """The producers of one partition (`server.producer_state.PartitionProducerState`)."""
+
+    @property
+    def producers(self) -> Mapping[int, ProducerView]: ...
+
+    def last_stable_offset(self, high_watermark: int) -> int: ...
+    def has_ongoing(self, pid: int, epoch: int) -> bool: ...
+    def check_transactional(self, pid: int, transactional: bool) -> int: ...
+    def check(self, pid: int, epoch: int, first_seq: int,
+              last_seq: int) -> tuple[int, AppendedBatch | None]: ...
+    def record(self, pid: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
+               last_offset: int, timestamp: int) -> None: ...
+
+
+class Producers(Protocol):
+    """Producer ids and the producer state of every partition
+    (`server.producer_state.ProducerStateManager`)."""
+
+    def init_producer_id(self) -> tuple[int, int]: ...
+    def partition(self, topic: str, partition: int) -> ProducerStateView | None: ...
+
+
+# -- fetch sessions (KIP-227) ------------------------------------------------------------
+
+
+class FetchPartition(Protocol):
+    """One partition of a fetch (`server.fetch_sessions.CachedPartition`)."""
+
+    @property
+    def key(self) -> tuple[str | bytes, int]: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def max_bytes(self) -> int: ...
+
+
+class FetchContextView(Protocol):
+    """One Fetch's session context (`server.fetch_sessions.FetchContext`)."""
+
+    @property
+    def error(self) -> int: ...
+    @property
+    def partitions(self) -> Sequence[FetchPartition]: ...
+
+    def finish(self, results: list[tuple[Any, int, int, int, int]], uses_ids: bool,
+               now_ms: int) -> tuple[int, list[int]]:
+        """(session id, indexes of `results` to answer); each result starts with one of
+        `partitions`."""
+        ...
+
+
+class FetchSessions(Protocol):
+    """The fetch session cache (`server.fetch_sessions.FetchSessionCache`)."""
+
+    def new_context(self, session_id: int, epoch: int,
+                    requested: list[tuple[tuple[str | bytes, int], int, int]],
+                    forgotten: list[tuple[str | bytes, int]], uses_ids: bool,
+                    now_ms: int) -> FetchContextView: ...

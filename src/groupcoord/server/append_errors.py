@@ -1,0 +1,55 @@
+"""The Kafka error of a failed log append, and what the transaction coordinator answers
+for it.
+
+`log_error` is what `ReplicaManager.appendRecords` reports for the exception the log layer
+raised (`Broker.append`'s errors); `txn_append_error` is how
+`TransactionStateManager.appendTransactionToLog` turns that into the coordinator's answer:
+a disk that refused the write is NOT_COORDINATOR (the partition's log directory goes
+offline and leadership moves, so the client looks the coordinator up again), a missing
+partition or too few replicas COORDINATOR_NOT_AVAILABLE, a batch too large
+UNKNOWN_SERVER_ERROR, and any other error is answered as it is.
+"""
+
+from __future__ import annotations
+
+from groupcoord.apis.errors import ApiError
+from groupcoord.storage.config import (
+    InvalidRecordError,
+    KafkaStorageError,
+    RecordBatchTooLargeError,
+)
+from groupcoord.wire.errors import ErrorCode
+
+_TXN_APPEND_ERRORS = {
+    int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_ENOUGH_REPLICAS): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.REQUEST_TIMED_OUT): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): int(ErrorCode.NOT_COORDINATOR),
+    int(ErrorCode.KAFKA_STORAGE_ERROR): int(ErrorCode.NOT_COORDINATOR),
+    int(ErrorCode.MESSAGE_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+    int(ErrorCode.RECORD_LIST_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+}
+
+
+def log_error(exc: BaseException) -> int:
+    """The error code Kafka's log layer reports for the append that raised `exc`."""
+    if isinstance(exc, ApiError):
+        return int(exc.code)
+    if isinstance(exc, KeyError):  # no such partition
+        return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if isinstance(exc, RecordBatchTooLargeError):
+        return int(ErrorCode.MESSAGE_TOO_LARGE)
+    if isinstance(exc, InvalidRecordError):
+        return int(ErrorCode.CORRUPT_MESSAGE)
+    if isinstance(exc, KafkaStorageError | OSError):
+        # Kafka wraps an IOException of the log in a KafkaStorageException.
+        return int(ErrorCode.KAFKA_STORAGE_ERROR)
+    return int(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+def txn_append_error(exc: BaseException) -> int:
+    """The transaction coordinator's answer when appending to `__transaction_state` raised
+    `exc` (`TransactionStateManager.appendTransactionToLog`)."""
+    code = log_error(exc)
+    return _TXN_APPEND_ERRORS.get(code, code)
