@@ -18,6 +18,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard
+from groupcoord.server import shard_task
 from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
 from groupcoord.server.shard_log import replay_log
 from groupcoord.server.shard_task import ShardState
@@ -137,6 +138,21 @@ def test_a_batch_that_would_pass_the_size_limit_is_appended_first(tmp_path: Path
             ops = [_commit(i, i, "m" * 400_000) for i in range(3)]
             assert await _drain(runtime, ops) == [(i, i) for i in range(3)]
             assert [n for _base, n, _pid in _batches(b, p)] == [2, 1]
+            assert runtime.shards[p].shard.offsets == _from_log(b, runtime, p)
+            await runtime.stop()
+    run(go())
+
+
+def test_a_batch_is_appended_at_the_record_count_limit(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shard_task, "MAX_BATCH_RECORDS", 5)
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            runtime, p = await _runtime(b)
+            assert await _drain(runtime, [_commit(i, i) for i in range(12)]) \
+                == [(i, i) for i in range(12)]
+            assert _batches(b, p) == [(0, 5, -1), (5, 5, -1), (10, 2, -1)]
             assert runtime.shards[p].shard.offsets == _from_log(b, runtime, p)
             await runtime.stop()
     run(go())

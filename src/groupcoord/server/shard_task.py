@@ -136,6 +136,7 @@ class ShardTask:
         self._rows: list[Row] = []
         self._rows_bound = 0
         self._batch_base = 0
+        self._batch_limit = 0
         self._batch_events: list[Any] = []
         plog = runtime.broker.logs.get(self.topic, partition)
         # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
@@ -359,7 +360,8 @@ class ShardTask:
         bound = RECORD_OVERHEAD_BOUND * len(rows)
         for key, value, _headers, _ts in rows:
             bound += len(key) + (0 if value is None else len(value))
-        limit = self._max_message_bytes()
+        # Read once per batch: no config change can come between a drain's operations.
+        limit = self._batch_limit if self._rows else self._max_message_bytes()
         if HEADER_SIZE + bound > limit:
             # Maybe too large even alone: its exact size decides.
             self._check_size(len(self._build(rows)), limit)
@@ -368,6 +370,7 @@ class ShardTask:
             self._flush()
         if not self._rows:
             self._batch_base = self.runtime.log_end_offset(self.partition)
+            self._batch_limit = limit
         base = self._batch_base + len(self._rows)
         self._rows.extend(rows)
         self._rows_bound += bound
