@@ -50,10 +50,12 @@ class GroupCoordinatorConfig:
     group_consumer_assignment_interval_ms: int = 1_000
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15_000
-    # Kafka 4.4's `group.consumer.assignor.offload.enable` (true there): the target is
-    # computed on a worker thread and written by a later operation if the group epoch is
-    # still the one it was computed for. Off by default here: the target then comes with
-    # the heartbeat that triggered it, which the protocol tests and scenarios expect.
+    # `group.consumer.assignor.offload.enable`: the target is computed on a worker thread
+    # and written by a later operation if the group epoch is still the one it was computed
+    # for. Off by default, as Kafka 4.4 behaves: there the (internal) config defaults to
+    # true, but `GroupMetadataManager.consumerGroupAssignorOffloadEnable` is never called
+    # and `maybeUpdateTargetAssignment` runs the assignor within the heartbeat, so the
+    # target comes with the heartbeat that triggered it.
     group_consumer_assignor_offload_enable: bool = False
     # Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS constant (10 s), made settable so tests
     # and small deployments can see new topics sooner.

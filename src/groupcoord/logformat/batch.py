@@ -330,6 +330,31 @@ def record_size(rec: Record) -> int:
     return len(out)
 
 
+def _encode_rows(rows: Sequence[SimpleRecord | tuple], base_timestamp: int | None
+                 ) -> tuple[bytearray, int, int, int]:
+    """(body, record count, base timestamp, max timestamp) of `(key, value, headers,
+    timestamp)` rows at offset deltas 0..n-1: `_normalise` + `_encode_record` without the
+    intermediate Records (the coordinators write every record through here)."""
+    full = [r if len(r) == 4 else SimpleRecord(*r) for r in rows]
+    body = bytearray()
+    base = full[0][3] if base_timestamp is None else base_timestamp
+    max_ts = full[0][3]
+    for delta, (key, value, headers, ts) in enumerate(full):
+        rec = bytearray(b"\x00")
+        write_varlong(rec, ts - base)
+        write_varlong(rec, delta)
+        _write_bytes(rec, key)
+        _write_bytes(rec, value)
+        write_varlong(rec, len(headers))
+        for name, hvalue in headers:
+            _write_bytes(rec, name.encode())
+            _write_bytes(rec, hvalue)
+        write_varlong(body, len(rec))
+        body += rec
+        max_ts = max(max_ts, ts)
+    return body, len(full), base, max_ts
+
+
 def _normalise(
     records: Sequence[Record | SimpleRecord | tuple], base_timestamp: int | None
 ) -> tuple[list[Record], int, int]:
@@ -373,12 +398,18 @@ def build_batch(
     ``max_timestamp`` and ``last_offset_delta`` override the computed values, as the log
     cleaner needs to keep a filtered batch's original offset range.
     """
-    recs, base_ts, max_ts = _normalise(records, base_timestamp)
+    if records and not isinstance(records[0], Record):
+        body, count, base_ts, max_ts = _encode_rows(records, base_timestamp)
+        last_delta = count - 1
+    else:
+        recs, base_ts, max_ts = _normalise(records, base_timestamp)
+        body = bytearray()
+        for rec in recs:
+            _encode_record(body, rec)
+        count = len(recs)
+        last_delta = max((r.offset_delta for r in recs), default=0)
     if max_timestamp is not None:
         max_ts = max_timestamp
-    body = bytearray()
-    for rec in recs:
-        _encode_record(body, rec)
     payload = compress(compression, body) if compression else body
     attributes = compression & COMPRESSION_MASK
     if timestamp_type == LOG_APPEND_TIME:
@@ -387,12 +418,11 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if control:
         attributes |= CONTROL_MASK
-    last_delta = max((r.offset_delta for r in recs), default=0)
     if last_offset_delta is not None:
         last_delta = last_offset_delta
     tail = _TAIL.pack(
         attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch,
-        base_sequence, len(recs),
+        base_sequence, count,
     )
     crc = _crc32c(payload, _crc32c(tail))
     length = HEADER_SIZE - LOG_OVERHEAD + len(payload)

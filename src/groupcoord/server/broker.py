@@ -377,12 +377,14 @@ class Broker:
     # -- the append path -------------------------------------------------------------------
 
     def append(self, topic: str, partition: int, data: bytes | memoryview,
-               now_ms: int | None = None, *, allow_control: bool = False) -> AppendInfo:
+               now_ms: int | None = None, *, allow_control: bool = False,
+               trusted: bool = False) -> AppendInfo:
         """Append batches to a partition, apply the fsync policy and wake fetchers.
 
         Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`,
         `KafkaStorageError` with nothing of the batch left in the log) and `KeyError` for an
-        unknown partition.
+        unknown partition. `trusted` skips the CRC pass for batches the broker encoded
+        itself (the coordinator runtimes; never Produce).
         """
         from groupcoord.server.txn_log import track_append
         from groupcoord.storage.config import KafkaStorageError
@@ -395,7 +397,7 @@ class Broker:
         # Loaded before the append: the rebuild must not see this batch as well.
         state = self.producer_state(topic, partition)
         info = plog.append(data, now_ms=now_ms, leader_epoch=LEADER_EPOCH,
-                           allow_control=allow_control)
+                           allow_control=allow_control, trusted=trusted)
         policy = self.config.fsync
         if policy == "always":
             try:

@@ -53,8 +53,9 @@ class ShardRuntime:
         self.cleanup_interval_ms = 600_000
         self.shard_factory = shard_factory
         # The one append every shard's records go through (fault tests replace it, or the
-        # broker's append behind it).
-        self.append: Callable[..., Any] = lambda *args, **kwargs: broker.append(*args, **kwargs)
+        # broker's append behind it). Only batches the runtime encoded pass here: trusted.
+        self.append: Callable[..., Any] = (
+            lambda *args, **kwargs: broker.append(*args, trusted=True, **kwargs))
         # The answer to a caller of `ShardTask.run_now` whose append raised (its kind's
         # Kafka mapping; by default the fail-stop's retriable COORDINATOR_NOT_AVAILABLE).
         self.append_error: Callable[[BaseException], int] = \
@@ -63,6 +64,10 @@ class ShardRuntime:
         # Partitions unloaded on request: not recreated by use until `load` (NOT_COORDINATOR).
         self.unloaded: set[int] = set()
         self.written: dict[int, bool] = {}
+        # Whether a drain's records are replayed before their one append (`ShardTask`):
+        # only for shards whose replay changes nothing outside the shard, which a reload
+        # after a failed append rebuilds.
+        self.coalesce_writes = True
         self.loading = asyncio.Lock()
         self._tokens = itertools.count(1)
         self._executor: ThreadPoolExecutor | None = None

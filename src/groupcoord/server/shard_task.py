@@ -4,13 +4,19 @@
 
 Mirrors a `CoordinatorRuntime.CoordinatorContext` of Kafka (coordinator-common). The task
 replays the shard's partition (in slices of a few milliseconds, so other APIs are served
-while a large partition loads), then runs queued operations one at a time. Per operation it
-appends `result.records` to the shard's partition as one uncompressed batch, replays them,
-and releases the response and deferred replies only after the append (with `--fsync always`,
-after one fsync covering every operation drained from the queue: a group commit). Timers are
+while a large partition loads), then runs queued operations one at a time. Write coalescing
+as Kafka's `CoordinatorBatch`: the records of the operations drained from the queue are
+replayed at once, at the offsets they will get, and appended together as one uncompressed
+batch when the drain ends (Kafka 4.4's default `group.coordinator.append.linger.ms` is -1,
+adaptive: the batch is written when the event queue is empty), or earlier before a
+transactional write, when the batch would pass the partition's `max.message.bytes`, or at
+`MAX_BATCH_RECORDS`. No response or deferred reply of the drain is released before that
+append (with `--fsync always`, before one fsync covering the drain: a group commit). Timers are
 keyed soft state armed on the broker's `Clock` (which never fires one before its deadline);
 a fired timer is an ordinary queued operation. An append failure fail-stops the shard:
-pending callers get COORDINATOR_NOT_AVAILABLE and the shard reloads from its log, queueing
+every pending caller of the drain gets COORDINATOR_NOT_AVAILABLE (Kafka's
+`failCurrentBatch`), and the shard reloads from its log, so what the failed batch replayed
+is gone; requests queue
 requests meanwhile (RECOVERING). Records the log cannot take (a batch over the partition's
 `max.message.bytes`, a value its record version cannot hold) fail only their operation,
 before anything is appended: Kafka's runtime refuses such an atomic write with
@@ -50,6 +56,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import TimerHandle
 from groupcoord.coordinator.result import Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
+from groupcoord.logformat.batch import HEADER_SIZE, build_batch
 from groupcoord.server import group_events, heap
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import ShardLoader
@@ -69,12 +76,19 @@ log = logging.getLogger("groupcoord.coordinator")
 
 # Longest stretch a loading shard holds the event loop before letting other work run.
 LOAD_SLICE_S = 0.005
+# Most records one coalesced batch takes (bounds the batch a failed append fails).
+MAX_BATCH_RECORDS = 4096
+# Bytes one encoded record takes at most beyond its key and value: length prefix,
+# attributes, timestamp and offset deltas, key and value lengths, header count.
+RECORD_OVERHEAD_BOUND = 32
 
 # An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
 Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
 QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn]
+# One record as `build_batch` takes it: (key, value, headers, timestamp).
+Row = tuple[bytes, "bytes | None", tuple[()], int]
 
 
 class WriteRefused(Exception):
@@ -116,6 +130,14 @@ class ShardTask:
         # Offloaded work in flight: key -> the sequence number of the newest (`Offload`).
         self.offloads: dict[tuple[Any, ...], int] = {}
         self._timer_seq = itertools.count(1)
+        # The pending write (Kafka's current `CoordinatorBatch`): rows of records already
+        # replayed at offsets from `_batch_base` on, the bound of their encoded size, and
+        # the group events to write once they are appended (see `_flush`).
+        self._rows: list[Row] = []
+        self._rows_bound = 0
+        self._batch_base = 0
+        self._batch_limit = 0
+        self._batch_events: list[Any] = []
         plog = runtime.broker.logs.get(self.topic, partition)
         # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
         # torn tail before recovery) is replayed.
@@ -136,6 +158,7 @@ class ShardTask:
             self.loaded.clear()
         self.shard = rt.new_shard(self.partition)
         self.producers = ProducerEpochs()
+        self._drop_batch()
 
     async def _load(self) -> None:
         """Replay the shard's partition (from its snapshot, see `shard_loader`), giving the
@@ -222,12 +245,14 @@ class ShardTask:
                 while not queue.empty():
                     item = queue.get_nowait()
                     self._run_one(item, done)
+                self._flush()
                 if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
                     self.runtime.flush_shard(self.partition)
             except Exception:
                 # The append (or its fsync) failed. Nothing drained so far was answered, so
                 # its records are cut off again: every caller gets an error and the reload
                 # rebuilds exactly the state of what was acknowledged before.
+                self._drop_batch()
                 self.runtime.written.pop(self.partition, None)
                 self.runtime.discard_from(self.partition, drain_start)
                 done.append((item[2], None))
@@ -262,7 +287,7 @@ class ShardTask:
             done.append((fut, ApiError(ErrorCode.UNKNOWN_SERVER_ERROR)))
             return
         try:
-            applied = self._apply(result, txn)
+            applied = self._apply(result, txn, linger=True)
         except WriteRefused as exc:
             log.warning("write refused on shard %d: %s", self.partition, exc)
             done.append((fut, ApiError(ErrorCode.UNKNOWN_SERVER_ERROR)))
@@ -274,27 +299,38 @@ class ShardTask:
             op_ctx = self.runtime.op_context("", "", 0)
         return op(self.shard, op_ctx, self.runtime.clock.now_ms())
 
-    def _apply(self, result: Result | EndTxnWrite | None, txn: Txn = None) -> Result | None:
-        """Append + replay the records, then apply timers and write events."""
+    def _apply(self, result: Result | EndTxnWrite | None, txn: Txn = None, *,
+               linger: bool = False) -> Result | None:
+        """Write + replay the records, then apply timers and write events. With `linger`
+        (a drained operation of a runtime that coalesces) plain records join the pending
+        batch that `_serve` appends at the end of the drain; otherwise they are appended
+        in a batch of their own before they are replayed."""
         if result is None:
             return None
         if isinstance(result, EndTxnWrite):
             # A failed append propagates to _main, as for records: fail-stop and reload.
+            self._flush()
             return result.write(self, self.runtime.clock.now_ms())
         records = result.records
         if records:
-            pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
-            batch = self._encode(records, pid, epoch)
-            # A failure here propagates to _main: fail-stop and reload.
-            info = self.runtime.append(self.topic, self.partition, batch,
-                                       self.runtime.clock.now_ms())
-            self.runtime.written[self.partition] = True
-            if txn is not None:
-                self.producers.observe(pid, epoch)
-            # Replay learns each record's log offset: a COMMIT marker keeps the later of a
-            # pending and a committed offset by comparing them.
-            for index, record in enumerate(records):
-                self.shard.replay(record, info.base_offset + index, pid, epoch)
+            if txn is None and linger and self.runtime.coalesce_writes:
+                self._stage(records)
+            else:
+                # Transactional records are never coalesced (Kafka flushes such a batch at
+                # once): they go in their own batch of the producer, after the pending one.
+                self._flush()
+                pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
+                batch = self._encode(records, pid, epoch)
+                # A failure here propagates to _main: fail-stop and reload.
+                info = self.runtime.append(self.topic, self.partition, batch,
+                                           self.runtime.clock.now_ms())
+                self.runtime.written[self.partition] = True
+                if txn is not None:
+                    self.producers.observe(pid, epoch)
+                # Replay learns each record's log offset: a COMMIT marker keeps the later of
+                # a pending and a committed offset by comparing them.
+                for index, record in enumerate(records):
+                    self.shard.replay(record, info.base_offset + index, pid, epoch)
         for timer in result.timers:
             if isinstance(timer, ScheduleTimer):
                 self.schedule(timer.key, timer.deadline_ms)
@@ -302,10 +338,91 @@ class ShardTask:
                 self.cancel(timer.key)
         events = result.events
         if events:
-            group_events.write(self.runtime.broker, events)
+            if self._rows:
+                self._batch_events.extend(events)  # written once their records are
+            else:
+                group_events.write(self.runtime.broker, events)
         for task in getattr(result, "offloads", ()):
             self._offload(task)
+        if not linger:
+            self._flush()
         return result
+
+    def _stage(self, records: list[Any]) -> None:
+        """Add an operation's records to the pending batch and replay them at the offsets
+        they will get; WriteRefused (nothing staged or replayed) when the log would refuse
+        them even alone. The pending batch is appended first if they would not fit in it."""
+        now = self.runtime.clock.now_ms()
+        try:
+            rows: list[Row] = [(r.key_bytes(), r.value_bytes(), (), now) for r in records]
+        except ValueError as exc:
+            raise WriteRefused(str(exc)) from exc
+        bound = RECORD_OVERHEAD_BOUND * len(rows)
+        for key, value, _headers, _ts in rows:
+            bound += len(key) + (0 if value is None else len(value))
+        # Read once per batch: no config change can come between a drain's operations.
+        limit = self._batch_limit if self._rows else self._max_message_bytes()
+        if HEADER_SIZE + bound > limit:
+            # Maybe too large even alone: its exact size decides.
+            self._check_size(len(self._build(rows)), limit)
+        if self._rows and (len(self._rows) + len(rows) > MAX_BATCH_RECORDS
+                           or HEADER_SIZE + self._rows_bound + bound > limit):
+            self._flush()
+        if not self._rows:
+            self._batch_base = self.runtime.log_end_offset(self.partition)
+            self._batch_limit = limit
+        base = self._batch_base + len(self._rows)
+        self._rows.extend(rows)
+        self._rows_bound += bound
+        replay = self.shard.replay
+        for index, record in enumerate(records):
+            replay(record, base + index, NO_PRODUCER_ID, -1)
+
+    def _flush(self) -> None:
+        """Append the pending batch, whose records are replayed already, then write its
+        group events. A failed append propagates (fail-stop: the reload drops what the
+        batch replayed), as does a batch that did not land at the offsets replay used."""
+        rows = self._rows
+        if rows:
+            self._rows = []
+            self._rows_bound = 0
+            # Every row was encodable when staged: a failure here is a fail-stop too.
+            info = self.runtime.append(self.topic, self.partition, build_batch(rows),
+                                       self.runtime.clock.now_ms())
+            self.runtime.written[self.partition] = True
+            if info.base_offset != self._batch_base:
+                raise RuntimeError(
+                    f"batch of {self.topic}-{self.partition} landed at offset "
+                    f"{info.base_offset}, replayed at {self._batch_base}")
+        events = self._batch_events
+        if events:
+            self._batch_events = []
+            group_events.write(self.runtime.broker, events)
+
+    def _drop_batch(self) -> None:
+        """Forget the pending batch (its append failed, or the shard reloads)."""
+        self._rows = []
+        self._rows_bound = 0
+        self._batch_events = []
+
+    @staticmethod
+    def _build(rows: list[Row]) -> bytes:
+        try:
+            return build_batch(rows)
+        except ValueError as exc:
+            raise WriteRefused(str(exc)) from exc
+
+    def _max_message_bytes(self) -> int:
+        # A missing partition is left to the append, which fail-stops the shard.
+        plog = self.runtime.broker.topics.log(self.topic, self.partition)
+        return plog.config.max_message_bytes if plog is not None else 1 << 62
+
+    def _check_size(self, size: int, limit: int) -> None:
+        if size > limit:
+            raise WriteRefused(
+                f"Message batch size is {size} bytes in append to partition "
+                f"{self.topic}-{self.partition} which exceeds the maximum configured "
+                f"size of {limit}.")
 
     def _offload(self, task: Offload) -> None:
         """Run `task.compute` on the runtime's worker thread, then `task.apply` with its
@@ -342,13 +459,7 @@ class ShardTask:
             batch = encode_records_batch(records, self.runtime.clock.now_ms(), pid, epoch)
         except ValueError as exc:
             raise WriteRefused(str(exc)) from exc
-        # A missing partition is left to the append, which fail-stops the shard.
-        plog = self.runtime.broker.topics.log(self.topic, self.partition)
-        if plog is not None and len(batch) > plog.config.max_message_bytes:
-            raise WriteRefused(
-                f"Message batch size is {len(batch)} bytes in append to partition "
-                f"{self.topic}-{self.partition} which exceeds the maximum configured "
-                f"size of {plog.config.max_message_bytes}.")
+        self._check_size(len(batch), self._max_message_bytes())
         return batch
 
     def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]],
@@ -414,6 +525,7 @@ class ShardTask:
         except Exception as exc:
             log.exception("append to %s-%d failed; reloading it from its log", self.topic,
                           self.partition)
+            self._drop_batch()
             self.runtime.written.pop(self.partition, None)
             self._reload_now(start)
             raise ApiError(self.runtime.append_error(exc)) from None

@@ -83,6 +83,9 @@ class ShareStateLog:
         self.runtime = ShardRuntime(
             broker, STATE_TOPIC, STATE_TOPIC_PARTITIONS, STATE_TOPIC_CONFIGS,
             lambda partition: ShareStateShard(partition, STATE_TOPIC_PARTITIONS, live))
+        # Replay updates the live share-partitions, which a reload does not rebuild: each
+        # write is appended before it is replayed.
+        self.runtime.coalesce_writes = False
         self.store = ShareStates(self.runtime)
 
     async def start(self) -> None:

@@ -125,14 +125,17 @@ class PartitionLog:
 
     def append(self, data: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
                now_ms: int | None = None, leader_epoch: int | None = None,
-               allow_control: bool = False) -> AppendInfo:
+               allow_control: bool = False, trusted: bool = False) -> AppendInfo:
         """Validate and append one or more whole batches.
 
         With ``assign_offsets`` (produce) base offsets are rewritten from the log end; without
         it (internal writers, the cleaner) batches must already start at or after it.
+        ``trusted`` is for batches the broker encoded itself (coordinator writes, never
+        Produce): their framing and size are checked, not their CRC and record count.
         """
         buf = bytearray(data)
-        headers = self._validate_all(buf, allow_control)
+        headers = (self._frame_all(buf, allow_control) if trusted
+                   else self._validate_all(buf, allow_control))
         now = _now_ms() if now_ms is None else now_ms
         log_append = self.config.message_timestamp_type == LOG_APPEND_TIME
         next_offset = self.log_end_offset
@@ -175,6 +178,25 @@ class PartitionLog:
                 pos += size
         except CorruptRecordError as exc:
             raise InvalidRecordError(str(exc)) from exc
+        if not headers:
+            raise InvalidRecordError("append with no record batches")
+        return headers
+
+    def _frame_all(self, buf: bytearray, allow_control: bool) -> list[BatchHeader]:
+        """The headers of broker-built batches: sizes and the control bit, no CRC pass."""
+        headers: list[BatchHeader] = []
+        pos = 0
+        while pos < len(buf):
+            size = batch_size_at(buf, pos)
+            if size is None or pos + size > len(buf):
+                raise InvalidRecordError("partial record batch in append")
+            if size > self.config.max_message_bytes:
+                raise RecordBatchTooLargeError(f"batch of {size} bytes exceeds limit")
+            header = parse_header(buf, pos)
+            if header.is_control and not allow_control:
+                raise InvalidRecordError("control batches may not be produced")
+            headers.append(header)
+            pos += size
         if not headers:
             raise InvalidRecordError("append with no record batches")
         return headers

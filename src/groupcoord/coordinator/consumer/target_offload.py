@@ -1,6 +1,8 @@
-"""The target assignment computed off the event loop (Kafka 4.4's
-`group.consumer.assignor.offload.enable`: `GroupMetadataManager` hands the assignor to the
-`CoordinatorExecutor` and writes its result in a later operation).
+"""The target assignment computed off the event loop, when
+`group.consumer.assignor.offload.enable` is set (off by default). Kafka 4.4 defines the
+config (internal, default true) but its `GroupMetadataManager` never reads it and runs the
+assignor within the heartbeat. Here the design the config names is implemented: the
+assignor runs on the `CoordinatorExecutor` and its result is written by a later operation.
 
 The heartbeat that would compute a new target captures what the assignor reads (the members
 with their resolved subscriptions, the current target, the topics image: all immutable
