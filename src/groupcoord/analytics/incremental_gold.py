@@ -126,11 +126,12 @@ def _read_commits(files: list[str]) -> pa.Table:
 def _late(st: GoldState, new_commits: list[str], new_ends: list[str],
           owners: OwnerIndex) -> bool:
     """Does new data reach back before the cut (so settled rows would change)?"""
-    if st.cut_ms is None:
+    cut = st.cut_ms
+    if cut is None:  # nothing settled yet
         return False
-    return any(t is not None and t < st.cut_ms for t in (
+    return any(t is not None and t < cut for t in (
         _min_ts(new_commits, "record_ts_ms"), _min_ts(new_ends, "ts_ms", control=True))) \
-        or _owners_fingerprint(owners, st.cut_ms) != st.owners_before_cut
+        or _owners_fingerprint(owners, cut) != st.owners_before_cut
 
 
 def _since(table: pa.Table, column: str, cut_ms: int | None) -> pa.Table:
@@ -218,8 +219,9 @@ def update(spark: Any, out: Path, commits_path: Path, ends_path: Path, grid_ms: 
     end_files = _local(_committed_files(spark, ends_path))
     new_commits = [f for f in commit_files if f not in set(st.commit_files)]
     new_ends = [f for f in end_files if f not in set(st.end_files)]
-    if (st.cut_ms is not None and _late(st, new_commits, new_ends, owners)) \
+    if st.cut_ms is None or _late(st, new_commits, new_ends, owners) \
             or not all((gold / n).exists() for n in TABLES):
+        # from scratch: whatever else wrote the tables (a batch run, Spark) goes first
         st, carried, new_commits = GoldState(), COMMIT_SCHEMA.empty_table(), commit_files
         for name in TABLES:
             shutil.rmtree(gold / name, ignore_errors=True)
