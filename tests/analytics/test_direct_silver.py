@@ -50,6 +50,45 @@ def test_empty_log_dir_gives_an_empty_table_with_the_schema(spark: Any, tmp_path
     assert got.schema == expected.schema
 
 
+@pytest.mark.parametrize("decoder", ["numba", "python"])
+def test_the_same_tasks_write_the_bronze_rows_of_the_source_path(
+        spark: Any, fixture_dir: Fixture, tmp_path: Path, decoder: str) -> None:
+    root, _ = fixture_dir
+    cfg = RunConfig(str(root), str(tmp_path), split_bytes="64k")
+    expected = source_frames(spark, cfg)["coord_records"].filter("topic = '__consumer_offsets'")
+    bronze = tmp_path / "bronze"
+    bronze.mkdir()
+    files = direct_silver.write(spark, str(root), tmp_path / "silver",
+                                {"split_bytes": "64k", "min_tasks": "2", "decoder": decoder},
+                                bronze)
+    got = spark.read.parquet(str(bronze))
+    assert got.schema == expected.schema
+    assert sum(f.bronze_rows for f in files) == got.count() == expected.count() > 0
+    assert got.exceptAll(expected).count() == 0
+    assert expected.exceptAll(got).count() == 0
+    assert {r.record_type for r in got.select("record_type").distinct().collect()} - {0, 1} \
+        == {r.record_type for r in got.select("record_type").distinct().collect()}
+
+
+def test_a_batch_run_ingests_each_internal_topic_once(spark: Any, fixture_dir: Fixture,
+                                                       tmp_path: Path) -> None:
+    from groupcoord.analytics.pipeline import Stages, ingest
+
+    root, _ = fixture_dir
+    cfg = RunConfig(str(root), str(tmp_path / "out"))
+    lines: list[str] = []
+    ingest(spark, cfg, Stages(lines.append))
+    expected = source_frames(spark, cfg)["coord_records"]
+    got = spark.read.parquet(str(tmp_path / "out" / "bronze" / "coord_records"))
+    assert got.count() == expected.count()
+    assert got.exceptAll(expected).count() == 0
+    assert expected.exceptAll(got).count() == 0
+    assert {r.topic for r in got.select("topic").distinct().collect()} >= {
+        "__consumer_offsets", "__group_events"}
+    assert any("one pass" in line for line in lines)
+    assert not any("ingest membership records (bronze)" in line for line in lines)
+
+
 def test_filtered_runs_keep_the_spark_path() -> None:
     assert direct_silver.applies(None, None, None)
     assert not direct_silver.applies("^g1$", None, None)

@@ -134,12 +134,18 @@ def coord_record_batches(
     txns: TxnResolver, exclude_types: frozenset[int] = frozenset(),
 ) -> Iterator[pa.RecordBatch]:
     """Bronze rows (raw key/value) of one segment range of an internal topic."""
-    framed = topic in FRAMED_TOPICS
     # exclusions name __consumer_offsets types; share-state types reuse the numbers 0 and 1
     excluded = exclude_types if topic == OFFSETS_TOPIC else frozenset()
+    return _bronze_batches(_raw_records(path, start, end, txns, excluded), topic,
+                           coord_partition, excluded)
+
+
+def _bronze_batches(raws: Iterable[RawRecord], topic: str, coord_partition: int,
+                    excluded: frozenset[int]) -> Iterator[pa.RecordBatch]:
+    framed = topic in FRAMED_TOPICS
 
     def rows() -> Iterator[tuple[object, ...]]:
-        for raw in _raw_records(path, start, end, txns, excluded):
+        for raw in raws:
             rtype = _int16(raw.key) if framed else None
             if rtype not in excluded:
                 yield (topic, coord_partition, raw.log_offset, raw.batch_base_offset,
@@ -147,6 +153,29 @@ def coord_record_batches(
                        rtype, raw.key, raw.value, _int16(raw.value) if framed else None)
 
     return _batched(COORD_RECORDS, rows())
+
+
+COMMIT_TYPES = frozenset({0, 1})
+
+
+def commits_and_bronze(
+    path: str | Path, start: int, end: int | None, coord_partition: int, txns: TxnResolver,
+    decoder: str = "auto",
+) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
+    """Both tables of one ``__consumer_offsets`` segment range: ``offset_commit_batches`` and
+    ``coord_record_batches`` with the commit types excluded. With numba the range is read and
+    walked once: the commit kernel also names the batches holding other records, and only
+    those (membership records, a small minority) are decoded record by record."""
+    if decoder == "numba" or (decoder == "auto" and numba_available()):
+        from groupcoord.analytics.fastpath import decode_range_and_others
+
+        commits, ranges = decode_range_and_others(path, start, end, coord_partition, txns)
+        raws = (raw for lo, hi in ranges for raw in iter_raw_records(path, lo, hi, txns))
+        return [commits], list(_bronze_batches(raws, OFFSETS_TOPIC, coord_partition,
+                                               COMMIT_TYPES))
+    return (list(_python_offset_commits(path, start, end, coord_partition, txns)),
+            list(coord_record_batches(path, start, end, OFFSETS_TOPIC, coord_partition, txns,
+                                      COMMIT_TYPES)))
 
 
 def _raw_records(path: str | Path, start: int, end: int | None, txns: TxnResolver,

@@ -12,6 +12,11 @@ Each task reads whole coordinator partitions (``splits.pack_partitions``), so ea
 every commit of its groups: ``task_gold`` builds the lag and Burrow tables from the files one
 by one, with no shuffle. The tasks report their groups and time range to the driver.
 
+The same tasks write bronze's ``__consumer_offsets`` rows (membership records and every
+other non-commit record) next to the Spark-written rows of the other internal topics: the
+commit decoder already reads every record's type, so the log is read once
+(``columns.commits_and_bronze``).
+
 Only for unfiltered runs: ``--groups`` is a Java regular expression applied by Spark, so a
 filtered run keeps the Spark path rather than emulate it in Python.
 """
@@ -51,29 +56,49 @@ class TaskFile:
     groups: frozenset[str]
     min_ts_ms: int | None  # of ``record_ts_ms``, nulls left out (None: no timestamp at all)
     max_ts_ms: int | None
+    bronze_rows: int = 0  # the task's other ``__consumer_offsets`` records (``bronze_path``)
 
 
-def _write_task(reader: Any, path: str, index: int, partition: Any) -> TaskFile:
+def _write_task(reader: Any, path: str, bronze_path: str | None, index: int,
+                partition: Any) -> TaskFile:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from groupcoord.analytics.columns import COORD_RECORDS, commits_and_bronze
+    from groupcoord.analytics.segments import TxnResolver
+
+    commits: list[pa.RecordBatch] = []
+    bronze: list[pa.RecordBatch] = []
+    for spec in getattr(partition, "specs", []):
+        txns = TxnResolver.from_list(list(spec.txn_markers))
+        c, b = commits_and_bronze(spec.path, spec.start, spec.end, spec.partition, txns,
+                                  reader.decoder)
+        commits += c
+        bronze += b
     # one table per task, so the row groups are as big as Spark's own (not one per batch)
-    table = pa.Table.from_batches([with_record_ts(b) for b in reader.read(partition)],
-                                  schema=SCHEMA)
+    table = pa.Table.from_batches([with_record_ts(b) for b in commits], schema=SCHEMA)
     pq.write_table(table, f"{path}/part-{index:05d}.parquet", row_group_size=ROW_GROUP_ROWS,
                    # Spark's own default encoding of timestamps, so every reader (pyarrow
                    # included) sees the same column type as in a Spark-written table
                    use_deprecated_int96_timestamps=True)
+    bronze_rows = sum(b.num_rows for b in bronze)
+    if bronze_path is not None and bronze_rows:
+        # named apart from the Spark-written files of the other internal topics
+        pq.write_table(pa.Table.from_batches(bronze, schema=COORD_RECORDS),
+                       f"{bronze_path}/part-{index:05d}-offsets.parquet")
     span = pc.min_max(table.column("record_ts_ms"))
     return TaskFile(f"{path}/part-{index:05d}.parquet", table.num_rows,
                     frozenset(pc.unique(table.column("group_id")).drop_null().to_pylist()),
-                    span["min"].as_py(), span["max"].as_py())
+                    span["min"].as_py(), span["max"].as_py(), bronze_rows)
 
 
-def write(spark: Any, data_dir: str, out_path: Path, options: dict[str, str]) -> list[TaskFile]:
+def write(spark: Any, data_dir: str, out_path: Path, options: dict[str, str],
+          bronze_path: Path | None = None) -> list[TaskFile]:
     """Decode ``data_dir``'s offset commits into Parquet files under ``out_path`` (replaced),
     one per task of whole coordinator partitions; ``options`` are the ``kafkalog`` read
-    options (``split_bytes``, ``min_tasks``)."""
+    options (``split_bytes``, ``min_tasks``, ``decoder``). With ``bronze_path`` (an existing
+    directory) the same tasks also add the bronze rows of every other ``__consumer_offsets``
+    record there (``columns.commits_and_bronze``), one file per task that has any."""
     from groupcoord.analytics import splits
     from groupcoord.analytics.spark_source import KafkaLogReader, SplitPartition
 
@@ -84,6 +109,6 @@ def write(spark: Any, data_dir: str, out_path: Path, options: dict[str, str]) ->
         specs, reader.split_bytes, reader.min_tasks)] or [SplitPartition([])]
     shutil.rmtree(out_path, ignore_errors=True)
     out_path.mkdir(parents=True)
-    path = str(out_path)
+    path, bronze = str(out_path), None if bronze_path is None else str(bronze_path)
     return (spark.sparkContext.parallelize(list(enumerate(tasks)), len(tasks))
-            .map(lambda task: _write_task(reader, path, task[0], task[1])).collect())
+            .map(lambda task: _write_task(reader, path, bronze, task[0], task[1])).collect())

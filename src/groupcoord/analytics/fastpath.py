@@ -181,20 +181,24 @@ def scan_headers_array(buf: np.ndarray) -> np.ndarray:
     return out[:n]
 
 
-def _plan(buf: bytes, txns: TxnResolver) -> tuple[np.ndarray, np.ndarray]:
+def _plan(buf: bytes, txns: TxnResolver) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Kept batches as (data buffer, per-batch [records start, count, base offset, base or
-    max timestamp, log-append-time flag]); compressed records go to the buffer's tail."""
+    max timestamp, log-append-time flag]); compressed records go to the buffer's tail. Also
+    the header rows of the kept batches and of the data batches dropped as aborted or open
+    (bronze keeps those, ``decode_range_and_others``)."""
     h = scan_headers_array(np.frombuffer(buf, dtype=np.uint8))
     attrs = h[:, 2]
-    keep = (attrs & CONTROL_MASK) == 0
+    data_batch = (attrs & CONTROL_MASK) == 0
+    keep = data_batch.copy()
     for i in np.flatnonzero(keep & ((attrs & TRANSACTIONAL_MASK) != 0)):  # transactional: rare
         keep[i] = txns.outcome(int(h[i, 7]), int(h[i, 3])) == "committed"
+    dropped = h[data_batch & ~keep]
     h = h[keep]
     append = (h[:, 2] & TIMESTAMP_TYPE_MASK) != 0
     plan = np.stack([h[:, 0] + HEADER_SIZE, h[:, 8], h[:, 3],
                      np.where(append, h[:, 6], h[:, 5]), append.astype(np.int64)], axis=1)
     data, plan[:, 0] = _payloads(buf, h)
-    return data, plan
+    return data, plan, h, dropped
 
 
 def _payloads(buf: bytes, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -243,13 +247,7 @@ def ranges_without_types(path: str | Path, start: int, end: int | None,
     h = h[(h[:, 2] & CONTROL_MASK) == 0]  # control batches carry no data records
     data, starts = _payloads(buf, h)
     kept = h[_any_type_kept(data, starts, h[:, 8], np.array(sorted(excluded), dtype=np.int64))]
-    ranges: list[tuple[int, int]] = []
-    for pos, size in zip((kept[:, 0] + start).tolist(), kept[:, 1].tolist(), strict=True):
-        if ranges and ranges[-1][1] == pos:
-            ranges[-1] = (ranges[-1][0], pos + size)
-        else:
-            ranges.append((pos, pos + size))
-    return ranges
+    return _merged_ranges(kept, start)
 
 
 def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Array:
@@ -265,7 +263,17 @@ def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Array
 def decode_range(path: str | Path, start: int, end: int | None, coord_partition: int,
                  txns: TxnResolver) -> pa.RecordBatch:
     """Offset commits of ``[start, end)`` of a segment as one Arrow batch (OFFSET_COMMITS)."""
-    data, plan = _plan(read_range(path, start, end), txns)
+    return decode_range_and_others(path, start, end, coord_partition, txns)[0]
+
+
+def decode_range_and_others(path: str | Path, start: int, end: int | None,
+                            coord_partition: int, txns: TxnResolver
+                            ) -> tuple[pa.RecordBatch, list[tuple[int, int]]]:
+    """``decode_range``, plus the file ranges (as ``ranges_without_types`` with types 0/1
+    excluded) of the batches holding any other record: the kernel reads every record's type
+    anyway, so the bronze rows of the same range need no second scan (``direct_silver``).
+    Aborted and open transactional batches, which the commits skip, are in the ranges."""
+    data, plan, kept, dropped = _plan(read_range(path, start, end), txns)
     n = int(plan[:, 1].sum())
     out_i = np.zeros((n, 5), dtype=np.int64)
     out_s = np.zeros((n, 6), dtype=np.int64)
@@ -273,7 +281,27 @@ def decode_range(path: str | Path, start: int, end: int | None, coord_partition:
     _decode(data, plan[:, 0], plan[:, 1], plan[:, 2], plan[:, 3], plan[:, 4].astype(np.bool_),
             out_i, out_s, meta)
     keep = (meta[:, 2] == 0) | (meta[:, 2] == 1)
-    out_i, out_s, meta = out_i[keep], out_s[keep], meta[keep]
+    batch_of_row = np.repeat(np.arange(len(plan)), plan[:, 1])
+    others = np.concatenate([kept[np.unique(batch_of_row[~keep])], dropped])
+    return _commit_batch(data, coord_partition, out_i[keep], out_s[keep], meta[keep]), \
+        _merged_ranges(others, start)
+
+
+def _merged_ranges(headers: np.ndarray, start: int) -> list[tuple[int, int]]:
+    """File ranges ``[from, to)`` of the batches ``headers`` (rows of ``scan_headers_array``
+    over a slice at ``start``), in file order, adjacent batches merged."""
+    headers = headers[np.argsort(headers[:, 0], kind="stable")]
+    ranges: list[tuple[int, int]] = []
+    for pos, size in zip((headers[:, 0] + start).tolist(), headers[:, 1].tolist(), strict=True):
+        if ranges and ranges[-1][1] == pos:
+            ranges[-1] = (ranges[-1][0], pos + size)
+        else:
+            ranges.append((pos, pos + size))
+    return ranges
+
+
+def _commit_batch(data: np.ndarray, coord_partition: int, out_i: np.ndarray,
+                  out_s: np.ndarray, meta: np.ndarray) -> pa.RecordBatch:
     tomb = meta[:, 4].astype(np.bool_)
     live = ~tomb
 

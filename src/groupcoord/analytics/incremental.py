@@ -63,6 +63,7 @@ def make_ingest(checkpoint: str | Path) -> Any:
                         f"could be read ({len(gaps)} gaps, see {Path(checkpoint) / GAP_LOG})")
         ing = load_ingested(spark, cfg, st)
         ing["appended"] = appended
+        ing["incremental"] = True
         return ing
 
     return ingest

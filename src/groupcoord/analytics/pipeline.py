@@ -91,19 +91,25 @@ def _filter_commits(df: Any, cfg: RunConfig) -> Any:
 
 
 def ingest(spark: Any, cfg: RunConfig, st: Stages) -> dict[str, Any]:
-    """Decode the log dir into silver Parquet; returns the re-read DataFrames and counts."""
+    """Decode the log dir into silver Parquet; returns the re-read DataFrames and counts.
+    Unfiltered runs decode ``__consumer_offsets`` once (``direct_silver``): its tasks write
+    the commits and bronze's rows of that topic, after Spark wrote the other topics' rows."""
     from groupcoord.analytics import direct_silver
 
     out = Path(cfg.out_dir)
     direct = direct_silver.applies(cfg.groups_regex, cfg.since_ms, cfg.until_ms)
+    frames = source_frames(spark, cfg, bronze_topics=OTHER_INTERNAL if direct else None)
     files = None
-    for name, df in source_frames(spark, cfg).items():
+    for name in ("coord_records", "end_offsets", "offset_commits"):
         if name == "offset_commits" and direct:
             files = direct_silver.write(spark, cfg.data_dir, out / TABLE_PATHS[name],
-                                        _read_options(spark, cfg))
-        else:
-            df.write.mode("overwrite").parquet(str(out / TABLE_PATHS[name]))
-        st.done(INGEST_STAGES[name])
+                                        _read_options(spark, cfg),
+                                        out / TABLE_PATHS["coord_records"])
+            st.done(DIRECT_STAGE, f"{sum(f.bronze_rows for f in files)} membership records")
+            continue
+        frames[name].write.mode("overwrite").parquet(str(out / TABLE_PATHS[name]))
+        st.done(DIRECT_BRONZE_STAGE if direct and name == "coord_records"
+                else INGEST_STAGES[name])
     ing = load_ingested(spark, cfg, st)
     ing["commit_files"] = files
     return ing
@@ -115,12 +121,18 @@ TABLE_PATHS = {"offset_commits": "silver/offset_commits", "end_offsets": "silver
 INGEST_STAGES = {"offset_commits": "ingest offset commits",
                  "end_offsets": "ingest end offsets (batch headers)",
                  "coord_records": "ingest membership records (bronze)"}
+DIRECT_STAGE = "ingest offset commits and membership records (one pass)"
+DIRECT_BRONZE_STAGE = "ingest group events, share state (bronze)"
+# bronze's topics; ``__consumer_offsets`` first, the others are small
+BRONZE_TOPICS = (OFFSETS_TOPIC, GROUP_EVENTS_TOPIC, SHARE_STATE_TOPIC)
+OTHER_INTERNAL = BRONZE_TOPICS[1:]
 
 
 def source_frames(spark: Any, cfg: RunConfig, stream: bool = False,
-                  options: dict[str, str] | None = None) -> dict[str, Any]:
+                  options: dict[str, str] | None = None,
+                  bronze_topics: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The three ingest DataFrames (batch, or streaming with ``stream``), as written;
-    ``options`` go to every read."""
+    ``options`` go to every read; bronze reads ``bronze_topics`` (default all three)."""
     from pyspark.sql import functions as F
 
     extra = options or {}
@@ -134,7 +146,7 @@ def source_frames(spark: Any, cfg: RunConfig, stream: bool = False,
     # One pass over the internal topics: membership records (commit types excluded, they
     # are in silver), group events and share state, all small; bronze keeps them raw.
     bronze = read("coord_records", exclude_types="0,1",
-                  topic="__consumer_offsets,__group_events,__share_group_state")
+                  topic=",".join(bronze_topics or BRONZE_TOPICS))
     return {"offset_commits": commits, "end_offsets": ends, "coord_records": bronze}
 
 

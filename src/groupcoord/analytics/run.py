@@ -9,6 +9,7 @@ from typing import Any
 
 from groupcoord.analytics import (
     gold,
+    incremental_gold,
     membership,
     outputs,
     rebalance,
@@ -193,7 +194,9 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         started: float | None = None, ingest_fn: IngestFn = ingest) -> dict[str, Any]:
     """Run every stage; returns the summary that is also written to ``summary.json``.
     ``ingest_fn`` fills silver/bronze (default: a batch rewrite; ``incremental.ingest``
-    appends only what is new), and the gold tables are then rebuilt from them."""
+    appends only what is new). The gold tables of the commits are then built file by file
+    (``task_gold``), brought up to date from the new rows (``incremental_gold``, after an
+    incremental ingest) or built by Spark (``gold``); the rest is rebuilt."""
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = Stages(progress, started)
@@ -203,19 +206,32 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     lo, hi = bounds(commits, ends, cfg, files)
     ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     mem = _decode_membership(cfg, ing)
-    index = task_gold.owner_index(mem["owners"]) if files is not None else None
+    index = task_gold.owner_index(mem["owners"]) \
+        if files is not None or ing.get("incremental") else None
     rebs = _rebalances(mem)
     by_file: dict[str, Any] = {}
-    if files is not None and index is not None and task_gold.disjoint(files):
-        by_file, inexact = task_gold.build(spark, files, out / TABLE_PATHS["end_offsets"],
-                                           out, cfg.grid_ms, hi, ticks, cfg.burrow, index,
-                                           rebs)
+    keyed = files is not None and index is not None and task_gold.disjoint(files)
+    incremental = ing.get("incremental") and index is not None \
+        and incremental_gold.applies(cfg.burrow)
+    if index is not None and (keyed or incremental):
+        if incremental:
+            gold.estimate_classic_starts(commits, rebs)
+            by_file, inexact = incremental_gold.update(
+                spark, out, out / TABLE_PATHS["offset_commits"],
+                out / TABLE_PATHS["end_offsets"], cfg.grid_ms, cfg.eval_every_ms, hi, ticks,
+                cfg.burrow, index)
+        else:
+            by_file, inexact = task_gold.build(spark, files or [], out / TABLE_PATHS["end_offsets"],
+                                               out, cfg.grid_ms, hi, ticks, cfg.burrow, index,
+                                               rebs)
         plag, burrow = by_file["partition_lag"], by_file["burrow_status"]
         for name in inexact:  # groups too large for an exact percentile: Spark's estimate
             by_file[name] = getattr(gold, name)(plag, out)
         st.done("gold burrow_status, partition_lag, lag_rollup, commit_rate, rewinds",
-                f"{len(files)} commit files, {len(ticks)} evaluation times")
+                "from new silver files and the carried state" if incremental
+                else f"{len(files or [])} commit files, {len(ticks)} evaluation times")
     else:
+        incremental_gold.forget(out)  # Spark rewrites the tables: the next update starts over
         gold.estimate_classic_starts(commits, rebs)
         owners = _owners_df(spark, mem["owners"])
         plag = gold.partition_lag(commits, ends, out, cfg.grid_ms, hi, owners)

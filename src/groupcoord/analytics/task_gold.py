@@ -106,13 +106,17 @@ def with_owner(plag: pa.Table, owners: OwnerIndex) -> pa.Table:
     return plag.append_column(PARTITION_LAG_SCHEMA.field("owner_member_id"), owner)
 
 
-def _read_ends(path: str) -> pa.Table:
+def read_ends(source: str | list[str]) -> pa.Table:
+    """The data batches' end offsets of a table directory, or of a list of its files."""
     import pyarrow.parquet as pq
 
-    p = Path(path)
-    if not p.exists() or not any(p.glob("*.parquet")):
+    if isinstance(source, str):
+        p = Path(source)
+        if not p.exists() or not any(p.glob("*.parquet")):
+            return pa.table({c: [] for c in END_COLUMNS[:-1]})
+    elif not source:
         return pa.table({c: [] for c in END_COLUMNS[:-1]})
-    t = pq.read_table(path, columns=END_COLUMNS)
+    t = pq.read_table(source, columns=END_COLUMNS)
     return t.filter(pc.invert(t.column("is_control"))).select(END_COLUMNS[:-1])
 
 
@@ -124,7 +128,7 @@ def _task(index: int, commits_file: str, ends_path: str, out: str, grid_ms: int,
     import pyarrow.parquet as pq
 
     commits = pq.read_table(commits_file, columns=COMMIT_COLUMNS)
-    ends = keyed_gold.end_offsets_by_partition(_read_ends(ends_path))
+    ends = keyed_gold.end_offsets_by_partition(read_ends(ends_path))
     plag = with_owner(keyed_gold.partition_lag(commits, ends, grid_ms, until_ms), owners)
     rollup, rollup_exact = keyed_rollups.lag_rollup(plag)
     rate, rate_exact = keyed_rollups.commit_rate(plag)
