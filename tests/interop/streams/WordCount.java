@@ -11,6 +11,8 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.common.serialization.Serdes;
@@ -85,8 +87,15 @@ public final class WordCount {
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         AtomicReference<String> lastTasks = new AtomicReference<>("");
-        streams.setStateListener((now, before) ->
-            emit("{\"event\":\"state\",\"state\":\"" + now + "\",\"from\":\"" + before + "\"}"));
+        // The listener runs on Kafka Streams' close thread: main waits for its NOT_RUNNING
+        // before exiting, or the JVM can end before that line is written (seen under load).
+        CountDownLatch notRunning = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            emit("{\"event\":\"state\",\"state\":\"" + now + "\",\"from\":\"" + before + "\"}");
+            if (now == KafkaStreams.State.NOT_RUNNING) {
+                notRunning.countDown();
+            }
+        });
         streams.setUncaughtExceptionHandler(exception -> {
             emit("{\"event\":\"error\",\"message\":\"" + String.valueOf(exception)
                 .replace("\\", "\\\\").replace("\"", "'") + "\"}");
@@ -114,6 +123,7 @@ public final class WordCount {
         }
         watcher.interrupt();
         streams.close();
+        notRunning.await(30, TimeUnit.SECONDS);
         emit("{\"event\":\"closed\"}");
     }
 }
