@@ -18,7 +18,7 @@ DEFAULT_MARKDOWN = REPO_ROOT / "BENCHMARKS.md"
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 # Benchmarks with their own runners; each writes bench/results/<name>.md (with its command
 # and machine), folded in here so regenerating this file never drops them.
-COMPONENTS = ("consumer_groups", "assignors", "share", "compaction", "restart", "join_scale",
+COMPONENTS = ("consumer_groups", "assignors", "compaction", "restart", "join_scale",
               "startup_imports", "analytics", "tls", "authz", "testing")
 
 METHOD = """\

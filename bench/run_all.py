@@ -137,6 +137,29 @@ def _print_section(section: Section) -> None:
           flush=True)
 
 
+def _portable(argv: list[str], args: argparse.Namespace) -> list[str]:
+    """`argv` as recorded: another checkout's path (``--compare-src``) is named by its
+    revision, not by where it sat on the measuring machine."""
+    if args.compare_src is None:
+        return argv
+    from bench.brokers import source_revision
+
+    named = f"<checkout of {source_revision(args.compare_src)}>/src"
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            out.append(named)
+            skip = False
+        elif arg == "--compare-src":
+            out.append(arg)
+            skip = True
+        elif arg.startswith("--compare-src="):
+            out.append(f"--compare-src={named}")
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected benchmarks; write JSON and markdown unless told not to."""
     argv = sys.argv[1:] if argv is None else argv
@@ -165,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     load_end = machine_load()
     results = {
         "meta": {
-            "command": shlex.join([".venv/bin/python", "-m", "bench.run_all", *argv]),
+            "command": shlex.join([".venv/bin/python", "-m", "bench.run_all",
+                                   *_portable(argv, args)]),
             "machine": machine_info(),
             "brokers": [b.describe() for b in ctx.brokers],
             "unavailable": ctx.unavailable,
