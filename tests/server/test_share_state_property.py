@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from broker_inproc import InProcBroker
+from failing_append import FailingSeam, fails
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from share_state_support import (
@@ -48,36 +49,6 @@ step = st.one_of(
     st.tuples(st.just("advance"), st.integers(0, 2 * LOCK_MS)),
     st.tuples(st.just("produce"), st.integers(1, 5)),
 )
-# Whether the next share-state append fails: before its batch reaches the log (a full
-# disk) or after (a failed fsync: the runtime must cut the batch off again).
-fails = st.sampled_from([None, "before", "after"])
-
-
-class FailingSeam:
-    """The runtime's append, failing when told; counts the records of the appends that
-    succeeded, per partition (all the log may hold: a failed batch is cut off again)."""
-
-    def __init__(self, runtime: Any) -> None:
-        self.runtime = runtime
-        self.append = runtime.append
-        self.fail_next: str | None = None
-        self.failed = 0
-        self.acknowledged: dict[int, int] = {}
-
-    def __call__(self, topic: str, partition: int, *args: Any, **kwargs: Any) -> Any:
-        fail, self.fail_next = self.fail_next, None
-        start = self.runtime.log_end_offset(partition)
-        if fail is None:
-            info = self.append(topic, partition, *args, **kwargs)
-            written = self.runtime.log_end_offset(partition) - start
-            self.acknowledged[partition] = self.acknowledged.get(partition, 0) + written
-            return info
-        self.failed += 1
-        if fail == "after":
-            self.append(topic, partition, *args, **kwargs)
-        raise OSError(28, "No space left on device")
-
-
 DLQ = "dlq.property"
 
 
@@ -100,7 +71,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
             b.broker.topics.create(DLQ, 1, {"errors.deadletterqueue.group.enable": "true"})
             shares.group_configs.set(GROUP, {"errors.deadletterqueue.topic.name": DLQ})
             shares.reconfigure(GROUP)
-        seam = shares.state.append = FailingSeam(shares.state.runtime)
+        seam = shares.state.append = FailingSeam(shares.state.runtime, OSError(28, "No space left on device"))
         sp = shares.partition(GROUP, topic, 0)
         key, p = sp.key, state_partition(sp)
         acknowledged: set[int] = set()

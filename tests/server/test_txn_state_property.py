@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from broker_inproc import InProcBroker
+from failing_append import FailingSeam, fails
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fail_stop_kinds import durable, replayed
@@ -37,36 +38,6 @@ step = st.one_of(
     st.tuples(st.just("abort_timed_out")),
     st.tuples(st.just("expire")),
 )
-# Whether the next `__transaction_state` append fails: before its batch reaches the log
-# (a full disk) or after (a failed fsync: the runtime must cut the batch off again).
-fails = st.sampled_from([None, "before", "after"])
-
-
-class FailingSeam:
-    """The runtime's append, failing when told; counts the records of the appends that
-    succeeded, per partition (all the log may hold: a failed batch is cut off again)."""
-
-    def __init__(self, runtime: Any) -> None:
-        self.runtime = runtime
-        self.append = runtime.append
-        self.fail_next: str | None = None
-        self.failed = 0
-        self.acknowledged: dict[int, int] = {}
-
-    def __call__(self, topic: str, partition: int, *args: Any, **kwargs: Any) -> Any:
-        fail, self.fail_next = self.fail_next, None
-        start = self.runtime.log_end_offset(partition)
-        if fail is None:
-            info = self.append(topic, partition, *args, **kwargs)
-            written = self.runtime.log_end_offset(partition) - start
-            self.acknowledged[partition] = self.acknowledged.get(partition, 0) + written
-            return info
-        self.failed += 1
-        if fail == "after":
-            self.append(topic, partition, *args, **kwargs)
-        raise OSError(5, "Input/output error")
-
-
 OK_OR_RETRIABLE = {E.NONE, E.NOT_COORDINATOR, E.CONCURRENT_TRANSACTIONS,
                    E.PRODUCER_FENCED, E.INVALID_PRODUCER_ID_MAPPING, E.INVALID_TXN_STATE}
 
@@ -79,7 +50,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]]) -> None:
         txns = b.broker.transactions
         assert txns.timers.expiration_ms == EXPIRATION_MS
         runtime = txns.runtime
-        seam = runtime.append = FailingSeam(runtime)
+        seam = runtime.append = FailingSeam(runtime, OSError(5, "Input/output error"))
         producers: dict[str, tuple[int, int]] = {}
         partitions = sorted({txns.partition_for(tid) for tid in TIDS})
 
