@@ -177,7 +177,7 @@ def test_a_failed_coalesced_append_fails_the_whole_drain(tmp_path: Path,
             replies = await _drain(runtime, [_commit(i % 3, 100 + i) for i in range(N)])
             # One append for the whole drain, and every operation of it gets the error.
             assert calls == [1]
-            assert replies == [E.COORDINATOR_NOT_AVAILABLE] * N
+            assert replies == [E.NOT_COORDINATOR] * N  # a disk error, as Kafka answers it
             runtime.append = real
             task = runtime.shards[p]
             await settle(lambda: task.reloads == 1 and task.state is ShardState.ACTIVE,

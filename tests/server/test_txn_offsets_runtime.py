@@ -225,10 +225,10 @@ def test_complete_transaction_errors(tmp_path: Path) -> None:
                     raise OSError("disk gone")
                 return real_append(*args, **kw)
             b.broker.append = failing_append  # type: ignore[method-assign]
-            # The append fails: the shard fail-stops, the caller hears
-            # COORDINATOR_NOT_AVAILABLE, and the shard reloads from its log.
+            # The append fails: the shard fail-stops, the transaction coordinator hears the
+            # log's error (Kafka passes it through), and the shard reloads from its log.
             assert await groups.complete_transaction(PARTITION, pid, epoch, 0, True) \
-                == E.COORDINATOR_NOT_AVAILABLE
+                == E.KAFKA_STORAGE_ERROR
             assert await fetch(client, True, [0]) == {0: (-1, E.UNSTABLE_OFFSET_COMMIT)}
             assert await groups.complete_transaction(PARTITION, pid, epoch, 0, True) == 0
             assert await fetch(client, True, [0]) == {0: (1, 0)}

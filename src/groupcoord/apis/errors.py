@@ -8,6 +8,22 @@ it closes the connection.
 
 from __future__ import annotations
 
+from groupcoord.wire.errors import ErrorCode
+
+# `CoordinatorOperationExceptionHelper.handleOperationException`, which the group coordinator
+# applies to every operation that failed: storage and replication errors of the write path
+# become coordinator errors the client retries (or reports) as such.
+_OPERATION_ERRORS = {
+    int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_ENOUGH_REPLICAS): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.REQUEST_TIMED_OUT): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): int(ErrorCode.NOT_COORDINATOR),
+    int(ErrorCode.KAFKA_STORAGE_ERROR): int(ErrorCode.NOT_COORDINATOR),
+    int(ErrorCode.MESSAGE_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+    int(ErrorCode.RECORD_LIST_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+    int(ErrorCode.INVALID_FETCH_SIZE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+}
+
 
 class ApiError(Exception):
     """An error answered to the client as a Kafka error code."""
@@ -16,3 +32,9 @@ class ApiError(Exception):
         super().__init__(message or f"error code {int(code)}")
         self.code = int(code)
         self.message = message
+
+
+def operation_error(code: int) -> int:
+    """The group coordinator's answer for an operation that failed with `code`
+    (`handleOperationException`)."""
+    return _OPERATION_ERRORS.get(int(code), int(code))

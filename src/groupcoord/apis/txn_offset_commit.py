@@ -31,7 +31,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
-from groupcoord.apis.errors import ApiError
+from groupcoord.apis.errors import ApiError, operation_error
 from groupcoord.apis.group_support import partition_exists, topic_info
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.wire.errors import ErrorCode
@@ -53,18 +53,6 @@ FIRST_ABORTABLE_VERSION = 4
 FIRST_ADD_PARTITION_VERSION = 5
 # First version naming topics by id (`TxnOffsetCommitResponse.useTopicIds`, KIP-1319).
 FIRST_TOPIC_ID_VERSION = 6
-# GroupCoordinatorService.handleOperationException: storage and replication errors of the
-# write path become coordinator errors the client retries (or reports) as such.
-_OPERATION_ERRORS = {
-    int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-    int(ErrorCode.NOT_ENOUGH_REPLICAS): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-    int(ErrorCode.REQUEST_TIMED_OUT): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): int(ErrorCode.NOT_COORDINATOR),
-    int(ErrorCode.KAFKA_STORAGE_ERROR): int(ErrorCode.NOT_COORDINATOR),
-    int(ErrorCode.MESSAGE_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
-    int(ErrorCode.RECORD_LIST_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
-    int(ErrorCode.INVALID_FETCH_SIZE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
-}
 
 
 def error_response(request: Any, version: int, code: int) -> TxnOffsetCommitResponse:
@@ -81,11 +69,6 @@ def _for_version(code: int, version: int) -> int:
     if version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
         return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return int(code)
-
-
-def operation_error(code: int) -> int:
-    """`GroupCoordinatorService.handleOperationException`'s translation of a failed write."""
-    return _OPERATION_ERRORS.get(int(code), int(code))
 
 
 def verification_error(code: int, version: int) -> int:

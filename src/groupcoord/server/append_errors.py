@@ -1,5 +1,4 @@
-"""The Kafka error of a failed log append, and what the transaction coordinator answers
-for it.
+"""The Kafka error of a failed log append, and what the coordinators answer for it.
 
 `log_error` is what `ReplicaManager.appendRecords` reports for the exception the log layer
 raised (`Broker.append`'s errors); `txn_append_error` is how
@@ -7,12 +6,14 @@ raised (`Broker.append`'s errors); `txn_append_error` is how
 a disk that refused the write is NOT_COORDINATOR (the partition's log directory goes
 offline and leadership moves, so the client looks the coordinator up again), a missing
 partition or too few replicas COORDINATOR_NOT_AVAILABLE, a batch too large
-UNKNOWN_SERVER_ERROR, and any other error is answered as it is.
+UNKNOWN_SERVER_ERROR, and any other error is answered as it is. `coordinator_append_error` is
+the group coordinator's version of the same (`CoordinatorOperationExceptionHelper`, which
+`GroupCoordinatorService` applies to every operation whose write failed).
 """
 
 from __future__ import annotations
 
-from groupcoord.apis.errors import ApiError
+from groupcoord.apis.errors import ApiError, operation_error
 from groupcoord.storage.config import (
     InvalidRecordError,
     KafkaStorageError,
@@ -30,6 +31,7 @@ _TXN_APPEND_ERRORS = {
     int(ErrorCode.MESSAGE_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
     int(ErrorCode.RECORD_LIST_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
 }
+
 
 
 def log_error(exc: BaseException) -> int:
@@ -53,3 +55,35 @@ def txn_append_error(exc: BaseException) -> int:
     `exc` (`TransactionStateManager.appendTransactionToLog`)."""
     code = log_error(exc)
     return _TXN_APPEND_ERRORS.get(code, code)
+
+
+class AppendFailed(ApiError):
+    """A shard operation's append failed: `code` is the kind's answer for it, `log_code` the
+    log layer's own error (what a transaction marker's writer is told, see
+    `marker_append_error`)."""
+
+    def __init__(self, code: int, log_code: int) -> None:
+        super().__init__(code)
+        self.log_code = log_code
+
+
+def marker_append_error(log_code: int) -> int:
+    """What the transaction coordinator hears when a marker's write to a coordinator
+    partition failed: `GroupCoordinatorService.completeTransaction` passes the log's error
+    through, and `KafkaApis.handleWriteTxnMarkersRequest` turns the coordinator errors the
+    transaction coordinator does not expect into NOT_LEADER_OR_FOLLOWER."""
+    if log_code in _COORDINATOR_NOT_READY:
+        return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    return log_code
+
+
+_COORDINATOR_NOT_READY = frozenset({int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                                    int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+                                    int(ErrorCode.NOT_COORDINATOR)})
+
+
+def coordinator_append_error(exc: BaseException) -> int:
+    """The group coordinator's answer to an operation whose append to `__consumer_offsets`
+    raised `exc`: a disk error is NOT_COORDINATOR (the client looks the coordinator up
+    again), a missing partition COORDINATOR_NOT_AVAILABLE."""
+    return operation_error(log_error(exc))

@@ -23,6 +23,11 @@ from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+from groupcoord.server.append_errors import (
+    AppendFailed,
+    coordinator_append_error,
+    marker_append_error,
+)
 from groupcoord.server.clock import sleep_ms
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import (
@@ -51,6 +56,7 @@ class CoordinatorRuntime(ShardRuntime):
                  ) -> None:
         super().__init__(broker, OFFSETS_TOPIC, broker.config.offsets_partitions,
                          OFFSETS_TOPIC_CONFIGS, shard_factory or self._default_factory)
+        self.append_error = coordinator_append_error
         self._image: TopicsImage | None = None
         self._image_version = 0
         self._snapshot_task: asyncio.Task[None] | None = None
@@ -147,14 +153,16 @@ class CoordinatorRuntime(ShardRuntime):
         """Write the COMMIT (`commit`) or ABORT marker of `producer_id` to
         `__consumer_offsets-<partition>` and replay it (Kafka's
         `GroupCoordinatorService.completeTransaction`); returns a Kafka error code:
-        NOT_COORDINATOR for a partition this broker does not host, COORDINATOR_NOT_AVAILABLE
-        if the shard failed, INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED for
-        a fenced writer, 0 once the marker is written."""
+        NOT_COORDINATOR for a partition this broker does not host, the log's error if the
+        marker's append failed (`marker_append_error`), INVALID_PRODUCER_EPOCH /
+        TRANSACTION_COORDINATOR_FENCED for a fenced writer, 0 once the marker is written."""
         end = EndTxnWrite(producer_id, producer_epoch, coordinator_epoch, commit)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         try:
             self.active_shard(partition).submit(lambda _s, _c, _n: end, None, fut)
             return int(await fut)
+        except AppendFailed as exc:
+            return marker_append_error(exc.log_code)
         except ApiError as exc:
             return int(exc.code)
 

@@ -14,10 +14,10 @@ transactional write, when the batch would pass the partition's `max.message.byte
 append (with `--fsync always`, before one fsync covering the drain: a group commit). Timers are
 keyed soft state armed on the broker's `Clock` (which never fires one before its deadline);
 a fired timer is an ordinary queued operation. An append failure fail-stops the shard:
-every pending caller of the drain gets COORDINATOR_NOT_AVAILABLE (Kafka's
-`failCurrentBatch`), and the shard reloads from its log, so what the failed batch replayed
-is gone; requests queue
-requests meanwhile (RECOVERING). Records the log cannot take (a batch over the partition's
+every pending caller of the drain gets the runtime's `append_error` for it (Kafka's
+`failCurrentBatch`, then the service's mapping: for groups a disk error is NOT_COORDINATOR),
+and the shard reloads from its log, so what the failed batch replayed is gone; requests
+queued meanwhile, and parked ones, get COORDINATOR_NOT_AVAILABLE (RECOVERING). Records the log cannot take (a batch over the partition's
 `max.message.bytes`, a value its record version cannot hold) fail only their operation,
 before anything is appended: Kafka's runtime refuses such an atomic write with
 `RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
@@ -34,7 +34,7 @@ never sees LOAD_IN_PROGRESS.
 `run_now` runs an operation at once instead of queueing it, for callers that plan a change
 and apply it within one step of the event loop (the share-partitions of ShareFetch and
 ShareAcknowledge): append, replay and fail-stop are the same, and the reload after a failed
-append is finished before the caller gets COORDINATOR_NOT_AVAILABLE.
+append is finished before the caller gets the runtime's `append_error`.
 
 Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
 a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
@@ -58,6 +58,7 @@ from groupcoord.coordinator.result import Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
 from groupcoord.logformat.batch import HEADER_SIZE, build_batch
 from groupcoord.server import group_events, heap
+from groupcoord.server.append_errors import AppendFailed, log_error
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.shard_loader import ShardLoader
 from groupcoord.server.shard_log import (
@@ -248,17 +249,19 @@ class ShardTask:
                 self._flush()
                 if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
                     self.runtime.flush_shard(self.partition)
-            except Exception:
+            except Exception as exc:
                 # The append (or its fsync) failed. Nothing drained so far was answered, so
-                # its records are cut off again: every caller gets an error and the reload
-                # rebuilds exactly the state of what was acknowledged before.
+                # its records are cut off again: every caller gets the kind's answer for the
+                # append's error and the reload rebuilds exactly the state of what was
+                # acknowledged before.
                 self._drop_batch()
                 self.runtime.written.pop(self.partition, None)
                 self.runtime.discard_from(self.partition, drain_start)
                 done.append((item[2], None))
+                code, log_code = self.runtime.append_error(exc), log_error(exc)
                 for fut, _ in done:
                     if fut is not None and not fut.done():
-                        fut.set_exception(ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                        fut.set_exception(AppendFailed(code, log_code))
                 raise
             for fut, response in done:
                 if fut is not None and not fut.done():
