@@ -74,13 +74,17 @@ def prepare(bootstrap: str, records: int) -> None:
     assert producer.flush(60) == 0
 
 
-def consumer_main(bootstrap: str, total: Any, ready: Any, records: int) -> None:
+def consumer_main(bootstrap: str, total: Any, ready: Any, records: int, go: Any) -> None:
     from confluent_kafka import ShareConsumer
 
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
     consumer.subscribe([TOPIC])
     with ready.get_lock():
         ready.value += 1
+    # Nothing is fetched before the clock starts: on a busy machine the timing process
+    # could otherwise see the first records consumed (or all of them) before it starts.
+    while not go.value:
+        time.sleep(0.0005)
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
         with total.get_lock():
@@ -107,8 +111,9 @@ def one_run(consumers: int, records: int, spec: BrokerSpec | None = None) -> dic
                                    "(ShareGroupHeartbeat 76, ShareFetch 78, ShareAcknowledge 79)")
         prepare(broker.bootstrap, records)
         ctx = mp.get_context("spawn")
-        total, ready = ctx.Value("q", 0), ctx.Value("i", 0)
-        procs = [ctx.Process(target=consumer_main, args=(broker.bootstrap, total, ready, records))
+        total, ready, go = ctx.Value("q", 0), ctx.Value("i", 0), ctx.Value("i", 0)
+        procs = [ctx.Process(target=consumer_main,
+                             args=(broker.bootstrap, total, ready, records, go))
                  for _ in range(consumers)]
         for p in procs:
             p.start()
@@ -116,6 +121,7 @@ def one_run(consumers: int, records: int, spec: BrokerSpec | None = None) -> dic
             time.sleep(0.001)
         broker.mark_cpu()
         started = time.monotonic()
+        go.value = 1
         deadline = started + RUN_TIMEOUT_S
         while total.value < records and time.monotonic() < deadline:
             time.sleep(0.005)

@@ -50,22 +50,50 @@ class Draft:
         self.dirty: dict[int, tuple[int, int]] = {}
         self.causes: dict[int, DlqCause] = {}
         self.start_moved = False
+        # Records acquired past the window by `acquire_new` (also in `touched`): locks
+        # as they are, never below `start` (an acquired record stops its advance).
+        self.fresh: dict[int, InFlight] = {}
+        # Whether `touched` may hold an ACQUIRED record besides `fresh` (`edit`, `new`):
+        # when not, `finish` need not look through it for locks.
+        self.edited = False
 
     def peek(self, offset: int) -> InFlight:
         rec = self.touched.get(offset)
         return rec if rec is not None else self.sp.records[offset]
 
     def edit(self, offset: int) -> InFlight:
+        self.edited = True
         rec = self.touched.get(offset)
         if rec is None:
             base = self.sp.records[offset]
-            rec = self.touched[offset] = InFlight(base.state, base.delivery_count)
-            rec.member_id, rec.deadline_ms = base.member_id, base.deadline_ms
+            rec = self.touched[offset] = InFlight(base.state, base.delivery_count,
+                                                  base.member_id, base.deadline_ms)
         return rec
 
     def new(self, offset: int) -> InFlight:
+        self.edited = True
         rec = self.touched[offset] = InFlight()
         return rec
+
+    def settle(self, first: int, last: int, new: RecordState) -> None:
+        """Move the ACQUIRED records `first`..`last` (checked by the caller, untouched so
+        far) to the non-ACQUIRED state `new`, keeping their delivery counts: `move` for a
+        range, without copying each record first."""
+        check_transition(first, RecordState.ACQUIRED, new)
+        records, touched, dirty, state = self.sp.records, self.touched, self.dirty, int(new)
+        for offset in range(first, last + 1):
+            count = records[offset].delivery_count
+            touched[offset] = InFlight(new, count)
+            dirty[offset] = (state, count)
+
+    def acquire_new(self, first: int, last: int, member_id: str, deadline_ms: int) -> None:
+        """Acquire the never-delivered records `first`..`last` (`first` is the window's
+        end) for `member_id`: delivery count 1, locked until `deadline_ms`."""
+        check_transition(first, RecordState.AVAILABLE, RecordState.ACQUIRED)
+        touched, fresh, acquired = self.touched, self.fresh, RecordState.ACQUIRED
+        for offset in range(first, last + 1):
+            touched[offset] = fresh[offset] = InFlight(acquired, 1, member_id, deadline_ms)
+        self.end = last + 1
 
     def move(self, offset: int, rec: InFlight, new: RecordState) -> None:
         check_transition(offset, rec.state, new)
@@ -92,8 +120,11 @@ class Draft:
             self.move(offset, rec, RecordState.ARCHIVED)
 
     def advance_start(self) -> None:
-        start = self.start
-        while start < self.end and self.peek(start).state in TERMINAL:
+        start, end, touched, records = self.start, self.end, self.touched, self.sp.records
+        while start < end:
+            rec = touched.get(start)
+            if (rec if rec is not None else records[start]).state not in TERMINAL:
+                break
             start += 1
         if start != self.start:
             self.move_start(start)
@@ -104,13 +135,16 @@ class Draft:
         self.start = offset
         self.end = max(self.end, offset)
         self.start_moved = True
-        for old in [o for o in self.dirty if o < offset]:
-            del self.dirty[old]
+        if self.dirty:
+            self.dirty = {o: v for o, v in self.dirty.items() if o >= offset}
 
     def finish(self, result: object = None) -> ShareChange:
         items = sorted((o, s, c) for o, (s, c) in self.dirty.items())
-        locks = {o: r for o, r in self.touched.items()
-                 if r.state == RecordState.ACQUIRED and o >= self.start}
+        locks = self.fresh
+        if self.edited:
+            start, acquired = self.start, RecordState.ACQUIRED
+            locks = {**locks, **{o: r for o, r in self.touched.items()
+                                 if r.state == acquired and o >= start}}
         causes = {o: c for o, c in self.causes.items() if o >= self.start}
         return ShareChange(self.start, self.start_moved or bool(items),
                            [StateBatch(*run) for run in runs(items)], locks, self.end,

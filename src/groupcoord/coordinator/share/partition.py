@@ -146,8 +146,14 @@ class SharePartition:
         """Apply a written ShareUpdate (or a snapshot of the window): the only change of
         the durable state. A live acquisition the record agrees with stays."""
         if start_offset > self.start_offset:
-            for old in [o for o in self.records if o < start_offset]:
-                del self.records[old]
+            records = self.records
+            if start_offset - self.start_offset < len(records):
+                # The window holds exactly [start, end): drop what the start passed.
+                for old in range(self.start_offset, min(start_offset, self.end_offset)):
+                    records.pop(old, None)
+            else:
+                for old in [o for o in records if o < start_offset]:
+                    del records[old]
         elif start_offset < self.start_offset:
             for offset in range(start_offset, self.start_offset):
                 self.records[offset] = InFlight()
@@ -190,12 +196,23 @@ class SharePartition:
             rec = self.records.get(offset)
             if rec is not None and rec.state == RecordState.ARCHIVING:
                 self.dlq_causes[offset] = cause
-        for offset, rec in change.locks.items():
-            if offset >= self.start_offset:
-                for gap in range(self.end_offset, offset):
-                    self.records.setdefault(gap, InFlight())
-                self.records[offset] = rec
-                self.end_offset = max(self.end_offset, offset + 1)
+        locks = change.locks
+        if not locks:
+            return
+        start = self.start_offset
+        if min(locks) < start:
+            locks = {o: r for o, r in locks.items() if o >= start}
+            if not locks:
+                return
+        top = max(locks)
+        records = self.records
+        if top >= self.end_offset:
+            # Every offset in [start, end) has a record: fill the gaps up to the new end.
+            for gap in range(self.end_offset, top):
+                if gap not in locks:
+                    records[gap] = InFlight()
+            self.end_offset = top + 1
+        records.update(locks)
 
     def apply(self, change: ShareChange) -> object:
         """Apply a change without a log (pure tests and tools): replay, then locks."""
@@ -271,18 +288,25 @@ class SharePartition:
         covered_to = batches[-1][1]
         got: list[tuple[int, int, int]] = []
         budget = max_records if max_records > 0 else 500
-        for offset in range(d.start, min(d.end, covered_to + 1)):
+        # Offsets before the first batch read are not covered by it.
+        for offset in range(max(d.start, batches[0][0]), min(d.end, covered_to + 1)):
             if budget <= 0:
                 break
             if d.peek(offset).state == RecordState.AVAILABLE and covered(batches, offset):
                 rec = _acquire_one(d, offset, d.edit(offset), member_id, deadline)
                 got.append((offset, rec.delivery_count, 0))
                 budget -= 1
+        acquired = [Acquired(f, last, count) for f, last, count, _ in runs(got)]
         new_budget = min(budget, self.config.max_record_locks - (d.end - d.start))
         if new_budget > 0:
-            _acquire_new(d, member_id, deadline, batches, new_budget, got, record_limit)
+            fresh: list[tuple[int, int, int]] = []
+            _acquire_new(d, member_id, deadline, batches, new_budget, fresh, record_limit)
+            for first, last, count in fresh:
+                if acquired and acquired[-1].last_offset == first - 1 \
+                        and acquired[-1].delivery_count == count:
+                    first = acquired.pop().first_offset
+                acquired.append(Acquired(first, last, count))
         d.advance_start()
-        acquired = [Acquired(f, last, count) for f, last, count, _ in runs(got)]
         if not record_limit and batch_size > 0:
             bases = [base for base, _last, _control in batches]
             acquired = [piece for run in acquired for piece in _split(run, bases, batch_size)]
@@ -293,13 +317,23 @@ class SharePartition:
                          now_ms: int) -> ShareChange:
         """Acknowledgement batches, all or nothing; the result is the error code."""
         d = Draft(self)
-        plan: list[tuple[int, int]] = []
-        for first, last, types in batches:
+        records, acquired = self.records, RecordState.ACQUIRED
+        for first, last, _types in batches:
             for offset in range(first, last + 1):
-                rec = self.records.get(offset)
-                if rec is None or rec.state != RecordState.ACQUIRED or rec.member_id != member_id:
+                rec = records.get(offset)
+                if rec is None or rec.state != acquired or rec.member_id != member_id:
                     return d.finish(ErrorCode.INVALID_RECORD_STATE)
-                plan.append((offset, types[0] if len(types) == 1 else types[offset - first]))
+        plan: list[tuple[int, int]] = []
+        seen_to = -1
+        for first, last, types in batches:
+            if len(types) == 1 and first > seen_to and types[0] in _SETTLED_BY:
+                # One ACCEPT or GAP for a whole batch past the others (the common case):
+                # one range move.
+                d.settle(first, last, _SETTLED_BY[types[0]])
+            else:
+                plan.extend((offset, types[0] if len(types) == 1 else types[offset - first])
+                            for offset in range(first, last + 1))
+            seen_to = max(seen_to, last)
         for offset, kind in plan:
             rec = d.edit(offset)
             if kind == AckType.ACCEPT:
@@ -381,6 +415,11 @@ class SharePartition:
         self.apply(self.plan_move_start(offset))
 
 
+# Ack types that end a record the same way whatever its delivery count or the group's DLQ.
+_SETTLED_BY: dict[int, RecordState] = {AckType.ACCEPT: RecordState.ACKNOWLEDGED,
+                                       AckType.GAP: RecordState.ARCHIVED}
+
+
 def _agrees(persisted: InFlight, lock: InFlight) -> bool:
     """A persisted record agrees with a live lock when it is the state the acquisition
     started from: available, one delivery less."""
@@ -400,6 +439,7 @@ def _acquire_one(d: Draft, offset: int, rec: InFlight, member_id: str,
 def _acquire_new(d: Draft, member_id: str, deadline: int,
                  batches: Sequence[tuple[int, int, bool]], budget: int,
                  got: list[tuple[int, int, int]], record_limit: bool) -> None:
+    """Acquire past the window's end; `got` takes (first, last, delivery count) runs."""
     for base, last, is_control in batches:
         if last < d.end:
             continue
@@ -414,11 +454,9 @@ def _acquire_new(d: Draft, member_id: str, deadline: int,
                 _archive_new(d, offset)
             continue
         stop = min(last, first + budget - 1) if record_limit else last
-        for offset in range(first, stop + 1):
-            rec = _acquire_one(d, offset, d.new(offset), member_id, deadline)
-            got.append((offset, rec.delivery_count, 0))
-            budget -= 1
-        d.end = stop + 1
+        d.acquire_new(first, stop, member_id, deadline)
+        got.append((first, stop, 1))
+        budget -= stop - first + 1
 
 
 def _archive_new(d: Draft, offset: int) -> None:

@@ -73,11 +73,12 @@ class InFlight:
 
     __slots__ = ("deadline_ms", "delivery_count", "member_id", "state")
 
-    def __init__(self, state: RecordState = RecordState.AVAILABLE, delivery_count: int = 0) -> None:
+    def __init__(self, state: RecordState = RecordState.AVAILABLE, delivery_count: int = 0,
+                 member_id: str = "", deadline_ms: int = 0) -> None:
         self.state = state
         self.delivery_count = delivery_count
-        self.member_id = ""
-        self.deadline_ms = 0
+        self.member_id = member_id
+        self.deadline_ms = deadline_ms
 
 
 def runs(items: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int, int]]:
