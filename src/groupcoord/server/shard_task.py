@@ -563,6 +563,12 @@ class ShardTask:
         self.queue.put_nowait((op, op_ctx, fut, txn))
 
     def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
+        entry = self.timers.get(key)
+        if entry is not None and entry[1].postpone(deadline_ms):
+            # Moved later before it fired (a session each heartbeat and commit extends):
+            # the clock keeps its timer, so a busy member costs no new one per request.
+            self.timers[key] = (entry[0], entry[1], deadline_ms)
+            return
         self.cancel(key)
         seq = next(self._timer_seq)
         handle = self.runtime.clock.call_at(deadline_ms, lambda: self._fire(key, seq))
