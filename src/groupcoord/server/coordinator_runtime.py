@@ -132,6 +132,11 @@ class CoordinatorRuntime(ShardRuntime):
                    client_host: str = "") -> Any:
         return await self.call_shard(self.partition_for(group_id), op, client_id, client_host)
 
+    def submit(self, group_id: str, op: Operation, client_id: str = "",
+               client_host: str = "") -> asyncio.Future[Any]:
+        """`call` without a coroutine: the future of the queued operation."""
+        return self.submit_shard(self.partition_for(group_id), op, client_id, client_host)
+
     async def call_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
                                  op: Operation, client_id: str = "",
                                  client_host: str = "") -> Any:

@@ -147,7 +147,10 @@ class ShardTask:
             except Exception:
                 log.exception("shard %d failed to load; retrying", partition)
                 self.state = ShardState.LOADING
-        self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(self._main())
+        # The loop the task runs on, kept: asyncio.get_running_loop() costs a getpid()
+        # system call on every call.
+        self.loop = asyncio.get_running_loop()
+        self.task: asyncio.Task[None] = self.loop.create_task(self._main())
 
     # -- loading ---------------------------------------------------------------------------
 
