@@ -42,6 +42,8 @@ __all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
 
 log = logging.getLogger("groupcoord.coordinator")
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+# Group ids whose partition `partition_for` keeps.
+PARTITION_CACHE_SIZE = 100_000
 
 
 class CoordinatorRuntime(ShardRuntime):
@@ -54,6 +56,7 @@ class CoordinatorRuntime(ShardRuntime):
         self._image: TopicsImage | None = None
         self._image_version = 0
         self._snapshot_task: asyncio.Task[None] | None = None
+        self._partition_of: dict[str, int] = {}
 
     def _default_factory(self, partition: int) -> Shard:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -126,7 +129,15 @@ class CoordinatorRuntime(ShardRuntime):
                 log.exception("snapshot of shard %d failed", partition)
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+        # Java's String.hashCode in Python is a loop over the id's characters: computed
+        # once per group id (the cache starts over when it has grown large).
+        partitions = self._partition_of
+        partition = partitions.get(group_id)
+        if partition is None:
+            if len(partitions) >= PARTITION_CACHE_SIZE:
+                partitions.clear()
+            partition = partitions[group_id] = partition_for(group_id, self.num_partitions)
+        return partition
 
     async def call(self, group_id: str, op: Operation, client_id: str = "",
                    client_host: str = "") -> Any:
