@@ -51,8 +51,10 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_conn = 0
         self.faults: FaultInjector = broker.faults
-        # Api key -> whether its handler is a plain function (`_start`), learnt on first
-        # use: the table imports a handler module only when its api is first requested.
+        # Api key -> its spec, and whether its handler is a plain function (`_start`),
+        # learnt on first use: the table imports a handler module only when its api is
+        # first requested, and a lookup there is a Python-level Mapping call.
+        self._specs: dict[int, ApiSpec] = {}
         self._direct: dict[int, bool] = {}
 
     def connection_opened(self, conn: KafkaConnection) -> None:
@@ -73,10 +75,13 @@ class Dispatcher:
         except DecodeError as exc:
             conn.protocol_error(str(exc))
             return
-        spec = self.handlers.get(api_key)
+        spec = self._specs.get(api_key)
         if spec is None:
-            conn.protocol_error(f"unsupported api key {api_key}")
-            return
+            spec = self.handlers.get(api_key)
+            if spec is None:
+                conn.protocol_error(f"unsupported api key {api_key}")
+                return
+            self._specs[api_key] = spec
         if not spec.min_version <= version <= spec.max_version:
             if api_key == API_VERSIONS_KEY:
                 self._unsupported_api_versions(conn, correlation_id)
