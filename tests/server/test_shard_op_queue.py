@@ -1,5 +1,6 @@
-"""The shard's operation queue (`shard_task.OpQueue`) and the runtime's cached group id ->
-partition mapping: the hot-path replacements keep the behaviour of what they replace."""
+"""The shard's operation queue (`shard_task.OpQueue`), the runtime's cached group id ->
+partition mapping and its kept group callers: the hot-path replacements keep the
+behaviour of what they replace."""
 
 from __future__ import annotations
 
@@ -64,5 +65,20 @@ def test_cached_partitions_are_kafkas_and_the_cache_is_bounded(
                 assert groups.partition_for(group_id) == partition_for(
                     group_id, groups.num_partitions)
                 assert len(groups._partition_of) <= 3
+
+    run(go())
+
+
+def test_a_client_keeps_its_group_caller_and_each_node_has_its_own(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            groups = b.broker.groups
+            first = groups.bind("client", "/127.0.0.1", 0)
+            assert groups.bind("client", "/127.0.0.1", 0) is first
+            assert groups.bind(None, "/127.0.0.1", 0) is groups.bind("", "/127.0.0.1", 0)
+            other = groups.bind("client", "/127.0.0.1", 1)
+            assert other is not first
+            assert (other.client_id, other.client_host, other.node_id) == (
+                "client", "/127.0.0.1", 1)
 
     run(go())

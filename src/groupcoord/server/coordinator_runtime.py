@@ -44,6 +44,8 @@ log = logging.getLogger("groupcoord.coordinator")
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 # Group ids whose partition `partition_for` keeps.
 PARTITION_CACHE_SIZE = 100_000
+# (client id, host, node) triples whose `GroupCaller` `bind` keeps.
+CALLER_CACHE_SIZE = 10_000
 
 
 class CoordinatorRuntime(ShardRuntime):
@@ -57,6 +59,7 @@ class CoordinatorRuntime(ShardRuntime):
         self._image_version = 0
         self._snapshot_task: asyncio.Task[None] | None = None
         self._partition_of: dict[str, int] = {}
+        self._callers: dict[tuple[str, str, int], GroupCaller] = {}
 
     def _default_factory(self, partition: int) -> Shard:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -175,6 +178,14 @@ class CoordinatorRuntime(ShardRuntime):
             return int(exc.code)
 
     def bind(self, client_id: str | None, client_host: str, node_id: int = 0) -> GroupCaller:
-        from groupcoord.server.group_caller import GroupCaller
+        """The caller for a request's client (every group request asks): one per client id,
+        host and node, kept (the cache starts over when it has grown large)."""
+        key = (client_id or "", client_host, node_id)
+        caller = self._callers.get(key)
+        if caller is None:
+            from groupcoord.server.group_caller import GroupCaller
 
-        return GroupCaller(self, client_id or "", client_host, node_id)
+            if len(self._callers) >= CALLER_CACHE_SIZE:
+                self._callers.clear()
+            caller = self._callers[key] = GroupCaller(self, *key)
+        return caller
