@@ -12,6 +12,7 @@ A decoded request may meet an injected fault first (`server.fault_injection`, fo
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Mapping
@@ -140,18 +141,19 @@ class Dispatcher:
         if isinstance(pending, asyncio.Future):
             slot.task = pending
             pending.add_done_callback(
-                lambda fut: self._answer(conn, slot, spec, header, request, fut))
+                functools.partial(self._answer, conn, slot, spec, header, request))
         else:
             loop = self._loop or asyncio.get_running_loop()
             slot.task = loop.create_task(self._await(conn, slot, spec, header, request, pending))
 
     def _answer(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, header: RequestHeader,
                 request: Any, fut: asyncio.Future[Any]) -> None:
-        if fut.cancelled():
+        try:
+            response = fut.result()
+        except asyncio.CancelledError:
             return  # the connection dropped the request
-        exc = fut.exception()
-        response = fut.result() if exc is None else self._failure(
-            conn, spec, request, header.api_version, exc)
+        except Exception as exc:  # noqa: BLE001 - answered as `_run` answers it
+            response = self._failure(conn, spec, request, header.api_version, exc)
         self._respond(conn, slot, spec, header, response)
 
     async def _await(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec,

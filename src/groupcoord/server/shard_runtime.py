@@ -173,7 +173,9 @@ class ShardRuntime:
                      client_host: str = "") -> asyncio.Future[Any]:
         """Queue `op` on the shard; the future gets its response (or ApiError). Raises
         ApiError at once when the shard takes no requests."""
-        task = self.active_shard(partition)
+        task = self.shards.get(partition)
+        if task is None or task.state is not ShardState.ACTIVE:
+            task = self.active_shard(partition)  # creates it, or raises the state's error
         fut: asyncio.Future[Any] = asyncio.Future(loop=task.loop)
         task.submit(op, OpContext(client_id or "", client_host, next(self._tokens)), fut)
         return fut
