@@ -82,7 +82,15 @@ class Groups:
     async def call(self, group_id: str, op: Any) -> Any:
         return await self.call_shard(self.partition_for(group_id), op)
 
+    def submit(self, group_id: str, op: Any) -> asyncio.Future[Any]:
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(self._run(self.partition_for(group_id), op))
+        return fut
+
     async def call_shard(self, partition: int, op: Any) -> Any:
+        return self._run(partition, op)
+
+    def _run(self, partition: int, op: Any) -> Any:
         shard = self.shards.get(partition)
         if shard is None:
             shard = GroupCoordinatorShard(partition, GroupCoordinatorConfig(), SequentialIds())
@@ -114,7 +122,12 @@ class Ctx:
 
 def run(module: Any, ctx: Ctx, request: Any, version: int) -> Any:
     assert module.MIN_VERSION <= version <= module.MAX_VERSION
-    return asyncio.run(module.handle(ctx, None, request, version))
+
+    async def handle() -> Any:
+        # A handler is a coroutine function, or returns an awaitable (offset_commit).
+        return await module.handle(ctx, None, request, version)
+
+    return asyncio.run(handle())
 
 
 def commit_request(topics: list[tuple[str, bytes, list[int]]], group: str = "g") -> Any:

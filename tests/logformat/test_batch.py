@@ -243,3 +243,27 @@ def test_garbage_batches_fail_validation_cleanly(noise: bytes) -> None:
             assert len(view) >= HEADER_SIZE - 12
     except CorruptRecordError:
         pass
+
+
+def test_rows_encode_as_the_generic_record_encoder_does() -> None:
+    # `_encode_rows` writes its varlongs inline; every record must still be byte-for-byte
+    # what `_encode_record` writes (negative timestamp deltas, nulls, headers, long
+    # values and offset deltas past one varint byte included).
+    import random
+
+    from groupcoord.logformat.batch import Record, _encode_record, _encode_rows
+
+    rnd = random.Random(7)
+    rows = []
+    for i in range(300):
+        key = None if i % 7 == 0 else rnd.randbytes(rnd.choice([0, 5, 70, 200]))
+        value = None if i % 5 == 0 else rnd.randbytes(rnd.choice([0, 9, 64, 9000]))
+        headers = () if i % 3 else (("h", b"v"), ("n", None))
+        rows.append((key, value, headers, 1_000 + rnd.randrange(-500, 500)))
+    base = 1_000
+    body, count, got_base, max_ts = _encode_rows(rows, base)
+    expected = bytearray()
+    for delta, (key, value, headers, ts) in enumerate(rows):
+        _encode_record(expected, Record(delta, ts - base, key, value, tuple(headers)))
+    assert (bytes(body), count, got_base, max_ts) == (
+        bytes(expected), len(rows), base, max(r[3] for r in rows))

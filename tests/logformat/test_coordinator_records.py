@@ -168,3 +168,15 @@ def test_every_record_type_round_trips_through_framing(case: Case) -> None:
             assert decode_value(case.spec.api_key, raw, types) == obj
 
     check()
+
+
+def test_an_offset_commit_record_carries_its_encoded_key() -> None:
+    from groupcoord.coordinator.records import offset_commit_record
+    from groupcoord.logformat.coordinator_records import CoordinatorRecord, encode_key
+
+    first = offset_commit_record("g", "t", 3, 10, -1, "", 1, -1, bytes(16))
+    again = offset_commit_record("g", "t", 3, 11, -1, "", 2, -1, bytes(16))
+    assert first.key_bytes() == encode_key(first.key) == again.key_bytes()
+    assert first.encoded_key is again.encoded_key  # encoded once per partition
+    # Equality is the key and value's: a record built without the bytes equals it.
+    assert CoordinatorRecord(first.key, first.value, first.value_version) == first

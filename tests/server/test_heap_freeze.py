@@ -14,9 +14,11 @@ from groupcoord.server import heap
 
 @pytest.fixture()
 def unfrozen() -> Iterator[None]:
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 def test_a_large_load_freezes_what_is_alive(unfrozen: None) -> None:
@@ -52,3 +54,10 @@ def test_after_start_everything_alive_is_frozen_and_garbage_collected(unfrozen: 
     heap.settle_after_start()
     assert gone() is None
     assert gc.get_freeze_count() >= len(kept)
+
+
+def test_after_start_young_collections_are_rarer_and_older_ones_unchanged(
+        unfrozen: None) -> None:
+    _, older, oldest = gc.get_threshold()
+    heap.settle_after_start()
+    assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, older, oldest)

@@ -1,6 +1,7 @@
 """What a handler may use: the request context protocol.
 
-Handlers are `async def handle(ctx: RequestContext, header, request, version)`. They
+Handlers are `async def handle(ctx: RequestContext, header, request, version)`, or a plain
+`def` returning an awaitable (the future of `groups.submit`, or a coroutine). They
 never import asyncio, sockets or clocks; everything with a side effect outside the
 handler's own response goes through this context, which the server implements
 (`groupcoord.server.request_context`). Tests implement it with fakes.
@@ -136,6 +137,11 @@ class GroupRuntime(Protocol):
 
     def partition_for(self, group_id: str) -> int: ...
     async def call(self, group_id: str, op: Callable[[Any, Any, int], Any]) -> Any: ...
+    def submit(self, group_id: str, op: Callable[[Any, Any, int], Any]) -> Awaitable[Any]:
+        """``call`` for a handler that is not a coroutine: the operation is queued at
+        once (an ApiError is raised at once when the shard takes none), and the future
+        returned is what the handler returns (see ``server.dispatch``)."""
+        ...
     async def call_shard(self, shard: int, op: Callable[[Any, Any, int], Any]) -> Any: ...
     async def call_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
                                  op: Callable[[Any, Any, int], Any]) -> Any:

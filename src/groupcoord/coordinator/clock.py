@@ -23,6 +23,11 @@ from typing import Protocol
 class TimerHandle(Protocol):
     def cancel(self) -> None: ...
 
+    def postpone(self, deadline_ms: int) -> bool:
+        """Move the timer to `deadline_ms` if that is not earlier and it has not fired;
+        False (nothing changed) otherwise, or when the clock does not move timers."""
+        ...
+
 
 class Clock(Protocol):
     def now_ms(self) -> int: ...
@@ -43,6 +48,11 @@ class ManualTimer:
 
     def cancel(self) -> None:
         self.cancelled = True
+
+    def postpone(self, deadline_ms: int) -> bool:
+        # Its place in the clock's heap is fixed: the caller arms a new timer instead, so
+        # `pending()` always lists the deadlines as they are.
+        return False
 
     def __lt__(self, other: ManualTimer) -> bool:
         return (self.deadline_ms, self.seq) < (other.deadline_ms, other.seq)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from groupcoord.logformat.coordinator_records import CoordinatorRecord
+from groupcoord.logformat.coordinator_records import CoordinatorRecord, encode_key
 from groupcoord.logformat.generated.group_metadata import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -106,7 +106,30 @@ def offset_commit_record(
     )
     version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY if has_expiry else OFFSET_COMMIT_VALUE_VERSION
     key = OffsetCommitKey(group=group_id, topic=topic, partition=partition)
-    return _record(key, value, version)
+    record = _record(key, value, version)
+    record.encoded_key = _offset_key_bytes(key)
+    return record
+
+
+# A consumer commits the same partitions again and again: their encoded keys are kept
+# (the cache starts over when it has grown large).
+OFFSET_KEY_CACHE_SIZE = 100_000
+_offset_keys: dict[tuple[str, str, int], bytes] = {}
+
+
+def _offset_key_bytes(key: OffsetCommitKey) -> bytes | None:
+    """The key's bytes; None when it cannot be encoded (the write refuses it later)."""
+    ident = (key.group, key.topic, key.partition)
+    encoded = _offset_keys.get(ident)
+    if encoded is None:
+        try:
+            encoded = encode_key(key)
+        except ValueError:
+            return None
+        if len(_offset_keys) >= OFFSET_KEY_CACHE_SIZE:
+            _offset_keys.clear()
+        _offset_keys[ident] = encoded
+    return encoded
 
 
 def offset_tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRecord:

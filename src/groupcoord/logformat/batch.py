@@ -26,7 +26,7 @@ from typing import NamedTuple, TypeAlias
 
 from groupcoord.logformat.compression import CompressionError, compress, decompress
 from groupcoord.wire.errors import DecodeError
-from groupcoord.wire.primitives import read_varlong, write_varlong
+from groupcoord.wire.primitives import read_varlong, uvarint_bytes, write_varlong
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 Header: TypeAlias = tuple[str, bytes | None]
@@ -339,17 +339,32 @@ def _encode_rows(rows: Sequence[SimpleRecord | tuple], base_timestamp: int | Non
     body = bytearray()
     base = full[0][3] if base_timestamp is None else base_timestamp
     max_ts = full[0][3]
+    varint = uvarint_bytes
     for delta, (key, value, headers, ts) in enumerate(full):
+        # The varlongs written inline (zigzag of a value >= 0 is value << 1): one call
+        # less each, six per record, on the path of every coordinator record.
+        ts_delta = ts - base
         rec = bytearray(b"\x00")
-        write_varlong(rec, ts - base)
-        write_varlong(rec, delta)
-        _write_bytes(rec, key)
-        _write_bytes(rec, value)
-        write_varlong(rec, len(headers))
+        if ts_delta >= 0:
+            rec += varint(ts_delta << 1)
+        else:
+            write_varlong(rec, ts_delta)
+        rec += varint(delta << 1)
+        if key is None:
+            rec.append(1)  # zigzag(-1): null
+        else:
+            rec += varint(len(key) << 1)
+            rec += key
+        if value is None:
+            rec.append(1)
+        else:
+            rec += varint(len(value) << 1)
+            rec += value
+        rec += varint(len(headers) << 1)
         for name, hvalue in headers:
             _write_bytes(rec, name.encode())
             _write_bytes(rec, hvalue)
-        write_varlong(body, len(rec))
+        body += varint(len(rec) << 1)
         body += rec
         max_ts = max(max_ts, ts)
     return body, len(full), base, max_ts

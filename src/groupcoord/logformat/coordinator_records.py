@@ -19,7 +19,7 @@ version); every other record v0.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from groupcoord.logformat.generated.group_metadata import GroupMetadataValue
 from groupcoord.logformat.generated.offset_commit import OffsetCommitValue
@@ -81,13 +81,16 @@ class CoordinatorRecord:
     key: WireStruct
     value: WireStruct | None
     value_version: int | None = None
+    # `encode_key(key)` when the builder had it at hand (see `coordinator.records`).
+    encoded_key: bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def record_type(self) -> int:
         return record_type_of(self.key)
 
     def key_bytes(self) -> bytes:
-        return encode_key(self.key)
+        encoded = self.encoded_key
+        return encode_key(self.key) if encoded is None else encoded
 
     def value_bytes(self) -> bytes | None:
         if self.value is None:

@@ -40,6 +40,14 @@ class SystemTimer:
         self._handle = None
         self._callback()
 
+    def postpone(self, deadline_ms: int) -> bool:
+        """The loop timer stays armed for the old deadline; when it comes due, `_fire`
+        re-arms it for the rest (cheaper than cancelling and arming a timer per call)."""
+        if self._handle is None or deadline_ms < self._deadline_ms:
+            return False
+        self._deadline_ms = deadline_ms
+        return True
+
     def cancel(self) -> None:
         if self._handle is not None:
             self._handle.cancel()

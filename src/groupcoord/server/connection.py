@@ -49,12 +49,20 @@ _MAX_IN_FLIGHT = 128
 class _Slot:
     """A response position in the connection's ordered output."""
 
-    __slots__ = ("done", "parts", "task")
+    __slots__ = ("done", "dropped", "parts", "task")
 
     def __init__(self) -> None:
         self.parts: list[Any] | None = None
         self.done = False
-        self.task: asyncio.Task[Any] | None = None
+        # What computes the response: the handler's task, or the shard's future it awaits.
+        self.task: asyncio.Future[Any] | None = None
+        # The connection gave the request up (closed) before the request started.
+        self.dropped = False
+
+    def drop(self) -> None:
+        self.dropped = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -81,6 +89,7 @@ class KafkaConnection(asyncio.Protocol):
         # Encoded responses waiting for this loop iteration's single write.
         self._out: list[Any] = []
         self._transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._paused_read = False
         self._write_paused = False
         # Set once no more input is accepted; `closed` once the transport is closing.
@@ -97,6 +106,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
+        self._loop = asyncio.get_running_loop()  # kept: each lookup costs a getpid()
         peer = transport.get_extra_info("peername")
         if peer:
             self.client_host = kafka_client_host(str(peer[0]))
@@ -118,8 +128,7 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         for slot in self._slots:
-            if slot.task is not None and not slot.task.done():
-                slot.task.cancel()
+            slot.drop()
         self._slots.clear()
         self._out = []
         self._chunks = []
@@ -210,7 +219,7 @@ class KafkaConnection(asyncio.Protocol):
             # Coalesce: responses finished in this loop iteration leave in one write
             # (one syscall), instead of one write per pipelined response.
             if not self._out:
-                asyncio.get_running_loop().call_soon(self._flush)
+                (self._loop or asyncio.get_running_loop()).call_soon(self._flush)
             self._out.extend(out)
         if self._closing and not slots:
             self._close_when_due()  # the transport flushes what was just written first
@@ -265,9 +274,7 @@ class KafkaConnection(asyncio.Protocol):
         slots = self._slots
         if last is not None and last in slots:
             while slots[-1] is not last:
-                dropped = slots.pop()
-                if dropped.task is not None and not dropped.task.done():
-                    dropped.task.cancel()
+                slots.pop().drop()
         if not slots:
             self._close_when_due()
 

@@ -47,6 +47,10 @@ __all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
 
 log = logging.getLogger("groupcoord.coordinator")
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+# Group ids whose partition `partition_for` keeps.
+PARTITION_CACHE_SIZE = 100_000
+# (client id, host, node) triples whose `GroupCaller` `bind` keeps.
+CALLER_CACHE_SIZE = 10_000
 
 
 class CoordinatorRuntime(ShardRuntime):
@@ -60,6 +64,8 @@ class CoordinatorRuntime(ShardRuntime):
         self._image: TopicsImage | None = None
         self._image_version = 0
         self._snapshot_task: asyncio.Task[None] | None = None
+        self._partition_of: dict[str, int] = {}
+        self._callers: dict[tuple[str, str, int], GroupCaller] = {}
 
     def _default_factory(self, partition: int) -> Shard:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -132,11 +138,24 @@ class CoordinatorRuntime(ShardRuntime):
                 log.exception("snapshot of shard %d failed", partition)
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+        # Java's String.hashCode in Python is a loop over the id's characters: computed
+        # once per group id (the cache starts over when it has grown large).
+        partitions = self._partition_of
+        partition = partitions.get(group_id)
+        if partition is None:
+            if len(partitions) >= PARTITION_CACHE_SIZE:
+                partitions.clear()
+            partition = partitions[group_id] = partition_for(group_id, self.num_partitions)
+        return partition
 
     async def call(self, group_id: str, op: Operation, client_id: str = "",
                    client_host: str = "") -> Any:
         return await self.call_shard(self.partition_for(group_id), op, client_id, client_host)
+
+    def submit(self, group_id: str, op: Operation, client_id: str = "",
+               client_host: str = "") -> asyncio.Future[Any]:
+        """`call` without a coroutine: the future of the queued operation."""
+        return self.submit_shard(self.partition_for(group_id), op, client_id, client_host)
 
     async def call_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
                                  op: Operation, client_id: str = "",
@@ -167,6 +186,14 @@ class CoordinatorRuntime(ShardRuntime):
             return int(exc.code)
 
     def bind(self, client_id: str | None, client_host: str, node_id: int = 0) -> GroupCaller:
-        from groupcoord.server.group_caller import GroupCaller
+        """The caller for a request's client (every group request asks): one per client id,
+        host and node, kept (the cache starts over when it has grown large)."""
+        key = (client_id or "", client_host, node_id)
+        caller = self._callers.get(key)
+        if caller is None:
+            from groupcoord.server.group_caller import GroupCaller
 
-        return GroupCaller(self, client_id or "", client_host, node_id)
+            if len(self._callers) >= CALLER_CACHE_SIZE:
+                self._callers.clear()
+            caller = self._callers[key] = GroupCaller(self, *key)
+        return caller

@@ -12,8 +12,10 @@ A decoded request may meet an injected fault first (`server.fault_injection`, fo
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.context import RawResponse
@@ -50,6 +52,11 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_conn = 0
         self.faults: FaultInjector = broker.faults
+        # Api key -> its spec, and whether its handler is a plain function (`_start`),
+        # learnt on first use: the table imports a handler module only when its api is
+        # first requested, and a lookup there is a Python-level Mapping call.
+        self._specs: dict[int, ApiSpec] = {}
+        self._direct: dict[int, bool] = {}
 
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._next_conn += 1
@@ -69,10 +76,13 @@ class Dispatcher:
         except DecodeError as exc:
             conn.protocol_error(str(exc))
             return
-        spec = self.handlers.get(api_key)
+        spec = self._specs.get(api_key)
         if spec is None:
-            conn.protocol_error(f"unsupported api key {api_key}")
-            return
+            spec = self.handlers.get(api_key)
+            if spec is None:
+                conn.protocol_error(f"unsupported api key {api_key}")
+                return
+            self._specs[api_key] = spec
         if not spec.min_version <= version <= spec.max_version:
             if api_key == API_VERSIONS_KEY:
                 self._unsupported_api_versions(conn, correlation_id)
@@ -105,8 +115,65 @@ class Dispatcher:
         ctx.slot = slot
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
+        direct = self._direct.get(api_key)
+        if direct is None:
+            direct = self._direct[api_key] = not inspect.iscoroutinefunction(spec.handler)
+        if direct and fault is None and rejection is None and self.broker.ready.is_set():
+            # call_soon, as a task's first step is: requests start in arrival order.
+            loop.call_soon(self._start, conn, slot, spec, ctx, header, request)
+            return
         slot.task = loop.create_task(
             self._run(conn, slot, spec, ctx, header, request, rejection, fault))
+
+    def _start(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, ctx: Any,
+               header: RequestHeader, request: Any) -> None:
+        """Run a handler that is not a coroutine function. What it returns is the shard's
+        future (answered from its done callback: no task per request), or a coroutine,
+        which runs in a task as every other handler does."""
+        if slot.dropped:
+            return  # the connection closed before the request started
+        version = header.api_version
+        try:
+            pending = spec.handler(ctx, header, request, version)
+        except Exception as exc:  # noqa: BLE001 - answered as `_run` answers it
+            self._respond(conn, slot, spec, header, self._failure(conn, spec, request, version, exc))
+            return
+        if isinstance(pending, asyncio.Future):
+            slot.task = pending
+            pending.add_done_callback(
+                functools.partial(self._answer, conn, slot, spec, header, request))
+        else:
+            loop = self._loop or asyncio.get_running_loop()
+            slot.task = loop.create_task(self._await(conn, slot, spec, header, request, pending))
+
+    def _answer(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, header: RequestHeader,
+                request: Any, fut: asyncio.Future[Any]) -> None:
+        try:
+            response = fut.result()
+        except asyncio.CancelledError:
+            return  # the connection dropped the request
+        except Exception as exc:  # noqa: BLE001 - answered as `_run` answers it
+            response = self._failure(conn, spec, request, header.api_version, exc)
+        self._respond(conn, slot, spec, header, response)
+
+    async def _await(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec,
+                     header: RequestHeader, request: Any, pending: Awaitable[Any]) -> None:
+        try:
+            response = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - answered as `_run` answers it
+            response = self._failure(conn, spec, request, header.api_version, exc)
+        self._respond(conn, slot, spec, header, response)
+
+    def _failure(self, conn: KafkaConnection, spec: ApiSpec, request: Any, version: int,
+                 exc: BaseException) -> Any:
+        """The response to a handler that raised: an ApiError's code, else logged once and
+        UNKNOWN_SERVER_ERROR."""
+        if isinstance(exc, ApiError):
+            return self._error_response(conn, spec, request, version, exc.code)
+        log.error("handler for api key %d v%d failed", spec.api_key, version, exc_info=exc)
+        return self._error_response(conn, spec, request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
 
     async def _run(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, ctx: Any,
                    header: RequestHeader, request: Any,
@@ -126,16 +193,18 @@ class Dispatcher:
                           rejection.message)
                 raise ApiError(rejection.code, rejection.message)
             response = await spec.handler(ctx, header, request, version)
-        except ApiError as exc:
-            response = self._error_response(conn, spec, request, version, exc.code)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("handler for api key %d v%d failed", spec.api_key, version)
-            response = self._error_response(conn, spec, request, version,
-                                            ErrorCode.UNKNOWN_SERVER_ERROR)
+        except Exception as exc:  # noqa: BLE001 - every failure gets an answer
+            response = self._failure(conn, spec, request, version, exc)
         if fault is not None and fault.action == "delay":
             await asyncio.sleep(fault.delay_ms / 1000.0)  # real time: see fault_injection
+        self._respond(conn, slot, spec, header, response)
+
+    def _respond(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, header: RequestHeader,
+                 response: Any) -> None:
+        """Encode the response into its slot (None: the request gets no response)."""
+        version = header.api_version
         if response is None:
             conn.complete(slot, None)
             return

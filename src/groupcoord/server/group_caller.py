@@ -7,6 +7,7 @@ that does not lead that `__consumer_offsets` partition answers."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
@@ -45,8 +46,11 @@ class GroupCaller:
         return partition
 
     async def call(self, group_id: str, op: Operation) -> Any:
+        return await self.submit(group_id, op)
+
+    def submit(self, group_id: str, op: Operation) -> asyncio.Future[Any]:
         partition = self._owned(self.runtime.partition_for(group_id))
-        return await self.runtime.call_shard(partition, op, self.client_id, self.client_host)
+        return self.runtime.submit_shard(partition, op, self.client_id, self.client_host)
 
     async def call_shard(self, partition: int, op: Operation) -> Any:
         return await self.runtime.call_shard(self._owned(partition), op, self.client_id,

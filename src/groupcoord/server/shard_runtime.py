@@ -167,8 +167,15 @@ class ShardRuntime:
 
     async def call_shard(self, partition: int, op: Operation, client_id: str = "",
                          client_host: str = "") -> Any:
-        task = self.active_shard(partition)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        ctx = self.op_context(client_id or "", client_host, next(self._tokens))
-        task.submit(op, ctx, fut)
-        return await fut
+        return await self.submit_shard(partition, op, client_id, client_host)
+
+    def submit_shard(self, partition: int, op: Operation, client_id: str = "",
+                     client_host: str = "") -> asyncio.Future[Any]:
+        """Queue `op` on the shard; the future gets its response (or ApiError). Raises
+        ApiError at once when the shard takes no requests."""
+        task = self.shards.get(partition)
+        if task is None or task.state is not ShardState.ACTIVE:
+            task = self.active_shard(partition)  # creates it, or raises the state's error
+        fut: asyncio.Future[Any] = asyncio.Future(loop=task.loop)
+        task.submit(op, OpContext(client_id or "", client_host, next(self._tokens)), fut)
+        return fut

@@ -28,6 +28,9 @@ from groupcoord.wire.generated.offset_commit import (
 )
 
 S = ClassicGroupState
+# Plain ints: an IntEnum member lookup per partition costs more than the comparison.
+_NONE = int(ErrorCode.NONE)
+_METADATA_TOO_LARGE = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
 
 
 def validate_classic_commit(group: ClassicGroup, member_id: str, instance_id: str | None,
@@ -84,26 +87,29 @@ def offset_commit(groups: ClassicGroups, request: Any, version: int, fx: Effects
         error, check = consumer_check
     if error != ErrorCode.NONE:
         return fx.result(error_response(request, error))
+    now = fx.now_ms
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
-    expire = fx.now_ms + retention if retention != -1 else -1
+    expire = now + retention if retention != -1 else -1
     max_bytes = fx.config.offset_metadata_max_bytes
+    records, group_id, with_epoch = fx.records, request.group_id, version >= 6
     topics = []
     for t in request.topics:
         parts = []
         topic_id = None if check is None or topic_id_of is None else topic_id_of(t.name)
+        stored_topic_id = bytes(t.topic_id) if version >= 10 else UUID_ZERO
         for p in t.partitions:
             metadata = p.committed_metadata
-            error = ErrorCode.NONE if check is None else check(topic_id, p.partition_index)
-            if error == ErrorCode.NONE and metadata is not None and len(metadata) > max_bytes:
-                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            if error != ErrorCode.NONE:
+            error = _NONE if check is None else check(topic_id, p.partition_index)
+            if not error and metadata is not None and len(metadata) > max_bytes:
+                error = _METADATA_TOO_LARGE
+            if error:
                 parts.append(OffsetCommitResponsePartition(
                     partition_index=p.partition_index, error_code=int(error)))
                 continue
-            fx.records.append(offset_commit_record(
-                request.group_id, t.name, p.partition_index, p.committed_offset,
-                p.committed_leader_epoch if version >= 6 else -1, metadata or "",
-                fx.now_ms, expire, bytes(t.topic_id) if version >= 10 else UUID_ZERO))
+            records.append(offset_commit_record(
+                group_id, t.name, p.partition_index, p.committed_offset,
+                p.committed_leader_epoch if with_epoch else -1, metadata or "",
+                now, expire, stored_topic_id))
             parts.append(OffsetCommitResponsePartition(partition_index=p.partition_index))
         topics.append(OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id,
                                                 partitions=parts))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.coordinator.offsets.pending import PendingOffsets, iter_leaves
+from groupcoord.logformat.generated.offset_commit import OffsetCommitValue
 
 UUID_ZERO = bytes(16)
 NO_PRODUCER_ID = -1
@@ -33,6 +34,13 @@ class OffsetAndMetadata:
 
     @classmethod
     def from_value(cls, value: Any, record_offset: int = -1) -> OffsetAndMetadata:
+        if type(value) is OffsetCommitValue:
+            # Every version's decoder fills the fields it lacks with their defaults.
+            topic_id = value.topic_id
+            return cls(value.offset, value.leader_epoch, value.metadata or "",
+                       value.commit_timestamp, value.expire_timestamp,
+                       topic_id if type(topic_id) is bytes else bytes(topic_id or UUID_ZERO),
+                       record_offset)
         # Legacy (type 0) values lack the newer fields.
         return cls(value.offset, getattr(value, "leader_epoch", -1), value.metadata or "",
                    value.commit_timestamp, getattr(value, "expire_timestamp", -1),
