@@ -52,3 +52,17 @@ def test_after_start_everything_alive_is_frozen_and_garbage_collected(unfrozen: 
     heap.settle_after_start()
     assert gone() is None
     assert gc.get_freeze_count() >= len(kept)
+
+
+def test_the_collector_is_paused_until_the_start_has_settled(unfrozen: None) -> None:
+    assert gc.isenabled()
+    try:
+        heap.pause_until_started()
+        assert not gc.isenabled()
+        heap.settle_after_start()
+        assert gc.isenabled()
+        heap.pause_until_started()
+        heap.end_pause()  # a start that failed before it settled
+        assert gc.isenabled()
+    finally:
+        gc.enable()

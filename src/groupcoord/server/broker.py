@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from importlib import import_module
@@ -67,6 +68,8 @@ LOADED_AFTER_BIND = (
     "groupcoord.server.share_runtime",
     "groupcoord.server.transactions",
 )
+# The GIL switch interval while they load (`_after_bind`).
+PRELOAD_SWITCH_INTERVAL_S = 0.0005
 
 
 class _Service(Protocol):
@@ -159,7 +162,7 @@ class Broker:
             await self.bind_node(cfg.node_id + index, ports)
         self.advertised = cfg.advertised(self.bound[0].port)
         try:
-            await asyncio.to_thread(_preload, LOADED_AFTER_BIND)
+            await asyncio.to_thread(_after_bind, cfg)
             await self._load()
         except BaseException:
             # As if never bound: the caller sees start-up fail (a bad data dir, say).
@@ -427,14 +430,29 @@ class Broker:
             self.waiters.notify((topic, partition))
 
 
-def _preload(modules: tuple[str, ...]) -> None:
-    """Import `modules` (on a worker thread). A failure is left to the loop thread's own
-    import of the module, which reports it where start-up can handle it."""
-    for name in modules:
-        try:
-            import_module(name)
-        except Exception:  # noqa: BLE001, S112 - re-raised by the real import in `_load`
-            continue
+def _after_bind(cfg: BrokerConfig) -> None:
+    """The work of `start` between the bind and `_load`, on a worker thread while the loop
+    answers ApiVersions: store the cluster id (an fsync, the loop answers nothing that shows
+    it before `ready`), then import `LOADED_AFTER_BIND`.
+
+    The imports hold the GIL; the loop thread waiting for it to answer a request would wait
+    up to a switch interval (5 ms) each time, so the interval is short meanwhile. An import
+    failure is left to the loop thread's own import of the module, which reports it where
+    start-up can handle it.
+    """
+    from groupcoord.server.cluster_id import store_cluster_id
+
+    store_cluster_id(cfg.data_dir, cfg.cluster_id, cfg.file_io)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(PRELOAD_SWITCH_INTERVAL_S)
+    try:
+        for name in LOADED_AFTER_BIND:
+            try:
+                import_module(name)
+            except Exception:  # noqa: BLE001, S112 - re-raised by the real import in `_load`
+                continue
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
