@@ -46,7 +46,7 @@ runpy.run_module("groupcoord", run_name="__main__", alter_sys=True)
 # Not one of these may load before the bind (each is a module or a package prefix).
 NOT_BEFORE_BIND = (
     "shutil", "bz2", "lzma", "zlib", "uuid", "platform", "cramjam", "json", "ipaddress",
-    "multiprocessing", "hashlib", "groupcoord.logformat", "groupcoord.storage.manager",
+    "multiprocessing", "hashlib", "dataclasses", "groupcoord.logformat", "groupcoord.storage.manager",
     "groupcoord.storage.log", "groupcoord.storage.config", "groupcoord.storage.memory_io",
     "groupcoord.coordinator.classic", "groupcoord.coordinator.consumer",
     "groupcoord.coordinator.share", "groupcoord.server.coordinator_runtime",

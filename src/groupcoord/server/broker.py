@@ -22,7 +22,6 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
@@ -240,7 +239,7 @@ class Broker:
                 if node_id != cfg.node_id:
                     # Advertised listeners name node 0's endpoints; the others advertise
                     # their own port on the same host.
-                    security = replace(security, advertised=Listener(
+                    security = security._replace(advertised=Listener(
                         security.advertised.host, port, listener.name))
                 server = Acceptor(
                     sockets, limits, self._connection_factory(security, node_id),
