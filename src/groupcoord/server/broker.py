@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
@@ -67,8 +66,6 @@ LOADED_AFTER_BIND = (
     "groupcoord.server.share_runtime",
     "groupcoord.server.transactions",
 )
-# The GIL switch interval while they load (`_after_bind`).
-PRELOAD_SWITCH_INTERVAL_S = 0.0005
 
 
 class _Service(Protocol):
@@ -431,27 +428,18 @@ class Broker:
 
 def _after_bind(cfg: BrokerConfig) -> None:
     """The work of `start` between the bind and `_load`, on a worker thread while the loop
-    answers ApiVersions: store the cluster id (an fsync, the loop answers nothing that shows
-    it before `ready`), then import `LOADED_AFTER_BIND`.
-
-    The imports hold the GIL; the loop thread waiting for it to answer a request would wait
-    up to a switch interval (5 ms) each time, so the interval is short meanwhile. An import
-    failure is left to the loop thread's own import of the module, which reports it where
-    start-up can handle it.
-    """
+    answers ApiVersions: store the cluster id (an fsync; nothing that shows the id is
+    answered before `ready`), then import `LOADED_AFTER_BIND`. An import failure is left to
+    the loop thread's own import of the module, which reports it where start-up can handle
+    it."""
     from groupcoord.server.cluster_id import store_cluster_id
 
     store_cluster_id(cfg.data_dir, cfg.cluster_id, cfg.file_io)
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(PRELOAD_SWITCH_INTERVAL_S)
-    try:
-        for name in LOADED_AFTER_BIND:
-            try:
-                import_module(name)
-            except Exception:  # noqa: BLE001, S112 - re-raised by the real import in `_load`
-                continue
-    finally:
-        sys.setswitchinterval(interval)
+    for name in LOADED_AFTER_BIND:
+        try:
+            import_module(name)
+        except Exception:  # noqa: BLE001, S112 - re-raised by the real import in `_load`
+            continue
 
 
 def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
