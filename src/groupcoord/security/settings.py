@@ -50,7 +50,7 @@ class Settings:
         fields = list(cls._fields)
         defaults = dict(cls._defaults)
         for name, annotation in inspect.get_annotations(cls).items():
-            if str(annotation).startswith("ClassVar"):
+            if str(annotation).removeprefix("typing.").startswith("ClassVar"):
                 continue
             if name not in fields:
                 fields.append(name)
