@@ -428,8 +428,8 @@ class Broker:
 
 def _after_bind(cfg: BrokerConfig) -> None:
     """The work of `start` between the bind and `_load`, on a worker thread while the loop
-    answers ApiVersions: store the cluster id (an fsync; nothing that shows the id is
-    answered before `ready`), then import `LOADED_AFTER_BIND`. An import failure is left to
+    answers ApiVersions: store the cluster id (an fsync; only ApiVersions, which does not
+    show the id, is answered before `ready`), then import `LOADED_AFTER_BIND`. An import failure is left to
     the loop thread's own import of the module, which reports it where start-up can handle
     it."""
     from groupcoord.server.cluster_id import store_cluster_id
