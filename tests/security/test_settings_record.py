@@ -69,3 +69,14 @@ def test_a_field_without_default_after_one_with_is_refused() -> None:
         class Bad(Settings):
             a: int = 0
             b: int
+
+
+def test_replace_makes_a_validated_copy() -> None:
+    p = Point(1, 2, ["a"])
+    moved = p.replace(y=5)
+    assert moved == Point(1, 5, ["a"]) and p == Point(1, 2, ["a"])
+    assert Point3(1, z=3).replace(x=2) == Point3(2, z=3)
+    with pytest.raises(ValueError, match="x must be"):
+        p.replace(x=-1)
+    with pytest.raises(TypeError, match="no field 'w'"):
+        p.replace(w=1)

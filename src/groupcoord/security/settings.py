@@ -8,16 +8,17 @@ EPYC, plus the `dataclasses` import, against a 40 ms floor. These records take t
 from the class annotations once (no code is generated) and behave as a frozen dataclass to
 their users and to the type checker (`dataclass_transform`): keyword or positional fields
 in declaration order, defaults, `field(default_factory=...)`, `__post_init__` validation,
-equality, hashing, a repr, and no assignment after construction. Construction is slower
-than a dataclass's (a loop over the fields): for records built a handful of times. It lives
-here, the lowest layer the config modules share, so `security.config` can use it.
+equality, hashing, a repr, `replace(**changes)` for `dataclasses.replace`, and no
+assignment after construction. Construction is slower than a dataclass's (a loop over the
+fields): for records built a handful of times. It lives here, the lowest layer the config
+modules share, so `security.config` can use it.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar, Self, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
@@ -88,6 +89,14 @@ class Settings:
 
     def __post_init__(self) -> None:
         """Validation of the constructed record (nothing by default)."""
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` applied (`dataclasses.replace`), validated again."""
+        values = {name: getattr(self, name) for name in self._fields}
+        for name in changes:
+            if name not in values:
+                raise TypeError(f"{type(self).__name__} has no field {name!r}")
+        return type(self)(**{**values, **changes})
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields)
