@@ -2,19 +2,32 @@
 
 Each broker is started ``startup_repeats`` times (alternating brokers, fresh data dir each
 time). Reported: median, p90, min and max of spawn -> ApiVersions, plus median spawn ->
-first TCP connect.
+first TCP connect. With valgrind installed, the Python brokers and floors also get the
+instructions they execute up to their listener's bind (`bench.startup_instructions`): a
+number the machine's load does not move.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench import startup_instructions
 from bench.brokers import BrokerFailed, BrokerSpec, start_broker
-from bench.common import LOOPBACK, Section, add_relative, median, percentile, progress
+from bench.common import (
+    DATA_DIR,
+    LOOPBACK,
+    Section,
+    add_relative,
+    free_port,
+    median,
+    percentile,
+    progress,
+)
 from bench.context import BenchContext
 
 NAME = "startup"
@@ -46,6 +59,22 @@ def _process_ms(argv: list[str]) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
+def _instructions(spec: BrokerSpec) -> float | None:
+    """Millions of instructions a Python broker executes to its bind, None for others."""
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{spec.name}-ir-", dir=DATA_DIR) as data_dir:
+        command = spec.command(free_port(), Path(data_dir))
+        if command[0] != sys.executable:
+            return None
+        return startup_instructions.to_bind(command, spec.env()) / 1e6
+
+
+def _floor_instructions(bare: BareServer) -> dict[str, float]:
+    counts = {label: startup_instructions.count(argv) / 1e6
+              for label, argv in FLOOR_PROCESSES.items()}
+    return {**counts, bare.name: _instructions(bare) or float("nan")}
+
+
 def run(ctx: BenchContext) -> Section:
     """Measure start-up of every usable broker; return the results table."""
     section = Section(
@@ -59,6 +88,7 @@ def run(ctx: BenchContext) -> Section:
                  ("p90_ms", "p90 ms"), ("min_ms", "min ms"), ("max_ms", "max ms"), ("connect_median_ms", "median ms to TCP accept"),
                  ("cpu_ms", "broker CPU ms to ready (median)"),
                  ("rss_mib", "RSS MiB when ready (median)"),
+                 ("instructions_m", "instructions to bind (M)"),
                  ("status", "status")],
     )
     bare = BareServer()
@@ -88,6 +118,10 @@ def run(ctx: BenchContext) -> Section:
             floor[bare.name].append((server.ready_s - server.spawn_s) * 1000.0)
         progress(NAME, f"start {i + 1}/{ctx.startup_repeats}: " + ", ".join(
             f"{name} {vals[-1]:.1f} ms" for name, vals in samples.items() if vals))
+    counted = startup_instructions.available()
+    instructions = {spec.name: _instructions(spec) for spec in ctx.brokers
+                    if counted and spec.name not in failures}
+    floor_instructions = _floor_instructions(bare) if counted else {}
     for spec in ctx.brokers:
         vals = samples[spec.name]
         row: dict[str, Any] = {"broker": spec.name, "n": len(vals)}
@@ -96,7 +130,8 @@ def run(ctx: BenchContext) -> Section:
                        min_ms=min(vals), max_ms=max(vals),
                        connect_median_ms=median(connects[spec.name]),
                        cpu_ms=median([cpu * 1000.0 for cpu, _ in at_ready[spec.name]]),
-                       rss_mib=median([rss for _, rss in at_ready[spec.name]]))
+                       rss_mib=median([rss for _, rss in at_ready[spec.name]]),
+                       instructions_m=instructions.get(spec.name))
         row["status"] = f"failed: {failures[spec.name].splitlines()[0]}" \
             if spec.name in failures else "ok"
         section.rows.append(row)
@@ -105,11 +140,21 @@ def run(ctx: BenchContext) -> Section:
     for label, vals in floor.items():
         section.rows.append({"broker": label, "n": len(vals), "median_ms": median(vals),
                              "p90_ms": percentile(vals, 90), "min_ms": min(vals),
-                             "max_ms": max(vals), "status": "ok"})
+                             "max_ms": max(vals),
+                             "instructions_m": floor_instructions.get(label), "status": "ok"})
     section.notes.append(
         "The `floor:` rows are measured in the same loop as the brokers: a process's spawn to "
         "its exit, and the bare server's spawn to its first ApiVersions answer. They are what "
         "any broker started as a Python process pays before its first answer on this machine.")
+    if counted:
+        section.notes.append(
+            "Instructions to bind: counted once per Python broker and floor by valgrind "
+            "(`cachegrind --cache-sim=no`, `PYTHONHASHSEED=0`) from spawn to the first "
+            "`socket.bind` (or to the exit for the floor processes); load does not move "
+            "them, unlike the times. `python -m bench.startup_instructions -m groupcoord "
+            "serve ...` counts one command.")
+    else:
+        section.notes.append("Instructions to bind: not counted (valgrind is not installed).")
     formats = [s for spec in ctx.brokers for s in getattr(spec, "format_s", [])]
     if formats:
         section.notes.append(
@@ -117,5 +162,6 @@ def run(ctx: BenchContext) -> Section:
             f"before the clock starts: median {median(formats):.2f} s per start, not counted.")
     section.raw = {"samples_ms": samples, "floor_ms": floor, "connect_ms": connects,
                    "failures": failures,
-                   "cpu_s_rss_mib_at_ready": at_ready, "kafka_format_s": formats}
+                   "cpu_s_rss_mib_at_ready": at_ready, "kafka_format_s": formats,
+                   "instructions_to_bind_m": {**instructions, **floor_instructions}}
     return section

@@ -6,7 +6,6 @@ and what they raise gets the same error responses."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
@@ -45,8 +44,8 @@ def _answer(error: int = 0) -> OffsetCommitResponse:
 
 def _table(commit: Any, heartbeat: Any) -> dict[int, ApiSpec]:
     table = load_handlers(["api_versions", "heartbeat", "offset_commit"])
-    table[8] = dataclasses.replace(table[8], handler=commit)
-    table[12] = dataclasses.replace(table[12], handler=heartbeat)
+    table[8] = table[8].replace(handler=commit)
+    table[12] = table[12].replace(handler=heartbeat)
     return table
 
 

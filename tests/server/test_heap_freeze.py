@@ -61,3 +61,17 @@ def test_after_start_young_collections_are_rarer_and_older_ones_unchanged(
     _, older, oldest = gc.get_threshold()
     heap.settle_after_start()
     assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, older, oldest)
+
+
+def test_the_collector_is_paused_until_the_start_has_settled(unfrozen: None) -> None:
+    assert gc.isenabled()
+    try:
+        heap.pause_until_started()
+        assert not gc.isenabled()
+        heap.settle_after_start()
+        assert gc.isenabled()
+        heap.pause_until_started()
+        heap.end_pause()  # a start that failed before it settled
+        assert gc.isenabled()
+    finally:
+        gc.enable()

@@ -5,8 +5,9 @@ both import it without importing each other."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from groupcoord.security.settings import Settings
 
 # `async def handle(ctx: RequestContext, header, request: <XRequest>, version) -> response`;
 # the table holds handlers of every request type, hence the Any parameters here.
@@ -14,9 +15,10 @@ Handler = Callable[[Any, Any, Any, int], Awaitable[Any]]
 ErrorResponse = Callable[[Any, int, int], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class ApiSpec:
-    """One served API: version range, handler and the request codec it decodes with."""
+class ApiSpec(Settings):
+    """One served API: version range, handler and the request codec it decodes with.
+    (A `Settings` record: the table is built before the broker binds its listeners, where a
+    dataclass costs its generated code.)"""
 
     api_key: int
     min_version: int

@@ -17,13 +17,14 @@ Levels are fixed for the life of the process, so one epoch serves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Feature:
-    """A feature's supported range and its finalized level (`Feature` / `FeatureVersion`)."""
+class Feature(NamedTuple):
+    """A feature's supported range and its finalized level (`Feature` / `FeatureVersion`).
+    (A NamedTuple: ApiVersions needs it before the broker binds its listeners, where a
+    dataclass costs its generated code.)"""
 
     name: str
     min_supported: int

@@ -40,7 +40,7 @@ bytes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.messages import WireStruct
@@ -58,9 +58,10 @@ _ALWAYS_FITS = MAX_STRING_BYTES // 4
 GROUP_ID_FIELDS = frozenset({"group_id", "groups", "groups_names", "group_ids"})
 
 
-@dataclass(frozen=True, slots=True)
-class FieldRejection:
-    """Why a request is refused before its handler: the field path and the error code."""
+class FieldRejection(NamedTuple):
+    """Why a request is refused before its handler: the field path and the error code.
+    (A NamedTuple: loaded before the broker binds its listeners, where a dataclass costs
+    its generated code.)"""
 
     field: str
     code: int

@@ -45,6 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if entry is None:
         sys.stderr.write(f"groupcoord: unknown command {name!r}\n{_usage()}")
         return 2
+    if name == "serve":
+        # Before the serve module and asyncio are imported: start-up allocates long-lived
+        # objects only, and `serve` collects once and resumes the collector when the broker
+        # has started (`server.heap`).
+        from groupcoord.server import heap
+
+        heap.pause_until_started()
     try:
         module = importlib.import_module(entry[0])
     except ModuleNotFoundError as exc:

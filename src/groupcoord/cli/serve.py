@@ -4,27 +4,54 @@ Prints exactly one line per listener, `groupcoord listening on HOST:PORT (NAME)`
 it accepts connections (tests wait for it). Uses uvloop when importable. On a signal it
 stops accepting, closes connections, stops the coordinator shards and flushes and closes
 every log before exiting 0.
+
+Start-up time to the first ApiVersions answer is part of the contract (tests start many
+brokers, clients retry sooner than a slow start): the cyclic collector is paused before
+asyncio is imported (`server.heap`; `cli.main` already pauses it when it dispatches to
+`serve`), and what the broker needs only after its listeners are
+bound is imported there (`Broker.start`), not here. `tests/cli/test_serve_startup_path.py`
+names what may not be imported before the bind.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from groupcoord.cli import security_args
 from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
 from groupcoord.server.connection_quotas import INT_MAX
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
+from groupcoord.storage.fileio import MEMORY, OS_FILE_IO, FileIO
 
 log = logging.getLogger("groupcoord")
 
 
+def _help_width() -> int:
+    """The width argparse gives help by default (`shutil.get_terminal_size`: `COLUMNS`,
+    else the terminal's, else 80; less 2)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        try:
+            columns = os.get_terminal_size().columns
+        except OSError:
+            columns = 80
+    return max(columns, 1) - 2
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="groupcoord serve", description="Run the broker.")
+    # argparse makes a help formatter for every `add_argument` (to check its metavar), and
+    # the default one asks the terminal for its size each time, importing shutil: 8 M
+    # instructions with this parser's 40 options, asked once here instead.
+    width = _help_width()
+    p = argparse.ArgumentParser(
+        prog="groupcoord serve", description="Run the broker.",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, width=width))
     p.add_argument("--listen", action="append", default=None, metavar="HOST:PORT",
                    help="address to listen on (repeatable; default 127.0.0.1:9092)")
     p.add_argument("--advertised-listener", action="append", default=None,
@@ -83,13 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
-    from groupcoord.server.cluster_id import load_or_create_cluster_id
-    from groupcoord.storage.fileio import OS_FILE_IO, FileIO
-    from groupcoord.storage.memory_io import MEMORY, MemoryFileIO, memory_data_dir
+    """The broker's configuration; the cluster id is read from the data dir (or made up),
+    and stored by the broker once it has bound its listeners."""
+    from groupcoord.server.cluster_id import new_cluster_id, stored_cluster_id
 
     io: FileIO = OS_FILE_IO
     data_dir = ns.data_dir
     if data_dir == MEMORY:
+        from groupcoord.storage.memory_io import MemoryFileIO, memory_data_dir
+
         io, data_dir = MemoryFileIO(), memory_data_dir()
     return BrokerConfig(
         **security_args.config_kwargs(ns),
@@ -97,7 +126,7 @@ def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
         file_io=io,
         node_id=ns.node_id,
         nodes=ns.nodes,
-        cluster_id=load_or_create_cluster_id(data_dir, ns.cluster_id, io),
+        cluster_id=ns.cluster_id or stored_cluster_id(data_dir, io) or new_cluster_id(),
         fsync=ns.fsync,
         fsync_interval_ms=ns.fsync_interval_ms,
         auto_create_topics=ns.auto_create_topics,
@@ -142,6 +171,9 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
                 manual_clock: bool = False) -> None:
     """Run until a signal; with `control_listen`, controlled through it (and with
     `manual_clock`, on virtual time advanced through it)."""
+    import asyncio
+    import signal
+
     from groupcoord.server.broker import Broker
     from groupcoord.server.fd_limits import raise_nofile_limit
 
@@ -184,17 +216,29 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
         await broker.stop()
 
 
-def _run(coro_factory: object) -> None:
+def _run(main_coro: Coroutine[Any, Any, None]) -> None:
+    import asyncio
+
     try:
         import uvloop
     except ImportError:
-        asyncio.run(coro_factory)  # type: ignore[arg-type]
+        asyncio.run(main_coro)
         return
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(coro_factory)  # type: ignore[arg-type]
+        runner.run(main_coro)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from groupcoord.server import heap
+
+    heap.pause_until_started()  # `serve` turns it on again once the broker has started
+    try:
+        return _serve_main(argv)
+    finally:
+        heap.end_pause()
+
+
+def _serve_main(argv: Sequence[str] | None) -> int:
     ns = build_parser().parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, ns.log_level.upper()),

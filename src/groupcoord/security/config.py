@@ -14,7 +14,7 @@ has a usable one:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from groupcoord.security.settings import Settings
 
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
@@ -65,8 +65,7 @@ def parse_mechanisms(text: str) -> tuple[str, ...]:
     return names
 
 
-@dataclass(frozen=True)
-class SecurityConfig:
+class SecurityConfig(Settings):
     """TLS and SASL settings shared by every listener that uses them."""
 
     ssl_cert: str | None = None

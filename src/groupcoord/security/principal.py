@@ -7,13 +7,15 @@ principals by their string form, `<type>:<name>`, as Kafka's `KafkaPrincipal.toS
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 USER_TYPE = "User"
 
 
-@dataclass(frozen=True, slots=True)
-class KafkaPrincipal:
+class KafkaPrincipal(NamedTuple):
+    """A principal (a NamedTuple: every connection holds one from the start, and a
+    dataclass costs its generated code before the broker binds its listeners)."""
+
     principal_type: str
     name: str
 

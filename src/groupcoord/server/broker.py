@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
@@ -159,7 +158,7 @@ class Broker:
             await self.bind_node(cfg.node_id + index, ports)
         self.advertised = cfg.advertised(self.bound[0].port)
         try:
-            await asyncio.to_thread(_preload, LOADED_AFTER_BIND)
+            await asyncio.to_thread(_after_bind, cfg)
             await self._load()
         except BaseException:
             # As if never bound: the caller sees start-up fail (a bad data dir, say).
@@ -237,7 +236,7 @@ class Broker:
                 if node_id != cfg.node_id:
                     # Advertised listeners name node 0's endpoints; the others advertise
                     # their own port on the same host.
-                    security = replace(security, advertised=Listener(
+                    security = security._replace(advertised=Listener(
                         security.advertised.host, port, listener.name))
                 server = Acceptor(
                     sockets, limits, self._connection_factory(security, node_id),
@@ -427,10 +426,16 @@ class Broker:
             self.waiters.notify((topic, partition))
 
 
-def _preload(modules: tuple[str, ...]) -> None:
-    """Import `modules` (on a worker thread). A failure is left to the loop thread's own
-    import of the module, which reports it where start-up can handle it."""
-    for name in modules:
+def _after_bind(cfg: BrokerConfig) -> None:
+    """The work of `start` between the bind and `_load`, on a worker thread while the loop
+    answers ApiVersions: store the cluster id (an fsync; only ApiVersions, which does not
+    show the id, is answered before `ready`), then import `LOADED_AFTER_BIND`. An import failure is left to
+    the loop thread's own import of the module, which reports it where start-up can handle
+    it."""
+    from groupcoord.server.cluster_id import store_cluster_id
+
+    store_cluster_id(cfg.data_dir, cfg.cluster_id, cfg.file_io)
+    for name in LOADED_AFTER_BIND:
         try:
             import_module(name)
         except Exception:  # noqa: BLE001, S112 - re-raised by the real import in `_load`

@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from groupcoord.coordinator.clock import Clock, TimerHandle
+if TYPE_CHECKING:  # protocols only: the broker creates its clock before its listeners bind
+    from groupcoord.coordinator.clock import Clock, TimerHandle
 
 
 class SystemTimer:

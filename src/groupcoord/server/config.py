@@ -1,15 +1,14 @@
 """Broker configuration: the knobs `groupcoord serve` exposes, with Kafka's defaults.
 
 Mirrors the subset of Kafka's `KafkaConfig` / `ServerConfigs` a single-node broker needs.
-The dataclass is immutable; dynamic broker configs changed through IncrementalAlterConfigs
+The records are immutable (`security.settings`); dynamic broker configs changed through IncrementalAlterConfigs
 live in `server.topics.BrokerDynamicConfig`, not here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from groupcoord.security.config import PLAINTEXT, SecurityConfig, parse_protocol_map
+from groupcoord.security.settings import Settings, field
 from groupcoord.server.connection_quotas import INT_MAX, parse_overrides, validate_limits
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
@@ -19,8 +18,7 @@ FSYNC_POLICIES = ("always", "interval", "never")
 AUTHORIZERS = ("none", "standard")
 
 
-@dataclass(frozen=True)
-class Listener:
+class Listener(Settings):
     """One named host:port endpoint; port 0 means "pick a free port" (used by tests).
 
     The name is Kafka's listener name (`PLAINTEXT`, `SASL_SSL`, or a custom name mapped to a
@@ -49,8 +47,7 @@ class Listener:
         return f"{self.host}:{self.port}"
 
 
-@dataclass(frozen=True)
-class BrokerConfig:
+class BrokerConfig(Settings):
     """Static broker settings. Field names follow Kafka's config keys in snake_case."""
 
     listeners: tuple[Listener, ...] = (Listener("127.0.0.1", 9092),)

@@ -26,8 +26,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -42,30 +41,47 @@ class InvalidRule(ValueError):
     """A rule that cannot fire (unknown API or error, bad count or delay, wrong types)."""
 
 
-@dataclass
 class FaultRule:
-    """One rule; `remaining` counts down as it fires and the rule goes at zero."""
+    """One rule; `remaining` counts down as it fires and the rule goes at zero.
 
-    id: int
-    api_key: int
-    action: Action
-    count: int
-    remaining: int
-    error_code: int = 0
-    delay_ms: int = 0
-    group_id: str | None = None
-    topic: str | None = None
+    A plain class, as `Firing` is a NamedTuple: the module is loaded before the broker binds
+    its listeners, where a dataclass costs its generated code."""
+
+    __slots__ = (
+        "action",
+        "api_key",
+        "count",
+        "delay_ms",
+        "error_code",
+        "group_id",
+        "id",
+        "remaining",
+        "topic",
+    )
+
+    def __init__(self, id: int, api_key: int, action: Action, count: int, remaining: int,
+                 error_code: int = 0, delay_ms: int = 0, group_id: str | None = None,
+                 topic: str | None = None) -> None:
+        self.id = id
+        self.api_key = api_key
+        self.action = action
+        self.count = count
+        self.remaining = remaining
+        self.error_code = error_code
+        self.delay_ms = delay_ms
+        self.group_id = group_id
+        self.topic = topic
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"FaultRule({fields})"
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["api"] = api_name(self.api_key)
-        if self.action == "error":
-            out["error"] = error_name(self.error_code)
-        return out
+        out = {name: getattr(self, name) for name in self.__slots__}
+        return _named(out, self.api_key, self.action, self.error_code)
 
 
-@dataclass(frozen=True)
-class Firing:
+class Firing(NamedTuple):
     """A rule that fired on one request."""
 
     rule: int
@@ -80,11 +96,16 @@ class Firing:
     now_ms: int
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["api"] = api_name(self.api_key)
-        if self.action == "error":
-            out["error"] = error_name(self.error_code)
-        return out
+        return _named(self._asdict(), self.api_key, self.action, self.error_code)
+
+
+def _named(out: dict[str, Any], api_key: int, action: Action, error_code: int
+           ) -> dict[str, Any]:
+    """`out` with the API's name, and the error's for an error rule."""
+    out["api"] = api_name(api_key)
+    if action == "error":
+        out["error"] = error_name(error_code)
+    return out
 
 
 def _by_number(table: type[enum.IntEnum], value: object, what: str) -> int | str:

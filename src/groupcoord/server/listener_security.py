@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from groupcoord.security.config import SSL, uses_sasl
 from groupcoord.server.config import Listener
@@ -26,8 +25,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupcoord.server")
 
 
-@dataclass(frozen=True)
-class ListenerSecurity:
+class ListenerSecurity(NamedTuple):
+    """How one listener secures its connections (a NamedTuple: built before the broker
+    binds, where a dataclass costs its generated code)."""
+
     name: str
     security_protocol: str
     advertised: Listener

@@ -15,7 +15,10 @@ descriptor belongs to (faults are usually aimed at ``.log`` files only).
 from __future__ import annotations
 
 import os
-import shutil
+
+# What `--data-dir` and `KafkaBroker(data_dir=...)` take for a data dir in memory
+# (`storage.memory_io`, imported only when one is asked for).
+MEMORY = "memory"
 
 
 class FileIO:
@@ -81,6 +84,8 @@ class FileIO:
 
     def rmtree(self, path: str) -> None:
         """Remove a directory and everything under it; nothing there is no error."""
+        import shutil  # with its compression modules, not on the broker's start-up path
+
         shutil.rmtree(path, ignore_errors=True)
 
     def fsync_dir(self, path: str) -> None:

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from groupcoord.storage.fileio import FileIO
 
 FIRST_FD = 1 << 24
-# What `--data-dir` and `KafkaBroker(data_dir=...)` take for a data dir in memory.
-MEMORY = "memory"
 # The root under which a memory data dir is named; it exists on no disk.
 MEMORY_ROOT = "/groupcoord-memory"
 

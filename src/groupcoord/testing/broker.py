@@ -41,8 +41,8 @@ from typing import Any, Literal, Self, TypeVar
 from groupcoord.coordinator.clock import Clock
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import BrokerConfig, Listener
-from groupcoord.storage.fileio import OS_FILE_IO
-from groupcoord.storage.memory_io import MEMORY, MemoryFileIO, memory_data_dir
+from groupcoord.storage.fileio import MEMORY, OS_FILE_IO
+from groupcoord.storage.memory_io import MemoryFileIO, memory_data_dir
 from groupcoord.testing import faults
 from groupcoord.testing.broker_process import ServeProcess
 from groupcoord.testing.control_client import ControlClient, HttpClock
