@@ -167,3 +167,20 @@ def test_run_gives_the_tables_of_the_spark_gold_path(spark: Any, fixture_dir: Fi
         assert want.exceptAll(got).count() == 0, table
         if table in ("gold/partition_lag", "gold/burrow_status", "gold/rewinds"):
             assert want.count() > 0, table
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_task_is_sent_exactly_its_groups_owners(seed: int) -> None:
+    index = task_gold.owner_index(_intervals(np.random.default_rng(seed)))
+    assert index
+    files = [TaskFile("a", 1, frozenset({"a"}), 0, 1), TaskFile("b", 1, frozenset({"b"}), 0, 1),
+             TaskFile("c", 1, frozenset({"absent"}), 0, 1)]
+    sent = [p.unpack() for p in task_gold.pack_by_file(index, files)]
+    for f, owners in zip(files, sent, strict=True):
+        want = {k: v for k, v in index.items() if k.split("\x00")[0] in f.groups}
+        assert owners.keys() == want.keys()
+        for k, (starts, ends, members) in owners.items():
+            assert starts.tolist() == want[k][0].tolist()
+            assert ends.tolist() == want[k][1].tolist()
+            assert members == want[k][2]
+    assert sent[0] and sent[1] and not sent[2]

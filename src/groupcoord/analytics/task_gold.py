@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,44 @@ def owner_index(intervals: Sequence[dict[str, Any]]) -> OwnerIndex | None:
             return None
         out[key] = (np.array([iv[0] for iv in ivs], dtype=np.int64),
                     np.array([iv[1] for iv in ivs], dtype=np.int64), [iv[2] for iv in ivs])
+    return out
+
+
+@dataclass(frozen=True)
+class PackedOwners:
+    """The ``OwnerIndex`` of some groups as a few flat arrays: what one task is sent. Each
+    task unpickles only its own groups' intervals, in a handful of objects (an index of one
+    numpy array pair per series, sent whole to every task, cost each task about a second per
+    40 k series, so the gold stage grew with files x series)."""
+
+    keys: list[str]
+    bounds: np.ndarray  # key i's intervals are [bounds[i], bounds[i + 1])
+    starts: np.ndarray
+    ends: np.ndarray
+    members: list[str | None]
+
+    def unpack(self) -> OwnerIndex:
+        b = self.bounds.tolist()
+        return {key: (self.starts[lo:hi], self.ends[lo:hi], self.members[lo:hi])
+                for key, lo, hi in zip(self.keys, b[:-1], b[1:], strict=True)}
+
+
+def pack_by_file(owners: OwnerIndex, files: Sequence[TaskFile]) -> list[PackedOwners]:
+    """For each file, the intervals of the series of its groups."""
+    by_group: dict[str, list[str]] = {}
+    for key in owners:
+        by_group.setdefault(key.split(_SEP, 1)[0], []).append(key)
+    out = []
+    for f in files:
+        keys = [k for g in sorted(f.groups) for k in by_group.get(g, [])]
+        sizes = [len(owners[k][0]) for k in keys]
+        bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        empty = np.zeros(0, dtype=np.int64)
+        out.append(PackedOwners(
+            keys, bounds,
+            np.concatenate([owners[k][0] for k in keys]) if keys else empty,
+            np.concatenate([owners[k][1] for k in keys]) if keys else empty,
+            [m for k in keys for m in owners[k][2]]))
     return out
 
 
@@ -122,11 +161,12 @@ def read_ends(source: str | list[str]) -> pa.Table:
 
 def _task(index: int, commits_file: str, ends_path: str, out: str, grid_ms: int,
           until_ms: int, ticks: list[int], cfg: BurrowConfig,
-          owners: OwnerIndex, windows: list[StartWindow]) -> dict[str, Any]:
+          packed: PackedOwners, windows: list[StartWindow]) -> dict[str, Any]:
     """One file's gold rows; returns which percentile tables are not exact (see
     ``keyed_rollups``) and the estimated classic rebalance starts of its groups."""
     import pyarrow.parquet as pq
 
+    owners = packed.unpack()
     commits = pq.read_table(commits_file, columns=COMMIT_COLUMNS)
     ends = keyed_gold.end_offsets_by_partition(read_ends(ends_path))
     plag = with_owner(keyed_gold.partition_lag(commits, ends, grid_ms, until_ms), owners)
@@ -157,12 +197,16 @@ def build(spark: Any, files: Sequence[TaskFile], ends_path: Path, out: Path, gri
         (gold / name).mkdir(parents=True)
         if not files:  # keep a schema for the readers
             pq.write_table(schema.empty_table(), gold / name / "part-00000.parquet")
-    paths = [f.path for f in files]
     where, ends = str(gold), str(ends_path)
     windows = gold_steps.classic_start_windows(rebalances)
-    results = (spark.sparkContext.parallelize(list(enumerate(paths)), max(1, len(paths)))
+    # each task gets its own groups' owners and windows as its element, not in the closure
+    # that every task unpickles
+    work = [(i, f.path, packed, [w for w in windows if w[0] in f.groups])
+            for i, (f, packed) in enumerate(zip(files, pack_by_file(owners, files),
+                                                strict=True))]
+    results = (spark.sparkContext.parallelize(work, max(1, len(work)))
                .map(lambda t: _task(t[0], t[1], ends, where, grid_ms, until_ms, ticks, cfg,
-                                    owners, windows)).collect()) if paths else []
+                                    t[2], t[3])).collect()) if work else []
     starts: dict[tuple[str, int], int] = {}
     for r in results:  # a group's commits are in one file: no key comes twice
         starts.update(r["starts"])
