@@ -184,3 +184,16 @@ def test_each_task_is_sent_exactly_its_groups_owners(seed: int) -> None:
             assert ends.tolist() == want[k][1].tolist()
             assert members == want[k][2]
     assert sent[0] and sent[1] and not sent[2]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 7])
+def test_one_series_order_serves_both_tables(seed: int) -> None:
+    commits, ends = _history(seed)
+    assert pc.any(commits.column("tombstone")).as_py()  # the live rows are a strict subset
+    live, cfg = _live_ends(ends), BurrowConfig()
+    ticks = [T0 + 30_000, T0 + 90_000, T0 + 130_000]
+    ordered = keyed_gold.in_series_order(commits)
+    assert keyed_gold.partition_lag(commits, live, 7_000, T0 + 130_000, ordered).equals(
+        keyed_gold.partition_lag(commits, live, 7_000, T0 + 130_000))
+    assert keyed_gold.burrow_timeline(commits, live, ticks, cfg, ordered).equals(
+        keyed_gold.burrow_timeline(commits, live, ticks, cfg))

@@ -169,12 +169,14 @@ def _task(index: int, commits_file: str, ends_path: str, out: str, grid_ms: int,
     owners = packed.unpack()
     commits = pq.read_table(commits_file, columns=COMMIT_COLUMNS)
     ends = keyed_gold.end_offsets_by_partition(read_ends(ends_path))
-    plag = with_owner(keyed_gold.partition_lag(commits, ends, grid_ms, until_ms), owners)
+    ordered = keyed_gold.in_series_order(commits)
+    plag = with_owner(keyed_gold.partition_lag(commits, ends, grid_ms, until_ms, ordered),
+                      owners)
     rollup, rollup_exact = keyed_rollups.lag_rollup(plag)
     rate, rate_exact = keyed_rollups.commit_rate(plag)
     tables = {"partition_lag": plag, "lag_rollup": rollup, "commit_rate": rate,
               "rewinds": keyed_rollups.rewinds(plag),
-              "burrow_status": keyed_gold.burrow_timeline(commits, ends, ticks, cfg)}
+              "burrow_status": keyed_gold.burrow_timeline(commits, ends, ticks, cfg, ordered)}
     for name, table in tables.items():
         pq.write_table(table, f"{out}/{name}/part-{index:05d}.parquet")
     inexact = [name for name, ok in (("lag_rollup", rollup_exact),
