@@ -197,3 +197,23 @@ def test_one_series_order_serves_both_tables(seed: int) -> None:
         keyed_gold.partition_lag(commits, live, 7_000, T0 + 130_000))
     assert keyed_gold.burrow_timeline(commits, live, ticks, cfg, ordered).equals(
         keyed_gold.burrow_timeline(commits, live, ticks, cfg))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_commit_rate_sorts_alike_with_one_combined_key_or_many(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    commits, ends = _history(seed)
+    plag = task_gold.with_owner(
+        keyed_gold.partition_lag(commits, _live_ends(ends), 7_000, T0 + 130_000),
+        task_gold.owner_index(_intervals(np.random.default_rng(seed))) or {})
+    combined, _ = keyed_rollups.commit_rate(plag, bucket_s=20)
+    monkeypatch.setattr(keyed_rollups, "_combined", lambda keys: None)  # keys too wide
+    separate, _ = keyed_rollups.commit_rate(plag, bucket_s=20)
+    assert combined.num_rows > 0 and combined.equals(separate)
+
+
+def test_keys_too_wide_for_one_integer_are_not_combined() -> None:
+    wide = np.array([0, 1 << 40], dtype=np.int64)
+    assert keyed_rollups._combined([wide, wide]) is None
+    small = keyed_rollups._combined([np.array([1, 0, 1]), np.array([5, 9, 2])])
+    assert small is not None and np.argsort(small).tolist() == [1, 2, 0]
