@@ -65,15 +65,17 @@ def _write_task(reader: Any, path: str, bronze_path: str | None, index: int,
     import pyarrow.parquet as pq
 
     from groupcoord.analytics.columns import COORD_RECORDS, commits_and_bronze
-    from groupcoord.analytics.segments import PartitionDir, resolve_transactions
+    from groupcoord.analytics.segments import PartitionDir, PartitionTxns
 
     commits: list[pa.RecordBatch] = []
     bronze: list[pa.RecordBatch] = []
-    resolvers = {}  # the task holds whole partitions: it scans their markers itself
+    # the task holds whole partitions: it scans their markers itself, when it meets a
+    # transactional batch
+    resolvers: dict[tuple[str, int], PartitionTxns] = {}
     for spec in getattr(partition, "specs", []):
         key = (spec.topic, spec.partition)
         if key not in resolvers:
-            resolvers[key] = resolve_transactions(
+            resolvers[key] = PartitionTxns(
                 PartitionDir(spec.topic, spec.partition, Path(spec.path).parent))
         txns = resolvers[key]
         c, b = commits_and_bronze(spec.path, spec.start, spec.end, spec.partition, txns,
