@@ -15,8 +15,10 @@ is a subset of the partition directories (symlinked into ``.cache/bench-analytic
 Per fraction: (i) the numba decoder in this process, no Spark (best of two runs after a
 warm-up); (ii) ``spark.read.format("kafkalog")`` into the ``noop`` sink (after a warm-up read, so the
 Python workers and their numba cache are warm); (iii) the whole ``analyze run`` (no plots)
-up to ``--pipeline-max`` of the volume (default: all of it), with ``--eval-every 1h --grid 5m``;
-the stage timings show which part grows with the volume.
+up to ``--pipeline-max`` of the volume (default: all of it), with ``--eval-every 1h --grid 5m``,
+the fastest of ``--pipeline-runs`` runs (default 2: on a shared machine one run is easily
+slowed by other jobs, and the first run of the session also warms the Python workers);
+the stage timings (of that run) show which part grows with the volume.
 """
 
 from __future__ import annotations
@@ -203,7 +205,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         row["spark_noop"] = _rates(n, size, spark_noop(spark, sub))
         over = time.monotonic() - started > args.budget_s
         if frac <= args.pipeline_max and not over:
-            row["pipeline"] = pipeline(spark, sub, args.eval_every, args.grid)
+            runs = [pipeline(spark, sub, args.eval_every, args.grid)
+                    for _ in range(args.pipeline_runs)]
+            row["pipeline"] = {**min(runs, key=lambda r: r["seconds"]),
+                               "runs_s": [r["seconds"] for r in runs]}
         progress("analytics", json.dumps(row))
         rows.append(row)
     spark.stop()
@@ -228,7 +233,8 @@ def render(result: dict[str, Any]) -> str:
         f"`{result['master']}` (warm workers; driver heap "
         f"{result.get('driver_memory', '1g')}). Pipeline: whole `analyze run` "
         f"(`--eval-every {result['eval_every']} --grid {result['grid']} --no-plots`), "
-        "Spark session already up."), "",
+        f"Spark session already up, fastest of {result.get('pipeline_runs', 1)} "
+        "run(s) (all run times in the json)."), "",
         ("| share of 1 GB | MB | records | decode records/s | decode MB/s | Spark records/s "
         "| Spark MB/s | Spark s | pipeline s | pipeline records/s | pipeline MB/s "
         "| load (1 min) |"),
@@ -298,8 +304,9 @@ def _notes(result: dict[str, Any]) -> list[str]:
                f"{'met' if worst <= 2.1 else 'not met'} (worst step {worst:.2f}x)") + ".")
         notes.append(
             f"Pipeline run time as the volume doubles (2x the records each step): {steps}. "
-            "The first run of the session also pays for warming the Python workers. Stages at "
-            f"{big['share'] * 100:.1f} %: {stages}.")
+            + ("The first run of the session also pays for warming the Python workers. "
+               if result.get("pipeline_runs", 1) == 1 else "")
+            + f"Stages at {big['share'] * 100:.1f} %: {stages}.")
         skipped = [r for r in result["rows"] if "pipeline" not in r]
         if skipped:
             notes.append("Pipeline not run at " + ", ".join(
@@ -335,6 +342,8 @@ def main() -> None:
     # local[N] runs the tasks in the driver JVM: its heap is the executors' memory, and
     # Spark's default of 1g makes the sorts of the full volume spill to disk
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--pipeline-runs", type=int, default=2,
+                        help="pipeline runs per volume; the fastest is reported")
     parser.add_argument("--budget-s", type=float, default=2400.0,
                         help="no pipeline runs start after this many seconds")
     args = parser.parse_args()
@@ -347,6 +356,7 @@ def main() -> None:
     result: dict[str, Any] = {"command": command, "machine": machine_info(),
                               "master": args.master, "eval_every": args.eval_every,
                               "driver_memory": args.driver_memory,
+                              "pipeline_runs": args.pipeline_runs,
                               "grid": args.grid, "load_start": load_start,
                               "data": {"records": data["records"],
                                        "mb": round(data["bytes"] / 1e6)}}

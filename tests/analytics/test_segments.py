@@ -14,6 +14,7 @@ from groupcoord.analytics import columns, splits
 from groupcoord.analytics.logwriter import PartitionWriter
 from groupcoord.analytics.reader import iter_raw_records
 from groupcoord.analytics.segments import (
+    PartitionTxns,
     iter_batches,
     iter_records,
     list_partitions,
@@ -68,6 +69,27 @@ def test_transactions_resolved_and_aborted_dropped(tmp_path: Path) -> None:
     outcomes = {r.key: r.txn_outcome for r in iter_raw_records(seg, 0, None, txns)}
     assert outcomes == {b"\x00\x63a": "committed", b"\x00\x63b": "aborted",
                         b"\x00\x63c": "open"}
+    lazy = PartitionTxns(part)  # scanned on first use, to the same outcomes
+    assert {r.key: r.txn_outcome for r in iter_raw_records(seg, 0, None, lazy)} == outcomes
+    assert sorted(PartitionTxns(part).to_list()) == sorted(txns.to_list())
+
+
+def test_partition_txns_never_scans_a_partition_nobody_asks_about(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from groupcoord.analytics import segments
+
+    w = PartitionWriter(tmp_path, "__consumer_offsets", 0)
+    w.append([(b"\x00\x63a", b"x", 1)])
+    w.close()
+    (part,) = list_partitions(tmp_path)
+    scans: list[object] = []
+    real = segments.resolve_transactions
+    monkeypatch.setattr(segments, "resolve_transactions", lambda p: scans.append(p) or real(p))
+    lazy = PartitionTxns(part)
+    assert [r.key for r in iter_raw_records(part.segments()[0], 0, None, lazy)] == [b"\x00\x63a"]
+    assert scans == []
+    assert lazy.outcome(1, 0) == "open" and lazy.outcome(2, 5) == "open"
+    assert scans == [part]  # once
 
 
 def test_writer_segments_index_and_splits(tmp_path: Path) -> None:

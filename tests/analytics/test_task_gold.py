@@ -167,3 +167,53 @@ def test_run_gives_the_tables_of_the_spark_gold_path(spark: Any, fixture_dir: Fi
         assert want.exceptAll(got).count() == 0, table
         if table in ("gold/partition_lag", "gold/burrow_status", "gold/rewinds"):
             assert want.count() > 0, table
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_task_is_sent_exactly_its_groups_owners(seed: int) -> None:
+    index = task_gold.owner_index(_intervals(np.random.default_rng(seed)))
+    assert index
+    files = [TaskFile("a", 1, frozenset({"a"}), 0, 1), TaskFile("b", 1, frozenset({"b"}), 0, 1),
+             TaskFile("c", 1, frozenset({"absent"}), 0, 1)]
+    sent = [p.unpack() for p in task_gold.pack_by_file(index, files)]
+    for f, owners in zip(files, sent, strict=True):
+        want = {k: v for k, v in index.items() if k.split("\x00")[0] in f.groups}
+        assert owners.keys() == want.keys()
+        for k, (starts, ends, members) in owners.items():
+            assert starts.tolist() == want[k][0].tolist()
+            assert ends.tolist() == want[k][1].tolist()
+            assert members == want[k][2]
+    assert sent[0] and sent[1] and not sent[2]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 7])
+def test_one_series_order_serves_both_tables(seed: int) -> None:
+    commits, ends = _history(seed)
+    assert pc.any(commits.column("tombstone")).as_py()  # the live rows are a strict subset
+    live, cfg = _live_ends(ends), BurrowConfig()
+    ticks = [T0 + 30_000, T0 + 90_000, T0 + 130_000]
+    ordered = keyed_gold.in_series_order(commits)
+    assert keyed_gold.partition_lag(commits, live, 7_000, T0 + 130_000, ordered).equals(
+        keyed_gold.partition_lag(commits, live, 7_000, T0 + 130_000))
+    assert keyed_gold.burrow_timeline(commits, live, ticks, cfg, ordered).equals(
+        keyed_gold.burrow_timeline(commits, live, ticks, cfg))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_commit_rate_sorts_alike_with_one_combined_key_or_many(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    commits, ends = _history(seed)
+    plag = task_gold.with_owner(
+        keyed_gold.partition_lag(commits, _live_ends(ends), 7_000, T0 + 130_000),
+        task_gold.owner_index(_intervals(np.random.default_rng(seed))) or {})
+    combined, _ = keyed_rollups.commit_rate(plag, bucket_s=20)
+    monkeypatch.setattr(keyed_rollups, "_combined", lambda keys: None)  # keys too wide
+    separate, _ = keyed_rollups.commit_rate(plag, bucket_s=20)
+    assert combined.num_rows > 0 and combined.equals(separate)
+
+
+def test_keys_too_wide_for_one_integer_are_not_combined() -> None:
+    wide = np.array([0, 1 << 40], dtype=np.int64)
+    assert keyed_rollups._combined([wide, wide]) is None
+    small = keyed_rollups._combined([np.array([1, 0, 1]), np.array([5, 9, 2])])
+    assert small is not None and np.argsort(small).tolist() == [1, 2, 0]

@@ -65,12 +65,19 @@ def _write_task(reader: Any, path: str, bronze_path: str | None, index: int,
     import pyarrow.parquet as pq
 
     from groupcoord.analytics.columns import COORD_RECORDS, commits_and_bronze
-    from groupcoord.analytics.segments import TxnResolver
+    from groupcoord.analytics.segments import PartitionDir, PartitionTxns
 
     commits: list[pa.RecordBatch] = []
     bronze: list[pa.RecordBatch] = []
+    # the task holds whole partitions: it scans their markers itself, when it meets a
+    # transactional batch
+    resolvers: dict[tuple[str, int], PartitionTxns] = {}
     for spec in getattr(partition, "specs", []):
-        txns = TxnResolver.from_list(list(spec.txn_markers))
+        key = (spec.topic, spec.partition)
+        if key not in resolvers:
+            resolvers[key] = PartitionTxns(
+                PartitionDir(spec.topic, spec.partition, Path(spec.path).parent))
+        txns = resolvers[key]
         c, b = commits_and_bronze(spec.path, spec.start, spec.end, spec.partition, txns,
                                   reader.decoder)
         commits += c
@@ -103,7 +110,8 @@ def write(spark: Any, data_dir: str, out_path: Path, options: dict[str, str],
     from groupcoord.analytics.spark_source import KafkaLogReader, SplitPartition
 
     reader = KafkaLogReader({**options, "path": data_dir, "table": "offset_commits"})
-    specs = splits.plan(reader.path, reader.table, reader.split_bytes, reader.topic)
+    specs = splits.plan(reader.path, reader.table, reader.split_bytes, reader.topic,
+                        markers=False)
     # at least one task, so the table always has a schema
     tasks = [SplitPartition(t) for t in splits.pack_partitions(
         specs, reader.split_bytes, reader.min_tasks)] or [SplitPartition([])]

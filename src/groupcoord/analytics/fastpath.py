@@ -250,13 +250,23 @@ def ranges_without_types(path: str | Path, start: int, end: int | None,
     return _merged_ranges(kept, start)
 
 
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _gather(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
+            out: np.ndarray) -> None:
+    for i in range(len(starts)):
+        src = starts[i]
+        for j in range(offsets[i], offsets[i + 1]):
+            out[j] = data[src + j - offsets[i]]
+
+
 def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Array:
-    """Gather (start, length) slices of ``data`` into an Arrow string column, no Python loop."""
+    """Gather (start, length) slices of ``data`` into an Arrow string column, no Python loop
+    (and no index array per character)."""
     lens = np.maximum(lens, 0)
     offsets = np.zeros(len(lens) + 1, dtype=np.int32)
     np.cumsum(lens, out=offsets[1:])
-    idx = np.repeat(starts - offsets[:-1], lens) + np.arange(offsets[-1], dtype=np.int64)
-    chars = data[idx] if len(idx) else np.zeros(0, dtype=np.uint8)
+    chars = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _gather(data, starts.astype(np.int64), offsets, chars)
     return pa.StringArray.from_buffers(len(lens), pa.py_buffer(offsets), pa.py_buffer(chars))
 
 

@@ -76,24 +76,32 @@ class _BySeries:
     the output rows (the series need to be contiguous, not in string order)."""
 
     def __init__(self, commits: pa.Table, rows: np.ndarray) -> None:
-        self.source = commits
         keys = [k[rows] for k in key_codes(commits, ["group_id", "topic", "partition"])]
         ts, log_offset = _ints(commits, "record_ts_ms")[rows], _ints(commits, "log_offset")[rows]
         order = np.lexsort((log_offset, ts, *reversed(keys)))
-        self.rows = rows[order]
-        change = np.zeros(len(order), dtype=bool)
+        self._set(commits, rows[order], [k[order] for k in keys], ts[order])
+
+    def _set(self, commits: pa.Table, rows: np.ndarray, keys: list[np.ndarray],
+             ts: np.ndarray) -> None:
+        self.source, self.rows, self._keys, self.ts = commits, rows, keys, ts
+        change = np.zeros(len(rows), dtype=bool)
         for k in keys:
-            k = k[order]
             change[1:] |= k[1:] != k[:-1]
-        self.bounds = np.concatenate([[0], np.flatnonzero(change), [len(order)]]).astype(
-            np.int64) if len(order) else np.zeros(1, dtype=np.int64)
-        self.ts = ts[order]
+        self.bounds = np.concatenate([[0], np.flatnonzero(change), [len(rows)]]).astype(
+            np.int64) if len(rows) else np.zeros(1, dtype=np.int64)
         self.committed = _ints(commits, "committed_offset")[self.rows]
         firsts = pa.array(self.rows[self.bounds[:-1]], type=pa.int64())
         self.tps: list[TopicPartition] = list(zip(
             commits.column("topic").take(firsts).to_pylist(),
             commits.column("partition").take(firsts).to_pylist(), strict=True))
         self.groups: list[str] = commits.column("group_id").take(firsts).to_pylist()
+
+    def where(self, keep: np.ndarray) -> _BySeries:
+        """The rows for which ``keep`` (per row of this order) holds, in the same order: the
+        order their own sort would give, as the sort keys tell every row apart."""
+        out = _BySeries.__new__(_BySeries)
+        out._set(self.source, self.rows[keep], [k[keep] for k in self._keys], self.ts[keep])
+        return out
 
     def ranges(self) -> Iterator[tuple[int, int]]:
         return zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist(), strict=True)
@@ -123,14 +131,21 @@ def _tombstones(commits: pa.Table, null: bool) -> np.ndarray:
     return pc.fill_null(commits.column("tombstone"), null).to_numpy(zero_copy_only=False)
 
 
+def in_series_order(commits: pa.Table) -> _BySeries:
+    """Every row of ``commits`` in series order: sorted once for both tables."""
+    return _BySeries(commits, np.arange(commits.num_rows, dtype=np.int64))
+
+
 def partition_lag(commits: pa.Table, ends: dict[TopicPartition, EndOffsets], grid_ms: int,
-                  until_ms: int) -> pa.Table:
-    """``lag.partition_lag`` over whole series of many partitions (``LAG_SCHEMA``)."""
-    live = np.flatnonzero(~_tombstones(commits, True))  # as a filter on ``~tombstone``
-    if not len(live):
+                  until_ms: int, ordered: _BySeries | None = None) -> pa.Table:
+    """``lag.partition_lag`` over whole series of many partitions (``LAG_SCHEMA``);
+    ``ordered`` is ``in_series_order(commits)`` when the caller has it."""
+    live_row = ~_tombstones(commits, True)  # as a filter on ``~tombstone``
+    if not live_row.any():
         return LAG_SCHEMA.empty_table()
-    s = _BySeries(commits, live)
-    n = len(live)
+    s = _BySeries(commits, np.flatnonzero(live_row)) if ordered is None \
+        else ordered.where(live_row[ordered.rows])
+    n = len(s.rows)
     sizes = np.diff(s.bounds)
     rows, grid_ts, grid_counts = [np.arange(n, dtype=np.int64)], [s.ts], []
     for lo, hi in s.ranges():
@@ -174,11 +189,13 @@ def _previous(s: _BySeries, rows: int) -> tuple[pa.Array, pa.Array]:
 
 
 def burrow_timeline(commits: pa.Table, ends: dict[TopicPartition, EndOffsets],
-                    ticks_ms: list[int], cfg: BurrowConfig) -> pa.Table:
-    """``lag.burrow_timeline`` over whole series of many partitions (``BURROW_SCHEMA``)."""
+                    ticks_ms: list[int], cfg: BurrowConfig,
+                    ordered: _BySeries | None = None) -> pa.Table:
+    """``lag.burrow_timeline`` over whole series of many partitions (``BURROW_SCHEMA``);
+    ``ordered`` as for ``partition_lag``."""
     if not commits.num_rows:
         return BURROW_SCHEMA.empty_table()
-    s = _BySeries(commits, np.arange(commits.num_rows, dtype=np.int64))
+    s = in_series_order(commits) if ordered is None else ordered
     sizes = np.diff(s.bounds)
     end = np.zeros(len(s.ts), dtype=np.int64)
     series_of_row = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)

@@ -87,6 +87,22 @@ def _runs(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return lo, np.diff(np.concatenate([lo, [n]]))
 
 
+def _combined(keys: list[np.ndarray]) -> np.ndarray | None:
+    """One int64 per row ordered as the rows' ``keys`` tuples (lexicographically), or None
+    when the key ranges do not fit in 63 bits. One sort key instead of several: each key of
+    ``np.lexsort`` is a sorting pass of its own."""
+    out = np.zeros(len(keys[0]), dtype=np.int64)
+    span = 1
+    for k in keys:
+        lo = int(k.min()) if len(k) else 0
+        width = (int(k.max()) - lo + 1) if len(k) else 1
+        span *= width
+        if span >= 1 << 62:
+            return None
+        out = out * width + (k - lo)
+    return out
+
+
 def _rows_of(plag: pa.Table, kind: str) -> np.ndarray:
     return np.flatnonzero(pc.equal(plag.column("kind"), kind).to_numpy(zero_copy_only=False))
 
@@ -103,16 +119,27 @@ def commit_rate(plag: pa.Table, bucket_s: int = BUCKET_S) -> tuple[pa.Table, boo
     valid = pc.is_valid(prev_ts).to_numpy(zero_copy_only=False)
     interval = (ts - pc.fill_null(prev_ts, 0).to_numpy()) / 1000.0
     # per run, the known intervals ascending, then the unknown ones
-    order = np.lexsort((interval, ~valid, bucket, topic, member, group))
-    keys = [group[order], member[order], topic[order], bucket[order]]
+    run_key = _combined([group, member, topic, bucket])
+    if run_key is None:
+        order = np.lexsort((interval, ~valid, bucket, topic, member, group))
+        keys = [group[order], member[order], topic[order], bucket[order]]
+    else:
+        order = np.lexsort((interval, ~valid, run_key))
+        keys = [run_key[order]]
     lo, n = _runs(keys)
     run_of_row = np.repeat(np.arange(len(lo)), n)
-    parts = plag.column("partition").to_numpy()[rows][order]
-    pairs = np.lexsort((parts, run_of_row))
-    new_pair = np.ones(len(pairs), dtype=bool)
-    new_pair[1:] = (run_of_row[pairs][1:] != run_of_row[pairs][:-1]) | \
-        (parts[pairs][1:] != parts[pairs][:-1])
-    distinct = np.bincount(run_of_row[pairs][new_pair], minlength=len(lo))
+    parts = plag.column("partition").to_numpy()[rows][order].astype(np.int64)
+    pair_key = _combined([run_of_row, parts])
+    if pair_key is None:
+        pairs = np.lexsort((parts, run_of_row))
+        runs, parts = run_of_row[pairs], parts[pairs]
+    else:  # the runs are in order already: sorting the pairs' codes sorts the parts
+        pair_key.sort()
+        runs = pair_key // (int(parts.max()) - int(parts.min()) + 1)
+        parts = pair_key
+    new_pair = np.ones(len(runs), dtype=bool)
+    new_pair[1:] = (runs[1:] != runs[:-1]) | (parts[1:] != parts[:-1])
+    distinct = np.bincount(runs[new_pair], minlength=len(lo))
     known = np.add.reduceat(valid[order].astype(np.int64), lo)
     median = np.where(known > 0, _ranked(interval[order], lo, np.maximum(known, 1), 0.5), 0.0)
     committed = plag.column("committed_offset").to_numpy()[rows]
@@ -122,7 +149,7 @@ def commit_rate(plag: pa.Table, bucket_s: int = BUCKET_S) -> tuple[pa.Table, boo
     first = pa.array(rows[order[lo]], type=pa.int64())
     out = pa.Table.from_arrays([
         plag.column("group_id").take(first), plag.column("owner_member_id").take(first),
-        plag.column("topic").take(first), pa.array(keys[3][lo]), pa.array(n),
+        plag.column("topic").take(first), pa.array(bucket[order][lo]), pa.array(n),
         pa.array(distinct), pa.array(median, mask=known == 0),
         pa.array(np.add.reduceat(empty.astype(np.int64), lo))], schema=COMMIT_RATE_SCHEMA)
     return out, bool(known.max() < EXACT_PERCENTILE_VALUES)

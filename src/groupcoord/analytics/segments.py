@@ -266,5 +266,28 @@ def resolve_transactions(part: PartitionDir) -> TxnResolver:
     return resolver
 
 
+class PartitionTxns(TxnResolver):
+    """``resolve_transactions(part)``, scanned on first use: a reader of a partition with
+    no transactional batch never asks, so never reads the partition's segments twice."""
+
+    def __init__(self, part: PartitionDir) -> None:
+        super().__init__()
+        self._part: PartitionDir | None = part
+
+    def _load(self) -> None:
+        if self._part is not None:
+            part, self._part = self._part, None
+            for pid, off, committed in resolve_transactions(part).to_list():
+                self.add(pid, off, committed)
+
+    def outcome(self, producer_id: int, offset: int) -> str:
+        self._load()
+        return super().outcome(producer_id, offset)
+
+    def to_list(self) -> list[tuple[int, int, bool]]:
+        self._load()
+        return super().to_list()
+
+
 def _length(head: bytes) -> int:
     return int.from_bytes(head[8:12], "big", signed=True)

@@ -65,18 +65,20 @@ def segment_ranges(segment: Path, split_bytes: int) -> list[tuple[int, int | Non
 
 def plan(
     data_dir: str | Path, table: str, split_bytes: int = DEFAULT_SPLIT_BYTES,
-    topic: str = OFFSETS_TOPIC,
+    topic: str = OFFSETS_TOPIC, markers: bool = True,
 ) -> list[SplitSpec]:
     """All splits of ``table`` (offset_commits / coord_records / end_offsets) in a log dir;
-    ``topic`` may name several internal topics, comma-separated."""
+    ``topic`` may name several internal topics, comma-separated. Without ``markers`` the
+    splits carry no transaction markers (the reader of whole partitions finds them itself:
+    the scan reads every segment, too slow for the driver alone)."""
     if table == "end_offsets":
         parts = [p for p in list_partitions(data_dir) if not p.topic.startswith("__")]
         return [s for p in parts for s in _partition_splits(p, split_bytes, ())]
     out: list[SplitSpec] = []
     topics = [t.strip() for t in topic.split(",") if t.strip()]
     for p in [p for t in topics for p in list_partitions(data_dir, t)]:
-        markers = tuple(sorted(resolve_transactions(p).to_list()))
-        out.extend(_partition_splits(p, split_bytes, markers))
+        found = tuple(sorted(resolve_transactions(p).to_list())) if markers else ()
+        out.extend(_partition_splits(p, split_bytes, found))
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,44 @@ def owner_index(intervals: Sequence[dict[str, Any]]) -> OwnerIndex | None:
     return out
 
 
+@dataclass(frozen=True)
+class PackedOwners:
+    """The ``OwnerIndex`` of some groups as a few flat arrays: what one task is sent. Each
+    task unpickles only its own groups' intervals, in a handful of objects (an index of one
+    numpy array pair per series, sent whole to every task, cost each task about a second per
+    40 k series, so the gold stage grew with files x series)."""
+
+    keys: list[str]
+    bounds: np.ndarray  # key i's intervals are [bounds[i], bounds[i + 1])
+    starts: np.ndarray
+    ends: np.ndarray
+    members: list[str | None]
+
+    def unpack(self) -> OwnerIndex:
+        b = self.bounds.tolist()
+        return {key: (self.starts[lo:hi], self.ends[lo:hi], self.members[lo:hi])
+                for key, lo, hi in zip(self.keys, b[:-1], b[1:], strict=True)}
+
+
+def pack_by_file(owners: OwnerIndex, files: Sequence[TaskFile]) -> list[PackedOwners]:
+    """For each file, the intervals of the series of its groups."""
+    by_group: dict[str, list[str]] = {}
+    for key in owners:
+        by_group.setdefault(key.split(_SEP, 1)[0], []).append(key)
+    out = []
+    for f in files:
+        keys = [k for g in sorted(f.groups) for k in by_group.get(g, [])]
+        sizes = [len(owners[k][0]) for k in keys]
+        bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        empty = np.zeros(0, dtype=np.int64)
+        out.append(PackedOwners(
+            keys, bounds,
+            np.concatenate([owners[k][0] for k in keys]) if keys else empty,
+            np.concatenate([owners[k][1] for k in keys]) if keys else empty,
+            [m for k in keys for m in owners[k][2]]))
+    return out
+
+
 def disjoint(files: Sequence[TaskFile]) -> bool:
     """No group has commits in two files."""
     seen: set[str] = set()
@@ -79,28 +118,32 @@ def disjoint(files: Sequence[TaskFile]) -> bool:
 
 
 def with_owner(plag: pa.Table, owners: OwnerIndex) -> pa.Table:
-    """``plag`` plus ``owner_member_id``: the member whose interval holds the row's time."""
+    """``plag`` plus ``owner_member_id``: the member whose interval holds the row's time.
+    The rows are looked up run by run of equal (group, topic, partition): ``partition_lag``
+    writes each series' commit rows, then its grid rows, together, so there are few runs and
+    no sort (any order gives the same answer, with more runs)."""
     n = plag.num_rows
     pick = np.full(n, -1, dtype=np.int64)
     members: list[str | None] = []
     if n and owners:
-        keys = pc.binary_join_element_wise(
-            plag.column("group_id"), plag.column("topic"),
-            pc.cast(plag.column("partition"), pa.string()), _SEP)
-        enc = pc.dictionary_encode(keys).combine_chunks()
-        codes = pc.fill_null(enc.indices, -1).to_numpy()
-        order = np.argsort(codes, kind="stable")
-        cuts = np.searchsorted(codes[order], np.arange(len(enc.dictionary) + 1))
+        bounds = keyed_gold.changes(plag, ["group_id", "topic", "partition"]).tolist()
+        firsts = pa.array(bounds[:-1], type=pa.int64())
+        keys = zip(*(plag.column(c).take(firsts).to_pylist()
+                     for c in ("group_id", "topic", "partition")), strict=True)
         ts = plag.column("ts_ms").to_numpy()
-        for code, key in enumerate(enc.dictionary.to_pylist()):
-            if key not in owners:
+        first_member: dict[str, int] = {}  # where a series' members start in ``members``
+        for lo, hi, (group, topic, partition) in zip(bounds[:-1], bounds[1:], keys,
+                                                     strict=True):
+            key = _series_key(group, topic, partition)
+            if group is None or topic is None or partition is None or key not in owners:
                 continue
             starts, ends, who = owners[key]
-            rows = order[cuts[code]:cuts[code + 1]]
-            j = np.searchsorted(starts, ts[rows], side="right") - 1
-            hit = (j >= 0) & (ts[rows] < ends[np.clip(j, 0, None)])
-            pick[rows[hit]] = len(members) + j[hit]
-            members.extend(who)
+            if key not in first_member:
+                first_member[key] = len(members)
+                members.extend(who)
+            j = np.searchsorted(starts, ts[lo:hi], side="right") - 1
+            hit = (j >= 0) & (ts[lo:hi] < ends[np.clip(j, 0, None)])
+            pick[lo:hi][hit] = first_member[key] + j[hit]
     owner = pa.array(members, pa.string()).take(pa.array(pick, mask=pick < 0)) \
         if members else pa.nulls(n, pa.string())
     return plag.append_column(PARTITION_LAG_SCHEMA.field("owner_member_id"), owner)
@@ -122,19 +165,22 @@ def read_ends(source: str | list[str]) -> pa.Table:
 
 def _task(index: int, commits_file: str, ends_path: str, out: str, grid_ms: int,
           until_ms: int, ticks: list[int], cfg: BurrowConfig,
-          owners: OwnerIndex, windows: list[StartWindow]) -> dict[str, Any]:
+          packed: PackedOwners, windows: list[StartWindow]) -> dict[str, Any]:
     """One file's gold rows; returns which percentile tables are not exact (see
     ``keyed_rollups``) and the estimated classic rebalance starts of its groups."""
     import pyarrow.parquet as pq
 
+    owners = packed.unpack()
     commits = pq.read_table(commits_file, columns=COMMIT_COLUMNS)
     ends = keyed_gold.end_offsets_by_partition(read_ends(ends_path))
-    plag = with_owner(keyed_gold.partition_lag(commits, ends, grid_ms, until_ms), owners)
+    ordered = keyed_gold.in_series_order(commits)
+    plag = with_owner(keyed_gold.partition_lag(commits, ends, grid_ms, until_ms, ordered),
+                      owners)
     rollup, rollup_exact = keyed_rollups.lag_rollup(plag)
     rate, rate_exact = keyed_rollups.commit_rate(plag)
     tables = {"partition_lag": plag, "lag_rollup": rollup, "commit_rate": rate,
               "rewinds": keyed_rollups.rewinds(plag),
-              "burrow_status": keyed_gold.burrow_timeline(commits, ends, ticks, cfg)}
+              "burrow_status": keyed_gold.burrow_timeline(commits, ends, ticks, cfg, ordered)}
     for name, table in tables.items():
         pq.write_table(table, f"{out}/{name}/part-{index:05d}.parquet")
     inexact = [name for name, ok in (("lag_rollup", rollup_exact),
@@ -157,12 +203,16 @@ def build(spark: Any, files: Sequence[TaskFile], ends_path: Path, out: Path, gri
         (gold / name).mkdir(parents=True)
         if not files:  # keep a schema for the readers
             pq.write_table(schema.empty_table(), gold / name / "part-00000.parquet")
-    paths = [f.path for f in files]
     where, ends = str(gold), str(ends_path)
     windows = gold_steps.classic_start_windows(rebalances)
-    results = (spark.sparkContext.parallelize(list(enumerate(paths)), max(1, len(paths)))
+    # each task gets its own groups' owners and windows as its element, not in the closure
+    # that every task unpickles
+    work = [(i, f.path, packed, [w for w in windows if w[0] in f.groups])
+            for i, (f, packed) in enumerate(zip(files, pack_by_file(owners, files),
+                                                strict=True))]
+    results = (spark.sparkContext.parallelize(work, max(1, len(work)))
                .map(lambda t: _task(t[0], t[1], ends, where, grid_ms, until_ms, ticks, cfg,
-                                    owners, windows)).collect()) if paths else []
+                                    t[2], t[3])).collect()) if work else []
     starts: dict[tuple[str, int], int] = {}
     for r in results:  # a group's commits are in one file: no key comes twice
         starts.update(r["starts"])
