@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import startup_instructions
-from bench.brokers import BrokerFailed, BrokerSpec, start_broker
+from bench.brokers import BrokerFailed, BrokerSpec, GroupcoordBroker, start_broker
 from bench.common import (
     DATA_DIR,
     LOOPBACK,
@@ -119,8 +119,11 @@ def run(ctx: BenchContext) -> Section:
         progress(NAME, f"start {i + 1}/{ctx.startup_repeats}: " + ", ".join(
             f"{name} {vals[-1]:.1f} ms" for name, vals in samples.items() if vals))
     counted = startup_instructions.available()
+    # Only Python brokers: the others' commands need a prepared node (Kafka) or are not
+    # interpreters whose bind the count can stop at.
     instructions = {spec.name: _instructions(spec) for spec in ctx.brokers
-                    if counted and spec.name not in failures}
+                    if counted and spec.name not in failures
+                    and isinstance(spec, GroupcoordBroker)}
     floor_instructions = _floor_instructions(bare) if counted else {}
     for spec in ctx.brokers:
         vals = samples[spec.name]
