@@ -107,14 +107,15 @@ def _int_value(node: ast.expr) -> int | None:
 
 def test_error_codes_are_error_code_members() -> None:
     """No module re-declares a Kafka error code as a bare int (``NOT_COORDINATOR = 16``):
-    ``groupcoord.wire.errors.ErrorCode`` is the one table. ``NONE = 0`` is left out, as other
-    enumerations (compression types) have a NONE of their own."""
+    ``groupcoord.wire.error_code_numbers`` is the one table (``ErrorCode`` names its numbers).
+    ``NONE = 0`` is left out, as other enumerations (compression types) have a NONE of their
+    own."""
     from groupcoord.wire.errors import ErrorCode
 
     codes = {member.name: member.value for member in ErrorCode if member.name != "NONE"}
     found = []
     for rel, tree in SOURCES:
-        if rel == "wire/errors.py":
+        if rel == "wire/error_code_numbers.py":
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _int_value(node.value) is not None:

@@ -7,7 +7,8 @@ Inputs are the Kafka 4.4 specs in ``../shared/kafka-spec-4.4`` (``messages/``, `
 
 - ``src/groupcoord/wire/generated/<api>.py``: one module per API (request + response),
   header and data spec, plus ``registry.py`` (api key -> request/response class);
-- ``src/groupcoord/wire/api_keys.py``: ``ApiKey`` and per-API version facts;
+- ``src/groupcoord/wire/api_key_numbers.py``: the api keys as plain ints and per-API
+  version facts, and ``src/groupcoord/wire/api_keys.py``: the ``ApiKey`` enum over them;
 - ``src/groupcoord/logformat/generated/<record>.py``: one module per coordinator record
   type (key + value), plus ``coordinator_records.py`` (record type -> classes).
 
@@ -21,7 +22,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from gen_module import HEADER, render_api_keys, render_module, render_records_index, render_registry
+from gen_module import (
+    HEADER,
+    render_api_key_numbers,
+    render_api_keys,
+    render_module,
+    render_records_index,
+    render_registry,
+)
 from gen_spec import MessageSpec, parse_spec, snake
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +37,7 @@ SPEC_DIR = ROOT.parent / "shared" / "kafka-spec-4.4"
 WIRE_OUT = ROOT / "src" / "groupcoord" / "wire" / "generated"
 RECORDS_OUT = ROOT / "src" / "groupcoord" / "logformat" / "generated"
 API_KEYS_OUT = ROOT / "src" / "groupcoord" / "wire" / "api_keys.py"
+API_KEY_NUMBERS_OUT = ROOT / "src" / "groupcoord" / "wire" / "api_key_numbers.py"
 
 
 def module_name(spec: MessageSpec) -> str:
@@ -62,6 +71,7 @@ def generate(spec_dir: Path = SPEC_DIR) -> dict[Path, str]:
     files[WIRE_OUT / "__init__.py"] = HEADER + '"""Generated Kafka message classes."""\n'
     files[WIRE_OUT / "registry.py"] = render_registry(wire)
     files[API_KEYS_OUT] = render_api_keys(wire)
+    files[API_KEY_NUMBERS_OUT] = render_api_key_numbers(wire)
     records: dict[str, dict[str, list[MessageSpec]]] = {}
     for sub in ("records", "share-records"):
         group = load_group(spec_dir / sub)

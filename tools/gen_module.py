@@ -271,23 +271,48 @@ def render_registry(wire: dict[str, list[MessageSpec]]) -> str:
     return "".join(lines)
 
 
-def render_api_keys(wire: dict[str, list[MessageSpec]]) -> str:
-    reqs = sorted((s.api_key or 0, s) for specs in wire.values() for s in specs
+def _request_specs(wire: dict[str, list[MessageSpec]]) -> list[tuple[int, MessageSpec]]:
+    return sorted((s.api_key or 0, s) for specs in wire.values() for s in specs
                   if s.kind == "request")
-    lines = [HEADER, '"""Kafka api keys (``ApiKeys``) and the version facts of each request spec.\n',
+
+
+def _api_key_name(spec: MessageSpec) -> str:
+    return snake(spec.name.removesuffix("Request")).upper()
+
+
+def render_api_key_numbers(wire: dict[str, list[MessageSpec]]) -> str:
+    """Plain ints: what the serve path needs before its listener is bound, without the cost
+    of building the ``ApiKey`` enum (``api_keys.py``), whose members are these numbers."""
+    reqs = _request_specs(wire)
+    lines = [HEADER, '"""Kafka api keys (``ApiKeys``) as plain ints, and the version facts of each\n',
+             'request spec. ``groupcoord.wire.api_keys.ApiKey`` names these numbers as an IntEnum;\n',
+             'this module is the cheap one to import before the listener is bound.\n',
              '\nHeader versions derive from ``FLEXIBLE_MIN``: flexible requests use request\n',
              'header v2 and response header v1 (ApiVersions responses excepted).\n"""\n\n',
-             "from __future__ import annotations\n\nfrom enum import IntEnum\n\n\n",
-             "class ApiKey(IntEnum):\n"]
-    for key, spec in reqs:
-        lines.append(f"    {snake(spec.name.removesuffix('Request')).upper()} = {key}\n")
-    lines.append("\n\n#: api key -> (lowest, highest) request version in the specs.\n")
+             "from __future__ import annotations\n\n"]
+    lines += [f"{_api_key_name(spec)} = {key}\n" for key, spec in reqs]
+    lines.append("\n#: api key -> (lowest, highest) request version in the specs.\n")
     lines.append("VERSIONS: dict[int, tuple[int, int]] = {\n")
     lines += [f"    {key}: ({s.valid.lo}, {s.valid.hi}),\n" for key, s in reqs]
     lines.append("}\n\n#: api key -> first flexible version (None: never flexible).\n")
     lines.append("FLEXIBLE_MIN: dict[int, int | None] = {\n")
     lines += [f"    {key}: {s.flexible.first()},\n" for key, s in reqs]
     lines.append("}\n")
+    return "".join(lines)
+
+
+def render_api_keys(wire: dict[str, list[MessageSpec]]) -> str:
+    reqs = _request_specs(wire)
+    lines = [HEADER, '"""Kafka api keys (``ApiKeys``) as an IntEnum over ``api_key_numbers``.\n',
+             "\nThe numbers and each API's version facts live in ``api_key_numbers``; the modules\n",
+             "that answer ApiVersions use them, as they load before the listener is bound.\n",
+             '"""\n\n',
+             "from __future__ import annotations\n\nfrom enum import IntEnum\n\n",
+             "from groupcoord.wire import api_key_numbers as _n\n\n\n",
+             "class ApiKey(IntEnum):\n"]
+    for _key, spec in reqs:
+        name = _api_key_name(spec)
+        lines.append(f"    {name} = _n.{name}\n")
     return "".join(lines)
 
 

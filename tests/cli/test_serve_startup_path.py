@@ -53,6 +53,10 @@ NOT_BEFORE_BIND = (
     "groupcoord.server.topics", "groupcoord.server.authorization",
     "groupcoord.security.acl", "groupcoord.security.scram_store", "groupcoord.apis.metadata",
     "groupcoord.testing",
+    # The enums of 138 error codes and 91 api keys: the request path uses their numbers
+    # (wire.error_code_numbers, wire.api_key_numbers); the modules loaded after the bind
+    # build ErrorCode.
+    "groupcoord.wire.errors", "groupcoord.wire.api_keys",
 )
 
 
@@ -98,7 +102,7 @@ def test_the_heavy_modules_are_what_the_broker_loads_after_the_bind() -> None:
     after = set(out.stdout.split())
     for name in ("groupcoord.storage.manager", "groupcoord.logformat.batch", "cramjam",
                  "groupcoord.server.coordinator_runtime", "groupcoord.server.transactions",
-                 "groupcoord.security.acl", "uuid"):
+                 "groupcoord.security.acl", "uuid", "groupcoord.wire.errors"):
         assert name in after, name
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from groupcoord.wire.api_keys import FLEXIBLE_MIN, VERSIONS, ApiKey
+from groupcoord.wire.api_key_numbers import FLEXIBLE_MIN, VERSIONS
+from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.registry import ApiSpec, version_range
-from groupcoord.wire.api_keys import ApiKey
-from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire import api_key_numbers
+from groupcoord.wire import error_code_numbers as codes
 from groupcoord.wire.generated.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -32,7 +32,7 @@ from groupcoord.wire.generated.api_versions import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.API_VERSIONS
+API_KEY = api_key_numbers.API_VERSIONS
 MIN_VERSION = 0
 MAX_VERSION = 5
 # First version carrying the ClusterId and NodeId the client meant to reach (KIP-1242).
@@ -54,14 +54,14 @@ def api_version_entries(handlers: Mapping[int, ApiSpec]) -> list[ApiVersion]:
     entries = []
     for key in sorted(handlers):
         low, high = version_range(handlers, key)
-        low = PRODUCE_ADVERTISED_MIN if key == ApiKey.PRODUCE else low
+        low = PRODUCE_ADVERTISED_MIN if key == api_key_numbers.PRODUCE else low
         entries.append(ApiVersion(api_key=key, min_version=low, max_version=high))
     return entries
 
 
 def unsupported_version_response(handlers: Mapping[int, ApiSpec]) -> ApiVersionsResponse:
-    own = [e for e in api_version_entries(handlers) if e.api_key == ApiKey.API_VERSIONS]
-    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=own)
+    own = [e for e in api_version_entries(handlers) if e.api_key == api_key_numbers.API_VERSIONS]
+    return ApiVersionsResponse(error_code=codes.UNSUPPORTED_VERSION, api_keys=own)
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ApiVersionsRequest,
@@ -69,11 +69,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ApiVersion
     response = respond(ctx.apis, request, version)
     # KafkaApis.clusterIdOrNodeIdIsInvalid (KIP-1242); the SASL authenticator's pre-login
     # answer (Kafka's SaslServerAuthenticator) checks only isValid, as `respond` does.
-    if (response.error_code == ErrorCode.NONE and version >= FIRST_CLUSTER_CHECK_VERSION
+    if (response.error_code == codes.NONE and version >= FIRST_CLUSTER_CHECK_VERSION
             and request.cluster_id is not None
             and (request.cluster_id != ctx.config.cluster_id
                  or request.node_id != ctx.node_id)):
-        return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
+        return ApiVersionsResponse(error_code=codes.REBOOTSTRAP_REQUIRED)
     return response
 
 
@@ -85,11 +85,11 @@ def respond(handlers: Mapping[int, ApiSpec], request: ApiVersionsRequest,
         _SOFTWARE.fullmatch(request.client_software_name)
         and _SOFTWARE.fullmatch(request.client_software_version)
     ):
-        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+        return ApiVersionsResponse(error_code=codes.INVALID_REQUEST)
     # ApiVersionsRequest.isValid (4.4): ClusterId and NodeId are named together or not at all.
     if version >= FIRST_CLUSTER_CHECK_VERSION and (
             (request.cluster_id is None) != (request.node_id == NO_NODE_ID)):
-        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+        return ApiVersionsResponse(error_code=codes.INVALID_REQUEST)
     return _ok_response(handlers, version >= FIRST_LEVEL_ZERO_VERSION)
 
 
@@ -112,7 +112,7 @@ def _ok_response(handlers: Mapping[int, ApiSpec], level_zero: bool) -> ApiVersio
     cached = _CACHE.get(key)
     if cached is None or cached[0] is not handlers:
         cached = (handlers, ApiVersionsResponse(
-            error_code=0, api_keys=api_version_entries(handlers),
+            error_code=codes.NONE, api_keys=api_version_entries(handlers),
             supported_features=supported_feature_keys(level_zero),
             finalized_features_epoch=features.FINALIZED_FEATURES_EPOCH,
             finalized_features=finalized_feature_keys()))

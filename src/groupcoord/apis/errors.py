@@ -8,20 +8,20 @@ it closes the connection.
 
 from __future__ import annotations
 
-from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire import error_code_numbers as codes
 
 # `CoordinatorOperationExceptionHelper.handleOperationException`, which the group coordinator
 # applies to every operation that failed: storage and replication errors of the write path
 # become coordinator errors the client retries (or reports) as such.
 _OPERATION_ERRORS = {
-    int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-    int(ErrorCode.NOT_ENOUGH_REPLICAS): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-    int(ErrorCode.REQUEST_TIMED_OUT): int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): int(ErrorCode.NOT_COORDINATOR),
-    int(ErrorCode.KAFKA_STORAGE_ERROR): int(ErrorCode.NOT_COORDINATOR),
-    int(ErrorCode.MESSAGE_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
-    int(ErrorCode.RECORD_LIST_TOO_LARGE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
-    int(ErrorCode.INVALID_FETCH_SIZE): int(ErrorCode.UNKNOWN_SERVER_ERROR),
+    codes.UNKNOWN_TOPIC_OR_PARTITION: codes.COORDINATOR_NOT_AVAILABLE,
+    codes.NOT_ENOUGH_REPLICAS: codes.COORDINATOR_NOT_AVAILABLE,
+    codes.REQUEST_TIMED_OUT: codes.COORDINATOR_NOT_AVAILABLE,
+    codes.NOT_LEADER_OR_FOLLOWER: codes.NOT_COORDINATOR,
+    codes.KAFKA_STORAGE_ERROR: codes.NOT_COORDINATOR,
+    codes.MESSAGE_TOO_LARGE: codes.UNKNOWN_SERVER_ERROR,
+    codes.RECORD_LIST_TOO_LARGE: codes.UNKNOWN_SERVER_ERROR,
+    codes.INVALID_FETCH_SIZE: codes.UNKNOWN_SERVER_ERROR,
 }
 
 

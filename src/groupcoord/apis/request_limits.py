@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire import error_code_numbers as codes
 from groupcoord.wire.messages import WireStruct
 
 #: The longest string a request may carry: Kafka's reader limit, and the int16 length of
@@ -86,8 +86,8 @@ def check_request(request: WireStruct, frame_size: int) -> FieldRejection | None
         return None
     path, size = found
     leaf = path.rsplit(".", 1)[-1]
-    code = ErrorCode.INVALID_GROUP_ID if leaf in GROUP_ID_FIELDS else ErrorCode.INVALID_REQUEST
-    return FieldRejection(path, int(code), size)
+    code = codes.INVALID_GROUP_ID if leaf in GROUP_ID_FIELDS else codes.INVALID_REQUEST
+    return FieldRejection(path, code, size)
 
 
 def _oversized_size(text: str) -> int:

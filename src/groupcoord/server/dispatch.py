@@ -23,7 +23,8 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.apis.request_limits import FieldRejection, check_request
 from groupcoord.server.fault_injection import FaultInjector, FaultRule
 from groupcoord.server.framing import API_VERSIONS_KEY, response_head
-from groupcoord.wire.errors import DecodeError, ErrorCode
+from groupcoord.wire import error_code_numbers as codes
+from groupcoord.wire.decode_error import DecodeError
 from groupcoord.wire.headers import (
     RequestHeader,
     peek_request_header,
@@ -173,7 +174,7 @@ class Dispatcher:
         if isinstance(exc, ApiError):
             return self._error_response(conn, spec, request, version, exc.code)
         log.error("handler for api key %d v%d failed", spec.api_key, version, exc_info=exc)
-        return self._error_response(conn, spec, request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
+        return self._error_response(conn, spec, request, version, codes.UNKNOWN_SERVER_ERROR)
 
     async def _run(self, conn: KafkaConnection, slot: _Slot, spec: ApiSpec, ctx: Any,
                    header: RequestHeader, request: Any,

@@ -28,8 +28,10 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
-from groupcoord.wire.api_keys import ApiKey
-from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire import error_code_numbers as codes
+
+# `ApiKey` and `ErrorCode` are imported where a rule is added or shown: this module loads
+# before the listener is bound, and building those enums costs more than the rest of it.
 
 Action = Literal["error", "drop", "delay"]
 ACTIONS: tuple[str, ...] = ("error", "drop", "delay")
@@ -119,6 +121,8 @@ def _by_number(table: type[enum.IntEnum], value: object, what: str) -> int | str
 
 def api_key_of(value: int | str) -> int:
     """An API key by number, by `ApiKey` name (`JOIN_GROUP`) or by Kafka's name (`JoinGroup`)."""
+    from groupcoord.wire.api_keys import ApiKey
+
     value = _by_number(ApiKey, value, "api key")
     if isinstance(value, int):
         return value
@@ -131,6 +135,8 @@ def api_key_of(value: int | str) -> int:
 
 def error_code_of(value: int | str) -> int:
     """An error code by number or by Kafka's name (`NOT_COORDINATOR`)."""
+    from groupcoord.wire.errors import ErrorCode
+
     value = _by_number(ErrorCode, value, "error code")
     if isinstance(value, int):
         return value
@@ -141,10 +147,14 @@ def error_code_of(value: int | str) -> int:
 
 
 def api_name(api_key: int) -> str:
+    from groupcoord.wire.api_keys import ApiKey
+
     return ApiKey(api_key).name
 
 
 def error_name(code: int) -> str:
+    from groupcoord.wire.errors import ErrorCode
+
     return ErrorCode(code).name
 
 
@@ -165,7 +175,7 @@ class FaultInjector:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise InvalidRule(f"count must be a positive integer, got {count!r}")
         code = error_code_of(error) if action == "error" else 0
-        if action == "error" and code == ErrorCode.NONE:
+        if action == "error" and code == codes.NONE:
             raise InvalidRule("an error rule needs a non-zero error code")
         if action == "delay" and (not isinstance(delay_ms, int) or isinstance(delay_ms, bool)
                                   or delay_ms < 0):

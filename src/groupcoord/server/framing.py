@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import struct
 
-from groupcoord.wire.api_keys import ApiKey
+from groupcoord.wire import api_key_numbers
 
 _SIZE_CORR = struct.Struct(">ii")
-API_VERSIONS_KEY = int(ApiKey.API_VERSIONS)  # a plain int: compared on every request
+API_VERSIONS_KEY = api_key_numbers.API_VERSIONS  # compared on every request
 
 
 def response_head(correlation_id: int, body_len: int, flexible_header: bool) -> bytes:

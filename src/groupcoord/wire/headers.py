@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import struct
 
-from groupcoord.wire.api_keys import FLEXIBLE_MIN, ApiKey
-from groupcoord.wire.errors import DecodeError
+from groupcoord.wire import api_key_numbers
+from groupcoord.wire.api_key_numbers import FLEXIBLE_MIN
+from groupcoord.wire.decode_error import DecodeError
 from groupcoord.wire.primitives import Buffer, skip_tagged_fields
 
 _HHI = struct.Struct(">hhi")
@@ -64,7 +65,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     return 2 if is_flexible(api_key, api_version) else 1
 
 
-_API_VERSIONS = int(ApiKey.API_VERSIONS)  # a plain int: compared on every response
+_API_VERSIONS = api_key_numbers.API_VERSIONS  # compared on every response
 
 
 def response_header_flexible(api_key: int, request_flexible: bool) -> bool:

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.decode_error import DecodeError
 from groupcoord.wire.primitives import Buffer
 
 # Struct errors and slicing surprises are all "the input is not a valid message".

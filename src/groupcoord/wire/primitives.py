@@ -18,7 +18,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from groupcoord.wire.errors import DecodeError
+from groupcoord.wire.decode_error import DecodeError
 
 Buffer = bytes | bytearray | memoryview
 
