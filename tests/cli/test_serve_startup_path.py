@@ -57,6 +57,9 @@ NOT_BEFORE_BIND = (
     # (wire.error_code_numbers, wire.api_key_numbers); the modules loaded after the bind
     # build ErrorCode.
     "groupcoord.wire.errors", "groupcoord.wire.api_keys",
+    # A plain `serve` command line is read from the option table (cli.options); argparse
+    # (with gettext) is for --help and for what that reading leaves.
+    "argparse", "gettext",
 )
 
 

@@ -7,44 +7,46 @@ or the old `HOST:PORT` for the first listener.
 
 from __future__ import annotations
 
-import argparse
+from types import SimpleNamespace
 from typing import Any
 
+from groupcoord.cli.options import Option
 from groupcoord.security.config import SecurityConfig, parse_mechanisms
 from groupcoord.server.config import Listener
 
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--listener", action="append", default=[], metavar="NAME://HOST:PORT",
-                   help="a listener; NAME is PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL or a "
-                        "name in --listener-security-protocol-map (repeatable; listeners)")
-    p.add_argument("--listener-security-protocol-map", default="", metavar="NAME:PROTO,...",
-                   help="security protocol of custom listener names "
-                        "(listener.security.protocol.map)")
-    p.add_argument("--ssl-cert", default=None, metavar="PEM",
-                   help="server certificate chain (ssl.keystore.location)")
-    p.add_argument("--ssl-key", default=None, metavar="PEM", help="server private key")
-    p.add_argument("--ssl-ca", default=None, metavar="PEM",
-                   help="CA certificates to verify client certificates "
-                        "(ssl.truststore.location)")
-    p.add_argument("--ssl-client-auth", choices=("none", "requested", "required"),
-                   default="none", help="client certificates (ssl.client.auth)")
-    p.add_argument("--ssl-principal-mapping-rules", default="DEFAULT", metavar="RULES",
-                   help="certificate subject -> principal name (ssl.principal.mapping.rules)")
-    p.add_argument("--ssl-handshake-timeout-ms", type=int, default=None,
-                   help="drop a client that has not finished TLS in this time (default 10000)")
-    p.add_argument("--sasl-enabled-mechanisms", default=None, metavar="M1,M2",
-                   help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (unsecured tokens; "
-                        "for tests) (sasl.enabled.mechanisms; default the SCRAM ones, plus "
-                        "PLAIN with --sasl-plain-users)")
-    p.add_argument("--sasl-plain-users", default=None, metavar="FILE",
-                   help="PLAIN users, one name=password per line")
-    p.add_argument("--connections-max-reauth-ms", type=int, default=0,
-                   help="SASL session lifetime; clients re-authenticate before it ends, "
-                        "0 = never (connections.max.reauth.ms)")
-    p.add_argument("--connection-failed-authentication-delay-ms", type=int, default=100,
-                   help="close a connection this long after its failed authentication was "
-                        "answered (connection.failed.authentication.delay.ms)")
+#: The listener, TLS and SASL options of `groupcoord serve`, in the order of `--help`.
+OPTIONS: tuple[Option, ...] = (
+    Option("--listener", kind="append", default=[], metavar="NAME://HOST:PORT",
+           help="a listener; NAME is PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL or a "
+                "name in --listener-security-protocol-map (repeatable; listeners)"),
+    Option("--listener-security-protocol-map", default="", metavar="NAME:PROTO,...",
+           help="security protocol of custom listener names "
+                "(listener.security.protocol.map)"),
+    Option("--ssl-cert", default=None, metavar="PEM",
+           help="server certificate chain (ssl.keystore.location)"),
+    Option("--ssl-key", default=None, metavar="PEM", help="server private key"),
+    Option("--ssl-ca", default=None, metavar="PEM",
+           help="CA certificates to verify client certificates "
+                "(ssl.truststore.location)"),
+    Option("--ssl-client-auth", choices=("none", "requested", "required"),
+           default="none", help="client certificates (ssl.client.auth)"),
+    Option("--ssl-principal-mapping-rules", default="DEFAULT", metavar="RULES",
+           help="certificate subject -> principal name (ssl.principal.mapping.rules)"),
+    Option("--ssl-handshake-timeout-ms", type=int, default=None,
+           help="drop a client that has not finished TLS in this time (default 10000)"),
+    Option("--sasl-enabled-mechanisms", default=None, metavar="M1,M2",
+           help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (unsecured tokens; "
+                "for tests) (sasl.enabled.mechanisms; default the SCRAM ones, plus "
+                "PLAIN with --sasl-plain-users)"),
+    Option("--sasl-plain-users", default=None, metavar="FILE",
+           help="PLAIN users, one name=password per line"),
+    Option("--connections-max-reauth-ms", type=int, default=0,
+           help="SASL session lifetime; clients re-authenticate before it ends, "
+                "0 = never (connections.max.reauth.ms)"),
+    Option("--connection-failed-authentication-delay-ms", type=int, default=100,
+           help="close a connection this long after its failed authentication was "
+                "answered (connection.failed.authentication.delay.ms)"),
+)
 
 
 def listeners_from_args(listen: list[str] | None, named: list[str]) -> tuple[Listener, ...]:
@@ -53,7 +55,7 @@ def listeners_from_args(listen: list[str] | None, named: list[str]) -> tuple[Lis
     return listeners or (Listener("127.0.0.1", 9092),)
 
 
-def config_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
+def config_kwargs(ns: SimpleNamespace) -> dict[str, Any]:
     """The BrokerConfig fields these options set; ValueError for bad values."""
     listeners = listeners_from_args(ns.listen, ns.listener)
     advertised = [Listener.parse(text, default_name=listeners[0].name)

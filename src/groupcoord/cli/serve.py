@@ -15,18 +15,22 @@ names what may not be imported before the bind.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-from groupcoord.cli import security_args
+from groupcoord.cli import options, security_args
+from groupcoord.cli.options import Option
 from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
 from groupcoord.server.connection_quotas import INT_MAX
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
 from groupcoord.storage.fileio import MEMORY, OS_FILE_IO, FileIO
+
+if TYPE_CHECKING:
+    import argparse
 
 log = logging.getLogger("groupcoord")
 
@@ -44,72 +48,88 @@ def _help_width() -> int:
     return max(columns, 1) - 2
 
 
+#: Every `groupcoord serve` option, in the order of `--help`.
+OPTIONS: tuple[Option, ...] = (
+    Option("--listen", kind="append", default=None, metavar="HOST:PORT",
+           help="address to listen on (repeatable; default 127.0.0.1:9092)"),
+    Option("--advertised-listener", kind="append", default=None,
+           metavar="[NAME://]HOST:PORT",
+           help="address given to clients of a listener in Metadata/FindCoordinator "
+                "(repeatable, one per listener name; HOST:PORT: the first listener)"),
+    Option("--data-dir", default="./data",
+           help="log directory (default ./data); `memory` keeps every log in memory, "
+                "for tests (gone when the broker stops)"),
+    Option("--node-id", type=int, default=0),
+    Option("--nodes", type=int, default=1,
+           help="nodes served by this process: ids node-id.., node i on each listen "
+                "port + i, partitions and coordinators spread over them (default 1)"),
+    Option("--cluster-id", default=None,
+           help="cluster id (default: stored in the data dir, else generated)"),
+    Option("--fsync", choices=("always", "interval", "never"), default="interval"),
+    Option("--fsync-interval-ms", type=int, default=1000),
+    Option("--auto-create-topics", kind="switch", default=True),
+    Option("--default-partitions", type=int, default=1),
+    Option("--group-initial-rebalance-delay-ms", type=int, default=3000),
+    Option("--offsets-partitions", type=int, default=50),
+    Option("--group-config", kind="append", default=[], metavar="NAME=VALUE",
+           help="a group coordinator setting by its Kafka name, e.g. "
+                "group.consumer.session.timeout.ms=45000 (repeatable)"),
+    Option("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE,
+           help="largest request frame accepted (socket.request.max.bytes)"),
+    Option("--max-connections", type=int, default=INT_MAX,
+           help="broker-wide connection limit; beyond it new connections wait "
+                "(max.connections)"),
+    Option("--max-connections-per-ip", type=int, default=INT_MAX,
+           help="connections allowed from one address; more are closed at once "
+                "(max.connections.per.ip)"),
+    Option("--max-connections-per-ip-overrides", default="", metavar="HOST:N,...",
+           help="per-address limits overriding --max-connections-per-ip "
+                "(max.connections.per.ip.overrides)"),
+    Option("--connections-max-idle-ms", type=int, default=CONNECTIONS_MAX_IDLE_MS_DEFAULT,
+           help="close connections idle this long; -1 never (connections.max.idle.ms)"),
+    Option("--authorizer", choices=("none", "standard"), default="none",
+           help="ACL enforcement: none allows everything (no authorizer.class.name), "
+                "standard is Kafka's StandardAuthorizer with ACLs kept in the data dir"),
+    Option("--super-users", default="", metavar="User:a;User:b",
+           help="principals allowed everything (super.users)"),
+    Option("--allow-everyone-if-no-acl-found", kind="flag", default=False,
+           help="allow access to resources without any ACL "
+                "(allow.everyone.if.no.acl.found)"),
+    Option("--clock", choices=("system", "manual"), default="system",
+           help="system: real time; manual: virtual time for tests, standing still "
+                "until advanced through --control-listen (docs/testing.md)"),
+    Option("--control-listen", default=None, metavar="HOST:PORT",
+           help="HTTP/JSON control endpoint for tests: virtual time of a --clock "
+                "manual broker, injected faults, group state (docs/testing.md)"),
+    *security_args.OPTIONS,
+    Option("--log-level", default="info",
+           choices=("debug", "info", "warning", "error")),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of OPTIONS: `--help`, and command lines `parse_plain` leaves."""
+    import argparse
+
     # argparse makes a help formatter for every `add_argument` (to check its metavar), and
-    # the default one asks the terminal for its size each time, importing shutil: 8 M
-    # instructions with this parser's 40 options, asked once here instead.
+    # the default one asks the terminal for its size each time, importing shutil: asked
+    # once here instead.
     width = _help_width()
     p = argparse.ArgumentParser(
         prog="groupcoord serve", description="Run the broker.",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, width=width))
-    p.add_argument("--listen", action="append", default=None, metavar="HOST:PORT",
-                   help="address to listen on (repeatable; default 127.0.0.1:9092)")
-    p.add_argument("--advertised-listener", action="append", default=None,
-                   metavar="[NAME://]HOST:PORT",
-                   help="address given to clients of a listener in Metadata/FindCoordinator "
-                        "(repeatable, one per listener name; HOST:PORT: the first listener)")
-    p.add_argument("--data-dir", default="./data",
-                   help="log directory (default ./data); `memory` keeps every log in memory, "
-                        "for tests (gone when the broker stops)")
-    p.add_argument("--node-id", type=int, default=0)
-    p.add_argument("--nodes", type=int, default=1,
-                   help="nodes served by this process: ids node-id.., node i on each listen "
-                        "port + i, partitions and coordinators spread over them (default 1)")
-    p.add_argument("--cluster-id", default=None,
-                   help="cluster id (default: stored in the data dir, else generated)")
-    p.add_argument("--fsync", choices=("always", "interval", "never"), default="interval")
-    p.add_argument("--fsync-interval-ms", type=int, default=1000)
-    p.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--default-partitions", type=int, default=1)
-    p.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
-    p.add_argument("--offsets-partitions", type=int, default=50)
-    p.add_argument("--group-config", action="append", default=[], metavar="NAME=VALUE",
-                   help="a group coordinator setting by its Kafka name, e.g. "
-                        "group.consumer.session.timeout.ms=45000 (repeatable)")
-    p.add_argument("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE,
-                   help="largest request frame accepted (socket.request.max.bytes)")
-    p.add_argument("--max-connections", type=int, default=INT_MAX,
-                   help="broker-wide connection limit; beyond it new connections wait "
-                        "(max.connections)")
-    p.add_argument("--max-connections-per-ip", type=int, default=INT_MAX,
-                   help="connections allowed from one address; more are closed at once "
-                        "(max.connections.per.ip)")
-    p.add_argument("--max-connections-per-ip-overrides", default="", metavar="HOST:N,...",
-                   help="per-address limits overriding --max-connections-per-ip "
-                        "(max.connections.per.ip.overrides)")
-    p.add_argument("--connections-max-idle-ms", type=int, default=CONNECTIONS_MAX_IDLE_MS_DEFAULT,
-                   help="close connections idle this long; -1 never (connections.max.idle.ms)")
-    p.add_argument("--authorizer", choices=("none", "standard"), default="none",
-                   help="ACL enforcement: none allows everything (no authorizer.class.name), "
-                        "standard is Kafka's StandardAuthorizer with ACLs kept in the data dir")
-    p.add_argument("--super-users", default="", metavar="User:a;User:b",
-                   help="principals allowed everything (super.users)")
-    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
-                   help="allow access to resources without any ACL "
-                        "(allow.everyone.if.no.acl.found)")
-    p.add_argument("--clock", choices=("system", "manual"), default="system",
-                   help="system: real time; manual: virtual time for tests, standing still "
-                        "until advanced through --control-listen (docs/testing.md)")
-    p.add_argument("--control-listen", default=None, metavar="HOST:PORT",
-                   help="HTTP/JSON control endpoint for tests: virtual time of a --clock "
-                        "manual broker, injected faults, group state (docs/testing.md)")
-    security_args.add_arguments(p)
-    p.add_argument("--log-level", default="info",
-                   choices=("debug", "info", "warning", "error"))
+    options.add_to(p, OPTIONS)
     return p
 
 
-def config_from_args(ns: argparse.Namespace) -> BrokerConfig:
+def parse_args(argv: Sequence[str]) -> SimpleNamespace:
+    """The options of `argv`: read from OPTIONS without argparse when the command line is
+    plain (start-up time), else by argparse (help, abbreviations, errors exit here)."""
+    plain = options.parse_plain(OPTIONS, argv)
+    return plain if plain is not None else SimpleNamespace(**vars(build_parser().parse_args(argv)))
+
+
+def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
     """The broker's configuration; the cluster id is read from the data dir (or made up),
     and stored by the broker once it has bound its listeners."""
     from groupcoord.server.cluster_id import new_cluster_id, stored_cluster_id
@@ -159,7 +179,7 @@ def _group_configs(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _control_listener(ns: argparse.Namespace) -> Listener | None:
+def _control_listener(ns: SimpleNamespace) -> Listener | None:
     """The control endpoint: the way to advance a manual clock (so it needs one), and to
     move coordinators and stop and start nodes (`testing.cluster_control`)."""
     if ns.clock == "manual" and ns.control_listen is None:
@@ -239,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve_main(argv: Sequence[str] | None) -> int:
-    ns = build_parser().parse_args(argv)
+    ns = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
         level=getattr(logging, ns.log_level.upper()),
         stream=sys.stderr,
