@@ -60,6 +60,8 @@ NOT_BEFORE_BIND = (
     # A plain `serve` command line is read from the option table (cli.options); argparse
     # (with gettext) is for --help and for what that reading leaves.
     "argparse", "gettext",
+    # The handlers' protocols load with the handlers; the dispatcher needs only RawResponse.
+    "groupcoord.apis.context",
 )
 
 

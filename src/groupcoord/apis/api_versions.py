@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from groupcoord.apis import features
-from groupcoord.apis.context import RequestContext
 from groupcoord.apis.registry import ApiSpec, version_range
 from groupcoord.wire import api_key_numbers
 from groupcoord.wire import error_code_numbers as codes
@@ -31,6 +31,10 @@ from groupcoord.wire.generated.api_versions import (
     SupportedFeatureKey,
 )
 from groupcoord.wire.headers import RequestHeader
+
+if TYPE_CHECKING:
+    # The handlers' protocols: loaded with the other handlers, after the bind.
+    from groupcoord.apis.context import RequestContext
 
 API_KEY = api_key_numbers.API_VERSIONS
 MIN_VERSION = 0

@@ -34,20 +34,6 @@ class ScramCredentials(Protocol):
               deletions: Iterable[tuple[str, str]] = ()) -> None: ...
 
 
-class RawResponse:
-    """A response body already encoded as buffers (fast paths: Fetch, Produce).
-
-    `parts` are written with `transport.writelines`, so stored log bytes go out as
-    memoryviews without being copied into Python objects.
-    """
-
-    __slots__ = ("parts", "size")
-
-    def __init__(self, parts: list[bytes | memoryview], size: int) -> None:
-        self.parts = parts
-        self.size = size
-
-
 class PartitionLogView(Protocol):
     """The part of `storage.PartitionLog` handlers read."""
 

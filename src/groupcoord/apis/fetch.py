@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from groupcoord.apis import authorization as authz
-from groupcoord.apis.context import RawResponse, RequestContext
+from groupcoord.apis.context import RequestContext
 from groupcoord.apis.fetch_encode import encode_fetch_response
+from groupcoord.apis.raw_response import RawResponse
 from groupcoord.apis.services import FetchPartition
 from groupcoord.logformat.batch import iter_batches
 from groupcoord.storage.config import OffsetOutOfRangeError

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from groupcoord.apis.context import RawResponse
+from groupcoord.apis.raw_response import RawResponse
 from groupcoord.wire.primitives import write_uvarint
 
 _I16 = struct.Struct(">h")

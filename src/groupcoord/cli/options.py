@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import argparse
@@ -25,18 +25,27 @@ if TYPE_CHECKING:
 Kind = Literal["value", "append", "flag", "switch"]
 
 
-class Option(NamedTuple):
-    flag: str
-    kind: Kind = "value"
-    default: object = None
-    type: Callable[[str], object] | None = None
-    choices: tuple[str, ...] | None = None
-    metavar: str | None = None
-    help: str | None = None
+class Option:
+    """One long option. A plain class: a NamedTuple's class is built by `exec` at import,
+    which costs more than the whole table here."""
 
-    @property
-    def dest(self) -> str:
-        return self.flag[2:].replace("-", "_")
+    __slots__ = ("choices", "default", "dest", "flag", "help", "kind", "metavar", "type")
+
+    def __init__(self, flag: str, *, kind: Kind = "value", default: object = None,
+                 type: Callable[[str], object] | None = None,
+                 choices: tuple[str, ...] | None = None, metavar: str | None = None,
+                 help: str | None = None) -> None:
+        self.flag = flag
+        self.dest = flag[2:].replace("-", "_")
+        self.kind: Kind = kind
+        self.default = default
+        self.type = type
+        self.choices = choices
+        self.metavar = metavar
+        self.help = help
+
+    def __repr__(self) -> str:
+        return f"Option({self.flag!r}, kind={self.kind!r})"
 
 
 def add_to(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:

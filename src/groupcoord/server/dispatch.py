@@ -18,8 +18,8 @@ import logging
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.apis.context import RawResponse
 from groupcoord.apis.errors import ApiError
+from groupcoord.apis.raw_response import RawResponse
 from groupcoord.apis.request_limits import FieldRejection, check_request
 from groupcoord.server.fault_injection import FaultInjector, FaultRule
 from groupcoord.server.framing import API_VERSIONS_KEY, response_head
