@@ -22,8 +22,9 @@ INT_MAX = 2**31 - 1
 MAX_CONNECTIONS = "max.connections"
 MAX_CONNECTIONS_PER_IP = "max.connections.per.ip"
 MAX_CONNECTIONS_PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
-# Kafka's `Utils.validHostPattern`.
-_VALID_HOST = re.compile(r"[a-zA-Z0-9._\-:]+")
+# Kafka's `Utils.validHostPattern` (compiled by `re` on first use: overrides are rare, and
+# this module loads before the listener is bound).
+_VALID_HOST = r"[a-zA-Z0-9._\-:]+"
 
 
 def parse_overrides(text: str) -> dict[str, int]:
@@ -35,7 +36,7 @@ def parse_overrides(text: str) -> dict[str, int]:
     for item in re.split(r"\s*,\s*", text.strip()):
         host, sep, count = item.rpartition(":")
         host = host.strip()
-        if not sep or not _VALID_HOST.fullmatch(host):
+        if not sep or not re.fullmatch(_VALID_HOST, host):
             raise ValueError(f"{MAX_CONNECTIONS_PER_IP_OVERRIDES} contains invalid addresses : "
                              f"{host or item}")
         try:

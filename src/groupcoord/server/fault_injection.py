@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterator
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from groupcoord.wire import error_code_numbers as codes
 
@@ -46,8 +46,8 @@ class InvalidRule(ValueError):
 class FaultRule:
     """One rule; `remaining` counts down as it fires and the rule goes at zero.
 
-    A plain class, as `Firing` is a NamedTuple: the module is loaded before the broker binds
-    its listeners, where a dataclass costs its generated code."""
+    A plain class: the module is loaded before the broker binds its listeners, where a
+    dataclass costs its generated code and a NamedTuple its `exec`."""
 
     __slots__ = (
         "action",
@@ -83,22 +83,34 @@ class FaultRule:
         return _named(out, self.api_key, self.action, self.error_code)
 
 
-class Firing(NamedTuple):
-    """A rule that fired on one request."""
+class Firing:
+    """A rule that fired on one request. A plain class (as `FaultRule`): a NamedTuple's
+    class is built by `exec` when this module loads, before the listener is bound."""
 
-    rule: int
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str
-    connection: str
-    action: Action
-    error_code: int
-    delay_ms: int
-    now_ms: int
+    __slots__ = ("action", "api_key", "api_version", "client_id", "connection",
+                 "correlation_id", "delay_ms", "error_code", "now_ms", "rule")
+
+    def __init__(self, rule: int, api_key: int, api_version: int, correlation_id: int,
+                 client_id: str, connection: str, action: Action, error_code: int,
+                 delay_ms: int, now_ms: int) -> None:
+        self.rule = rule
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.connection = connection
+        self.action: Action = action
+        self.error_code = error_code
+        self.delay_ms = delay_ms
+        self.now_ms = now_ms
 
     def as_dict(self) -> dict[str, Any]:
-        return _named(self._asdict(), self.api_key, self.action, self.error_code)
+        fields = {"rule": self.rule, "api_key": self.api_key, "api_version": self.api_version,
+                  "correlation_id": self.correlation_id, "client_id": self.client_id,
+                  "connection": self.connection, "action": self.action,
+                  "error_code": self.error_code, "delay_ms": self.delay_ms,
+                  "now_ms": self.now_ms}
+        return _named(fields, self.api_key, self.action, self.error_code)
 
 
 def _named(out: dict[str, Any], api_key: int, action: Action, error_code: int
