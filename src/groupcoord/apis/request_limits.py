@@ -40,8 +40,7 @@ bytes).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from groupcoord.security.settings import Settings
 from groupcoord.wire import error_code_numbers as codes
 from groupcoord.wire.messages import WireStruct
 
@@ -58,10 +57,10 @@ _ALWAYS_FITS = MAX_STRING_BYTES // 4
 GROUP_ID_FIELDS = frozenset({"group_id", "groups", "groups_names", "group_ids"})
 
 
-class FieldRejection(NamedTuple):
+class FieldRejection(Settings):
     """Why a request is refused before its handler: the field path and the error code.
-    (A NamedTuple: loaded before the broker binds its listeners, where a dataclass costs
-    its generated code.)"""
+    (A `Settings` record: loaded before the broker binds its listeners, where a dataclass
+    costs its generated code and a NamedTuple its `exec`.)"""
 
     field: str
     code: int

@@ -236,7 +236,7 @@ class Broker:
                 if node_id != cfg.node_id:
                     # Advertised listeners name node 0's endpoints; the others advertise
                     # their own port on the same host.
-                    security = security._replace(advertised=Listener(
+                    security = security.replace(advertised=Listener(
                         security.advertised.host, port, listener.name))
                 server = Acceptor(
                     sockets, limits, self._connection_factory(security, node_id),

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 import socket
-from typing import NamedTuple
+
+from groupcoord.security.settings import Settings
 
 INT_MAX = 2**31 - 1
 MAX_CONNECTIONS = "max.connections"
@@ -70,9 +71,9 @@ def validate_limits(max_connections: int, max_per_ip: int, overrides: dict[str, 
                          f"{MAX_CONNECTIONS_PER_IP_OVERRIDES} property is set.")
 
 
-class Refusal(NamedTuple):
-    """A connection refused by the per-address limit (a NamedTuple: cheap to define before
-    the broker binds its listeners, as every record on that path)."""
+class Refusal(Settings):
+    """A connection refused by the per-address limit (a `Settings` record: cheap to define
+    before the broker binds its listeners, as every record on that path)."""
 
     address: str
     limit: int

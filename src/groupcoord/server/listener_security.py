@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from groupcoord.security.config import SSL, uses_sasl
+from groupcoord.security.settings import Settings
 from groupcoord.server.config import Listener
 
 if TYPE_CHECKING:
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupcoord.server")
 
 
-class ListenerSecurity(NamedTuple):
-    """How one listener secures its connections (a NamedTuple: built before the broker
-    binds, where a dataclass costs its generated code)."""
+class ListenerSecurity(Settings):
+    """How one listener secures its connections (a `Settings` record: built before the
+    broker binds, where a dataclass costs its generated code and a NamedTuple its `exec`)."""
 
     name: str
     security_protocol: str
