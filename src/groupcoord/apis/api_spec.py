@@ -5,7 +5,7 @@ both import it without importing each other."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from groupcoord.security.settings import Settings
 
@@ -33,7 +33,7 @@ class ApiSpec(Settings):
         return self.flexible_min is not None and version >= self.flexible_min
 
 
-class ServedApi(NamedTuple):
+class ServedApi(Settings):
     """A row of the generated table: the api key and versions a handler module serves, and
     the function that imports the module and builds its `ApiSpec`."""
 

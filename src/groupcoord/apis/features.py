@@ -18,13 +18,14 @@ Levels are fixed for the life of the process, so one epoch serves.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import NamedTuple
+
+from groupcoord.security.settings import Settings
 
 
-class Feature(NamedTuple):
+class Feature(Settings):
     """A feature's supported range and its finalized level (`Feature` / `FeatureVersion`).
-    (A NamedTuple: ApiVersions needs it before the broker binds its listeners, where a
-    dataclass costs its generated code.)"""
+    (A `Settings` record: ApiVersions needs it before the broker binds its listeners, where
+    a dataclass costs its generated code and a NamedTuple its `exec`.)"""
 
     name: str
     min_supported: int
