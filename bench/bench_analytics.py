@@ -362,6 +362,11 @@ def _notes(result: dict[str, Any]) -> list[str]:
             notes.append("Pipeline not run at " + ", ".join(
                 f"{r['share'] * 100:.1f} %" for r in skipped) + " (over `--pipeline-max` or "
                 "the `--budget-s` time budget).")
+    run_loads = [x for r in run for x in r["pipeline"].get("runs_load_1m", [])]
+    if run_loads:
+        notes.append(f"1-minute load average after each timed pipeline run (this run's two "
+                     f"busy cores count in it): {min(run_loads):.1f}-{max(run_loads):.1f}; "
+                     "the table's load column is the one before the row's decode.")
     loads = [r["load_1m"][0] for r in result["rows"] if r.get("load_1m")]
     if loads and max(loads) > 1.5:
         notes.append(f"This run shared the machine's cores with other jobs (1-minute load "
