@@ -1,4 +1,4 @@
-"""The shard's operation queue (`shard_task.OpQueue`), the runtime's cached group id ->
+"""The shard's operation queue (`op_queue.OpQueue`), the runtime's cached group id ->
 partition mapping and its kept group callers: the hot-path replacements keep the
 behaviour of what they replace."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.server import coordinator_runtime
-from groupcoord.server.shard_task import OpQueue
+from groupcoord.server.op_queue import OpQueue
 from tests.server.broker_inproc import InProcBroker, run
 
 

@@ -46,7 +46,6 @@ producer-epoch checks (`ProducerEpochs`).
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 import itertools
 import logging
@@ -61,6 +60,7 @@ from groupcoord.logformat.batch import HEADER_SIZE, build_batch
 from groupcoord.server import group_events, heap
 from groupcoord.server.append_errors import AppendFailed, log_error
 from groupcoord.server.coordinator_txn import EndTxnWrite
+from groupcoord.server.op_queue import OpQueue
 from groupcoord.server.shard_loader import ShardLoader
 from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
@@ -98,41 +98,6 @@ class WriteRefused(Exception):
     operation fails, nothing is appended and the shard keeps serving."""
 
 
-class OpQueue:
-    """The shard's operation queue: asyncio.Queue without what one consumer and no bound
-    never use (task counting, putters, an Event cleared per put), which made it a
-    noticeable share of each operation's cost."""
-
-    __slots__ = ("_items", "_loop", "_waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._items: collections.deque[QueueItem] = collections.deque()
-        self._loop = loop
-        self._waiter: asyncio.Future[None] | None = None
-
-    def put_nowait(self, item: QueueItem) -> None:
-        self._items.append(item)
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def empty(self) -> bool:
-        return not self._items
-
-    def get_nowait(self) -> QueueItem:
-        """The oldest item; IndexError when empty."""
-        return self._items.popleft()
-
-    async def get(self) -> QueueItem:
-        """The oldest item, once there is one (one consumer: the shard's task)."""
-        while not self._items:
-            waiter = self._waiter = self._loop.create_future()
-            await waiter
-        return self._items.popleft()
-
-
 class ShardState(enum.Enum):
     """Kafka's `CoordinatorRuntime.CoordinatorState`, without INITIAL (a task is created
     loading) and CLOSED (an unloaded task is dropped); RECOVERING is the reload after a
@@ -161,7 +126,7 @@ class ShardTask:
         # The loop the task runs on, kept: asyncio.get_running_loop() costs a getpid()
         # system call on every call.
         self.loop = asyncio.get_running_loop()
-        self.queue = OpQueue(self.loop)
+        self.queue = OpQueue[QueueItem](self.loop)
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
         # key -> (sequence, handle, deadline ms); the deadline is for describing state.
