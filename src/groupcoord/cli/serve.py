@@ -27,6 +27,7 @@ from groupcoord.cli.options import Option
 from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
 from groupcoord.server.connection_quotas import INT_MAX
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
+from groupcoord.storage.dir_lock import DataDirLocked
 from groupcoord.storage.fileio import MEMORY, OS_FILE_IO, FileIO
 
 if TYPE_CHECKING:
@@ -273,6 +274,9 @@ def _serve_main(argv: Sequence[str] | None) -> int:
         return 2
     try:
         _run(serve(config, control, ns.clock == "manual"))
+    except DataDirLocked as exc:
+        sys.stderr.write(f"groupcoord serve: {exc}\n")
+        return 1
     except (OSError, ValueError) as exc:  # ports, key material, users file, mapping rules
         log.error("cannot start: %s", exc)
         return 1

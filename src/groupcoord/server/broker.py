@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from groupcoord.server.topics import TopicStore
     from groupcoord.server.transactions import TransactionRuntime
     from groupcoord.storage import AppendInfo, LogManager, PartitionLog
+    from groupcoord.storage.dir_lock import DataDirLock
 
 log = logging.getLogger("groupcoord.server")
 
@@ -116,6 +117,8 @@ class Broker:
         self._dirty: set[PartitionLog] = set()
         self._compacted: dict[tuple[str, int], tuple[int, int]] = {}
         self._opened_logs: LogManager | None = None
+        # The data dir's lock while this broker owns the dir (None in memory).
+        self._dir_lock: DataDirLock | None = None
         self._services: list[_Service] = []
         self.cleaner: LogCleaner | None = None
         # One cleaning pass at a time (one cleaner thread): two would share `cleaner-tmp`.
@@ -132,18 +135,34 @@ class Broker:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bind the listeners first (ApiVersions is answered from then on), then load the
-        logs and runtimes; returns once every request can be served."""
-        from groupcoord.server.dispatch import Dispatcher
-        from groupcoord.server.framing import API_VERSIONS_KEY
-        from groupcoord.server.listener_setup import ListenerSetup
-
+        """Take the data dir's lock, bind the listeners (ApiVersions is answered from then
+        on), then load the logs and runtimes; returns once every request can be served.
+        Raises `storage.dir_lock.DataDirLocked` if another broker holds the data dir."""
         cfg = self.config
         if self._handlers is None:
             from groupcoord.apis.registry import handlers
 
             self._handlers = handlers()
         self.handlers = self._handlers
+        if cfg.file_io.shared_across_processes:
+            # Before anything reads or writes the dir, and before the bind: a second broker
+            # on a held dir fails at once and leaves it as it was (`storage.dir_lock`).
+            from groupcoord.storage.dir_lock import lock_data_dir
+
+            self._dir_lock = lock_data_dir(cfg.data_dir)
+        try:
+            await self._bind_and_load()
+        except BaseException:
+            self._release_dir()
+            raise
+        self.ready.set()
+
+    async def _bind_and_load(self) -> None:
+        from groupcoord.server.dispatch import Dispatcher
+        from groupcoord.server.framing import API_VERSIONS_KEY
+        from groupcoord.server.listener_setup import ListenerSetup
+
+        cfg = self.config
         # The first request of every client: its module loads now, uncontended by the
         # worker thread that preloads the rest after the bind.
         self.handlers.get(API_VERSIONS_KEY)
@@ -167,7 +186,6 @@ class Broker:
             for conn in list(self.connections):
                 conn.close()
             raise
-        self.ready.set()
 
     async def _load(self) -> None:
         """Kafka's start-up before it serves: log recovery, topic metadata, ACLs, producer
@@ -295,6 +313,12 @@ class Broker:
             self.connection_limits.stop()
         if self._opened_logs is not None:
             self._opened_logs.close()
+        self._release_dir()
+
+    def _release_dir(self) -> None:
+        if self._dir_lock is not None:
+            self._dir_lock.release()
+            self._dir_lock = None
 
     async def _flush_loop(self) -> None:
         interval = self.config.fsync_interval_ms / 1000.0

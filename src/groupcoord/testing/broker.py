@@ -263,7 +263,7 @@ class KafkaBroker:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def _config(self) -> BrokerConfig:
-        from groupcoord.server.cluster_id import load_or_create_cluster_id
+        from groupcoord.server.cluster_id import new_cluster_id, stored_cluster_id
 
         values: dict[str, Any] = dict(TEST_DEFAULTS)
         values.update(self.config_overrides)
@@ -273,8 +273,9 @@ class KafkaBroker:
             values["data_dir"] = memory_data_dir()
         else:
             values["data_dir"] = str(self.data_dir)
-        values.setdefault("cluster_id", load_or_create_cluster_id(
-            values["data_dir"], None, values.get("file_io", OS_FILE_IO)))
+        # Only read here: the broker stores it once it holds the data dir's lock.
+        values.setdefault("cluster_id", stored_cluster_id(
+            values["data_dir"], values.get("file_io", OS_FILE_IO)) or new_cluster_id())
         values["nodes"] = self.nodes
         values["extra"] = {**values.get("extra", {}), **self.group_config}
         return BrokerConfig(**values)
