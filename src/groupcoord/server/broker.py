@@ -205,7 +205,10 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(cfg.fetch_max_sessions)
         self.cleaner = LogCleaner(cfg.file_io)
         self.logs = self._opened_logs = LogManager(cfg.data_dir, io=cfg.file_io)
-        self.logs.load_all()
+        # Log recovery (CRC scans after an unclean stop, index rebuilds and their fsyncs) on a
+        # worker thread: the loop keeps answering ApiVersions, and nothing else reads the
+        # logs before `ready`, as Kafka serves no partition before its log is loaded.
+        await asyncio.to_thread(self.logs.load_all)
         self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs

@@ -1,0 +1,189 @@
+"""Start-up recovery after SIGKILL: how long the broker leaves ApiVersions unanswered.
+
+``python -m bench.bench_recovery [--partitions 1000] [--commits 1000000] [--compare-src DIR]``
+writes a data dir with a ``--partitions``-partition topic (a few batches each) and
+``--commits`` offset commits (as ``bench.bench_restart`` writes them), starts the broker on
+it, waits until it serves, SIGKILLs it, and measures the next start: from spawn, another
+process sends ApiVersions every 50 ms on one connection and records how long each answer
+took, until the broker has recovered every log (a Metadata request answered) and every
+offsets shard has loaded. Reported per start: the slowest ApiVersions answer while recovery
+ran, the number of samples, when Metadata was first answered, and when every shard had
+loaded. ``--repeats`` SIGKILL-and-start rounds; ``--clean`` measures clean restarts instead.
+``--compare-src DIR`` measures another checkout's ``src/`` (e.g. the code before a change) on
+a copy of the same data dir, in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.bench_restart import _call, _exchange, _frame, _offset_fetch_error
+from bench.bench_restart import build as build_commits
+from bench.common import REPO_ROOT, free_port, progress
+from groupcoord.logformat.batch import build_batch
+from groupcoord.storage.manager import LogManager
+from groupcoord.wire.generated import api_versions, metadata
+
+SECTION = "recovery"
+TOPIC = "wide"
+SAMPLE_INTERVAL_S = 0.05
+
+
+def build(data: Path, partitions: int, commits: int) -> list[str]:
+    """The data dir; one group of each offsets partition that holds commits."""
+    groups = build_commits(data, commits)
+    mgr = LogManager(str(data))
+    mgr.load_all()
+    topic_id = os.urandom(16)
+    for p in range(partitions):
+        plog = mgr.get_or_create(TOPIC, p, topic_id)
+        for i in range(5):
+            plog.append(build_batch([(f"k{j}".encode(), b"v" * 100, [], 1_000 + i)
+                                     for j in range(20)]))
+    mgr.close()
+    return groups
+
+
+class Sampler(threading.Thread):
+    """ApiVersions every 50 ms on one connection; each answer's latency in ms."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(daemon=True)
+        self.port = port
+        self.latencies: list[float] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        frame = _frame(api_versions.ApiVersionsRequest(), 18, 0)
+        while not self.done.is_set():
+            try:
+                sock = socket.create_connection(("127.0.0.1", self.port), timeout=60.0)
+                break
+            except OSError:
+                time.sleep(0.001)
+        else:
+            return
+        with sock:
+            while not self.done.is_set():
+                sent = time.perf_counter()
+                _exchange(sock, frame)
+                took = time.perf_counter() - sent
+                self.latencies.append(took * 1000)
+                time.sleep(max(0.0, SAMPLE_INTERVAL_S - took))
+
+
+def _spawn(data: Path, port: int, src: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(src)
+    return subprocess.Popen([sys.executable, "-m", "groupcoord", "serve", "--listen",
+                             f"127.0.0.1:{port}", "--data-dir", str(data)], env=env,
+                            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _wait_all_loaded(port: int, groups: list[str]) -> None:
+    waiting = list(groups)
+    with socket.create_connection(("127.0.0.1", port), timeout=60.0) as sock:
+        while waiting:
+            waiting = [g for g in waiting if _offset_fetch_error(sock, g) != 0]
+            if waiting:
+                time.sleep(0.01)
+
+
+def measure(data: Path, groups: list[str], src: Path, clean: bool) -> dict[str, float]:
+    """Start, serve, stop (SIGKILL, or SIGTERM with `clean`), then one measured start."""
+    port = free_port()
+    proc = _spawn(data, port, src)
+    try:
+        _wait_all_loaded_after_listen(port, groups)
+    finally:
+        if clean:
+            proc.terminate()
+        else:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(600)
+    port = free_port()
+    start = time.perf_counter()
+    proc = _spawn(data, port, src)
+    sampler = Sampler(port)
+    sampler.start()
+    try:
+        _call_when_listening(port)
+        _call(port, _frame(metadata.MetadataRequest(topics=[
+            metadata.MetadataRequestTopic(name=TOPIC)]), 3, 12))
+        ready_ms = (time.perf_counter() - start) * 1000
+        _wait_all_loaded(port, groups)
+        loaded_ms = (time.perf_counter() - start) * 1000
+    finally:
+        sampler.done.set()
+        sampler.join(60)
+        proc.terminate()
+        proc.wait(600)
+    return {"max_api_versions_ms": max(sampler.latencies), "samples": len(sampler.latencies),
+            "metadata_ms": ready_ms, "all_loaded_ms": loaded_ms}
+
+
+def _call_when_listening(port: int) -> None:
+    while True:
+        try:
+            _call(port, _frame(api_versions.ApiVersionsRequest(), 18, 0), 60.0)
+            return
+        except OSError:
+            time.sleep(0.001)
+
+
+def _wait_all_loaded_after_listen(port: int, groups: list[str]) -> None:
+    _call_when_listening(port)
+    _wait_all_loaded(port, groups)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_recovery")
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--commits", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--clean", action="store_true",
+                        help="stop with SIGTERM (a clean shutdown) instead of SIGKILL")
+    parser.add_argument("--compare-src", type=Path, default=None, metavar="DIR",
+                        help="also measure the broker of another checkout's src/ directory")
+    args = parser.parse_args()
+    sources = [("this checkout", REPO_ROOT / "src")]
+    if args.compare_src is not None:
+        sources.insert(0, ("--compare-src", args.compare_src.resolve()))
+    base = Path(tempfile.mkdtemp(prefix="bench-recovery-"))
+    try:
+        template = base / "template"
+        groups = build(template, args.partitions, args.commits)
+        progress(SECTION, "data dir written")
+        for name, src in sources:
+            data = base / "data"
+            shutil.rmtree(data, ignore_errors=True)
+            shutil.copytree(template, data)
+            samples = []
+            for i in range(args.repeats):
+                samples.append(measure(data, groups, src, args.clean))
+                progress(SECTION, f"{name} #{i + 1}: {samples[-1]}")
+            worst = max(s["max_api_versions_ms"] for s in samples)
+            med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+            print(f"{name}: slowest ApiVersions answer {worst:.0f} ms (median of starts "
+                  f"{med['max_api_versions_ms']:.0f} ms, {med['samples']:.0f} samples), "
+                  f"Metadata at {med['metadata_ms']:.0f} ms, all shards loaded at "
+                  f"{med['all_loaded_ms']:.0f} ms", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
