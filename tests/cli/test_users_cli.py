@@ -14,6 +14,7 @@ from server.broker_inproc import InProcBroker, run
 from groupcoord.cli import main as cli_main
 from groupcoord.security.config import SecurityConfig
 from groupcoord.server.config import Listener
+from groupcoord.storage.dir_lock import lock_data_dir
 
 
 def users(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -58,3 +59,19 @@ def test_a_broker_authenticates_users_added_offline(tmp_path: Path,
                 final, scram = await scram_login(await connect(b.port), mechanism, "alice", "pw")
                 assert final.error_code == 0 and scram.server_final_ok(final.auth_bytes)
     run(main())
+
+
+def test_changes_refuse_a_data_dir_a_broker_holds(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(tmp_path)
+    held = lock_data_dir(data)
+    try:
+        code, _, err = users(capsys, "add", "--data-dir", data, "--user", "alice",
+                             "--password", "correct-horse-battery")
+        assert code == 1 and "is in use by process" in err and len(err.splitlines()) == 1
+        assert not (tmp_path / "scram-credentials.json").exists()
+        assert users(capsys, "list", "--data-dir", data)[0] == 0  # reading is fine
+    finally:
+        held.release()
+    assert users(capsys, "add", "--data-dir", data, "--user", "alice",
+                 "--password", "correct-horse-battery")[0] == 0

@@ -5,8 +5,9 @@ The offline counterpart of Kafka's `kafka-storage.sh format --add-scram` and
 `scram-credentials.json` in the data dir directly, salted (salt, iterations, StoredKey,
 ServerKey; the password itself is never stored). Use it on a stopped broker: a running one
 reads the file at start-up and is changed online with AlterUserScramCredentials (any Kafka
-admin client). The password comes from `--password`, or `--password-stdin` so it stays out
-of the process list and the shell history.
+admin client); `add` and `remove` refuse a data dir a broker holds (its `.lock`). The
+password comes from `--password`, or `--password-stdin` so it stays out of the process list
+and the shell history.
 """
 
 from __future__ import annotations
@@ -23,13 +24,21 @@ from groupcoord.security.scram import (
     credential_from_password,
 )
 from groupcoord.security.scram_store import ScramCredentialStore
+from groupcoord.storage.dir_lock import lock_data_dir
 
 
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     try:
-        store = ScramCredentialStore(args.data_dir)
-        return int(args.run(store, args) or 0)
+        # A change takes the data dir's lock, as a broker does: a running broker owns the
+        # file and would never see (and later overwrite) an offline edit.
+        held = None if args.run is cmd_list else lock_data_dir(args.data_dir)
+        try:
+            store = ScramCredentialStore(args.data_dir)
+            return int(args.run(store, args) or 0)
+        finally:
+            if held is not None:
+                held.release()
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return 1

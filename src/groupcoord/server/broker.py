@@ -5,7 +5,9 @@ recovery), load topic metadata, start the coordinator runtime (shards load lazil
 Kafka the listeners are bound first, with only the code that answers ApiVersions imported:
 clients learn the API versions at once and every other request waits (`ready`) until the
 rest has loaded, so start-up costs a client little and no answer comes from a half-loaded
-broker. Appends go through `append` so the fsync policy and fetch wake-ups
+broker. Log recovery runs on a worker thread, so a long one (after an unclean stop) never
+holds up the ApiVersions answers; the data dir's lock (`storage.dir_lock`) is taken before
+anything else. Appends go through `append` so the fsync policy and fetch wake-ups
 are applied in one place (`ReplicaManager.appendRecords` for a single replica).
 
 A disk that refuses a write is a `KafkaStorageError` for that append only: the partition log
