@@ -103,5 +103,31 @@ def _dispatch(args: list[str]) -> int:
         if exc.name != entry[0]:
             raise
         raise UsageError(f"command {name!r} is not available in this build") from None
-    result = module.main(rest)
+    try:
+        result = module.main(rest)
+    except ModuleNotFoundError as exc:
+        extra = _extra_providing(exc.name or "")
+        if extra is None:
+            raise
+        raise UsageError(f"needs the [{extra}] extra (no module named {exc.name!r}): "
+                         f"pip install '<checkout or wheel>[{extra}]'") from None
     return int(result or 0)
+
+
+def _extra_providing(module: str) -> str | None:
+    """The optional extra of the installed package that requires `module`'s distribution
+    (`pyspark` -> `spark`), from the package metadata."""
+    import re
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        requirements = requires(DISTRIBUTION) or []
+    except PackageNotFoundError:
+        return None
+    top = module.partition(".")[0].replace("_", "-").lower()
+    for requirement in requirements:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        if name and extra and name.group(0).replace("_", "-").lower() == top:
+            return extra.group(1)
+    return None
