@@ -311,6 +311,12 @@ def _serve_main(argv: Sequence[str] | None) -> int:
     try:
         _run(serve(config, control, ns.clock == "manual"))
     except (OSError, ValueError) as exc:  # ports, key material, users file, mapping rules
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"cannot start: {reason}", status=1) from None
+        raise UsageError(f"cannot start: {_reason(exc)}", status=1) from None
     return 0
+
+
+def _reason(exc: Exception) -> str:
+    """An OSError's words and the file it names, without its `[Errno N]` prefix."""
+    if not isinstance(exc, OSError) or not exc.strerror:
+        return str(exc)
+    return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
