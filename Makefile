@@ -29,7 +29,7 @@ CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
 # run by interop tests against groupcoord.
 KAFKA_TOOLS := .cache/kafka-tools-$(KAFKA_VERSION)
 
-.PHONY: test test-fast interop demo venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools
+.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools
 
 venv: $(VENV)/.installed
 
@@ -143,6 +143,14 @@ lint: venv
 
 demo: venv
 	$(PY) -m groupcoord demo
+
+# The package as a wheel in dist/ (`pip install dist/groupcoord-*.whl`, `...whl[spark]` for
+# `groupcoord analyze`). pip builds it in an isolated environment of the build requirements
+# (from PyPI); setuptools' scratch directories are removed after it.
+wheel:
+	rm -f dist/groupcoord-*.whl
+	$(PYTHON) -m pip wheel -q --no-deps --wheel-dir dist .
+	rm -rf build src/groupcoord.egg-info
 
 bench: venv
 	$(PY) -m bench.run_all

@@ -129,3 +129,25 @@ def test_over_sasl_ssl(broker_factory: BrokerFactory, tmp_path: Path,
     code = cli_main.main(["acls", "list", "--bootstrap", bootstrap, "--security-protocol",
                           "SASL_SSL", "--sasl-username", "admin", "--sasl-password", "x"])
     assert code == 1 and "CERTIFICATE_VERIFY_FAILED" in capsys.readouterr().err
+
+
+def test_kafka_acls_command_line(sasl_broker: tuple[BrokerProcess, str],
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`kafka-acls.sh --bootstrap-server B --add ...`: the broker before the action, the
+    action as an option."""
+    _, bootstrap = sasl_broker
+    login = ["--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "PLAIN",
+             "--sasl-username", "admin", "--sasl-password", "admin-secret"]
+    assert cli_main.main(["acls", "--bootstrap-server", bootstrap, "--add", *login,
+                          "--allow-principal", "User:bob", "--operation", "Read",
+                          "--topic", "payments"]) == 0
+    assert "Added 1 of 1 ACLs" in capsys.readouterr().out
+    assert cli_main.main(["acls", "--bootstrap-server", bootstrap, "--list", *login]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "TOPIC:LITERAL:payments User:bob ALLOW READ from host *"]
+    assert cli_main.main(["acls", "list", "--bootstrap-server", bootstrap, *login]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    with pytest.raises(SystemExit) as missing:
+        cli_main.main(["acls", "--list", *login])
+    assert missing.value.code == 2
+    assert "--bootstrap-server" in capsys.readouterr().err

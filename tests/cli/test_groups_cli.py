@@ -83,6 +83,70 @@ def test_list_with_state_filter(live_group) -> None:  # type: ignore[no-untyped-
     assert json.loads(empty.stdout) == []
 
 
+def kafka_style(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A `kafka-consumer-groups.sh` command line: the action an option, the broker last."""
+    cmd = [sys.executable, "-m", "groupcoord", "groups", *args, "--bootstrap-server", bootstrap]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_kafka_style_describe_state_names_the_coordinator(live_group) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, _ = live_group
+    result = kafka_style(bootstrap, "--describe", "--group", GROUP, "--state")
+    assert result.returncode == 0, result.stderr
+    header, row = result.stdout.splitlines()
+    assert header.split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE",
+                              "#MEMBERS"]
+    # `HOST:PORT  (ID)`, two spaces, as Kafka's printStates writes it.
+    assert f" {bootstrap}  (0) " in row
+    assert row.split()[-3:] == ["range", "Stable", "1"]
+
+
+def test_kafka_style_describe_views_and_all_groups(live_group) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, _ = live_group
+    offsets = kafka_style(bootstrap, "--describe", "--group", GROUP, "--offsets")
+    assert offsets.returncode == 0, offsets.stderr
+    assert offsets.stdout == groups(bootstrap, "describe", GROUP).stdout
+    assert [line.split()[:4] for line in offsets.stdout.splitlines()[1:]] == [
+        [GROUP, TOPIC, str(p), "10"] for p in range(3)]
+    members = kafka_style(bootstrap, "--describe", "--all-groups", "--members", "--verbose")
+    assert members.returncode == 0, members.stderr
+    header, row = members.stdout.splitlines()
+    assert header.split()[:2] == ["GROUP", "CONSUMER-ID"]
+    assert row.split()[0] == GROUP and row.split()[-1] == "3"
+    listed = kafka_style(bootstrap, "--list")
+    assert listed.stdout.split() == [GROUP]
+
+
+def test_an_unknown_group_is_answered_as_kafka_does(live_group) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, _ = live_group
+    kafka_words = ("Error: Executing consumer group command failed due to "
+                   "org.apache.kafka.common.errors.GroupIdNotFoundException: "
+                   "Group no-such-group not found.\n")
+    for view in ("--state", "--members", "--offsets"):
+        result = kafka_style(bootstrap, "--describe", "--group", "no-such-group", view)
+        assert (result.returncode, result.stdout, result.stderr) == (1, "", kafka_words)
+    result = groups(bootstrap, "offsets", "no-such-group")
+    assert (result.returncode, result.stderr) == (1, kafka_words)
+
+
+def test_a_kafka_style_command_line_missing_its_group(live_group) -> None:  # type: ignore[no-untyped-def]
+    bootstrap, _ = live_group
+    result = kafka_style(bootstrap, "--describe")
+    assert (result.returncode, result.stderr) == (
+        2, ("groupcoord groups: Option [describe] takes one of these options: --all-groups, "
+           "--group\n"))
+    result = kafka_style(bootstrap, "--describe", "--list")
+    assert result.returncode == 2 and "exactly one action" in result.stderr
+
+
+def test_assignments_are_shown_as_kafka_shows_them() -> None:
+    from groupcoord.cli.groups import _partition_list
+
+    assert _partition_list([("orders", 2), ("audit", 1), ("orders", 0), ("orders", 1)]) == (
+        "audit:1;orders:0,1,2")
+    assert _partition_list([]) == "-"
+
+
 def test_delete_live_group_is_refused(live_group) -> None:  # type: ignore[no-untyped-def]
     bootstrap, _ = live_group
     result = groups(bootstrap, "delete", GROUP)

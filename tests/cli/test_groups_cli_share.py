@@ -154,7 +154,7 @@ def test_members_and_state(share_group) -> None:  # type: ignore[no-untyped-def]
     table = groups(bootstrap, "describe", GROUP, "--members").stdout.splitlines()
     assert table[0].split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
                                 "MEMBER-EPOCH", "ASSIGNMENT"]
-    assert table[1].split()[-1] == f"{TOPIC}:0/1"
+    assert table[1].split()[-1] == f"{TOPIC}:0,1"
     state = groups_json(bootstrap, "describe", GROUP, "--state")
     assert (state["state"], state["members"], state["assignment_strategy"]) == (
         "Stable", 1, "simple")

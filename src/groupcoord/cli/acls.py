@@ -1,5 +1,6 @@
-"""`groupcoord acls add|list|remove --bootstrap HOST:PORT`: ACLs of a running broker, as
-`kafka-acls.sh` manages them, through CreateAcls / DescribeAcls / DeleteAcls.
+"""`groupcoord acls add|list|remove --bootstrap-server HOST:PORT`: ACLs of a running broker,
+as `kafka-acls.sh` manages them, through CreateAcls / DescribeAcls / DeleteAcls; its form
+(`--bootstrap-server B --add ...`, `--list`, `--remove`) works too.
 
 `add` creates every combination of the principals (`--allow-principal`, `--deny-principal`),
 hosts (`--allow-host`/`--deny-host`, default `*`), operations and resources given; `remove`
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from groupcoord.cli import sasl_login
+from groupcoord.cli import action_options, sasl_login
 from groupcoord.cli.wire_client import KafkaError, check
 from groupcoord.security.acl import (
     CLUSTER_NAME,
@@ -37,8 +38,15 @@ from groupcoord.wire.generated.describe_acls import DescribeAclsRequest
 Resource = tuple[ResourceType, str]
 
 
+#: `kafka-acls.sh`'s action options and the subcommand each is.
+ACTIONS = {"--add": "add", "--list": "list", "--remove": "remove"}
+
+
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
+    parser = _parser()
+    args = parser.parse_args(action_options.subcommand_form(list(argv), ACTIONS))
+    if args.bootstrap is None:
+        parser.error("the following arguments are required: --bootstrap-server")
     try:
         with sasl_login.connect(args.bootstrap, args) as client:
             return int(args.run(client, args) or 0)
@@ -50,13 +58,17 @@ def main(argv: Sequence[str]) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupcoord acls", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    # The broker is named before or after the subcommand, as `kafka-acls.sh` users write
+    # `--bootstrap-server` anywhere.
+    parser.add_argument("--bootstrap", "--bootstrap-server", default=None, metavar="HOST:PORT")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, run, help_text in (("add", _add, "create ACLs"),
                                  ("list", _list, "show ACLs"),
                                  ("remove", _remove, "delete ACLs")):
         p = sub.add_parser(name, help=help_text)
         p.set_defaults(run=run)
-        p.add_argument("--bootstrap", "--bootstrap-server", required=True, metavar="HOST:PORT")
+        p.add_argument("--bootstrap", "--bootstrap-server", default=argparse.SUPPRESS,
+                       metavar="HOST:PORT")
         sasl_login.add_arguments(p)
         _resource_arguments(p, listing=name != "add")
         if name == "list":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import socket
@@ -21,9 +22,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import IO, Any
 
 from groupcoord.cli.demo_workload import Scenario, WorkloadResult
 
@@ -54,24 +56,53 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_demo(out_dir: Path, scenario: Scenario, analytics: bool = True) -> int:
-    """Run the demo; returns a process exit code (0 when everything worked)."""
+    """Run the demo; returns a process exit code (0 when everything worked, 130 when
+    interrupted by Ctrl-C, which stops every process of the demo and says so in one line)."""
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:
         print("the demo needs confluent-kafka: pip install -e '.[test]'", file=sys.stderr)
         return 2
-    from groupcoord.cli.demo_workload import committed_offsets, run_workload
-
     out = out_dir.resolve()
     shutil.rmtree(out / "data", ignore_errors=True)  # every run starts from an empty log
     shutil.rmtree(out / "analytics", ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
+    client_log = out / "clients.log"
+    previous = signal.signal(signal.SIGINT, _interrupt_quietly(client_log))
+    try:
+        with client_log.open("ab") as log:
+            return _run(out, scenario, analytics, log)
+    except KeyboardInterrupt:
+        say(f"interrupted: broker, members, producer and analytics stopped "
+            f"(client log lines in {client_log})")
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_quietly(log_path: Path) -> Callable[[int, FrameType | None], None]:
+    """A SIGINT handler: later Ctrl-Cs are ignored (they would interrupt the clean-up), and
+    this process's stderr goes to `log_path` from now on, so the clients' complaints about
+    a broker that stops with them (librdkafka writes them to fd 2) stay off the terminal."""
+    def interrupted(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.stderr.flush()
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.dup2(fd, 2)
+        os.close(fd)
+        raise KeyboardInterrupt
+    return interrupted
+
+
+def _run(out: Path, scenario: Scenario, analytics: bool, client_log: IO[bytes]) -> int:
+    from groupcoord.cli.demo_workload import committed_offsets, run_workload
+
     started = time.monotonic()
     broker, bootstrap = start_broker(out / "data", out / "broker.log")
     try:
         say(f"broker up at {bootstrap}, data in {out / 'data'}, log in {out / 'broker.log'}")
         create_topic(bootstrap, scenario.topic, scenario.partitions)
-        result = run_workload(bootstrap, scenario, say)
+        result = run_workload(bootstrap, scenario, say, client_log)
         final = committed_offsets(bootstrap, scenario.group, scenario.topic,
                                   scenario.partitions)
     finally:
@@ -102,11 +133,16 @@ def start_broker(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes
              "--data-dir", str(data_dir), "--group-initial-rebalance-delay-ms", "0"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     deadline = time.monotonic() + 10
-    while READY_LINE not in log_path.read_text(errors="replace"):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit(f"broker did not start; see {log_path}:\n{log_path.read_text()}")
-        time.sleep(0.02)  # polling the log file for the readiness line
+    try:
+        while READY_LINE not in log_path.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise SystemExit(f"broker did not start; see {log_path}:\n"
+                                 f"{log_path.read_text()}")
+            time.sleep(0.02)  # polling the log file for the readiness line
+    except KeyboardInterrupt:
+        stop_broker(proc)
+        raise
     return proc, bootstrap
 
 
@@ -122,7 +158,9 @@ def stop_broker(proc: subprocess.Popen[bytes]) -> int:
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # Notices and worse only: librdkafka's info line about the queue it purges when the
+    # admin client goes is no news on the demo's terminal.
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 5})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
     say(f"created topic {topic} with {partitions} partitions")
 
@@ -144,14 +182,22 @@ def run_analytics(data_dir: Path, out: Path) -> int:
     cmd = [sys.executable, "-m", "groupcoord.analytics", "run", "--data-dir", str(data_dir),
            "--out", str(out), "--master", "local[2]", "--shuffle-partitions", "2",
            "--eval-every", "10s", "--grid", "2s"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A session of its own: the demo alone stops Spark (its JVM and Python workers are
+    # this process's children), all at once when interrupted.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
     assert proc.stdout is not None
     tail: list[str] = []
-    for line in proc.stdout:
-        tail = (tail + [line.rstrip()])[-40:]
-        if line.startswith("["):  # the pipeline's own "[  12.3s] stage" lines
-            print(f"  {line.rstrip()}", flush=True)
-    code = proc.wait()
+    try:
+        for line in proc.stdout:
+            tail = (tail + [line.rstrip()])[-40:]
+            if line.startswith("["):  # the pipeline's own "[  12.3s] stage" lines
+                print(f"  {line.rstrip()}", flush=True)
+        code = proc.wait()
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     if code != 0:
         say(f"analytics failed with exit code {code}; last output:")
         print("\n".join(tail))

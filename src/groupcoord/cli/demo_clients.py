@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 CLOSE_TIMEOUT_S = 20.0
 
@@ -23,7 +23,7 @@ class MemberProcess:
 
     def __init__(self, name: str, bootstrap: str, scenario: Any, delay_ms: float,
                  on_assigned: Callable[[str, list[int]], None],
-                 leave_reason: str | None = None) -> None:
+                 leave_reason: str | None = None, log: IO[bytes] | None = None) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
         self.assigned: list[int] | None = None  # None until the first assignment
@@ -36,7 +36,7 @@ class MemberProcess:
              "--delay-ms", str(delay_ms), "--session-timeout-ms",
              str(scenario.session_timeout_ms),
              *(["--leave-reason", leave_reason] if leave_reason else [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1)
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"read-{name}")
         self._reader.start()
 
@@ -107,6 +107,7 @@ class SteadyProducer(threading.Thread):
         self.delivered = 0
         self.failed = 0
         self._halt = threading.Event()
+        self._abandon = False
         self._producer: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all",
                                    "linger.ms": 20, "compression.type": "lz4"})
 
@@ -128,7 +129,9 @@ class SteadyProducer(threading.Thread):
                                        on_delivery=self._on_delivery)
             sent = max(sent, due)
             self._producer.poll(self.TICK_S)
-        self._producer.flush(30)
+        if self._abandon:
+            self._producer.purge()  # interrupted: drop what is in flight, wait for nothing
+        self._producer.flush(0 if self._abandon else 30)
         self._producer = None  # destroy the client now, not whenever the GC gets to it
 
     def stop(self) -> None:
@@ -136,6 +139,11 @@ class SteadyProducer(threading.Thread):
         self._halt.set()
         if self.is_alive():
             self.join(60)
+
+    def abandon(self) -> None:
+        """Stop at once, dropping the records in flight (the run was interrupted)."""
+        self._abandon = True
+        self.stop()
 
 
 class LagMonitor:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 import time
@@ -167,6 +168,9 @@ def run_kafka_python(opts: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Ctrl-C reaches every process of the terminal's group: the demo stops its members
+    # itself (SIGKILL when interrupted), so a member ignores it rather than print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     opts = _parser().parse_args(argv)
     stop = threading.Event()
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import IO
 
 from groupcoord.cli.demo_clients import LagMonitor, MemberProcess, SteadyProducer
 
@@ -66,10 +67,13 @@ class WorkloadResult:
 class Workload:
     """Runs one scenario; `run()` returns the result. See the module docstring."""
 
-    def __init__(self, bootstrap: str, scenario: Scenario, say: Say) -> None:
+    def __init__(self, bootstrap: str, scenario: Scenario, say: Say,
+                 client_log: IO[bytes] | None = None) -> None:
         self.bootstrap = bootstrap
         self.sc = scenario
         self.say = say
+        self.client_log = client_log
+        self.aborted = False
         self.t0 = time.monotonic()
         self.result = WorkloadResult(scenario, int(time.time() * 1000))
         self.producer = SteadyProducer(bootstrap, scenario.topic, scenario.rate)
@@ -90,16 +94,28 @@ class Workload:
         progress.start()
         try:
             self._script()
+        except KeyboardInterrupt:
+            self._abort()
+            raise
         finally:
             self._stop_progress.set()
-            progress.join()
-            for member in self.result.members.values():
-                member.close()
-            self.producer.stop()
+            if not self.aborted:
+                progress.join()
+                for member in self.result.members.values():
+                    member.close()
+                self.producer.stop()
+                self.monitor.close()
             self.result.produced = self.producer.delivered
             self.result.ended_ms = int(time.time() * 1000)
-            self.monitor.close()
         return self.result
+
+    def _abort(self) -> None:
+        """Interrupted: no graceful leaves or flushes against a broker that is stopping too
+        (each would wait and retry); the lag probe's thread ends with the process."""
+        self.aborted = True
+        for member in self.result.members.values():
+            member.kill()
+        self.producer.abandon()
 
     def _script(self) -> None:
         sc = self.sc
@@ -127,7 +143,7 @@ class Workload:
 
     def _join(self, name: str, delay_ms: float, leave_reason: str | None) -> None:
         member = MemberProcess(name, self.bootstrap, self.sc, delay_ms, self._on_assigned,
-                               leave_reason)
+                               leave_reason, self.client_log)
         self.result.members[name] = member
         how = f", processing {delay_ms:.0f} ms per record" if delay_ms else ""
         client = "kafka-python" if leave_reason else "confluent-kafka"
@@ -160,7 +176,8 @@ class Workload:
             try:
                 lag = self.monitor.lag()
             except Exception as exc:  # noqa: BLE001 - a progress line is not worth a crash
-                self.say(f"          (lag unavailable: {exc})")
+                if not self._stop_progress.is_set():  # not the broker stopping under it
+                    self.say(f"          (lag unavailable: {exc})")
                 continue
             total = sum(lag.values())
             per = " ".join(f"p{p}:{n}" for p, n in sorted(lag.items()))
@@ -171,9 +188,11 @@ class Workload:
                       f"members {owners}")
 
 
-def run_workload(bootstrap: str, scenario: Scenario, say: Say = print) -> WorkloadResult:
-    """Run the scripted consumer-group scenario against `bootstrap` (topic must exist)."""
-    return Workload(bootstrap, scenario, say).run()
+def run_workload(bootstrap: str, scenario: Scenario, say: Say = print,
+                 client_log: IO[bytes] | None = None) -> WorkloadResult:
+    """Run the scripted consumer-group scenario against `bootstrap` (topic must exist);
+    the members' own output (librdkafka's log lines) goes to `client_log`."""
+    return Workload(bootstrap, scenario, say, client_log).run()
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int

@@ -17,6 +17,7 @@ from groupcoord.wire.generated import consumer_group_describe as cgd
 from groupcoord.wire.generated import consumer_protocol_assignment as cpa
 from groupcoord.wire.generated import delete_groups as dg
 from groupcoord.wire.generated import describe_groups as dsg
+from groupcoord.wire.generated import find_coordinator as fc
 from groupcoord.wire.generated import list_groups as lg
 from groupcoord.wire.generated import list_offsets as lo
 from groupcoord.wire.generated import metadata as md
@@ -48,6 +49,14 @@ def group_type(client: WireClient, group: str) -> str | None:
         if row["group"] == group:
             return row["type"]
     return None
+
+
+def coordinator(client: WireClient, group: str) -> str:
+    """The group's coordinator as `kafka-consumer-groups.sh --describe --state` shows it:
+    `HOST:PORT  (ID)` (FindCoordinator)."""
+    response, _ = client.request(fc.FindCoordinatorRequest(key=group, key_type=0), 3)
+    check(response.error_code, f"FindCoordinator {group}")
+    return f"{response.host}:{response.port}  ({response.node_id})"
 
 
 def describe_group(client: WireClient, group: str) -> dict[str, Any]:

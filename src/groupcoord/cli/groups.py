@@ -18,11 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from groupcoord.cli import group_ops as ops
+from groupcoord.cli import groups_args, reset_plan
 from groupcoord.cli import groups_share as share_cmds
-from groupcoord.cli import reset_plan
 from groupcoord.cli import share_dlq_ops as share_dlq
 from groupcoord.cli import share_group_ops as share_ops
 from groupcoord.cli import streams_group_ops as streams_ops
+from groupcoord.cli.main import UsageError
 from groupcoord.cli.wire_client import KafkaError, WireClient
 from groupcoord.wire.errors import ErrorCode
 
@@ -31,11 +32,26 @@ OFFSET_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFS
 SHARE_OFFSET_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG", "IN-FLIGHT"]
 
 
+class GroupNotFound(Exception):
+    """The group does not exist (GROUP_ID_NOT_FOUND, or not listed by ListGroups)."""
+
+    def __init__(self, group: str) -> None:
+        super().__init__(group)
+        self.group = group
+
+
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
+    args = _parser().parse_args(groups_args.subcommand_form(list(argv)))
+    groups_args.resolve_groups(args)
     try:
         with WireClient(args.bootstrap_server) as client:
             return int(args.run(client, args) or 0)
+    except GroupNotFound as exc:
+        # Kafka 4.4's tool, word for word (it exits 0 after it; this exits 1).
+        sys.stderr.write("Error: Executing consumer group command failed due to "
+                         "org.apache.kafka.common.errors.GroupIdNotFoundException: "
+                         f"Group {exc.group} not found.\n")
+        return 1
     except KafkaError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return 1
@@ -45,11 +61,17 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="groupcoord groups", description=__doc__)
-    parser.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    parser = argparse.ArgumentParser(
+        prog="groupcoord groups", description=__doc__,
+        epilog="kafka-consumer-groups.sh's form works too: --describe --group G --members, "
+               "--list, --delete --all-groups, --reset-offsets --group G ...")
+    parser.add_argument("--bootstrap-server", default="127.0.0.1:9092",
+                        help="HOST:PORT of the broker (default: 127.0.0.1:9092)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    # --json is accepted before or after the subcommand, as scripts write it either way.
+    # --bootstrap-server and --json are accepted before or after the subcommand, as
+    # scripts (and kafka-consumer-groups.sh users) write them either way.
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bootstrap-server", default=argparse.SUPPRESS, metavar="HOST:PORT")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -61,19 +83,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--type", action="append", default=[], help="classic|consumer|share|streams")
     p.set_defaults(run=cmd_list)
     p = add("describe", "offsets and lag per partition (default), or members/state")
-    p.add_argument("group")
+    groups_args.add_group_arguments(p, many=True)
     view = p.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true")
     view.add_argument("--state", action="store_true")
+    view.add_argument("--offsets", action="store_true", help="the default view")
+    p.add_argument("--verbose", action="store_true",
+                   help="accepted as Kafka's tool takes it; members always show epochs")
     p.set_defaults(run=cmd_describe)
     p = add("offsets", "committed offsets, end offsets and lag")
-    p.add_argument("group")
+    groups_args.add_group_arguments(p, many=False)
     p.set_defaults(run=cmd_offsets)
     p = add("delete", "delete empty groups")
-    p.add_argument("groups", nargs="+")
+    groups_args.add_group_arguments(p, many=True)
     p.set_defaults(run=cmd_delete)
     p = add("delete-offsets", "delete a group's committed offsets for a topic")
-    p.add_argument("group")
+    groups_args.add_group_arguments(p, many=False)
     p.add_argument("--topic", action="append", required=True, help="TOPIC or TOPIC:P,P")
     p.set_defaults(run=cmd_delete_offsets)
     _reset_parser(add)
@@ -82,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _reset_parser(add: Any) -> None:
     p = add("reset-offsets", "reset an inactive group's offsets")
-    p.add_argument("group")
+    groups_args.add_group_arguments(p, many=False)
     scope = p.add_mutually_exclusive_group()
     scope.add_argument("--topic", action="append", help="TOPIC or TOPIC:P,P")
     scope.add_argument("--all-topics", action="store_true")
@@ -130,15 +155,38 @@ def _canonical_state(state: str) -> str:
     return names.get(state.lower(), state)
 
 
+def _consumer_groups(client: WireClient, args: argparse.Namespace) -> list[str]:
+    """The groups named, or with --all-groups every classic and consumer group (as
+    `kafka-consumer-groups.sh` lists them)."""
+    if not args.all_groups:
+        return list(dict.fromkeys(args.groups))
+    return [row["group"] for row in ops.list_groups(client, [], ["classic", "consumer"])]
+
+
 def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
+    names = _consumer_groups(client, args)
+    if args.json and len(names) > 1:
+        raise UsageError("--json describes one group at a time")
+    status = 0
+    for index, name in enumerate(names):
+        if index:
+            print()
+        args.group = name
+        status = max(status, _describe_one(client, args))
+    return status
+
+
+def _describe_one(client: WireClient, args: argparse.Namespace) -> int:
     kind = ops.group_type(client, args.group)
+    if kind is None:
+        raise GroupNotFound(args.group)
     if kind == "streams":
         return _describe_streams(client, args)
     share = kind == "share"
     group = (share_ops.describe_share_group(client, args.group) if share
              else ops.describe_group(client, args.group))
     if args.state:
-        return _print_state(group, args.json)
+        return _print_state(client, group, args.json)
     if args.members:
         if args.json:
             return _emit_json(group)
@@ -161,7 +209,7 @@ def _describe_streams(client: WireClient, args: argparse.Namespace) -> int:
     """A streams group: state, members with their tasks, or lag per task (default)."""
     group = streams_ops.describe_streams_group(client, args.group)
     if args.state:
-        return _print_state(group, args.json)
+        return _print_state(client, group, args.json)
     if args.members:
         if args.json:
             return _emit_json(group)
@@ -183,9 +231,10 @@ def _describe_streams(client: WireClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_state(group: dict[str, Any], as_json: bool) -> int:
+def _print_state(client: WireClient, group: dict[str, Any], as_json: bool) -> int:
     """One row: coordinator, strategy, state, epochs (consumer and share groups), members."""
-    row = {"group": group["group"], "coordinator": "0", "assignment_strategy":
+    row = {"group": group["group"], "coordinator": ops.coordinator(client, group["group"]),
+           "assignment_strategy":
            group["assignment_strategy"], "state": group["state"],
            "members": len(group["members"])}
     if "group_epoch" in group:
@@ -195,21 +244,24 @@ def _print_state(group: dict[str, Any], as_json: bool) -> int:
     if "group_epoch" in group:
         _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
                       "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
-                     [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
-                       row["group_epoch"], row["assignment_epoch"], row["members"]]])
+                     [[row["group"], row["coordinator"], row["assignment_strategy"] or "-",
+                       row["state"], row["group_epoch"], row["assignment_epoch"],
+                       row["members"]]])
         return 0
     _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
-                 [[row["group"], "(0)", row["assignment_strategy"] or "-", row["state"],
-                   row["members"]]])
+                 [[row["group"], row["coordinator"], row["assignment_strategy"] or "-",
+                   row["state"], row["members"]]])
     return 0
 
 
 def _partition_list(tps: list[tuple[str, int]]) -> str:
-    """`topic:0/1,other:2`, or "-" for none."""
+    """`other:2;topic:0,1,2` as Kafka's tools show an assignment (`getAssignmentString`:
+    partitions sorted per topic, topics sorted), or "-" for none."""
     by_topic: dict[str, list[int]] = {}
     for topic, p in tps:
         by_topic.setdefault(topic, []).append(p)
-    return ",".join(f"{t}:{'/'.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+    return ";".join(sorted(f"{t}:{','.join(map(str, sorted(ps)))}"
+                           for t, ps in by_topic.items())) or "-"
 
 
 def _print_consumer_members(group: dict[str, Any]) -> None:
@@ -234,19 +286,13 @@ def _print_share_members(group: dict[str, Any]) -> None:
 
 
 def cmd_offsets(client: WireClient, args: argparse.Namespace) -> int:
-    if ops.group_type(client, args.group) == "share":
+    kind = ops.group_type(client, args.group)
+    if kind is None:
+        raise GroupNotFound(args.group)
+    if kind == "share":
         return _print_share_offsets(client, args,
                                     share_ops.describe_share_group(client, args.group))
-    return _print_offsets(client, args, _describe_or_empty(client, args.group))
-
-
-def _describe_or_empty(client: WireClient, group: str) -> dict[str, Any]:
-    try:
-        return ops.describe_group(client, group)
-    except KafkaError as exc:
-        if exc.code != ErrorCode.GROUP_ID_NOT_FOUND:
-            raise
-        return {"group": group, "state": "Dead", "members": []}
+    return _print_offsets(client, args, ops.describe_group(client, args.group))
 
 
 def _print_offsets(client: WireClient, args: argparse.Namespace, group: dict[str, Any]) -> int:
@@ -305,14 +351,15 @@ def offset_rows(client: WireClient, group: dict[str, Any]) -> list[dict[str, Any
 
 
 def cmd_delete(client: WireClient, args: argparse.Namespace) -> int:
-    results = ops.delete_groups(client, args.groups)
+    names = _consumer_groups(client, args)
+    results = ops.delete_groups(client, names) if names else {}
     failed = {g: c for g, c in results.items() if c != 0}
     if args.json:
         return _emit_json({g: ErrorCode(c).name for g, c in results.items()}, 1 if failed else 0)
-    ok = [g for g in args.groups if g not in failed]
+    ok = [g for g in names if g not in failed]
     if ok:
-        names = ", ".join(f"'{g}'" for g in ok)
-        print(f"Deletion of requested consumer groups ({names}) was successful.")
+        quoted = ", ".join(f"'{g}'" for g in ok)
+        print(f"Deletion of requested consumer groups ({quoted}) was successful.")
     if failed:
         print("Deletion of some consumer groups failed:")
         for group, code in failed.items():

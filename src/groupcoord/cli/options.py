@@ -57,10 +57,23 @@ def add_to(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
         "switch": argparse.BooleanOptionalAction}
     for opt in options:
         kwargs: dict[str, object] = {"action": actions[opt.kind], "default": opt.default,
-                                     "help": opt.help}
+                                     "help": help_with_default(opt)}
         if opt.kind in ("value", "append"):
             kwargs.update(type=opt.type, choices=opt.choices, metavar=opt.metavar)
         parser.add_argument(opt.flag, **kwargs)  # type: ignore[arg-type]
+
+
+def help_with_default(opt: Option) -> str | None:
+    """The option's help with its default appended, unless the help already tells it
+    (a computed or conditional default)."""
+    if opt.help is None or "default" in opt.help:
+        return opt.help
+    default = opt.default
+    if opt.kind in ("flag", "switch"):
+        shown: object = "on" if default else "off"
+    else:
+        shown = "none" if default in (None, [], "") else default
+    return f"{opt.help} (default: {str(shown).replace('%', '%%')})"
 
 
 def parse_plain(options: Sequence[Option], argv: Sequence[str]) -> SimpleNamespace | None:

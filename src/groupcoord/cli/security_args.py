@@ -7,6 +7,7 @@ or the old `HOST:PORT` for the first listener.
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -53,6 +54,19 @@ def listeners_from_args(listen: list[str] | None, named: list[str]) -> tuple[Lis
     plain = [Listener.parse(text) for text in (listen or [])]
     listeners = tuple(plain + [Listener.parse(text) for text in named])
     return listeners or (Listener("127.0.0.1", 9092),)
+
+
+#: The options that name a file the broker reads at start-up.
+FILE_OPTIONS = ("--ssl-cert", "--ssl-key", "--ssl-ca", "--sasl-plain-users")
+
+
+def check_files(ns: SimpleNamespace) -> None:
+    """ValueError naming the option and the path of a file that is not there."""
+    values = vars(ns)
+    for opt in OPTIONS:
+        path = values[opt.dest] if opt.flag in FILE_OPTIONS else None
+        if path is not None and not os.path.isfile(path):
+            raise ValueError(f"{opt.flag} {path}: no such file")
 
 
 def config_kwargs(ns: SimpleNamespace) -> dict[str, Any]:

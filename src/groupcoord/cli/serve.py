@@ -23,6 +23,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.cli import options, security_args
+from groupcoord.cli.main import UsageError
 from groupcoord.cli.options import Option
 from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
 from groupcoord.server.connection_quotas import INT_MAX
@@ -60,21 +61,31 @@ OPTIONS: tuple[Option, ...] = (
     Option("--data-dir", default="./data",
            help="log directory (default ./data); `memory` keeps every log in memory, "
                 "for tests (gone when the broker stops)"),
-    Option("--node-id", type=int, default=0),
+    Option("--node-id", type=int, default=0, help="this broker's node id (node.id)"),
     Option("--nodes", type=int, default=1,
            help="nodes served by this process: ids node-id.., node i on each listen "
                 "port + i, partitions and coordinators spread over them (default 1)"),
     Option("--cluster-id", default=None,
            help="cluster id (default: stored in the data dir, else generated)"),
-    Option("--fsync", choices=("always", "interval", "never"), default="interval"),
-    Option("--fsync-interval-ms", type=int, default=1000),
-    Option("--auto-create-topics", kind="switch", default=True),
-    Option("--default-partitions", type=int, default=1),
-    Option("--group-initial-rebalance-delay-ms", type=int, default=3000),
-    Option("--offsets-partitions", type=int, default=50),
+    Option("--fsync", choices=("always", "interval", "never"), default="interval",
+           help="when appended records are flushed to disk: before each acknowledgement, "
+                "every --fsync-interval-ms, or never (the OS decides)"),
+    Option("--fsync-interval-ms", type=int, default=1000,
+           help="flush interval of --fsync interval (log.flush.interval.ms)"),
+    Option("--auto-create-topics", kind="switch", default=True,
+           help="create a topic on its first Metadata or Produce request "
+                "(auto.create.topics.enable)"),
+    Option("--default-partitions", type=int, default=1,
+           help="partitions of an auto-created topic (num.partitions)"),
+    Option("--group-initial-rebalance-delay-ms", type=int, default=3000,
+           help="wait for more members before a new classic group's first rebalance "
+                "(group.initial.rebalance.delay.ms)"),
+    Option("--offsets-partitions", type=int, default=50,
+           help="partitions of __consumer_offsets (offsets.topic.num.partitions)"),
     Option("--group-config", kind="append", default=[], metavar="NAME=VALUE",
-           help="a group coordinator setting by its Kafka name, e.g. "
-                "group.consumer.session.timeout.ms=45000 (repeatable)"),
+           help="a group coordinator or transaction setting by its Kafka name, e.g. "
+                "group.consumer.session.timeout.ms=45000 (repeatable; default: Kafka's "
+                "defaults)"),
     Option("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE,
            help="largest request frame accepted (socket.request.max.bytes)"),
     Option("--max-connections", type=int, default=INT_MAX,
@@ -104,7 +115,7 @@ OPTIONS: tuple[Option, ...] = (
                 "manual broker, injected faults, group state (docs/testing.md)"),
     *security_args.OPTIONS,
     Option("--log-level", default="info",
-           choices=("debug", "info", "warning", "error")),
+           choices=("debug", "info", "warning", "error"), help="least severe log lines shown"),
 )
 
 
@@ -141,13 +152,19 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         from groupcoord.storage.memory_io import MemoryFileIO, memory_data_dir
 
         io, data_dir = MemoryFileIO(), memory_data_dir()
+    elif os.path.exists(data_dir) and not os.path.isdir(data_dir):
+        raise ValueError(f"--data-dir {data_dir} is not a directory")
+    try:
+        cluster_id = ns.cluster_id or stored_cluster_id(data_dir, io) or new_cluster_id()
+    except OSError as exc:  # a path through a file, a directory we may not read
+        raise ValueError(f"--data-dir {data_dir}: {exc.strerror or exc}") from None
     return BrokerConfig(
         **security_args.config_kwargs(ns),
         data_dir=data_dir,
         file_io=io,
         node_id=ns.node_id,
         nodes=ns.nodes,
-        cluster_id=ns.cluster_id or stored_cluster_id(data_dir, io) or new_cluster_id(),
+        cluster_id=cluster_id,
         fsync=ns.fsync,
         fsync_interval_ms=ns.fsync_interval_ms,
         auto_create_topics=ns.auto_create_topics,
@@ -167,17 +184,37 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
 
 
 def _group_configs(items: list[str]) -> dict[str, str]:
+    """`--group-config NAME=VALUE` settings, checked at start-up as Kafka checks its
+    configs: an unknown name or a bad value fails here, not later."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise ValueError(f"--group-config must be NAME=VALUE, got {item!r}")
         out[name.strip()] = value.strip()
-    if out:
-        from groupcoord.coordinator.config import GroupCoordinatorConfig
+    if not out:
+        return out
+    from groupcoord.coordinator.config import GroupCoordinatorConfig
 
-        GroupCoordinatorConfig.from_properties(out)  # a bad number fails at start-up, not later
+    known = set(GroupCoordinatorConfig.property_names())
+    if not known.issuperset(out):
+        from groupcoord.server import transactions  # only then: it is heavy to import
+
+        known.update(transactions.CONFIG_NAMES)
+        for name in out:
+            if name not in known:
+                raise ValueError(_unknown_group_config(name, known))
+        transactions.check_configs(out)
+    GroupCoordinatorConfig.from_properties(out)
     return out
+
+
+def _unknown_group_config(name: str, known: set[str]) -> str:
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, sorted(known), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"unknown --group-config name {name}{hint}"
 
 
 def _control_listener(ns: SimpleNamespace) -> Listener | None:
@@ -267,17 +304,23 @@ def _serve_main(argv: Sequence[str] | None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        security_args.check_files(ns)
         config = config_from_args(ns)
         control = _control_listener(ns)
     except ValueError as exc:
-        sys.stderr.write(f"groupcoord serve: {exc}\n")
-        return 2
+        raise UsageError(str(exc)) from None
     try:
         _run(serve(config, control, ns.clock == "manual"))
     except DataDirLocked as exc:
         sys.stderr.write(f"groupcoord serve: {exc}\n")
         return 1
     except (OSError, ValueError) as exc:  # ports, key material, users file, mapping rules
-        log.error("cannot start: %s", exc)
-        return 1
+        raise UsageError(f"cannot start: {_reason(exc)}", status=1) from None
     return 0
+
+
+def _reason(exc: Exception) -> str:
+    """An OSError's words and the file it names, without its `[Errno N]` prefix."""
+    if not isinstance(exc, OSError) or not exc.strerror:
+        return str(exc)
+    return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror

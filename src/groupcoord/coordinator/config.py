@@ -106,12 +106,17 @@ class GroupCoordinatorConfig:
         return policy == "bidirectional" or policy == direction
 
     @classmethod
+    def property_names(cls) -> dict[str, str]:
+        """Kafka's name of each setting (`group.max.size`) -> its field (`group_max_size`)."""
+        return {name.replace("_", "."): name for name in cls.__dataclass_fields__}
+
+    @classmethod
     def from_properties(cls, props: Mapping[str, str], **overrides: object
                         ) -> GroupCoordinatorConfig:
         """Build from Kafka-named properties; unknown names are ignored."""
         values: dict[str, object] = dict(overrides)
-        for name in cls.__dataclass_fields__:
-            text = props.get(name.replace("_", "."))
+        for key, name in cls.property_names().items():
+            text = props.get(key)
             if text is None:
                 continue
             if name in ("group_consumer_assignors", "group_streams_rack_aware_assignment_tags"):
@@ -124,30 +129,27 @@ class GroupCoordinatorConfig:
             elif name == "errors_deadletterqueue_topic_name_prefix":
                 values[name] = text.strip()
             else:
-                values[name] = int(text)
+                values[name] = _integer(name, text)
         config = cls(**values)  # type: ignore[arg-type]
         config.validate()
         return config
 
     def validate(self) -> None:
         """Kafka's start-up checks of the group settings (`GroupCoordinatorConfig`)."""
-        def within(name: str, value: int, low: int, high: int) -> None:
-            if not low <= value <= high:
-                raise ValueError(f"{name}={value} must be within [{low}, {high}]")
         # A limit below one would let the first member of an Empty group over it.
-        within("group.max.size", self.group_max_size, 1, INT32_MAX)
-        within("group.consumer.max.size", self.group_consumer_max_size, 1, INT32_MAX)
-        within("group.share.max.size", self.group_share_max_size, 1, 1000)
-        within("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
+        _within("group.max.size", self.group_max_size, 1, INT32_MAX)
+        _within("group.consumer.max.size", self.group_consumer_max_size, 1, INT32_MAX)
+        _within("group.share.max.size", self.group_share_max_size, 1, 1000)
+        _within("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
                self.group_consumer_min_session_timeout_ms,
                self.group_consumer_max_session_timeout_ms)
-        within("group.consumer.heartbeat.interval.ms", self.group_consumer_heartbeat_interval_ms,
+        _within("group.consumer.heartbeat.interval.ms", self.group_consumer_heartbeat_interval_ms,
                self.group_consumer_min_heartbeat_interval_ms,
                self.group_consumer_max_heartbeat_interval_ms)
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
                              "group.consumer.session.timeout.ms")
-        within("group.consumer.assignment.interval.ms",
+        _within("group.consumer.assignment.interval.ms",
                self.group_consumer_assignment_interval_ms,
                self.group_consumer_min_assignment_interval_ms,
                self.group_consumer_max_assignment_interval_ms)
@@ -161,23 +163,20 @@ class GroupCoordinatorConfig:
 
     def _validate_streams(self) -> None:
         """`GroupCoordinatorConfig`'s streams-group checks."""
-        def within(name: str, value: int, low: int, high: int) -> None:
-            if not low <= value <= high:
-                raise ValueError(f"{name}={value} must be within [{low}, {high}]")
-        within("group.streams.session.timeout.ms", self.group_streams_session_timeout_ms,
+        _within("group.streams.session.timeout.ms", self.group_streams_session_timeout_ms,
                self.group_streams_min_session_timeout_ms,
                self.group_streams_max_session_timeout_ms)
-        within("group.streams.heartbeat.interval.ms", self.group_streams_heartbeat_interval_ms,
+        _within("group.streams.heartbeat.interval.ms", self.group_streams_heartbeat_interval_ms,
                self.group_streams_min_heartbeat_interval_ms,
                self.group_streams_max_heartbeat_interval_ms)
-        within("group.streams.max.size", self.group_streams_max_size, 1, INT32_MAX)
-        within("group.streams.num.standby.replicas", self.group_streams_num_standby_replicas,
+        _within("group.streams.max.size", self.group_streams_max_size, 1, INT32_MAX)
+        _within("group.streams.num.standby.replicas", self.group_streams_num_standby_replicas,
                0, self.group_streams_max_standby_replicas)
         tags = self.group_streams_rack_aware_assignment_tags
         if len(set(tags)) != len(tags):
             raise ValueError("group.streams.rack.aware.assignment.tags must not contain "
                              "duplicate tag keys.")
-        within("group.streams.assignment.interval.ms", self.group_streams_assignment_interval_ms,
+        _within("group.streams.assignment.interval.ms", self.group_streams_assignment_interval_ms,
                self.group_streams_min_assignment_interval_ms,
                self.group_streams_max_assignment_interval_ms)
         if self.group_streams_initial_rebalance_delay_ms < 0:
@@ -185,23 +184,40 @@ class GroupCoordinatorConfig:
 
     def _validate_share(self) -> None:
         """`ShareGroupConfig.CONFIG_DEF` ranges and `ShareGroupConfig.validate`."""
-        def within(name: str, value: int, low: int, high: int) -> None:
-            if not low <= value <= high:
-                raise ValueError(f"{name}={value} must be within [{low}, {high}]")
-        within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
+        _within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
                1_000, 3_600_000)
-        within("group.share.min.record.lock.duration.ms",
+        _within("group.share.min.record.lock.duration.ms",
                self.group_share_min_record_lock_duration_ms, 1_000, 30_000)
-        within("group.share.max.record.lock.duration.ms",
+        _within("group.share.max.record.lock.duration.ms",
                self.group_share_max_record_lock_duration_ms, 30_000, 3_600_000)
-        within("group.share.delivery.count.limit", self.group_share_delivery_count_limit, 2, 10)
-        within("group.share.partition.max.record.locks",
+        _within("group.share.delivery.count.limit", self.group_share_delivery_count_limit, 2, 10)
+        _within("group.share.partition.max.record.locks",
                self.group_share_partition_max_record_locks, 100, 10_000)
-        within("group.share.max.share.sessions", self.group_share_max_share_sessions, 1,
+        _within("group.share.max.share.sessions", self.group_share_max_share_sessions, 1,
                INT32_MAX)
-        within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
+        _within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
                self.group_share_min_record_lock_duration_ms,
                self.group_share_max_record_lock_duration_ms)
+
+
+def _within(name: str, value: int, low: int, high: int) -> None:
+    """Kafka's `ConfigDef.Range` check and message (its bounds here may come from other
+    settings, as `GroupCoordinatorConfig`'s start-up checks compare them)."""
+    if value < low:
+        raise ValueError(f"Invalid value {value} for configuration {name}: "
+                         f"Value must be at least {low}")
+    if value > high:
+        raise ValueError(f"Invalid value {value} for configuration {name}: "
+                         f"Value must be no more than {high}")
+
+
+def _integer(name: str, text: str) -> int:
+    """`ConfigDef.parseType` of an INT or LONG setting."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"Invalid value {text} for configuration {name.replace('_', '.')}: "
+                         "Not a number of type INT") from None
 
 
 def _boolean(name: str, text: str) -> bool:

@@ -38,10 +38,10 @@ async def bind_listener(host: str, port: int) -> list[socket.socket]:
     """Listening sockets for `host:port` (each address the host resolves to), as
     `loop.create_server` binds them: SO_REUSEADDR, IPv6 sockets v6-only."""
     loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                   flags=socket.AI_PASSIVE)
     sockets: list[socket.socket] = []
     try:
+        infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)
         for family, kind, proto, _, address in dict.fromkeys(infos):
             sock = socket.socket(family, kind, proto)
             sockets.append(sock)
@@ -52,10 +52,12 @@ async def bind_listener(host: str, port: int) -> list[socket.socket]:
             sock.bind(address)
             sock.listen(LISTEN_BACKLOG)
             sock.setblocking(False)
-    except OSError:
+    except OSError as exc:
         for sock in sockets:
             sock.close()
-        raise
+        # Which of the listeners failed, as `loop.create_server` names it.
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: "
+                                 f"{(exc.strerror or str(exc)).lower()}") from None
     return sockets
 
 

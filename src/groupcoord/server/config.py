@@ -16,6 +16,7 @@ from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024
 FSYNC_POLICIES = ("always", "interval", "never")
 AUTHORIZERS = ("none", "standard")
+MAX_PORT = 65535
 
 
 class Listener(Settings):
@@ -40,6 +41,8 @@ class Listener(Settings):
         host, sep, port = address.rpartition(":")
         if not sep or not port.isdigit():
             raise ValueError(f"listener must be [NAME://]host:port, got {text!r}")
+        if int(port) > MAX_PORT:
+            raise ValueError(f"port {port} of {text!r} is out of range 0-{MAX_PORT}")
         host = host.strip("[]") or "0.0.0.0"
         return cls(host, int(port), name.upper())
 

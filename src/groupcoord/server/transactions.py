@@ -79,13 +79,40 @@ _MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                           ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
 
+TXN_PARTITIONS = "transaction.state.log.num.partitions"
+MAX_TIMEOUT = "transaction.max.timeout.ms"
+ABORT_INTERVAL = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+EXPIRATION = "transactional.id.expiration.ms"
+EXPIRATION_INTERVAL = "transaction.remove.expired.transaction.cleanup.interval.ms"
+#: The broker settings read here (`serve --group-config NAME=VALUE`); each is an int of at
+#: least 1, as Kafka's `TransactionStateManagerConfig` / `TransactionLogConfig` define them.
+CONFIG_NAMES = (TXN_PARTITIONS, MAX_TIMEOUT, ABORT_INTERVAL, EXPIRATION, EXPIRATION_INTERVAL)
+
+
 def _int(extra: dict[str, str], name: str, default: int) -> int:
-    return int(extra.get(name, default))
+    text = extra.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"Invalid value {text} for configuration {name}: "
+                         "Not a number of type INT") from None
+    if value < 1:
+        raise ValueError(f"Invalid value {value} for configuration {name}: "
+                         "Value must be at least 1")
+    return value
+
+
+def check_configs(extra: dict[str, str]) -> None:
+    """ValueError, in Kafka's words, for a transaction setting that is not a positive int."""
+    for name in CONFIG_NAMES:
+        _int(extra, name, 1)
 
 
 def txn_topic_partitions(extra: dict[str, str]) -> int:
     """`transaction.state.log.num.partitions` (Kafka's default 50)."""
-    return _int(extra, "transaction.state.log.num.partitions", 50)
+    return _int(extra, TXN_PARTITIONS, 50)
 
 
 class TransactionRuntime:
@@ -96,17 +123,13 @@ class TransactionRuntime:
         self.clock = broker.clock
         extra = broker.config.extra
         self.num_partitions = txn_topic_partitions(extra)
-        self.max_timeout_ms = _int(extra, "transaction.max.timeout.ms", 900_000)
+        self.max_timeout_ms = _int(extra, MAX_TIMEOUT, 900_000)
         defaults = TxnTimers()
         self.timers = TxnTimers(
-            abort_interval_ms=_int(
-                extra, "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-                defaults.abort_interval_ms),
-            expiration_ms=_int(extra, "transactional.id.expiration.ms",
-                               defaults.expiration_ms),
-            expiration_interval_ms=_int(
-                extra, "transaction.remove.expired.transaction.cleanup.interval.ms",
-                defaults.expiration_interval_ms))
+            abort_interval_ms=_int(extra, ABORT_INTERVAL, defaults.abort_interval_ms),
+            expiration_ms=_int(extra, EXPIRATION, defaults.expiration_ms),
+            expiration_interval_ms=_int(extra, EXPIRATION_INTERVAL,
+                                        defaults.expiration_interval_ms))
         self.runtime = ShardRuntime(broker, TXN_TOPIC, self.num_partitions, TXN_TOPIC_CONFIGS,
                                     self._new_shard)
         self.runtime.append_error = txn_append_error
