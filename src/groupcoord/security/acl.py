@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from groupcoord.security.acl_hosts import InvalidCidr
-from groupcoord.security.acl_hosts import validate_host as validate_cidr_host
+from groupcoord.security.acl_hosts import InvalidCidr, check_cidr_host
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -196,6 +195,6 @@ def validate_host(host: str) -> None:
     if not host:
         raise InvalidAcl("Host pattern cannot be null or empty")
     try:
-        validate_cidr_host(host)
+        check_cidr_host(host)
     except InvalidCidr as exc:
         raise InvalidAcl(f"Invalid CIDR notation '{host}': {exc}") from None

@@ -150,8 +150,9 @@ def _is_ipv4_mapped(text: str) -> bool:
         return False
 
 
-def validate_host(host: str) -> None:
-    """`AclControlManager.validateHostPattern` (raises InvalidCidr for a bad block)."""
+def check_cidr_host(host: str) -> None:
+    """The CIDR half of `AclControlManager.validateHostPattern`: a host with `/` must be a
+    block (InvalidCidr otherwise); any other host is taken as an exact address."""
     if host != WILDCARD_HOST and "/" in host:
         parse_cidr(host)
 
