@@ -161,8 +161,11 @@ def host_matches(acl_host: str, address: str) -> bool:
     """Does an ACL with this host apply to a client at `address` (bare, Java's form)?"""
     if acl_host == WILDCARD_HOST or acl_host == address:
         return True
-    if "/" not in acl_host:
-        return False
+    return "/" in acl_host and _in_block(acl_host, address)
+
+
+@lru_cache(maxsize=65536)  # (block, client address) pairs are few: parse and test once
+def _in_block(acl_host: str, address: str) -> bool:
     try:
         block = parse_cidr(acl_host)
     except InvalidCidr:
