@@ -56,6 +56,11 @@ from groupcoord.wire.generated.create_partitions import (
     CreatePartitionsResponse,
     CreatePartitionsTopic,
 )
+from groupcoord.wire.generated.create_topics import (
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 from groupcoord.wire.generated.delete_acls import (
     DeleteAclsFilter,
     DeleteAclsRequest,
@@ -590,4 +595,97 @@ def test_create_acls_past_kafkas_bound_of_records_per_request(differential: Any)
             resource_type_filter=int(RT.TOPIC), resource_name_filter=c.name("bound-0"),
             pattern_type_filter=int(PT.LITERAL), principal_filter=None, host_filter=None,
             operation=int(Op.ANY), permission_type=int(Perm.ANY)), 3, DescribeAclsResponse)
+    differential(scenario)
+
+
+# -- ACL hosts: the suite connects from 127.0.0.1, which Kafka matches as the bare address ----
+
+def fetch_one(c: Conversation, step: str, name: str) -> FetchResponse:
+    return c.call(step, FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0,
+                                     max_bytes=1 << 20, session_epoch=-1, topics=[
+        FetchTopic(topic=name, partitions=[FetchPartition(
+            partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 12, FetchResponse)
+
+
+def produce_one(c: Conversation, step: str, name: str) -> ProduceResponse:
+    batch = build_batch([SimpleRecord(b"k", b"v", (), RECORD_TIME_MS)])
+    return c.call(step, ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+        TopicProduceData(name=name, partition_data=[PartitionProduceData(
+            index=0, records=batch)])]), 9, ProduceResponse)
+
+
+def test_acls_from_the_clients_host_apply(differential: Any) -> None:
+    def scenario(c: Conversation) -> None:
+        deny_host, deny_range = c.create_topic("deny-host"), c.create_topic("deny-range")
+        allow_host, allow_range = c.create_topic("allow-host"), c.create_topic("allow-range")
+        other_host, ipv6_host = c.create_topic("other-host"), c.create_topic("ipv6-host")
+        deny_all = c.create_topic("deny-star")
+        grant(c,
+              acl(RT.TOPIC, deny_host.name, ANON, Op.ALL),
+              acl(RT.TOPIC, deny_host.name, "User:*", Op.READ, Perm.DENY, host="127.0.0.1"),
+              acl(RT.TOPIC, deny_range.name, ANON, Op.ALL),
+              acl(RT.TOPIC, deny_range.name, "User:*", Op.WRITE, Perm.DENY,
+                  host="127.0.0.0/8"),
+              acl(RT.TOPIC, allow_host.name, ANON, Op.ALL, host="127.0.0.1"),
+              acl(RT.TOPIC, allow_range.name, ANON, Op.ALL, host="127.1.2.3/8"),
+              acl(RT.TOPIC, other_host.name, ANON, Op.ALL, host="10.0.0.1"),
+              # Kafka compares the IPv6 form Java prints, so `::1` names no client at all.
+              acl(RT.TOPIC, ipv6_host.name, ANON, Op.ALL, host="::1"),
+              acl(RT.TOPIC, ipv6_host.name, ANON, Op.ALL, host="::/0"),
+              acl(RT.TOPIC, deny_all.name, ANON, Op.ALL),
+              acl(RT.TOPIC, deny_all.name, ANON, Op.READ, Perm.DENY, host="*"))
+        topics = (deny_host, deny_range, allow_host, allow_range, other_host, ipv6_host,
+                  deny_all)
+        for topic in topics:
+            fetch_one(c, f"Fetch {topic.name}", topic.name)
+            produce_one(c, f"Produce {topic.name}", topic.name)
+        c.call("Metadata with operations", MetadataRequest(
+            topics=[MetadataRequestTopic(name=t.name) for t in topics],
+            allow_auto_topic_creation=False, include_topic_authorized_operations=True), 12,
+            MetadataResponse)
+    differential(scenario)
+
+
+# Host patterns CreateAcls must accept or refuse as Kafka 4.4 (KIP-1276 CIDR blocks).
+HOST_PATTERNS = (
+    "127.0.0.1", "localhost", "::1", "0:0:0:0:0:0:0:1", "127.000.000.001", "127.0.0.0/8",
+    "127.0.0.1/32", "0.0.0.0/0", "127.000.000.001/8", "127.0.0.1/08", "::1/128", "::/0",
+    "[::1]/128", "::1/+128", "2001:db8::1/64", "::1.2.3.4/120",
+    # refused, each with commons-net's words in the message
+    "", "/127.0.0.1", "127.0.0.0/33", "300.0.0.0/8", "127.0.0/8", "127.0.0.0/-1",
+    "127.0.0.1/", "abc/8", "127.0.0.0/8/9", " 127.0.0.0/8", "127.0.0.1/255.0.0.0",
+    "127.0.0.1/1234", "::1/129", "::1/-1", "::1/", "::1/1x", "::1/ 128", "1:2:3/64",
+    "::g/64", "::ffff:127.0.0.1/128", "::1/99999999999", "::1%999999/128",
+)
+
+
+def test_create_acls_host_patterns(differential: Any) -> None:
+    def scenario(c: Conversation) -> None:
+        topic = c.name("hosts")
+        created = c.call("CreateAcls", CreateAclsRequest(creations=[
+            acl(RT.TOPIC, topic, BOB, Op.READ, host=host) for host in HOST_PATTERNS]), 3,
+            CreateAclsResponse)
+        # The differential hides message text; these are compared word for word.
+        c.record("messages", [(host, r.error_code, r.error_message)
+                              for host, r in zip(HOST_PATTERNS, created.results, strict=True)])
+        accepted = sum(r.error_code == 0 for r in created.results)
+        c.wait_until(lambda: scenario_acls(c) >= accepted, "the ACLs to apply")
+        c.call("describe by host", DescribeAclsRequest(
+            resource_type_filter=int(RT.TOPIC), resource_name_filter=topic,
+            pattern_type_filter=int(PT.LITERAL), principal_filter=None,
+            host_filter="127.0.0.0/8", operation=int(Op.ANY), permission_type=int(Perm.ANY)),
+            3, DescribeAclsResponse)
+    differential(scenario)
+
+
+def test_create_topics_success_has_a_null_message(differential: Any) -> None:
+    def scenario(c: Conversation) -> None:
+        for validate_only in (True, False):
+            created = c.quiet(CreateTopicsRequest(
+                topics=[CreatableTopic(name=c.name("created"), num_partitions=1,
+                                       replication_factor=1, configs=[])],
+                timeout_ms=10_000, validate_only=validate_only), 7, CreateTopicsResponse)
+            # The message itself (None, not ""): the differential would show only its presence.
+            c.record(f"CreateTopics validate_only={validate_only}",
+                     [(t.error_code, t.error_message) for t in created.topics])
     differential(scenario)

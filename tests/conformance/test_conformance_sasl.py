@@ -46,7 +46,11 @@ from groupcoord.wire.generated.describe_user_scram_credentials import (
     UserName,
 )
 from groupcoord.wire.generated.list_groups import ListGroupsRequest, ListGroupsResponse
-from groupcoord.wire.generated.metadata import MetadataRequest, MetadataResponse
+from groupcoord.wire.generated.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
 from groupcoord.wire.generated.sasl_authenticate import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -289,6 +293,20 @@ def test_requests_out_of_place_close_the_connection(peers: tuple[Peer, Peer]) ->
     stray = differential(peers, lambda p: steps(p.sasl_port, shake("PLAIN"),
                                                 (ListGroupsRequest(), 4, ListGroupsResponse)))
     assert stray[1]["error_code"] == 34 and stray[2] == ("closed", True)
+
+
+def test_metadata_in_place_of_the_authentication(peers: tuple[Peer, Peer]) -> None:
+    """Kafka answers the stray request with its error response, which for Metadata names
+    every requested topic with ILLEGAL_SASL_STATE, then closes."""
+    for version in (12, 4, 1):
+        named = (MetadataRequest(topics=[MetadataRequestTopic(name="a"),
+                                         MetadataRequestTopic(name="b")],
+                                 allow_auto_topic_creation=False), version, MetadataResponse)
+        result = differential(peers, lambda p, named=named: steps(  # type: ignore[misc]
+            p.sasl_port, shake("PLAIN"), named))
+        topics = result[1]["topics"]
+        assert [(t.name, t.error_code) for t in topics] == [("a", 34), ("b", 34)], version
+        assert result[2] == ("closed", True)
 
 
 def test_scram_exchange(peers: tuple[Peer, Peer]) -> None:

@@ -295,3 +295,74 @@ def test_kafka_python_and_aiokafka_groups_under_acls(secured: Secured) -> None:
     assert asyncio.run(aiokafka_consume(s, "alice", "aio-app", RECORDS)) == set(range(RECORDS))
     with pytest.raises(AioGroupDenied):
         asyncio.run(aiokafka_consume(s, "bob", "aio-app", 1))
+
+
+def fetch_partition(s: Secured, user: str, timeout_s: float = 20.0) -> tuple[int, list[Any]]:
+    """(records fetched, client errors) for a confluent-kafka consumer reading partition 0
+    by assignment (no group join, so only the Fetch path is authorized)."""
+    consumer = ck.Consumer(s.conf(user, **{"group.id": f"{user}-assign",
+                                            "enable.auto.commit": False}))
+    consumer.assign([ck.TopicPartition(TOPIC, 0, ck.OFFSET_BEGINNING)])
+    fetched, errors = 0, []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and not fetched and not errors:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                errors.append(msg.error().code())
+            else:
+                fetched += 1
+    finally:
+        consumer.close()
+    return fetched, errors
+
+
+def produce_one(s: Secured, user: str) -> Any:
+    """The delivery error of one record (None when written)."""
+    outcome: list[Any] = []
+    producer = ck.Producer(s.conf(user, **{"message.timeout.ms": 15_000}))
+    producer.produce(TOPIC, b"from-alice", partition=0,
+                     on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(20)
+    assert len(outcome) == 1
+    return None if outcome[0] is None else outcome[0].code()
+
+
+def test_a_deny_from_the_clients_host_stops_fetch_and_produce(secured: Secured) -> None:
+    s = secured
+    s.grant((adm.ResourceType.TOPIC, TOPIC, adm.AclOperation.READ, "alice"),
+            (adm.ResourceType.TOPIC, TOPIC, adm.AclOperation.WRITE, "alice"),
+            (adm.ResourceType.GROUP, "alice-assign", adm.AclOperation.READ, "alice"))
+    fetched, errors = fetch_partition(s, "alice")
+    assert fetched and not errors, errors
+    assert produce_one(s, "alice") is None
+    # Kafka matches an ACL's host against the client's bare address: 127.0.0.1 here.
+    denials = [adm.AclBinding(adm.ResourceType.TOPIC, TOPIC, adm.ResourcePatternType.LITERAL,
+                              principal, host, op, adm.AclPermissionType.DENY)
+               for principal, host, op in (("User:alice", "127.0.0.1", adm.AclOperation.READ),
+                                           ("User:alice", "127.0.0.0/8",
+                                            adm.AclOperation.WRITE))]
+    admin = s.admin()
+    for fut in admin.create_acls(denials).values():
+        fut.result(timeout=30)
+    _, errors = fetch_partition(s, "alice")
+    assert ck.KafkaError.TOPIC_AUTHORIZATION_FAILED in errors, errors
+    assert produce_one(s, "alice") == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
+    log = s.broker.log_text()
+    for op, request, rule_host in (("READ", "Fetch", "127.0.0.1"),
+                                   ("WRITE", "Produce", "127.0.0.0/8")):
+        line = (f"Principal = User:alice is Denied operation = {op} from host = 127.0.0.1 on "
+                f"resource = Topic:LITERAL:{TOPIC} for request = {request}")
+        assert line in log, line
+        assert f"host={rule_host}, operation={op}, permissionType=DENY]" in log, rule_host
+    # A DENY from another host leaves bob's grant from anywhere alone.
+    s.grant((adm.ResourceType.TOPIC, TOPIC, adm.AclOperation.READ, "bob"),
+            (adm.ResourceType.GROUP, "bob-assign", adm.AclOperation.READ, "bob"))
+    for fut in admin.create_acls([adm.AclBinding(
+            adm.ResourceType.TOPIC, TOPIC, adm.ResourcePatternType.LITERAL, "User:bob",
+            "10.1.2.3", adm.AclOperation.READ, adm.AclPermissionType.DENY)]).values():
+        fut.result(timeout=30)
+    fetched, errors = fetch_partition(s, "bob")
+    assert fetched and not errors, errors

@@ -118,7 +118,8 @@ class InProcBroker:
         return self.broker.bound[0].port
 
     async def client(self) -> RawClient:
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        host = self.broker.config.listeners[0].host  # 127.0.0.1 unless a test binds ::1
+        reader, writer = await asyncio.open_connection(host, self.port)
         client = RawClient(reader, writer)
         self.clients.append(client)
         return client

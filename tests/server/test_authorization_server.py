@@ -15,6 +15,7 @@ from groupcoord.logformat.batch import build_batch
 from groupcoord.security.acl import AclOperation as Op
 from groupcoord.security.acl import PatternType as PT
 from groupcoord.security.acl import ResourceType as RT
+from groupcoord.server.config import Listener
 from groupcoord.storage.faults import FaultInjectingFileIO, FaultRule
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.alter_user_scram_credentials import (
@@ -351,4 +352,27 @@ def test_scram_credential_apis_need_describe_and_alter_on_the_cluster(tmp_path: 
                 users=[UserName(name="bob")]), 0, DescribeUserScramCredentialsResponse)
             assert described.error_code == 0
             assert [r.error_code for r in described.results] == [E.RESOURCE_NOT_FOUND]
+    run(scenario())
+
+
+def test_acl_hosts_over_the_ipv6_loopback(tmp_path: Path) -> None:
+    """A client on ::1 is `0:0:0:0:0:0:0:1` to Kafka's authorizer: an ACL for `::1` names
+    nobody, the uncompressed form and `::1/128` name it, an IPv4 range does not."""
+    async def scenario() -> None:
+        async with secured(tmp_path, listeners=(Listener("::1", 0),)) as b:
+            await create_topics(b, "short", "long", "block", "v4")
+            await grant(b, acl(RT.TOPIC, "short", ALICE, Op.DESCRIBE, host="::1"),
+                        acl(RT.TOPIC, "long", ALICE, Op.DESCRIBE, host="0:0:0:0:0:0:0:1"),
+                        acl(RT.TOPIC, "block", ALICE, Op.DESCRIBE, host="::1/128"),
+                        acl(RT.TOPIC, "v4", ALICE, Op.DESCRIBE, host="0.0.0.0/0"))
+            alice = await client_as(b, ALICE)
+            found = await alice.call(MetadataRequest(topics=[
+                MetadataRequestTopic(name=n) for n in ("short", "long", "block", "v4")],
+                allow_auto_topic_creation=False), 12, MetadataResponse)
+            codes = {t.name: t.error_code for t in found.topics}
+            assert codes == {"short": E.TOPIC_AUTHORIZATION_FAILED, "long": 0, "block": 0,
+                             "v4": E.TOPIC_AUTHORIZATION_FAILED}
+            conn = next(c for c in b.broker.connections if c.principal.name == "alice")
+            assert (conn.client_address, conn.client_host) == (
+                "0:0:0:0:0:0:0:1", "/0:0:0:0:0:0:0:1")
     run(scenario())

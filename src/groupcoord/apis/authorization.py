@@ -6,16 +6,26 @@ response), `authorized` (`filterByAuthorized`: the subset of names allowed) and
 `operations` (`authorizedOperations`: the bitfield of allowed operations). Without an
 authorizer (`--authorizer none`) everything is allowed and `operations` returns every
 operation the resource type supports, as Kafka without `authorizer.class.name`.
+
+ACL hosts are matched against the connection's bare address (`ctx.client_address`). A
+denial of something the request named is logged at INFO on `groupcoord.authorizer` in the
+words of Kafka's `kafka.authorizer.logger` (who, what, from which host, on which resource,
+for which request, by which rule); the checks that only compute authorized operations or
+filter what a pattern matched, and first checks that fall back to another, log nothing,
+as Kafka's `logIfDenied=false`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from groupcoord.security.authorizer import StandardAuthorizer
+from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 
 Op = AclOperation
@@ -23,29 +33,72 @@ TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLU
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 
 
+audit_log = logging.getLogger("groupcoord.authorizer")
+
+
 def enabled(ctx: RequestContext) -> bool:
     return ctx.authorizer is not None
 
 
-def allowed(ctx: RequestContext, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
+def _camel(enum_name: str) -> str:
+    return "".join(word.capitalize() for word in enum_name.split("_"))
+
+
+def _log_denial(ctx: RequestContext, auth: StandardAuthorizer, principal: str,
+                op: AclOperation, resource_type: ResourceType, name: str,
+                ref_count: int) -> None:
+    """`StandardAuthorizerData.buildAuditMessage` for a denial."""
+    try:
+        request = _camel(ApiKey(ctx.api_key).name)
+    except ValueError:
+        request = str(ctx.api_key)
+    host = ctx.client_address
+    audit_log.info(
+        "Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%s "
+        "for request = %s with resourceRefCount = %d based on rule %s", principal, op.name,
+        host, _camel(resource_type.name), name, request, ref_count,
+        auth.denial_rule(principal, host, op, resource_type, name))
+
+
+def _decide(ctx: RequestContext, auth: StandardAuthorizer, principal: str, op: AclOperation,
+            resource_type: ResourceType, name: str, log_if_denied: bool,
+            ref_count: int = 1) -> bool:
+    if auth.authorize(principal, ctx.client_address, op, resource_type, name):
+        return True
+    if log_if_denied and audit_log.isEnabledFor(logging.INFO):
+        _log_denial(ctx, auth, principal, op, resource_type, name, ref_count)
+    return False
+
+
+def allowed(ctx: RequestContext, op: AclOperation, resource_type: ResourceType, name: str, *,
+            log_if_denied: bool = True) -> bool:
     auth = ctx.authorizer
-    return auth is None or auth.authorize(str(ctx.principal), ctx.client_host, op,
-                                          resource_type, name)
+    return auth is None or _decide(ctx, auth, str(ctx.principal), op, resource_type, name,
+                                   log_if_denied)
 
 
-def allowed_on_cluster(ctx: RequestContext, op: AclOperation) -> bool:
-    return allowed(ctx, op, CLUSTER, CLUSTER_NAME)
+def allowed_on_cluster(ctx: RequestContext, op: AclOperation, *,
+                       log_if_denied: bool = True) -> bool:
+    return allowed(ctx, op, CLUSTER, CLUSTER_NAME, log_if_denied=log_if_denied)
 
 
 def authorized(ctx: RequestContext, op: AclOperation, resource_type: ResourceType,
-               names: Iterable[str]) -> set[str]:
-    """The distinct names the principal may perform `op` on (`filterByAuthorized`)."""
+               names: Iterable[str], *, log_if_denied: bool = True) -> set[str]:
+    """The distinct names the principal may perform `op` on (`filterByAuthorized`; a
+    denial is logged with how often the request named the resource)."""
     auth = ctx.authorizer
-    unique = set(names)
+    listed = list(names)
+    unique = set(listed)
     if auth is None:
         return unique
-    principal, host = str(ctx.principal), ctx.client_host
-    return {n for n in unique if auth.authorize(principal, host, op, resource_type, n)}
+    principal, host = str(ctx.principal), ctx.client_address
+    granted = set()
+    for n in unique:
+        if auth.authorize(principal, host, op, resource_type, n):
+            granted.add(n)
+        elif log_if_denied and audit_log.isEnabledFor(logging.INFO):
+            _log_denial(ctx, auth, principal, op, resource_type, n, listed.count(n))
+    return granted
 
 
 def require(ctx: RequestContext, op: AclOperation, resource_type: ResourceType, name: str,
@@ -73,23 +126,25 @@ def operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> i
     auth = ctx.authorizer
     if auth is None:
         return sum(1 << int(op) for op in SUPPORTED_OPERATIONS[resource_type])
-    return int(auth.authorized_operations(str(ctx.principal), ctx.client_host, resource_type, name))
+    return int(auth.authorized_operations(str(ctx.principal), ctx.client_address, resource_type,
+                                          name))
 
 
 def may_write_idempotently(ctx: RequestContext) -> bool:
     """InitProducerId without a transactional id: IDEMPOTENT_WRITE on the cluster, or WRITE
     on at least one topic (`authorizeByResourceType`), as `handleInitProducerIdRequest`."""
     auth = ctx.authorizer
-    if auth is None or allowed_on_cluster(ctx, Op.IDEMPOTENT_WRITE):
+    if auth is None or allowed_on_cluster(ctx, Op.IDEMPOTENT_WRITE, log_if_denied=False):
         return True
-    return bool(auth.authorize_by_resource_type(str(ctx.principal), ctx.client_host, Op.WRITE, TOPIC))
+    return bool(auth.authorize_by_resource_type(str(ctx.principal), ctx.client_address,
+                                                Op.WRITE, TOPIC))
 
 
 def describable_topics_filter(ctx: RequestContext) -> Callable[[Iterable[str]], set[str]] | None:
     """The `OpContext.topic_filter` of this request: None without an authorizer."""
     if not enabled(ctx):
         return None
-    return lambda names: authorized(ctx, Op.DESCRIBE, TOPIC, names)
+    return lambda names: authorized(ctx, Op.DESCRIBE, TOPIC, names, log_if_denied=False)
 
 
 def require_subscribed_topics(ctx: RequestContext, names: list[str] | None) -> bool:

@@ -138,8 +138,12 @@ class GroupRuntime(Protocol):
 class RequestContext(Protocol):
     """Per-request view of the broker."""
 
+    api_key: int
     client_id: str | None
+    # The group APIs' member host (`/127.0.0.1`, Java's `InetAddress.toString()`) and the
+    # bare address the authorizer matches ACL hosts against (`getHostAddress()`).
     client_host: str
+    client_address: str
     connection_id: str
     correlation_id: int
 

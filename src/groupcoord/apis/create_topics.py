@@ -85,8 +85,9 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool,
     count = _partition_count(ctx, topic)
     configs = {c.name: c.value for c in topic.configs}
     validate_configs(configs)
-    result = CreatableTopicResult(name=topic.name, error_code=0, num_partitions=count,
-                                  replication_factor=1)
+    # Kafka's controller sets a null message on success (`ReplicationControlManager`).
+    result = CreatableTopicResult(name=topic.name, error_code=0, error_message=None,
+                                  num_partitions=count, replication_factor=1)
     if validate_only:
         result.topic_id = bytes(16)
     else:
@@ -102,7 +103,7 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool,
 
 def _may_create(ctx: RequestContext, name: str) -> bool:
     """CREATE on the cluster, or on the topic (ControllerApis.createTopics)."""
-    return authz.allowed_on_cluster(ctx, authz.Op.CREATE) or \
+    return authz.allowed_on_cluster(ctx, authz.Op.CREATE, log_if_denied=False) or \
         authz.allowed(ctx, authz.Op.CREATE, authz.TOPIC, name)
 
 

@@ -37,7 +37,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeCl
     ops = UNKNOWN_OPERATIONS
     if request.include_cluster_authorized_operations:
         ops = authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME) \
-            if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE) else 0
+            if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE, log_if_denied=False) else 0
     brokers = [DescribeClusterBroker(broker_id=node, host=host, port=port,
                                      rack=ctx.config.rack, is_fenced=False)
                for node, host, port in broker_endpoints(ctx)]

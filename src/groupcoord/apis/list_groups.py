@@ -37,7 +37,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ListGroups
             # shard: COORDINATOR_LOAD_IN_PROGRESS) is reported.
             if exc.code != ErrorCode.NOT_COORDINATOR:
                 error = error or exc.code
-    if not authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE):
+    if not authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE, log_if_denied=False):
         visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, (g.group_id for g in groups))
         groups = [g for g in groups if g.group_id in visible]
     return ListGroupsResponse(error_code=error, groups=groups)

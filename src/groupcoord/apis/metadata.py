@@ -61,6 +61,15 @@ def topic_metadata(ctx: RequestContext, topic: Any, with_ops: bool) -> MetadataR
                                      else UNKNOWN_OPERATIONS))
 
 
+def error_response(request: MetadataRequest, version: int, code: int) -> MetadataResponse:
+    """`MetadataRequest.getErrorResponse`: every requested topic (a null name as "") with
+    the error, no partitions; the top-level code only where the version has it."""
+    return MetadataResponse(topics=[
+        MetadataResponseTopic(name=t.name or "", topic_id=t.topic_id, error_code=code,
+                              is_internal=False, partitions=[])
+        for t in request.topics or ()], error_code=code)
+
+
 def _error_topic(code: int, name: str | None, topic_id: bytes = UUID_ZERO) -> MetadataResponseTopic:
     return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id)
 
@@ -100,7 +109,7 @@ def _lookup_authorized(ctx: RequestContext, wanted: list[Any], allow_create: boo
     no_create: set[str] = set()
     missing = {n for _, n in named if n in visible and ctx.topics.get(n) is None} \
         if allow_create and ctx.config.auto_create_topics else set()
-    if missing and not authz.allowed_on_cluster(ctx, authz.Op.CREATE):
+    if missing and not authz.allowed_on_cluster(ctx, authz.Op.CREATE, log_if_denied=False):
         no_create = missing - authz.authorized(ctx, authz.Op.CREATE, authz.TOPIC, missing)
     found = [_lookup(ctx, t, allow_create, with_ops) for t, n in named
              if n in visible and n not in no_create]
@@ -130,7 +139,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: MetadataRe
     cluster_ops = UNKNOWN_OPERATIONS
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
         cluster_ops = authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME) \
-            if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE) else 0
+            if authz.allowed_on_cluster(ctx, authz.Op.DESCRIBE, log_if_denied=False) else 0
     cluster = ctx.cluster
     return MetadataResponse(
         brokers=[MetadataResponseBroker(node_id=node, host=host, port=port,

@@ -16,7 +16,7 @@ def _api_versions() -> ApiSpec:
 def _metadata() -> ApiSpec:
     from groupcoord.apis import metadata as m
     return ApiSpec(3, 0, 12, m.handle, m.MetadataRequest, m.MetadataResponse,
-                   9, None)
+                   9, m.error_response)
 
 
 def _produce() -> ApiSpec:

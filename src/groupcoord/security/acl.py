@@ -9,9 +9,10 @@ with the controller's validation of new ACLs and filters (`AclControlManager.val
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from enum import IntEnum
+
+from groupcoord.security.acl_hosts import InvalidCidr, check_cidr_host
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -189,28 +190,11 @@ def validate_new_acl(acl: AclBinding) -> None:
 
 
 def validate_host(host: str) -> None:
-    """`AclControlManager.validateHostPattern`: `*`, an address, or a CIDR block."""
+    """`AclControlManager.validateHostPattern`: `*`, any host without `/` (matched as an
+    exact address), or a CIDR block commons-net parses (`acl_hosts`)."""
     if not host:
         raise InvalidAcl("Host pattern cannot be null or empty")
-    if host == WILDCARD or "/" not in host:
-        return
-    if cidr_network(host) is None:
-        raise InvalidAcl(f"Invalid CIDR notation '{host}'")
-
-
-def cidr_network(pattern: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
     try:
-        return ipaddress.ip_network(pattern, strict=False)
-    except ValueError:
-        return None
-
-
-def host_in_cidr(host: str, pattern: str) -> bool:
-    """`CidrUtils.isInRange`: false for anything that does not parse."""
-    network = cidr_network(pattern)
-    if network is None:
-        return False
-    try:
-        return ipaddress.ip_address(host) in network
-    except ValueError:
-        return False
+        check_cidr_host(host)
+    except InvalidCidr as exc:
+        raise InvalidAcl(f"Invalid CIDR notation '{host}': {exc}") from None

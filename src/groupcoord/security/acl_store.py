@@ -90,13 +90,15 @@ class DurableAuthorizer(StandardAuthorizer):
     def create_acls(self, bindings: list[AclBinding]) -> list[CreateResult]:
         results: list[CreateResult] = []
         new: list[AclBinding] = []
+        pending: set[AclBinding] = set()
         for acl in bindings:
             try:
                 validate_new_acl(acl)
             except InvalidAcl as exc:
                 results.append(CreateResult(ErrorCode.INVALID_REQUEST, str(exc)))
                 continue
-            if acl not in self and acl not in new:
+            if acl not in self and acl not in pending:  # a set: a 10,001-ACL request is linear
+                pending.add(acl)
                 new.append(acl)
             results.append(CreateResult())
         if len(new) > MAX_RECORDS_PER_USER_OP:

@@ -5,7 +5,8 @@ The rules are `StandardAuthorizerData.authorize` / `findResult`, exactly:
 - the ACLs that apply to a resource are its LITERAL ACLs, the PREFIXED ACLs whose name is a
   prefix of the resource name, and the LITERAL `*` ACLs of its resource type;
 - of those, an ACL matches when its principal is the caller's or `User:*`, its host is `*`,
-  the caller's address or a CIDR block holding it, and its operation is the requested one
+  the caller's bare address (`127.0.0.1`, Java's `getHostAddress()`) or a CIDR block
+  holding it (`acl_hosts.host_matches`), and its operation is the requested one
   or ALL; an ALLOW of READ, WRITE, DELETE or ALTER also grants DESCRIBE, and an ALLOW of
   ALTER_CONFIGS grants DESCRIBE_CONFIGS (a DENY implies nothing);
 - any matching DENY denies; else any matching ALLOW allows; else, if the resource has
@@ -34,8 +35,8 @@ from groupcoord.security.acl import (
     AclPermissionType,
     PatternType,
     ResourceType,
-    host_in_cidr,
 )
+from groupcoord.security.acl_hosts import host_matches
 
 _NONE, _ALLOW, _DENY = 0, 1, 2
 _IMPLIES_DESCRIBE = frozenset({AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE,
@@ -60,8 +61,7 @@ def parse_super_users(text: str | None) -> frozenset[str]:
 def acl_result(acl: AclBinding, operation: AclOperation, host: str) -> int:
     """`findResult` for an ACL whose resource and principal already match."""
     acl_host = acl.host
-    if acl_host != WILDCARD and acl_host != host and not (
-            "/" in acl_host and host_in_cidr(host, acl_host)):
+    if acl_host != WILDCARD and acl_host != host and not host_matches(acl_host, host):
         return _NONE
     acl_op = acl.operation
     allow = acl.permission_type == AclPermissionType.ALLOW
@@ -205,6 +205,18 @@ class StandardAuthorizer:
             return True
         return not has_acls and self.allow_if_no_acl
 
+    def denial_rule(self, principal: str, host: str, operation: AclOperation,
+                    resource_type: ResourceType, name: str) -> str:
+        """The rule of a denied decision as Kafka's audit log names it (`MatchingRule`):
+        the DENY ACL that matched, else `DefaultDeny`. Only for logging: a scan."""
+        for acl in sorted(self._acls):
+            if (acl.resource_type == resource_type
+                    and acl.principal in (principal, WILDCARD_PRINCIPAL)
+                    and _applies_to(acl, name)
+                    and acl_result(acl, operation, host) == _DENY):
+                return f"MatchingAcl(acl={standard_acl_text(acl)})"
+        return "DefaultDeny"
+
     def authorized_operations(self, principal: str, host: str, resource_type: ResourceType,
                               name: str) -> int:
         """`AuthHelper.authorizedOperations`: the bitfield of supported operations allowed."""
@@ -226,7 +238,7 @@ class StandardAuthorizer:
         for acl in self._acls:
             if acl.resource_type != resource_type:
                 continue
-            if acl.host != host and acl.host != WILDCARD and not host_in_cidr(host, acl.host):
+            if not host_matches(acl.host, host):
                 continue
             if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
                 continue
@@ -243,6 +255,20 @@ class StandardAuthorizer:
                 else:
                     allow[acl.pattern_type].add(acl.resource_name)
         return wildcard_allow or _any_undominated_allow(allow, deny)
+
+
+def _applies_to(acl: AclBinding, name: str) -> bool:
+    if acl.pattern_type == _LITERAL:
+        return acl.resource_name in (name, WILDCARD)
+    return name.startswith(acl.resource_name)
+
+
+def standard_acl_text(acl: AclBinding) -> str:
+    """Kafka's `StandardAcl` record as Java prints it."""
+    return (f"StandardAcl[resourceType={acl.resource_type.name}, "
+            f"resourceName={acl.resource_name}, patternType={acl.pattern_type.name}, "
+            f"principal={acl.principal}, host={acl.host}, operation={acl.operation.name}, "
+            f"permissionType={acl.permission_type.name}]")
 
 
 def _any_undominated_allow(allow: dict[PatternType, set[str]],

@@ -25,6 +25,7 @@ import struct
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
+from groupcoord.security.acl_hosts import java_host_address
 from groupcoord.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ class KafkaConnection(asyncio.Protocol):
         self._close_delay_s = 0.0
         self.closed = False
         self.peer = "?"
+        # The bare address ACLs match (Java's `getHostAddress()`) and the `/`-prefixed
+        # form the group APIs report as a member's client host (`InetAddress.toString()`).
+        self.client_address = ""
         self.client_host = ""
         self.connection_id = ""
         # Replaced by authentication (SASL or a TLS client certificate).
@@ -109,6 +113,7 @@ class KafkaConnection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()  # kept: each lookup costs a getpid()
         peer = transport.get_extra_info("peername")
         if peer:
+            self.client_address = java_host_address(str(peer[0]))
             self.client_host = kafka_client_host(str(peer[0]))
             self.peer = f"{peer[0]}:{peer[1]}"
         self._dispatcher.connection_opened(self)
@@ -299,13 +304,6 @@ class KafkaConnection(asyncio.Protocol):
 
 
 def kafka_client_host(address: str) -> str:
-    """The client host as Kafka reports it: Java's `InetAddress.toString()`, i.e. the
-    literal address after a slash (`/127.0.0.1`); IPv6 in Java's uncompressed form."""
-    if ":" in address:
-        import ipaddress
-
-        base, _, scope = address.partition("%")
-        groups = ipaddress.IPv6Address(base).exploded.split(":")
-        literal = ":".join(format(int(g, 16), "x") for g in groups)
-        return f"/{literal}%{scope}" if scope else f"/{literal}"
-    return f"/{address}"
+    """The client host as Kafka's group APIs report it: Java's `InetAddress.toString()`, i.e.
+    the literal address after a slash (`/127.0.0.1`); IPv6 in Java's uncompressed form."""
+    return "/" + java_host_address(address)

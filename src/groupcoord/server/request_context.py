@@ -30,13 +30,15 @@ if TYPE_CHECKING:
 
 
 class BrokerRequestContext:
-    __slots__ = ("broker", "client_host", "client_id", "conn", "connection_id", "correlation_id",
-                 "slot")
+    __slots__ = ("api_key", "broker", "client_address", "client_host", "client_id", "conn",
+                 "connection_id", "correlation_id", "slot")
 
     def __init__(self, broker: Broker, conn: KafkaConnection, header: RequestHeader) -> None:
         self.broker = broker
         self.conn = conn
+        self.api_key = header.api_key
         self.client_id = header.client_id
+        self.client_address = conn.client_address
         self.client_host = conn.client_host
         self.connection_id = conn.connection_id
         self.correlation_id = header.correlation_id
