@@ -10,7 +10,9 @@ Mirrors `KafkaApis.handleFetchRequest` + `ReplicaManager.fetchMessages` / `readF
   transaction) and gets the aborted transactions overlapping the returned range, from the
   `.txnindex` files (`UnifiedLog.read` + `collectAbortedTransactions`, upper bound = the
   offset after the last returned batch); every response carries the LSO;
-- OFFSET_OUT_OF_RANGE outside [log_start_offset, high watermark];
+- OFFSET_OUT_OF_RANGE outside [log_start_offset, high watermark]; CORRUPT_MESSAGE with
+  high watermark, log start and last stable offset -1 for an offset that damaged stored
+  bytes may hold (the reads before it return the intact batches up to the damage);
 - limits: each partition reads at most its partition_max_bytes and what is left of the
   response max_bytes, except that the first partition with data returns at least one whole
   batch (`minOneMessage`);
@@ -31,7 +33,7 @@ from groupcoord.apis.fetch_encode import encode_fetch_response
 from groupcoord.apis.raw_response import RawResponse
 from groupcoord.apis.services import FetchPartition
 from groupcoord.logformat.batch import iter_batches
-from groupcoord.storage.config import OffsetOutOfRangeError
+from groupcoord.storage.config import CorruptBatchError, OffsetOutOfRangeError
 from groupcoord.storage.transactions import collect_aborted_txns
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -54,6 +56,7 @@ _E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 _E_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 _E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 _E_TOPIC_AUTH = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+_E_CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
 EMPTY = b""
 
 
@@ -115,6 +118,9 @@ def _read_one(ctx: RequestContext, cp: Any, topic: Any, plog: Any, want: int, mi
             data = plog.read(cp.fetch_offset, want, upper)
         except OffsetOutOfRangeError:
             error = _E_OUT_OF_RANGE
+        except CorruptBatchError:
+            # Kafka's answer to a read error (`readFromLog`): no offsets, no data.
+            return PartitionRead(cp, topic.name, topic.topic_id, _E_CORRUPT, -1, -1, EMPTY)
         if not min_one and len(data) > want:
             data = EMPTY
     elif cp.fetch_offset > hw or cp.fetch_offset < start:

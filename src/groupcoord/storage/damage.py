@@ -1,5 +1,12 @@
 """Damage inside a segment: find where valid batches resume, set the bad bytes aside.
 
+Reads meet damage too: a segment loaded after a clean shutdown is not scanned (as in Kafka),
+so its frames are checked as reads first walk over them (``frame_fault``: length, magic,
+offsets, fit in the file; the CRC is the client's to check, as with Kafka). A read stops
+before a damaged frame, a fetch of an offset the damage may hold is an error
+(``CorruptBatchError``, CORRUPT_MESSAGE on the wire), and offsets from the next valid batch
+on stay readable. Each damaged range is logged at ERROR once (``log_unreadable``).
+
 Kafka's ``LogSegment.recover`` stops at the first invalid batch and truncates there, which
 turns 64 bad bytes in the middle of a segment into the loss of everything after them. Here
 recovery goes on as ``kafka-dump-log`` can: from the bad position it searches forward for the
@@ -21,9 +28,11 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from dataclasses import dataclass
 
 from groupcoord.logformat.batch import (
+    LAST_OFFSET_DELTA_OFFSET,
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
@@ -37,6 +46,9 @@ from groupcoord.storage.fileio import FileIO
 _WINDOW = 1 << 20
 _MAGIC_BYTE = bytes([MAGIC])
 DAMAGED_SUFFIX = ".damaged-"
+_LAST_DELTA = struct.Struct(">i")
+#: The bytes of a frame that ``frame_fault`` looks at (up to the last offset delta).
+FRAME_CHECK_BYTES = LAST_OFFSET_DELTA_OFFSET + _LAST_DELTA.size
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +68,44 @@ class DamagedRange:
     first_offset: int
     resume_offset: int
     saved_to: str | None = None
+
+
+def frame_fault(buf: bytes | memoryview, off: int, position: int, file_size: int,
+                min_offset: int) -> str | None:
+    """Why the frame at ``buf[off:]`` (file ``position``, ``FRAME_CHECK_BYTES`` long) is no
+    batch following offset ``min_offset - 1``; None if it may be one.
+
+    Only the header is looked at, so a read can check every frame it walks over cheaply.
+    """
+    base_offset, length = PREFIX_STRUCT.unpack_from(buf, off)
+    if length < MIN_BATCH_LENGTH:
+        return f"batch length {length} is below the minimum of {MIN_BATCH_LENGTH}"
+    if position + LOG_OVERHEAD + length > file_size:
+        return f"batch length {length} runs past the end of the file ({file_size} bytes)"
+    magic = buf[off + MAGIC_OFFSET]
+    if magic != MAGIC:
+        return f"magic {magic} is not {MAGIC}"
+    (last_delta,) = _LAST_DELTA.unpack_from(buf, off + LAST_OFFSET_DELTA_OFFSET)
+    if base_offset < min_offset or last_delta < 0:
+        return f"offsets {base_offset}-{base_offset + last_delta} do not follow {min_offset - 1}"
+    return None
+
+
+def frame_next_offset(buf: bytes | memoryview, off: int) -> int:
+    """The offset after the frame at ``buf[off:]`` (one ``frame_fault`` accepted)."""
+    base_offset, _ = PREFIX_STRUCT.unpack_from(buf, off)
+    (last_delta,) = _LAST_DELTA.unpack_from(buf, off + LAST_OFFSET_DELTA_OFFSET)
+    return int(base_offset) + int(last_delta) + 1
+
+
+def log_unreadable(found: DamagedRange, reason: str) -> None:
+    """The one ERROR line of a damaged range met by a read."""
+    logger.error(
+        "%s: no valid batch at byte %d (%s): bytes %d-%d, which may hold offsets %d-%d, are "
+        "unreadable and fetches of those offsets answer CORRUPT_MESSAGE; offsets from %d are "
+        "read from byte %d on", found.segment, found.position, reason, found.position,
+        found.position + found.length - 1, found.first_offset, found.resume_offset - 1,
+        found.resume_offset, found.position + found.length)
 
 
 def batch_at(io: FileIO, fd: int, position: int, end: int, min_offset: int) -> int | None:

@@ -14,7 +14,9 @@ Rules kept here:
   it would exceed ``segment_bytes``, is older than ``segment_ms``, its index is full, or the
   new offsets no longer fit an int32 relative to its base.
 - Reads return whole batches from one segment, starting with the batch containing the
-  requested offset, found through the in-memory index (``LocalLog.read``).
+  requested offset, found through the in-memory index (``LocalLog.read``). They stop before
+  damaged bytes, and an offset the damage may hold raises ``CorruptBatchError``
+  (``LogSegment.find_batch``): never a silent move to the next segment.
 - Retention removes whole segments, oldest first, never the active one, and moves
   ``log_start_offset`` forward (``UnifiedLog.deleteOldSegments``).
 - Recovery on open lives in ``storage.recovery``.
@@ -40,6 +42,7 @@ from groupcoord.logformat.batch import (
 )
 from groupcoord.storage.config import (
     AppendInfo,
+    CorruptBatchError,
     InvalidRecordError,
     KafkaStorageError,
     LogConfig,
@@ -308,7 +311,10 @@ class PartitionLog:
             seg = self.segments[i]
             end = 0
             damaged = False
-            found = seg.find_batch(start) if start > seg.base_offset else None
+            try:
+                found = seg.find_batch(start) if start > seg.base_offset else None
+            except CorruptBatchError:
+                found = None  # walked from the start below, which finds and repairs it
             first = found[0] if found is not None else 0
             for pos, view in iter_file_batches(self.io, seg.fd, first, seg.size):
                 try:
