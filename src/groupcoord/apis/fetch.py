@@ -17,7 +17,9 @@ Mirrors `KafkaApis.handleFetchRequest` + `ReplicaManager.fetchMessages` / `readF
   response max_bytes, except that the first partition with data returns at least one whole
   batch (`minOneMessage`);
 - the response wakes on any append to a fetched partition (`ctx.wait_for_data`) and
-  returns when the bytes read reach min_bytes, an error occurs, or max_wait_ms passes;
+  returns when the bytes read reach min_bytes, an error occurs, or max_wait_ms passes; a
+  fetch with no partition to read (the request's, or an incremental session's) is answered
+  at once;
 - records are the stored bytes, handed to the transport without re-encoding
   (`fetch_encode`, byte-identical to the generated encoder).
 """
@@ -246,7 +248,10 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: FetchReque
     while True:
         reads, total = read_partitions(ctx, fctx.partitions, request.max_bytes, uses_ids,
                                        read_committed, denied)
-        if total >= request.min_bytes or now >= deadline or any(r.error for r in reads):
+        # At once, as Kafka, when nothing is left to read (`interesting.isEmpty`: a session
+        # close, a fetch forgetting its last partition) or a read failed.
+        if not reads or total >= request.min_bytes or now >= deadline \
+                or any(r.error for r in reads):
             break
         keys = [(r.name, r.cp.key[1]) for r in reads]
         await ctx.wait_for_data(keys, deadline - now)
