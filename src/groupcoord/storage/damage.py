@@ -1,7 +1,7 @@
 """Damage inside a segment: find where valid batches resume, set the bad bytes aside.
 
 Reads meet damage too: a segment loaded after a clean shutdown is not scanned (as in Kafka),
-so its frames are checked as reads first walk over them (``frame_fault``: length, magic,
+so its frames are checked as reads first walk over them (``check_frame``: length, magic,
 offsets, fit in the file; the CRC is the client's to check, as with Kafka). A read stops
 before a damaged frame, a fetch of an offset the damage may hold is an error
 (``CorruptBatchError``, CORRUPT_MESSAGE on the wire), and offsets from the next valid batch
@@ -32,7 +32,7 @@ import struct
 from dataclasses import dataclass
 
 from groupcoord.logformat.batch import (
-    LAST_OFFSET_DELTA_OFFSET,
+    HEADER_FIELDS,
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
@@ -46,9 +46,10 @@ from groupcoord.storage.fileio import FileIO
 _WINDOW = 1 << 20
 _MAGIC_BYTE = bytes([MAGIC])
 DAMAGED_SUFFIX = ".damaged-"
-_LAST_DELTA = struct.Struct(">i")
-#: The bytes of a frame that ``frame_fault`` looks at (up to the last offset delta).
-FRAME_CHECK_BYTES = LAST_OFFSET_DELTA_OFFSET + _LAST_DELTA.size
+# The header fields up to the last offset delta: what ``check_frame`` looks at.
+_FRAME_FIELDS = [name for name, _ in HEADER_FIELDS].index("last_offset_delta") + 1
+_FRAME = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS[:_FRAME_FIELDS]))
+FRAME_CHECK_BYTES = _FRAME.size
 
 logger = logging.getLogger(__name__)
 
@@ -70,32 +71,26 @@ class DamagedRange:
     saved_to: str | None = None
 
 
-def frame_fault(buf: bytes | memoryview, off: int, position: int, file_size: int,
-                min_offset: int) -> str | None:
-    """Why the frame at ``buf[off:]`` (file ``position``, ``FRAME_CHECK_BYTES`` long) is no
-    batch following offset ``min_offset - 1``; None if it may be one.
+def check_frame(buf: bytes | memoryview, off: int, position: int, file_size: int,
+                min_offset: int) -> tuple[str | None, int, int]:
+    """Check the frame at ``buf[off:]`` (file ``position``, ``FRAME_CHECK_BYTES`` long) as a
+    batch following offset ``min_offset - 1``: ``(why it is none, or None; the offset after
+    it; its size)``.
 
-    Only the header is looked at, so a read can check every frame it walks over cheaply.
+    Only the header is looked at (one unpack), so a read can check every frame it walks.
     """
-    base_offset, length = PREFIX_STRUCT.unpack_from(buf, off)
+    base_offset, length, _, magic, _, _, last_delta = _FRAME.unpack_from(buf, off)
     if length < MIN_BATCH_LENGTH:
-        return f"batch length {length} is below the minimum of {MIN_BATCH_LENGTH}"
-    if position + LOG_OVERHEAD + length > file_size:
-        return f"batch length {length} runs past the end of the file ({file_size} bytes)"
-    magic = buf[off + MAGIC_OFFSET]
+        return f"batch length {length} is below the minimum of {MIN_BATCH_LENGTH}", 0, 0
+    size = length + LOG_OVERHEAD
+    if position + size > file_size:
+        return f"batch length {length} runs past the end of the file ({file_size} bytes)", 0, 0
     if magic != MAGIC:
-        return f"magic {magic} is not {MAGIC}"
-    (last_delta,) = _LAST_DELTA.unpack_from(buf, off + LAST_OFFSET_DELTA_OFFSET)
+        return f"magic {magic} is not {MAGIC}", 0, 0
     if base_offset < min_offset or last_delta < 0:
-        return f"offsets {base_offset}-{base_offset + last_delta} do not follow {min_offset - 1}"
-    return None
-
-
-def frame_next_offset(buf: bytes | memoryview, off: int) -> int:
-    """The offset after the frame at ``buf[off:]`` (one ``frame_fault`` accepted)."""
-    base_offset, _ = PREFIX_STRUCT.unpack_from(buf, off)
-    (last_delta,) = _LAST_DELTA.unpack_from(buf, off + LAST_OFFSET_DELTA_OFFSET)
-    return int(base_offset) + int(last_delta) + 1
+        return (f"offsets {base_offset}-{base_offset + last_delta} do not follow "
+                f"{min_offset - 1}"), 0, 0
+    return None, base_offset + last_delta + 1, size
 
 
 def log_unreadable(found: DamagedRange, reason: str) -> None:

@@ -12,7 +12,7 @@ Rules kept here:
   timestamp so far -> its offset).
 - A batch is located by an in-memory index lookup and then a short forward scan of headers;
   nothing scans a segment from its start on the read path.
-- Reads check every frame they walk over once (``damage.frame_fault``; ``checked_to`` marks
+- Reads check every frame they walk over once (``damage.check_frame``; ``checked_to`` marks
   the checked prefix, which bytes this process wrote or recovered belong to): a read stops
   before a damaged frame, a fetch of an offset the damage may hold raises
   ``CorruptBatchError``, and the batches after the damage stay readable. Damage is an
@@ -44,9 +44,8 @@ from groupcoord.storage.config import CorruptBatchError, KafkaStorageError
 from groupcoord.storage.damage import (
     FRAME_CHECK_BYTES,
     DamagedRange,
+    check_frame,
     find_next_batch,
-    frame_fault,
-    frame_next_offset,
     log_unreadable,
     rewrite_without,
     save_aside,
@@ -361,7 +360,7 @@ class LogSegment:
             if len(block) - off < HEADER_SIZE:
                 block_at, off = pos, 0
                 block = self.io.pread(self.fd, min(_HEADER_PEEK, self.size - pos), pos)
-            fault = (frame_fault(block, off, pos, self.size, expected)
+            fault = (check_frame(block, off, pos, self.size, expected)[0]
                      if len(block) - off >= HEADER_SIZE else "a partial batch header")
             if fault is not None:
                 if not walked and 0 < pos and pos not in self.unreadable:
@@ -415,16 +414,17 @@ class LogSegment:
                 chunk_at, off = pos, 0
                 want = max(min(_SCAN_CHUNK, limit - pos), FRAME_CHECK_BYTES)
                 chunk = self.io.pread(self.fd, min(want, self.size - pos), pos)
-            fault = (frame_fault(chunk, off, pos, self.size, expected)
-                     if len(chunk) - off >= FRAME_CHECK_BYTES else "a partial batch header")
+            if len(chunk) - off >= FRAME_CHECK_BYTES:
+                fault, next_offset, size = check_frame(chunk, off, pos, self.size, expected)
+            else:
+                fault, next_offset, size = "a partial batch header", 0, 0
             if fault is not None:
                 self._unreadable_at(pos, expected, fault)
                 if extend:
                     self.checked_to, self.checked_offset = pos, expected
                 return pos
-            expected = frame_next_offset(chunk, off)
-            _, length = PREFIX_STRUCT.unpack_from(chunk, off)
-            pos += length + LOG_OVERHEAD
+            expected = next_offset
+            pos += size
         if extend:
             self.checked_to, self.checked_offset = pos, expected
         return None
