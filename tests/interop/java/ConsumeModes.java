@@ -29,7 +29,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <p>{@code consume-from --topic T --partition P --offset O --count N [--timeout-ms MS]}: no
  * group; assign one partition, seek to O and read until N records, the timeout, or the first
  * exception from {@code poll}, which is printed as an {@code "error"} event with the consumer's
- * position at that moment (then the run ends, as an application that does not seek past it).
+ * position at that moment (then the run ends, as an application that does not seek past it);
+ * a final {@code "closed"} event says how long {@code close()} took.
  */
 final class ConsumeModes {
     private static final Map<String, String> CLASSIC_ASSIGNORS = Map.of(
@@ -56,7 +57,8 @@ final class ConsumeModes {
 
     static int from(Args args) {
         TopicPartition tp = new TopicPartition(args.get("topic"), args.getInt("partition"));
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(args.clientProps(baseProps()))) {
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(args.clientProps(baseProps()));
+        try {
             consumer.assign(List.of(tp));
             consumer.seek(tp, args.getLong("offset", 0));
             int count = args.getInt("count");
@@ -85,6 +87,10 @@ final class ConsumeModes {
             }
             Json.emit(Map.of("event", "consumed", "count", read));
             return read >= count ? 0 : 2;
+        } finally {
+            long started = System.nanoTime();
+            consumer.close();
+            Json.emit(Map.of("event", "closed", "ms", (System.nanoTime() - started) / 1_000_000));
         }
     }
 
