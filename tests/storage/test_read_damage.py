@@ -26,8 +26,8 @@ PER_BATCH = 10
 def build(log_dir: str) -> tuple[int, int]:
     """Three segments or more of 10-record batches, closed cleanly; (log end, first end)."""
     log = PartitionLog.open(log_dir, CONFIG)
-    for _ in range(60):
-        log.append(make_batch(PER_BATCH, value_size=200))
+    for i in range(60):
+        log.append(make_batch(PER_BATCH, ts=1000 + i, value_size=200))
     assert len(log.segments) >= 3
     end, first_end = log.log_end_offset, log.segments[1].base_offset
     log.close()
@@ -128,5 +128,20 @@ def test_recovery_after_an_unclean_stop_still_sets_the_damage_aside(log_dir: str
         [found] = log.recovery_report.damaged
         assert found.first_offset == 50
         assert read_all(log, 0, 1 << 20) == ([o for o in range(end) if not 50 <= o < 60], None)
+    finally:
+        log.close()
+
+
+def test_a_timestamp_search_through_damage_is_an_error(log_dir: str) -> None:
+    """ListOffsets by timestamp walks batches as a read does: the batch stamped 1005 (offsets
+    50-59) is damaged, so a search that must pass it fails instead of answering from the
+    next segment."""
+    build(log_dir)
+    damage(log_dir, 50, b"\xa5" * 64)
+    log = PartitionLog.open(log_dir, CONFIG, clean_shutdown=True)
+    try:
+        assert log.offset_for_timestamp(1004) == (40, 1004)
+        with pytest.raises(CorruptBatchError):
+            log.offset_for_timestamp(1005)
     finally:
         log.close()

@@ -371,19 +371,25 @@ class PartitionLog:
 
     def _search_segment(self, seg: LogSegment, timestamp: int) -> tuple[int, int] | None:
         start_offset = max(seg.time_index.lookup(timestamp), self.log_start_offset)
+        # Batch by batch through `find_batch`, whose walk checks each frame: damage on the
+        # way is a `CorruptBatchError`, never a silent end of the search.
         found = seg.find_batch(start_offset)
-        if found is None:
-            return None
-        for _, view in iter_file_batches(self.io, seg.fd, found[0], seg.size):
-            header = parse_header(view)
-            if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
-                continue
-            for rec in decode_records(view):
-                offset = header.base_offset + rec.offset_delta
-                ts = (header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME
-                      else header.base_timestamp + rec.timestamp_delta)
-                if ts >= timestamp and offset >= start_offset:
-                    return offset, ts
+        while found is not None:
+            position, header = found
+            if header.max_timestamp >= timestamp and header.last_offset >= self.log_start_offset:
+                view = memoryview(self.io.pread(seg.fd, header.size, position))
+                try:
+                    records = decode_records(view)
+                except CorruptRecordError as exc:
+                    raise CorruptBatchError(f"{seg.log_path}: batch at byte {position}: {exc}",
+                                            header.base_offset) from exc
+                for rec in records:
+                    offset = header.base_offset + rec.offset_delta
+                    ts = (header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME
+                          else header.base_timestamp + rec.timestamp_delta)
+                    if ts >= timestamp and offset >= start_offset:
+                        return offset, ts
+            found = seg.find_batch(header.last_offset + 1, start=position + header.size)
         return None
 
     # -- retention and truncation ------------------------------------------------------
