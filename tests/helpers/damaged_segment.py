@@ -1,6 +1,6 @@
 """One damaged batch in the middle of a closed segment, the same on groupcoord and on Kafka.
 
-The scenario of `tests/interop/test_read_damage.py`: a topic with one partition and 1 MiB
+The scenario of `tests/interop/test_interop_read_damage.py`: a topic with one partition and 1 MiB
 segments (Kafka's smallest `segment.bytes`) gets `BATCHES` batches of `PER_BATCH` records,
 one batch per produce (confluent-kafka, flushed after every `PER_BATCH` records), so the
 first segment closes with about a thousand records in it. After a clean stop the first
