@@ -370,3 +370,36 @@ def test_delete_records(tmp_path: Path) -> None:
         async with InProcBroker(tmp_path) as b:
             assert b.broker.topics.log("t", 0).log_start_offset == 6
     run(go())
+
+
+def test_fetch_with_nothing_to_read_is_answered_at_once(tmp_path: Path) -> None:
+    """A session close, a sessionless fetch naming nothing and an incremental fetch that
+    forgets the last partition are answered at once (Kafka's `interesting.isEmpty`); an
+    incremental fetch naming nothing still waits while its session has a partition."""
+    def nothing(session_id: int, epoch: int, max_wait: int = 60_000,
+                forget: bool = False) -> fetch.FetchRequest:
+        forgotten = [fetch.ForgottenTopic(topic="t", partitions=[0])] if forget else []
+        return fetch.FetchRequest(replica_id=-1, max_wait_ms=max_wait, min_bytes=1,
+                                  max_bytes=1 << 20, session_id=session_id,
+                                  session_epoch=epoch, topics=[],
+                                  forgotten_topics_data=forgotten)
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            c = await b.client()
+            await _topic(c, "t")
+            await _send(c, "t", _batch(2))
+            for request in (nothing(0, -1), nothing(0, 0)):
+                resp = await asyncio.wait_for(c.call(request, 12, fetch.FetchResponse), 10)
+                assert resp.error_code == 0 and resp.responses == []
+            sid = (await c.call(_fetch("t", 2, epoch=0), 12, fetch.FetchResponse)).session_id
+            started = time.monotonic()
+            resp = await c.call(nothing(sid, 1, max_wait=300), 12, fetch.FetchResponse)
+            assert time.monotonic() - started >= 0.25 and resp.responses == []
+            resp = await asyncio.wait_for(c.call(nothing(sid, -1), 12, fetch.FetchResponse), 10)
+            assert resp.error_code == 0 and resp.session_id == 0
+            sid = (await c.call(_fetch("t", 2, epoch=0), 12, fetch.FetchResponse)).session_id
+            resp = await asyncio.wait_for(
+                c.call(nothing(sid, 1, forget=True), 12, fetch.FetchResponse), 10)
+            assert resp.error_code == 0 and resp.responses == []
+    run(go())

@@ -81,8 +81,15 @@ class ReferenceBroker:
         started = time.monotonic()
         log_event(f"formatting {self.data_dir}")
         node.format(timeout, self.properties())  # a subclass may add listeners
+        self._launch(node, started, timeout)
+
+    def restart(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Start again on the same data dir and ports after `stop` (no format)."""
+        self._launch(self._node(), time.monotonic(), timeout)
+
+    def _launch(self, node: KraftNode, started: float, timeout: float) -> None:
         log_event(f"starting Apache Kafka {KAFKA_VERSION} on {self.bootstrap}")
-        with self.stdout_path.open("wb") as out:
+        with self.stdout_path.open("ab") as out:
             self.proc = subprocess.Popen(node.server_command(),
                                          stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         try:

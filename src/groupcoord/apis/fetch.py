@@ -10,12 +10,16 @@ Mirrors `KafkaApis.handleFetchRequest` + `ReplicaManager.fetchMessages` / `readF
   transaction) and gets the aborted transactions overlapping the returned range, from the
   `.txnindex` files (`UnifiedLog.read` + `collectAbortedTransactions`, upper bound = the
   offset after the last returned batch); every response carries the LSO;
-- OFFSET_OUT_OF_RANGE outside [log_start_offset, high watermark];
+- OFFSET_OUT_OF_RANGE outside [log_start_offset, high watermark]; CORRUPT_MESSAGE with
+  high watermark, log start and last stable offset -1 for an offset that damaged stored
+  bytes may hold (the reads before it return the intact batches up to the damage);
 - limits: each partition reads at most its partition_max_bytes and what is left of the
   response max_bytes, except that the first partition with data returns at least one whole
   batch (`minOneMessage`);
 - the response wakes on any append to a fetched partition (`ctx.wait_for_data`) and
-  returns when the bytes read reach min_bytes, an error occurs, or max_wait_ms passes;
+  returns when the bytes read reach min_bytes, an error occurs, or max_wait_ms passes; a
+  fetch with no partition to read (the request's, or an incremental session's) is answered
+  at once;
 - records are the stored bytes, handed to the transport without re-encoding
   (`fetch_encode`, byte-identical to the generated encoder).
 """
@@ -31,7 +35,7 @@ from groupcoord.apis.fetch_encode import encode_fetch_response
 from groupcoord.apis.raw_response import RawResponse
 from groupcoord.apis.services import FetchPartition
 from groupcoord.logformat.batch import iter_batches
-from groupcoord.storage.config import OffsetOutOfRangeError
+from groupcoord.storage.config import CorruptBatchError, OffsetOutOfRangeError
 from groupcoord.storage.transactions import collect_aborted_txns
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
@@ -54,6 +58,7 @@ _E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 _E_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 _E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 _E_TOPIC_AUTH = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+_E_CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
 EMPTY = b""
 
 
@@ -115,6 +120,9 @@ def _read_one(ctx: RequestContext, cp: Any, topic: Any, plog: Any, want: int, mi
             data = plog.read(cp.fetch_offset, want, upper)
         except OffsetOutOfRangeError:
             error = _E_OUT_OF_RANGE
+        except CorruptBatchError:
+            # Kafka's answer to a read error (`readFromLog`): no offsets, no data.
+            return PartitionRead(cp, topic.name, topic.topic_id, _E_CORRUPT, -1, -1, EMPTY)
         if not min_one and len(data) > want:
             data = EMPTY
     elif cp.fetch_offset > hw or cp.fetch_offset < start:
@@ -240,7 +248,10 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: FetchReque
     while True:
         reads, total = read_partitions(ctx, fctx.partitions, request.max_bytes, uses_ids,
                                        read_committed, denied)
-        if total >= request.min_bytes or now >= deadline or any(r.error for r in reads):
+        # At once, as Kafka, when nothing is left to read (`interesting.isEmpty`: a session
+        # close, a fetch forgetting its last partition) or a read failed.
+        if not reads or total >= request.min_bytes or now >= deadline \
+                or any(r.error for r in reads):
             break
         keys = [(r.name, r.cp.key[1]) for r in reads]
         await ctx.wait_for_data(keys, deadline - now)

@@ -18,6 +18,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import leads
+from groupcoord.storage.config import CorruptBatchError
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_offsets import (
@@ -86,7 +87,11 @@ def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
     if read_committed:
         state = ctx.producer_state(name, p.partition_index)
         last_fetchable = int(state.last_stable_offset(last_fetchable))
-    resp.offset, resp.timestamp = _lookup(plog, p.timestamp, last_fetchable)
+    try:
+        resp.offset, resp.timestamp = _lookup(plog, p.timestamp, last_fetchable)
+    except CorruptBatchError:  # damaged stored bytes on the search's way, as Kafka answers
+        resp.error_code = ErrorCode.CORRUPT_MESSAGE
+        return resp
     if resp.offset >= 0:
         resp.leader_epoch = LEADER_EPOCH
     return resp

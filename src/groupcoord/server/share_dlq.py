@@ -48,7 +48,7 @@ from groupcoord.logformat.batch import (
     record_size,
     records_payload,
 )
-from groupcoord.storage.config import RecordBatchTooLargeError
+from groupcoord.storage.config import CorruptBatchError, RecordBatchTooLargeError
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.clock import TimerHandle
@@ -290,12 +290,16 @@ class ShareDlq:
         """Key and value of the source records at `offsets` (`ShareGroupDLQRecordFetcher`);
         left out (the DLQ record gets headers only): an offset no longer in the log, a
         record larger than `limit` (the DLQ topic's max.message.bytes), every record of a
-        compressed batch whose records section alone decompresses past `limit`."""
+        compressed batch whose records section alone decompresses past `limit`, and every
+        record from damaged stored bytes on."""
         plog = self.broker.topics.log(topic_name, partition)
         wanted, found = set(offsets), {}
         pos, last = min(offsets), max(offsets)
         while plog is not None and pos <= last:
-            data = plog.read(pos, SOURCE_READ_BYTES)
+            try:
+                data = plog.read(pos, SOURCE_READ_BYTES)
+            except CorruptBatchError:
+                break  # damaged stored bytes: the rest go with headers only
             moved = pos
             for header, view in iter_batches(data):
                 moved = max(moved, header.last_offset + 1)

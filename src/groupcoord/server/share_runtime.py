@@ -46,6 +46,7 @@ from groupcoord.server import share_admin
 from groupcoord.server.share_configs import GroupConfigStore
 from groupcoord.server.share_dlq import ShareDlq, share_version_supports_dlq
 from groupcoord.server.share_state import STATE_TOPIC, ShareStateLog
+from groupcoord.storage.config import CorruptBatchError
 from groupcoord.storage.transactions import collect_aborted_txns
 from groupcoord.wire.errors import ErrorCode
 
@@ -198,7 +199,10 @@ class ShareRuntime:
         if offset >= upper or sp.in_flight_count() >= sp.config.max_record_locks \
                 and offset >= sp.end_offset:
             return None, []
-        data = plog.read(offset, max_bytes, upper)
+        try:
+            data = plog.read(offset, max_bytes, upper)
+        except CorruptBatchError as exc:  # damaged stored bytes: Fetch's answer too
+            raise ApiError(ErrorCode.CORRUPT_MESSAGE) from exc
         spans = _batch_spans(data)
         aborted = _aborted_batches(plog, offset, upper, data) if sp.config.read_committed \
             else frozenset()

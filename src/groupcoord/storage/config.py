@@ -100,6 +100,15 @@ class OffsetOutOfRangeError(StorageError):
     """Fetch offset outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
 
 
+class CorruptBatchError(StorageError):
+    """A read met stored bytes that are no valid batch where the requested offset lies
+    (CORRUPT_MESSAGE, as Kafka answers for a ``CorruptRecordException`` on the read path)."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
 class InvalidRecordError(StorageError):
     """A produced batch is malformed (CORRUPT_MESSAGE / INVALID_RECORD)."""
 

@@ -1,5 +1,12 @@
 """Damage inside a segment: find where valid batches resume, set the bad bytes aside.
 
+Reads meet damage too: a segment loaded after a clean shutdown is not scanned (as in Kafka),
+so its frames are checked as reads first walk over them (``check_frame``: length, magic,
+offsets, fit in the file; the CRC is the client's to check, as with Kafka). A read stops
+before a damaged frame, a fetch of an offset the damage may hold is an error
+(``CorruptBatchError``, CORRUPT_MESSAGE on the wire), and offsets from the next valid batch
+on stay readable. Each damaged range is logged at ERROR once (``log_unreadable``).
+
 Kafka's ``LogSegment.recover`` stops at the first invalid batch and truncates there, which
 turns 64 bad bytes in the middle of a segment into the loss of everything after them. Here
 recovery goes on as ``kafka-dump-log`` can: from the bad position it searches forward for the
@@ -21,9 +28,11 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from dataclasses import dataclass
 
 from groupcoord.logformat.batch import (
+    HEADER_FIELDS,
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
@@ -37,6 +46,10 @@ from groupcoord.storage.fileio import FileIO
 _WINDOW = 1 << 20
 _MAGIC_BYTE = bytes([MAGIC])
 DAMAGED_SUFFIX = ".damaged-"
+# The header fields up to the last offset delta: what ``check_frame`` looks at.
+_FRAME_FIELDS = [name for name, _ in HEADER_FIELDS].index("last_offset_delta") + 1
+_FRAME = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS[:_FRAME_FIELDS]))
+FRAME_CHECK_BYTES = _FRAME.size
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +69,38 @@ class DamagedRange:
     first_offset: int
     resume_offset: int
     saved_to: str | None = None
+
+
+def check_frame(buf: bytes | memoryview, off: int, position: int, file_size: int,
+                min_offset: int) -> tuple[str | None, int, int]:
+    """Check the frame at ``buf[off:]`` (file ``position``, ``FRAME_CHECK_BYTES`` long) as a
+    batch following offset ``min_offset - 1``: ``(why it is none, or None; the offset after
+    it; its size)``.
+
+    Only the header is looked at (one unpack), so a read can check every frame it walks.
+    """
+    base_offset, length, _, magic, _, _, last_delta = _FRAME.unpack_from(buf, off)
+    if length < MIN_BATCH_LENGTH:
+        return f"batch length {length} is below the minimum of {MIN_BATCH_LENGTH}", 0, 0
+    size = length + LOG_OVERHEAD
+    if position + size > file_size:
+        return f"batch length {length} runs past the end of the file ({file_size} bytes)", 0, 0
+    if magic != MAGIC:
+        return f"magic {magic} is not {MAGIC}", 0, 0
+    if base_offset < min_offset or last_delta < 0:
+        return (f"offsets {base_offset}-{base_offset + last_delta} do not follow "
+                f"{min_offset - 1}"), 0, 0
+    return None, base_offset + last_delta + 1, size
+
+
+def log_unreadable(found: DamagedRange, reason: str) -> None:
+    """The one ERROR line of a damaged range met by a read."""
+    logger.error(
+        "%s: no valid batch at byte %d (%s): bytes %d-%d, which may hold offsets %d-%d, are "
+        "unreadable and fetches of those offsets answer CORRUPT_MESSAGE; offsets from %d are "
+        "read from byte %d on", found.segment, found.position, reason, found.position,
+        found.position + found.length - 1, found.first_offset, found.resume_offset - 1,
+        found.resume_offset, found.position + found.length)
 
 
 def batch_at(io: FileIO, fd: int, position: int, end: int, min_offset: int) -> int | None:

@@ -14,7 +14,9 @@ Rules kept here:
   it would exceed ``segment_bytes``, is older than ``segment_ms``, its index is full, or the
   new offsets no longer fit an int32 relative to its base.
 - Reads return whole batches from one segment, starting with the batch containing the
-  requested offset, found through the in-memory index (``LocalLog.read``).
+  requested offset, found through the in-memory index (``LocalLog.read``). They stop before
+  damaged bytes, and an offset the damage may hold raises ``CorruptBatchError``
+  (``LogSegment.find_batch``): never a silent move to the next segment.
 - Retention removes whole segments, oldest first, never the active one, and moves
   ``log_start_offset`` forward (``UnifiedLog.deleteOldSegments``).
 - Recovery on open lives in ``storage.recovery``.
@@ -40,6 +42,7 @@ from groupcoord.logformat.batch import (
 )
 from groupcoord.storage.config import (
     AppendInfo,
+    CorruptBatchError,
     InvalidRecordError,
     KafkaStorageError,
     LogConfig,
@@ -308,7 +311,10 @@ class PartitionLog:
             seg = self.segments[i]
             end = 0
             damaged = False
-            found = seg.find_batch(start) if start > seg.base_offset else None
+            try:
+                found = seg.find_batch(start) if start > seg.base_offset else None
+            except CorruptBatchError:
+                found = None  # walked from the start below, which finds and repairs it
             first = found[0] if found is not None else 0
             for pos, view in iter_file_batches(self.io, seg.fd, first, seg.size):
                 try:
@@ -365,19 +371,25 @@ class PartitionLog:
 
     def _search_segment(self, seg: LogSegment, timestamp: int) -> tuple[int, int] | None:
         start_offset = max(seg.time_index.lookup(timestamp), self.log_start_offset)
+        # Batch by batch through `find_batch`, whose walk checks each frame: damage on the
+        # way is a `CorruptBatchError`, never a silent end of the search.
         found = seg.find_batch(start_offset)
-        if found is None:
-            return None
-        for _, view in iter_file_batches(self.io, seg.fd, found[0], seg.size):
-            header = parse_header(view)
-            if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
-                continue
-            for rec in decode_records(view):
-                offset = header.base_offset + rec.offset_delta
-                ts = (header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME
-                      else header.base_timestamp + rec.timestamp_delta)
-                if ts >= timestamp and offset >= start_offset:
-                    return offset, ts
+        while found is not None:
+            position, header = found
+            if header.max_timestamp >= timestamp and header.last_offset >= self.log_start_offset:
+                view = memoryview(self.io.pread(seg.fd, header.size, position))
+                try:
+                    records = decode_records(view)
+                except CorruptRecordError as exc:
+                    raise CorruptBatchError(f"{seg.log_path}: batch at byte {position}: {exc}",
+                                            header.base_offset) from exc
+                for rec in records:
+                    offset = header.base_offset + rec.offset_delta
+                    ts = (header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME
+                          else header.base_timestamp + rec.timestamp_delta)
+                    if ts >= timestamp and offset >= start_offset:
+                        return offset, ts
+            found = seg.find_batch(header.last_offset + 1, start=position + header.size)
         return None
 
     # -- retention and truncation ------------------------------------------------------

@@ -12,6 +12,11 @@ Rules kept here:
   timestamp so far -> its offset).
 - A batch is located by an in-memory index lookup and then a short forward scan of headers;
   nothing scans a segment from its start on the read path.
+- Reads check every frame they walk over once (``damage.check_frame``; ``checked_to`` marks
+  the checked prefix, which bytes this process wrote or recovered belong to): a read stops
+  before a damaged frame, a fetch of an offset the damage may hold raises
+  ``CorruptBatchError``, and the batches after the damage stay readable. Damage is an
+  error, never a silent skip to the next segment.
 - ``recover`` re-validates every batch (CRC, magic, offsets ascending) and rebuilds both
   indexes, like ``LogSegment.recover``; unlike it, invalid bytes followed by valid batches
   are cut out and set aside (``storage.damage``) rather than taking the valid batches with
@@ -35,8 +40,16 @@ from groupcoord.logformat.batch import (
     parse_header,
     validate,
 )
-from groupcoord.storage.config import KafkaStorageError
-from groupcoord.storage.damage import DamagedRange, find_next_batch, rewrite_without, save_aside
+from groupcoord.storage.config import CorruptBatchError, KafkaStorageError
+from groupcoord.storage.damage import (
+    FRAME_CHECK_BYTES,
+    DamagedRange,
+    check_frame,
+    find_next_batch,
+    log_unreadable,
+    rewrite_without,
+    save_aside,
+)
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.index import IndexCorruptError, OffsetIndex, TimeIndex
 from groupcoord.storage.txn_index import TransactionIndex
@@ -114,6 +127,11 @@ class LogSegment:
         # Set when a failed append could not be undone: the file holds bytes past ``size``
         # that must be cut before anything else is written behind them.
         self.torn_tail = False
+        # Frames before ``checked_to`` are known good, the next one starts at offset
+        # ``checked_offset`` or later; the damaged ranges reads met, by position.
+        self.checked_to = 0
+        self.checked_offset = base_offset
+        self.unreadable: dict[int, DamagedRange] = {}
 
     # -- loading -----------------------------------------------------------------------
 
@@ -189,6 +207,7 @@ class LogSegment:
             self.size = valid
         self.offset_index.rewrite()
         self.time_index.rewrite()
+        self.checked_to, self.checked_offset, self.unreadable = self.size, self.next_offset, {}
         # Aborts whose markers were cut off are no longer aborts of this log.
         self.txn_index.truncate_to(self.next_offset)
         return SegmentRecovery(valid, dropped, batches, damaged)
@@ -275,10 +294,13 @@ class LogSegment:
         # offset it read (harmless, fetches are bounded by max_offset) but never a log end
         # offset whose batch is not readable yet.
         self.size = position + len(data)
+        checked = self.checked_to == position
         self.dirty = True
         for header in headers:
             self._track(header, position)
             position += header.batch_length + LOG_OVERHEAD
+        if checked:
+            self.checked_to, self.checked_offset = self.size, self.next_offset
 
     def on_become_inactive(self) -> None:
         """Record the final max timestamp in the time index, as Kafka does on roll."""
@@ -297,6 +319,9 @@ class LogSegment:
         else:
             self.torn_tail = False
         self.size = size
+        if self.checked_to > size:  # the checked end is gone: check again from the start
+            self.checked_to, self.checked_offset = 0, self.base_offset
+        self.unreadable = {p: r for p, r in self.unreadable.items() if p < size}
 
     def repair_torn_tail(self) -> None:
         """Cut bytes a failed write left behind; ``KafkaStorageError`` while impossible."""
@@ -321,26 +346,87 @@ class LogSegment:
         return parse_header(data) if len(data) == HEADER_SIZE else None
 
     def find_batch(self, offset: int, start: int | None = None) -> tuple[int, BatchHeader] | None:
-        """Position and header of the first batch whose last offset is >= ``offset``."""
+        """Position and header of the first batch whose last offset is >= ``offset``.
+
+        Each frame walked over is checked: damage is stepped over when ``offset`` lies
+        past it, and ``CorruptBatchError`` when the damage may hold ``offset``.
+        """
         pos = self.offset_index.lookup(offset) if start is None else start
+        expected = self.base_offset
+        walked = False
+        block, block_at = b"", pos
         while pos < self.size:
-            block = self.io.pread(self.fd, min(_HEADER_PEEK, self.size - pos), pos)
-            off = 0
-            while len(block) - off >= HEADER_SIZE:
-                header = parse_header(block, off)
-                if header.batch_length < MIN_BATCH_LENGTH:
-                    return None  # damaged bytes: no batch can be located past them
-                if header.base_offset + header.last_offset_delta >= offset:
-                    return pos + off, header
-                off += header.batch_length + LOG_OVERHEAD
-            if off == 0:
-                header_at = self.read_header(pos)
-                if header_at is None or header_at.batch_length < MIN_BATCH_LENGTH:
-                    return None
-                if header_at.last_offset >= offset:
-                    return pos, header_at
-                off = header_at.size
-            pos += off
+            off = pos - block_at
+            if len(block) - off < HEADER_SIZE:
+                block_at, off = pos, 0
+                block = self.io.pread(self.fd, min(_HEADER_PEEK, self.size - pos), pos)
+            fault = (check_frame(block, off, pos, self.size, expected)[0]
+                     if len(block) - off >= HEADER_SIZE else "a partial batch header")
+            if fault is not None:
+                if not walked and 0 < pos and pos not in self.unreadable:
+                    # Damage where the index pointed: walk from the start to learn which
+                    # offsets it may hold (once, the range is remembered).
+                    pos, walked, block, block_at = 0, True, b"", 0
+                    continue
+                damage = self._unreadable_at(pos, expected, fault)
+                if offset < damage.resume_offset:
+                    raise CorruptBatchError(
+                        f"{self.log_path}: offset {offset} lies in damaged bytes at "
+                        f"{damage.position}-{damage.position + damage.length - 1}", offset)
+                pos, expected = damage.position + damage.length, damage.resume_offset
+                continue
+            header = parse_header(block, off)
+            if header.last_offset >= offset:
+                return pos, header
+            walked = True
+            expected = header.last_offset + 1
+            pos += header.size
+        return None
+
+    def _unreadable_at(self, position: int, first_offset: int, reason: str) -> DamagedRange:
+        """The damaged range starting at ``position``: up to the next valid batch (found as
+        recovery finds it), logged at ERROR the first time a read meets it."""
+        known = self.unreadable.get(position)
+        if known is not None:
+            return known
+        resume = find_next_batch(self.io, self.fd, position + 1, self.size, first_offset)
+        end = self.size if resume is None else resume
+        resume_offset = self.next_offset if resume is None else self._base_offset_at(resume)
+        found = DamagedRange(self.log_path, position, end - position, first_offset,
+                             max(resume_offset, first_offset))
+        self.unreadable[position] = found
+        log_unreadable(found, reason)
+        return found
+
+    def _first_damage(self, position: int, limit: int) -> int | None:
+        """Check the frames from ``position`` (a batch start) until one reaches ``limit``;
+        the position of the first damaged frame, or None. The checked prefix grows when
+        the walk starts inside it, so each byte is checked once on sequential reads."""
+        if limit <= self.checked_to:
+            return None
+        extend = position <= self.checked_to
+        pos = self.checked_to if extend else position
+        expected = self.checked_offset if extend else self.base_offset
+        chunk, chunk_at = b"", pos
+        while pos < limit:
+            off = pos - chunk_at
+            if len(chunk) - off < FRAME_CHECK_BYTES:
+                chunk_at, off = pos, 0
+                want = max(min(_SCAN_CHUNK, limit - pos), FRAME_CHECK_BYTES)
+                chunk = self.io.pread(self.fd, min(want, self.size - pos), pos)
+            if len(chunk) - off >= FRAME_CHECK_BYTES:
+                fault, next_offset, size = check_frame(chunk, off, pos, self.size, expected)
+            else:
+                fault, next_offset, size = "a partial batch header", 0, 0
+            if fault is not None:
+                self._unreadable_at(pos, expected, fault)
+                if extend:
+                    self.checked_to, self.checked_offset = pos, expected
+                return pos
+            expected = next_offset
+            pos += size
+        if extend:
+            self.checked_to, self.checked_offset = pos, expected
         return None
 
     def _end_position(self, max_offset: int | None) -> int:
@@ -363,6 +449,13 @@ class LogSegment:
         if position >= end:
             return 0
         limit = min(end, position + max_bytes)
+        damaged = self._first_damage(position, max(limit, position + 1))
+        if damaged == position:
+            raise CorruptBatchError(f"{self.log_path}: no valid batch at byte {position}",
+                                    self.base_offset)
+        if damaged is not None and damaged < end:
+            end = damaged
+            limit = min(limit, end)
         if limit == end:
             return end - position
         positions = self.offset_index.positions

@@ -25,6 +25,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * listener and commits after each non-empty poll. {@code --assignor} is a classic
  * partition.assignment.strategy short name (range, roundrobin, sticky, cooperative-sticky) or,
  * with the consumer protocol, a group.remote.assignor name (uniform, range).
+ *
+ * <p>{@code consume-from --topic T --partition P --offset O --count N [--timeout-ms MS]}: no
+ * group; assign one partition, seek to O and read until N records, the timeout, or the first
+ * exception from {@code poll}, which is printed as an {@code "error"} event with the consumer's
+ * position at that moment (then the run ends, as an application that does not seek past it);
+ * a final {@code "closed"} event says how long {@code close()} took.
  */
 final class ConsumeModes {
     private static final Map<String, String> CLASSIC_ASSIGNORS = Map.of(
@@ -46,6 +52,45 @@ final class ConsumeModes {
             consumer.assign(partitions);
             consumer.seekToBeginning(partitions);
             return readUntil(consumer, args, "none");
+        }
+    }
+
+    static int from(Args args) {
+        TopicPartition tp = new TopicPartition(args.get("topic"), args.getInt("partition"));
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(args.clientProps(baseProps()));
+        try {
+            consumer.assign(List.of(tp));
+            consumer.seek(tp, args.getLong("offset", 0));
+            int count = args.getInt("count");
+            long deadline = System.currentTimeMillis() + args.getLong("timeout-ms", 60_000);
+            int read = 0;
+            while (read < count && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(500));
+                } catch (RuntimeException e) {
+                    Map<String, Object> line = new HashMap<>();
+                    line.put("event", "error");
+                    line.put("class", e.getClass().getName());
+                    line.put("message", String.valueOf(e.getMessage()));
+                    Throwable cause = e.getCause();
+                    line.put("cause", cause == null ? "" : cause.getClass().getName());
+                    line.put("causeMessage", cause == null ? "" : String.valueOf(cause.getMessage()));
+                    line.put("position", consumer.position(tp));
+                    Json.emit(line);
+                    break;
+                }
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    emitRecord(r);
+                    read++;
+                }
+            }
+            Json.emit(Map.of("event", "consumed", "count", read));
+            return read >= count ? 0 : 2;
+        } finally {
+            long started = System.nanoTime();
+            consumer.close();
+            Json.emit(Map.of("event", "closed", "ms", (System.nanoTime() - started) / 1_000_000));
         }
     }
 

@@ -22,6 +22,8 @@ import java.util.Properties;
  *   <li>{@code produce}: the deterministic workload of {@link Workload}, default producer
  *       settings (idempotence on) plus the chosen compression.</li>
  *   <li>{@code consume-assign}: assign all partitions, seek to beginning, read N records.</li>
+ *   <li>{@code consume-from}: assign one partition, seek to an offset, read until N records
+ *   or the first error, which is reported.</li>
  *   <li>{@code consume-group}: subscribe in a group (classic or consumer protocol), report
  *       assignments, commit, read N records.</li>
  *   <li>{@code group-offsets}: Admin.listConsumerGroupOffsets.</li>
@@ -68,6 +70,7 @@ public final class Harness {
             case "produce" -> ProduceMode.run(args);
             case "consume-assign" -> ConsumeModes.assign(args);
             case "consume-group" -> ConsumeModes.group(args);
+            case "consume-from" -> ConsumeModes.from(args);
             case "share-consume" -> ShareConsumeMode.run(args);
             case "group-members" -> GroupMembers.run(args);
             case "txn-produce" -> TxnModes.produce(args);
