@@ -22,10 +22,10 @@ from groupcoord.security.acl import ResourceType as RT
 from groupcoord.security.acl_hosts import (
     InvalidCidr,
     host_matches,
-    java_host_address,
     parse_cidr,
 )
 from groupcoord.security.authorizer import StandardAuthorizer
+from groupcoord.security.client_address import java_host_address
 
 V4, V4_TOP, V4_NET, OTHER, V6 = "127.0.0.1", "127.255.255.255", "127.0.0.0", "10.0.0.1", \
     "0:0:0:0:0:0:0:1"

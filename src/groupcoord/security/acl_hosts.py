@@ -36,21 +36,6 @@ class InvalidCidr(ValueError):
     """A host with `/` that commons-net does not parse; the text is its message."""
 
 
-def java_host_address(address: str) -> str:
-    """`InetAddress.getHostAddress()` of a peer address as Python's socket reports it:
-    IPv4 unchanged, IPv6 as eight lower-case hex groups without leading zeros and without
-    `::` compression, an IPv4-mapped IPv6 address as its IPv4 address (Java never keeps one
-    as IPv6), a zone kept after `%`."""
-    if ":" not in address:
-        return address
-    base, _, zone = address.partition("%")
-    parsed = ipaddress.IPv6Address(base)
-    if parsed.ipv4_mapped is not None:
-        return str(parsed.ipv4_mapped)
-    literal = ":".join(format(int(group, 16), "x") for group in parsed.exploded.split(":"))
-    return f"{literal}%{zone}" if zone else literal
-
-
 @dataclass(frozen=True, slots=True)
 class CidrBlock:
     """A parsed CIDR host pattern: the inclusive range of addresses it holds."""

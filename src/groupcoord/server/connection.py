@@ -25,7 +25,7 @@ import struct
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
-from groupcoord.security.acl_hosts import java_host_address
+from groupcoord.security.client_address import java_host_address
 from groupcoord.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
