@@ -128,6 +128,32 @@ def test_a_mistyped_command_gets_the_closest_match() -> None:
     assert line.startswith("groupcoord: unknown command 'frobnicate'; commands: serve, ")
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["groups", "descibe", "--group", "g"],
+     "groupcoord groups: unknown command 'descibe'; did you mean 'describe'?"),
+    (["groups", "--bootstrap-server", "127.0.0.1:1", "--json", "lst"],
+     "groupcoord groups: unknown command 'lst'; did you mean 'list'?"),
+    (["groups", "--descibe", "--group", "g"],
+     "groupcoord groups: unknown option '--descibe'; did you mean '--describe'?"),
+    (["groups", "frob"],
+     ("groupcoord groups: unknown command 'frob'; commands: list, describe, offsets, delete, "
+      "delete-offsets, reset-offsets (groupcoord groups --help)")),
+    (["acls", "--bootstrap-server=127.0.0.1:1", "ad", "--topic", "t"],
+     "groupcoord acls: unknown command 'ad'; did you mean 'add'?"),
+    (["acls", "--bootstrap-server", "127.0.0.1:1", "--lst"],
+     "groupcoord acls: unknown option '--lst'; did you mean '--list'?"),
+    (["users", "remve", "--data-dir", "d"],
+     "groupcoord users: unknown command 'remve'; did you mean 'remove'?"),
+])
+def test_a_mistyped_subcommand_gets_the_closest_match(
+        args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from groupcoord.cli.main import main
+
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", message + "\n")
+
+
 def test_version_comes_from_the_package_metadata() -> None:
     result = groupcoord("--version")
     assert result.returncode == 0 and result.stderr == ""

@@ -43,8 +43,11 @@ ACTIONS = {"--add": "add", "--list": "list", "--remove": "remove"}
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = _parser()
-    args = parser.parse_args(action_options.subcommand_form(list(argv), ACTIONS))
+    parser, commands = _parser()
+    line = action_options.subcommand_form(list(argv), ACTIONS)
+    action_options.check_subcommand(line, commands, ["--bootstrap", "--bootstrap-server"],
+                                    parser.prog, ACTIONS)
+    args = parser.parse_args(line)
     if args.bootstrap is None:
         parser.error("the following arguments are required: --bootstrap-server")
     try:
@@ -55,7 +58,8 @@ def main(argv: Sequence[str]) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser and its subcommands."""
     parser = argparse.ArgumentParser(prog="groupcoord acls", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     # The broker is named before or after the subcommand, as `kafka-acls.sh` users write
@@ -76,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="one JSON object per ACL")
         else:
             _entry_arguments(p)
-    return parser
+    return parser, list(sub.choices)
 
 
 def _resource_arguments(p: argparse.ArgumentParser, *, listing: bool) -> None:

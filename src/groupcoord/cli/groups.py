@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from groupcoord.cli import action_options, groups_args, reset_plan
 from groupcoord.cli import group_ops as ops
-from groupcoord.cli import groups_args, reset_plan
 from groupcoord.cli import groups_share as share_cmds
 from groupcoord.cli import share_dlq_ops as share_dlq
 from groupcoord.cli import share_group_ops as share_ops
@@ -41,7 +41,11 @@ class GroupNotFound(Exception):
 
 
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(groups_args.subcommand_form(list(argv)))
+    parser, commands = _parser()
+    line = groups_args.subcommand_form(list(argv))
+    action_options.check_subcommand(line, commands, ["--bootstrap-server"],
+                                    parser.prog, groups_args.ACTIONS)
+    args = parser.parse_args(line)
     groups_args.resolve_groups(args)
     try:
         with WireClient(args.bootstrap_server) as client:
@@ -60,7 +64,8 @@ def main(argv: Sequence[str]) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser and its subcommands."""
     parser = argparse.ArgumentParser(
         prog="groupcoord groups", description=__doc__,
         epilog="kafka-consumer-groups.sh's form works too: --describe --group G --members, "
@@ -102,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", action="append", required=True, help="TOPIC or TOPIC:P,P")
     p.set_defaults(run=cmd_delete_offsets)
     _reset_parser(add)
-    return parser
+    return parser, list(sub.choices)
 
 
 def _reset_parser(add: Any) -> None:

@@ -56,13 +56,15 @@ def _version() -> str:
                          "(pip install . in the checkout)", status=1) from None
 
 
-def _unknown_command(name: str) -> UsageError:
-    """git's answer to a typo: the closest command, else the list of them."""
+def unknown_command(name: str, commands: Sequence[str], prog: str = "groupcoord"
+                    ) -> UsageError:
+    """git's answer to a typo: the closest of `commands`, else the list of them (`prog`
+    is the command whose --help lists them)."""
     from difflib import get_close_matches
 
-    close = get_close_matches(name, list(_available()), n=1, cutoff=0.6)
+    close = get_close_matches(name, commands, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else \
-        f"; commands: {', '.join(_available())} (groupcoord --help)"
+        f"; commands: {', '.join(commands)} ({prog} --help)"
     return UsageError(f"unknown command {name!r}{hint}")
 
 
@@ -89,7 +91,7 @@ def _dispatch(args: list[str]) -> int:
     name, rest = args[0], args[1:]
     entry = COMMANDS.get(name)
     if entry is None:
-        raise _unknown_command(name)
+        raise unknown_command(name, list(_available()))
     if name == "serve":
         # Before the serve module and asyncio are imported: start-up allocates long-lived
         # objects only, and `serve` collects once and resumes the collector when the broker

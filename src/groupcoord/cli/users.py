@@ -17,6 +17,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from groupcoord.cli import action_options
 from groupcoord.security.scram import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
@@ -28,7 +29,9 @@ from groupcoord.storage.dir_lock import lock_data_dir
 
 
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
+    parser, commands = _parser()
+    action_options.check_subcommand(list(argv), commands, [], parser.prog)
+    args = parser.parse_args(list(argv))
     try:
         # A change takes the data dir's lock, as a broker does: a running broker owns the
         # file and would never see (and later overwrite) an offline edit.
@@ -44,7 +47,8 @@ def main(argv: Sequence[str]) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser and its subcommands."""
     parser = argparse.ArgumentParser(prog="groupcoord users", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -74,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mechanism", action="append", choices=mechanisms, default=None,
                    help="repeatable (default: every mechanism of the user)")
     p.set_defaults(run=cmd_remove)
-    return parser
+    return parser, list(sub.choices)
 
 
 def cmd_add(store: ScramCredentialStore, args: argparse.Namespace) -> int:
