@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = pytest.mark.timeout(120)
@@ -160,6 +160,45 @@ def test_reset_offsets_refused_while_active(live_group) -> None:  # type: ignore
                     "--execute")
     assert result.returncode != 0
     assert "inactive" in result.stderr
+
+
+def test_reset_offsets_of_all_groups_as_kafka_does(live_group) -> None:  # type: ignore[no-untyped-def]
+    """--all-groups resets every inactive group, dry-run unless --execute; the active
+    group is refused with Kafka's words and left as it is."""
+    bootstrap, _ = live_group
+    committed = {"idle-a": {0: 5, 1: 5, 2: 5}, "idle-b": {0: 7}}
+    for group, offsets in committed.items():
+        simple = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "enable.auto.commit": False})
+        simple.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in offsets.items()],
+                      asynchronous=False)
+        simple.close()
+
+    def current(group: str) -> dict[int, int]:
+        got = json.loads(groups(bootstrap, "offsets", group, "--json").stdout)
+        return {r["partition"]: r["current_offset"] for r in got["partitions"]}
+
+    refused = ("Error: Assignments can only be reset if the group 'cli-group' is inactive, "
+               "but the current state is Stable.")
+    dry = kafka_style(bootstrap, "--reset-offsets", "--all-groups", "--all-topics",
+                      "--to-earliest")
+    assert dry.returncode == 1 and refused in dry.stderr.splitlines()
+    assert "WARN: No action will be performed" in dry.stderr
+    assert [line.split() for line in dry.stdout.splitlines()] == [
+        ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+        *[["idle-a", TOPIC, str(p), "0"] for p in range(3)], ["idle-b", TOPIC, "0", "0"]]
+    assert {g: current(g) for g in committed} == committed
+    export = kafka_style(bootstrap, "--reset-offsets", "--all-groups", "--all-topics",
+                         "--shift-by", "-2", "--export", "--dry-run")
+    assert export.stdout == (f"idle-a,{TOPIC},0,3\nidle-a,{TOPIC},1,3\nidle-a,{TOPIC},2,3\n"
+                             f"idle-b,{TOPIC},0,5\n")
+    done = kafka_style(bootstrap, "--reset-offsets", "--all-groups", "--all-topics",
+                       "--to-earliest", "--execute", "--json")
+    assert done.returncode == 1 and done.stderr == refused + "\n"
+    assert len(json.loads(done.stdout)) == 4
+    assert current("idle-a") == {0: 0, 1: 0, 2: 0} and current("idle-b") == {0: 0}
+    assert current(GROUP) == {0: 10, 1: 10, 2: 10}
+    assert groups(bootstrap, "delete", "idle-a", "idle-b").returncode == 0
 
 
 def test_reset_then_delete_after_members_leave(live_group) -> None:  # type: ignore[no-untyped-def]

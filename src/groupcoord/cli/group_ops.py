@@ -234,15 +234,16 @@ def commit_offsets(client: WireClient, group: str, offsets: dict[TopicPartition,
             check(p.error_code, f"OffsetCommit {group} {topic.name}-{p.partition_index}")
 
 
-def ensure_inactive(client: WireClient, group: str) -> None:
-    """Offsets may be reset only while no member holds them, as ConsumerGroupCommand checks."""
+def reset_refusal(client: WireClient, group: str) -> str | None:
+    """Why a group's offsets may not be reset now (a member holds them), in
+    ConsumerGroupCommand's words; None for an inactive or unknown group."""
     try:
         state = describe_group(client, group)["state"]
     except KafkaError as exc:
         if exc.code == ErrorCode.GROUP_ID_NOT_FOUND:
-            return
+            return None
         raise
-    if state not in ("Empty", "Dead"):
-        raise SystemExit(
-            f"Error: Assignments can only be reset if the group '{group}' is inactive, "
+    if state in ("Empty", "Dead"):
+        return None
+    return (f"Error: Assignments can only be reset if the group '{group}' is inactive, "
             f"but the current state is {state}.")

@@ -111,8 +111,8 @@ def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
 
 
 def _reset_parser(add: Any) -> None:
-    p = add("reset-offsets", "reset an inactive group's offsets")
-    groups_args.add_group_arguments(p, many=False)
+    p = add("reset-offsets", "reset inactive groups' offsets (an active one is left as it is)")
+    groups_args.add_group_arguments(p, many=True)
     scope = p.add_mutually_exclusive_group()
     scope.add_argument("--topic", action="append", help="TOPIC or TOPIC:P,P")
     scope.add_argument("--all-topics", action="store_true")
@@ -398,36 +398,61 @@ def _check_reset_scope(args: argparse.Namespace) -> None:
 
 
 def cmd_reset(client: WireClient, args: argparse.Namespace) -> int:
+    """`ConsumerGroupCommand.resetOffsets`: every inactive group named (or with
+    --all-groups every classic and consumer group) is reset, an active one is refused with
+    an error line (exit status 1) while the others go on; a dry run unless --execute."""
     _check_reset_scope(args)
-    if args.share or ops.group_type(client, args.group) == "share":
-        return share_cmds.cmd_reset(client, args, _resolve_partitions, _print_table)
-    ops.ensure_inactive(client, args.group)
-    if args.from_file is not None:
-        partitions = []
-    elif args.all_topics:
-        partitions = sorted(ops.committed_offsets(client, args.group))
-    else:
-        partitions = _resolve_partitions(client, args.topic)
-    targets = _reset_targets(client, args, partitions)
-    if args.execute:
-        ops.commit_offsets(client, args.group, targets)
-    elif not args.dry_run:
+    names = _consumer_groups(client, args)
+    if len(names) == 1 and not args.all_groups:
+        args.group = names[0]
+        if args.share or ops.group_type(client, args.group) == "share":
+            return share_cmds.cmd_reset(client, args, _resolve_partitions, _print_table)
+    elif args.share:
+        raise UsageError("--share resets one group at a time (--group)")
+    if not args.execute and not args.dry_run:
         sys.stderr.write("WARN: No action will be performed as the --execute option is missing. "
                          "In a future major release, the default behavior of this command will "
                          "be to prompt the user before executing the reset rather than doing a "
                          "dry run. You should add the --dry-run option explicitly if you are "
                          "scripting this command and want to keep the current default behavior "
                          "without prompting.\n")
+    by_group: dict[str, dict[ops.TopicPartition, int]] = {}
+    refused = False
+    for name in names:
+        refusal = ops.reset_refusal(client, name)
+        if refusal is not None:
+            sys.stderr.write(refusal + "\n")
+            refused = True
+            continue
+        args.group = name
+        by_group[name] = _reset_targets(client, args, _reset_partitions(client, args))
+        if args.execute:
+            ops.commit_offsets(client, name, by_group[name])
+    status = 1 if refused else 0
     if args.export:
-        sys.stdout.write(reset_plan.export_csv(targets))
-        return 0
-    rows = [{"group": args.group, "topic": t, "partition": p, "new_offset": o}
-            for (t, p), o in sorted(targets.items())]
+        # Kafka's `exportOffsetsToCsv`: the group column unless one --group was named.
+        single = len(names) == 1 and not args.all_groups
+        sys.stdout.write(reset_plan.export_csv(by_group.get(names[0], {})) if single
+                         else reset_plan.export_groups_csv(by_group))
+        return status
+    rows = [{"group": g, "topic": t, "partition": p, "new_offset": o}
+            for g in sorted(by_group) for (t, p), o in sorted(by_group[g].items())]
     if args.json:
-        return _emit_json(rows)
-    _print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
-                 [[r["group"], r["topic"], r["partition"], r["new_offset"]] for r in rows])
-    return 0
+        return _emit_json(rows, status)
+    if by_group or not refused:
+        _print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                     [[r["group"], r["topic"], r["partition"], r["new_offset"]] for r in rows])
+    return status
+
+
+def _reset_partitions(client: WireClient, args: argparse.Namespace
+                      ) -> list[ops.TopicPartition]:
+    """`getPartitionsToReset` for `args.group`: a plan names its own."""
+    if args.from_file is not None:
+        return []
+    if args.all_topics:
+        return sorted(ops.committed_offsets(client, args.group))
+    return _resolve_partitions(client, args.topic)
 
 
 def _reset_targets(client: WireClient, args: argparse.Namespace,

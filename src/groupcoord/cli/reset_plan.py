@@ -109,6 +109,13 @@ def export_csv(offsets: Mapping[TopicPartition, int]) -> str:
     return "".join(f"{t},{p},{o}\n" for (t, p), o in sorted(offsets.items()))
 
 
+def export_groups_csv(by_group: Mapping[str, Mapping[TopicPartition, int]]) -> str:
+    """`exportOffsetsToCsv` for several groups (--all-groups, or --group repeated):
+    `group,topic,partition,offset` lines."""
+    return "".join(f"{g},{t},{p},{o}\n" for g in sorted(by_group)
+                   for (t, p), o in sorted(by_group[g].items()))
+
+
 def offsets_in_range(client: WireClient,
                      requested: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
     """`check_offsets_range` against the broker's log starts and ends (ListOffsets)."""
