@@ -164,7 +164,8 @@ def test_reset_offsets_refused_while_active(live_group) -> None:  # type: ignore
 
 def test_reset_offsets_of_all_groups_as_kafka_does(live_group) -> None:  # type: ignore[no-untyped-def]
     """--all-groups resets every inactive group, dry-run unless --execute; the active
-    group is refused with Kafka's words and left as it is."""
+    group is refused with Kafka's words and left as it is. --describe --json of several
+    groups is one JSON list."""
     bootstrap, _ = live_group
     committed = {"idle-a": {0: 5, 1: 5, 2: 5}, "idle-b": {0: 7}}
     for group, offsets in committed.items():
@@ -198,6 +199,15 @@ def test_reset_offsets_of_all_groups_as_kafka_does(live_group) -> None:  # type:
     assert len(json.loads(done.stdout)) == 4
     assert current("idle-a") == {0: 0, 1: 0, 2: 0} and current("idle-b") == {0: 0}
     assert current(GROUP) == {0: 10, 1: 10, 2: 10}
+    # --json with several groups: one document, a list of the groups' own.
+    described = kafka_style(bootstrap, "--describe", "--all-groups", "--json")
+    assert described.returncode == 0, described.stderr
+    assert [(d["group"], d["state"], len(d["partitions"]))
+            for d in json.loads(described.stdout)] == [
+        (GROUP, "Stable", 3), ("idle-a", "Empty", 3), ("idle-b", "Empty", 1)]
+    states = kafka_style(bootstrap, "--describe", "--group", "idle-a", "--group", "idle-b",
+                         "--state", "--json")
+    assert [d["group"] for d in json.loads(states.stdout)] == ["idle-a", "idle-b"]
     assert groups(bootstrap, "delete", "idle-a", "idle-b").returncode == 0
 
 

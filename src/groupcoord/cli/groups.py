@@ -73,6 +73,7 @@ def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
     parser.add_argument("--bootstrap-server", default="127.0.0.1:9092",
                         help="HOST:PORT of the broker (default: 127.0.0.1:9092)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(json_documents=None)  # `cmd_describe` collects several groups' JSON
     # --bootstrap-server and --json are accepted before or after the subcommand, as
     # scripts (and kafka-consumer-groups.sh users) write them either way.
     common = argparse.ArgumentParser(add_help=False)
@@ -170,15 +171,25 @@ def _consumer_groups(client: WireClient, args: argparse.Namespace) -> list[str]:
 
 def cmd_describe(client: WireClient, args: argparse.Namespace) -> int:
     names = _consumer_groups(client, args)
-    if args.json and len(names) > 1:
-        raise UsageError("--json describes one group at a time")
+    # --json with several groups (or --all-groups): one document, a list of theirs.
+    args.json_documents = [] if args.json and (len(names) > 1 or args.all_groups) else None
     status = 0
     for index, name in enumerate(names):
-        if index:
+        if index and not args.json:
             print()
         args.group = name
         status = max(status, _describe_one(client, args))
+    if args.json_documents is not None:
+        return _emit_json(args.json_documents, status)
     return status
+
+
+def _describe_json(args: argparse.Namespace, document: Any) -> int:
+    """One group's description: printed, or kept for the list of several groups."""
+    if args.json_documents is None:
+        return _emit_json(document)
+    args.json_documents.append(document)
+    return 0
 
 
 def _describe_one(client: WireClient, args: argparse.Namespace) -> int:
@@ -191,10 +202,10 @@ def _describe_one(client: WireClient, args: argparse.Namespace) -> int:
     group = (share_ops.describe_share_group(client, args.group) if share
              else ops.describe_group(client, args.group))
     if args.state:
-        return _print_state(client, group, args.json)
+        return _print_state(client, group, args)
     if args.members:
         if args.json:
-            return _emit_json(group)
+            return _describe_json(args, group)
         if share:
             _print_share_members(group)
         elif "group_epoch" in group:
@@ -214,10 +225,10 @@ def _describe_streams(client: WireClient, args: argparse.Namespace) -> int:
     """A streams group: state, members with their tasks, or lag per task (default)."""
     group = streams_ops.describe_streams_group(client, args.group)
     if args.state:
-        return _print_state(client, group, args.json)
+        return _print_state(client, group, args)
     if args.members:
         if args.json:
-            return _emit_json(group)
+            return _describe_json(args, group)
         _print_table(["GROUP", "MEMBER", "PROCESS", "CLIENT-ID", "MEMBER-EPOCH", "ACTIVE-TASKS",
                       "STANDBY-TASKS", "TARGET-ACTIVE"],
                      [[group["group"], m["member_id"], m["process_id"], m["client_id"],
@@ -227,8 +238,8 @@ def _describe_streams(client: WireClient, args: argparse.Namespace) -> int:
         return 0
     rows = streams_ops.task_rows(client, group)
     if args.json:
-        return _emit_json({"group": group["group"], "type": "streams", "state": group["state"],
-                           "tasks": rows})
+        return _describe_json(args, {"group": group["group"], "type": "streams",
+                                     "state": group["state"], "tasks": rows})
     keys = ["group", "task", "topic", "partition", "current_offset", "log_end_offset", "lag",
             "member_id"]
     _print_table([k.upper().replace("_", "-") for k in keys],
@@ -236,7 +247,8 @@ def _describe_streams(client: WireClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_state(client: WireClient, group: dict[str, Any], as_json: bool) -> int:
+def _print_state(client: WireClient, group: dict[str, Any],
+                 args: argparse.Namespace) -> int:
     """One row: coordinator, strategy, state, epochs (consumer and share groups), members."""
     row = {"group": group["group"], "coordinator": ops.coordinator(client, group["group"]),
            "assignment_strategy":
@@ -244,8 +256,8 @@ def _print_state(client: WireClient, group: dict[str, Any], as_json: bool) -> in
            "members": len(group["members"])}
     if "group_epoch" in group:
         row.update(group_epoch=group["group_epoch"], assignment_epoch=group["assignment_epoch"])
-    if as_json:
-        return _emit_json(row)
+    if args.json:
+        return _describe_json(args, row)
     if "group_epoch" in group:
         _print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
                       "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
@@ -303,7 +315,8 @@ def cmd_offsets(client: WireClient, args: argparse.Namespace) -> int:
 def _print_offsets(client: WireClient, args: argparse.Namespace, group: dict[str, Any]) -> int:
     rows = offset_rows(client, group)
     if args.json:
-        return _emit_json({"group": group["group"], "state": group["state"], "partitions": rows})
+        return _describe_json(args, {"group": group["group"], "state": group["state"],
+                                     "partitions": rows})
     if group["state"] in ("Empty", "Dead") and not args.json:
         print(f"\nConsumer group '{group['group']}' has no active members.\n")
     keys = ["group", "topic", "partition", "current_offset", "log_end_offset", "lag",
@@ -320,9 +333,10 @@ def _print_share_offsets(client: WireClient, args: argparse.Namespace,
     dead = share_dlq.dead_letters(client, group["group"])
     rows = share_ops.offset_rows(client, group, dead.by_partition if dead else None)
     if args.json:
-        return _emit_json({"group": group["group"], "type": "share", "state": group["state"],
-                           "partitions": rows, "dead_letter_queue": None if dead is None else
-                           {"topic": dead.topic, "records": dead.total}})
+        return _describe_json(args, {
+            "group": group["group"], "type": "share", "state": group["state"],
+            "partitions": rows, "dead_letter_queue": None if dead is None else
+            {"topic": dead.topic, "records": dead.total}})
     if group["state"] == "Empty":
         print(f"\nShare group '{group['group']}' has no active members.\n")
     keys = ["group", "topic", "partition", "start_offset", "lag", "in_flight"]
