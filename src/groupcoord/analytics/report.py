@@ -32,6 +32,7 @@ class GroupView:
 
     group: str
     status: str
+    kind: str
     health: str
     lag: str
     last_rebalance: str
@@ -127,7 +128,8 @@ def group_block(v: GroupView, link: str | None = None) -> str:
                     f"{html.escape(text)}</li>" for label, text in lines)
     return (f"<div class='group s-{html.escape(v.status)}' data-group='{name}'>"
             f"<h3>{title} <span class='badge s-{html.escape(v.status)}'>"
-            f"{html.escape(v.status)}</span></h3><ul>{items}</ul></div>")
+            f"{html.escape(v.status)}</span> <span class='meta kind'>{html.escape(v.kind)} "
+            f"group</span></h3><ul>{items}</ul></div>")
 
 
 CHARTS = (("chart-lag-records", "Lag over time (records per partition)"),
@@ -183,13 +185,12 @@ def page_name(group: str) -> str:
 def standard_tables(groups: list[Row], rebalances: list[Row], stuck: list[Row],
                     rewinds: list[Row]) -> list[Table]:
     return [
-        Table("Group status at the end of the data (Burrow)", "tbl-groups", [
-            Column("group", "group"), Column("status", "status"),
+        Table("Group status at the end of the data", "tbl-groups", [
+            Column("group", "group"), Column("kind", "kind"), Column("status", "status"),
             Column("partitions", "partitions", N, True),
             Column("total_lag", "lag (records)", N, True),
             Column("max_lag", "worst partition lag", N, True),
-            Column("lag_trend", "Burrow lag trend (records/s)", _dec1, True),
-            Column("complete", "window complete", _pct, True)], groups),
+            Column("lag_trend", "lag trend (records/s)", _dec1, True)], groups),
         Table("Rebalances", "tbl-rebalances", [
             Column("group_id", "group"), Column("epoch", "generation / epoch"),
             Column("end_ts_ms", "completed (UTC)", TS, True),
@@ -199,8 +200,8 @@ def standard_tables(groups: list[Row], rebalances: list[Row], stuck: list[Row],
         Table("Stuck and slow consumers", "tbl-stuck", [
             Column("group_id", "group"), Column("topic", "topic"),
             Column("partition", "partition", N, True), Column("status", "status"),
-            Column("member_id", "member", story.short_member),
-            Column("client_host", "host"), Column("current_lag", "lag", N, True)], stuck),
+            Column("why", "why"), Column("member_id", "member", story.short_member),
+            Column("current_lag", "lag", N, True)], stuck),
         Table("Rewinds", "tbl-rewinds", [
             Column("group_id", "group"), Column("topic", "topic"),
             Column("partition", "partition", N, True), Column("ts_ms", "at (UTC)", TS, True),

@@ -9,10 +9,12 @@ from typing import Any
 
 from groupcoord.analytics import (
     gold,
+    health,
     incremental_gold,
     membership,
     outputs,
     rebalance,
+    report_data,
     share,
     story,
     streams_groups,
@@ -113,17 +115,21 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     counts["group_events"] = write_rows(events and [
         {**e, "detail": json.dumps(e.get("detail"))} for e in events], out, "silver",
         "group_events")
-    counts["share_partition_state"], counts["share_lag"] = _share_tables(cfg, ing, mem["names"])
+    share_lag = _share_tables(cfg, ing, mem["names"])
+    counts["share_lag"] = len(share_lag)
     counts["ownership"] = write_rows(mem["owners"], out, "silver", "ownership")
     counts["rebalances"] = write_rows(rebs, out, "gold", "rebalances")
     counts["assignment_balance"] = write_rows(balance, out, "gold", "assignment_balance")
     counts["stuck_consumers"] = write_rows(stuck, out, "gold", "stuck_consumers")
-    return {"counts": counts, "rebalances": rebs, "balance": balance, "stuck": stuck,
+    return {"counts": counts, "rebalances": rebs, "share_lag": share_lag,
+            "streams_rebalances": streams_groups.streams_rebalances(t, events), "balance": balance, "stuck": stuck,
             "skipped_unknown": t.skipped_unknown, "ownership": mem["owners"],
             "timeouts": story.session_timeouts(t.classic_generations)}
 
 
-def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]) -> tuple[int, int]:
+def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]
+                  ) -> list[dict[str, Any]]:
+    """Writes silver/share_partition_state and gold/share_lag; returns the share lag rows."""
     import re
 
     out = Path(cfg.out_dir)
@@ -137,8 +143,9 @@ def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]) ->
             "topic", "partition", "ts_ms", "end_offset").toPandas()
         ends = {(t, int(p)): g for (t, p), g in frame.groupby(["topic", "partition"])}
     lag = share.share_lag(state, ends)
-    return (write_rows(state, out, "silver", "share_partition_state"),
-            write_rows(lag, out, "gold", "share_lag"))
+    write_rows(state, out, "silver", "share_partition_state")
+    write_rows(lag, out, "gold", "share_lag")
+    return lag
 
 
 def _group_of(row: dict[str, Any]) -> str | None:
@@ -157,8 +164,11 @@ def _add_member_lag(balance: list[dict[str, Any]], owners: dict[tuple[str, str, 
                     final: dict[tuple[str, str, int], dict[str, Any]]) -> None:
     """Current lag per member for each group's newest generation/epoch."""
     newest: dict[str, dict[str, Any]] = {}
-    for b in balance:
-        if b["group_id"] not in newest or b["ts_ms"] >= newest[b["group_id"]]["ts_ms"]:
+    for b in balance:  # an emptied group's last members are the ones the lag was left with
+        if not b["members"] and b["group_id"] in newest:
+            continue
+        if b["group_id"] not in newest or b["ts_ms"] >= newest[b["group_id"]]["ts_ms"] \
+                or not newest[b["group_id"]]["members"]:
             newest[b["group_id"]] = b
     for b in balance:
         for m in b["per_member"]:
@@ -203,9 +213,9 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     ing = ingest_fn(spark, cfg, st)
     commits, ends = ing["commits"], ing["ends"]
     files = ing.get("commit_files")
-    lo, hi = bounds(commits, ends, cfg, files)
-    ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     mem = _decode_membership(cfg, ing)
+    lo, hi = _window(bounds(commits, ends, cfg, files), ing, mem, cfg)
+    ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     index = task_gold.owner_index(mem["owners"]) \
         if files is not None or ing.get("incremental") else None
     rebs = _rebalances(mem)
@@ -238,7 +248,7 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         st.done("gold partition_lag")
         burrow = gold.burrow_status(commits, ends, out, ticks, cfg.burrow)
         st.done("gold burrow_status", f"{len(ticks)} evaluation times")
-    groups = gold.group_burrow_status(burrow, out)
+    gold.group_burrow_status(burrow, out)
     st.done("gold group_burrow_status")
     final = {(r["group_id"], r["topic"], r["partition"]): r.asDict()
              for r in burrow.filter(burrow.eval_ts_ms == hi).collect()}
@@ -251,16 +261,43 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         rate = gold.commit_rate(plag, out)
         rew = gold.rewinds(plag, out)
         st.done("gold lag_rollup, commit_rate, rewinds")
-    summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, groups, final, rew, small,
+    series, pseries = report_data.lag_series(plag, lo, hi, cfg.grid_ms)
+    kinds, members = health.kinds_and_members(mem["tables"])
+    backlog: dict[str, list[health.Row]] = {}
+    for r in small["share_lag"]:
+        backlog.setdefault(r["group_id"], []).append(r)
+    verdicts = health.evaluate(health.HealthInputs(
+        lo, hi, final, series, mem["owners"], rebs + small["streams_rebalances"], kinds,
+        members, backlog, pseries, cfg.burrow.allowed_lag))
+    st.done("health verdicts", f"{len(verdicts)} groups")
+    summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, verdicts, rew, small,
                               st.timings)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     if cfg.plots:
-        outputs.plots_and_report(out, rollup, plag, rate, burrow, small, summary, final,
-                                 summary["rewinds"])
+        outputs.plots_and_report(out, rollup, plag, rate, burrow, small, summary, verdicts,
+                                 series, summary["rewinds"])
         st.done("plots and report.html")
     summary["timings_s"] = st.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     return summary
+
+
+def _window(span: tuple[int, int], ing: dict[str, Any], mem: dict[str, Any], cfg: RunConfig
+            ) -> tuple[int, int]:
+    """The analysed range runs to the last record of any kind: a data append or a commit
+    (``span``), a membership record, a group event or share state (cut by --until)."""
+    lo, hi = span
+    times = [r["record_ts_ms"] for key in ("group_rows", "share_rows") for r in ing.get(key, [])
+             if r.get("record_ts_ms") is not None]
+    times += [e["ts_ms"] for e in mem["events"] if e.get("ts_ms") is not None]
+    if times:
+        hi = max(hi, max(times))
+        lo = min(lo, min(times)) if lo else min(times)
+    if cfg.since_ms is not None:
+        lo = max(lo, cfg.since_ms)
+    if cfg.until_ms is not None:
+        hi = min(hi, cfg.until_ms)
+    return lo, hi
 
 
 OWNERS_SCHEMA = ("group_id string, topic string, partition int, member_id string, "
