@@ -40,6 +40,7 @@ class FixtureSpec:
     coord_partitions: int = 4
     healthy_groups: int = 2
     anomalies: tuple[str, ...] = ANOMALIES
+    story_closes: bool = False  # the story's last members close 4 s before the end (the demo)
 
 
 @dataclass
