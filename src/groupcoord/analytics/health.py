@@ -33,6 +33,8 @@ Row = Mapping[str, Any]
 STORM_REBALANCES = 4
 STORM_WINDOW_MS = 60_000
 BEHIND_SHARE = 0.1
+LEFT = "left with no consumer (the group is empty)"
+UNOWNED = "owned by no member (silent non-assignment)"
 _RANK = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
 
 
@@ -95,6 +97,8 @@ class HealthInputs:
     partition_series: Mapping[tuple[str, str, int], list[tuple[int, int, int]]] = \
         field(default_factory=dict)
     allowed_lag: int = 0
+    # (group, topic, partition) -> append time of the first record past the last commit
+    appended_at: Mapping[tuple[str, str, int], int] = field(default_factory=dict)
 
 
 def kinds_and_members(t: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -193,7 +197,7 @@ def _storms(rebalances: Sequence[Row]) -> list[str]:
             if not who:  # members joining one by one, or leaving once: no storm
                 i += 1
                 continue
-            why = f" (left saying {'; '.join(reasons)})" if reasons else ""
+            why = f" (reasons given: {'; '.join(reasons)})" if reasons else ""
             out.append(f"rebalance storm: {len(burst)} rebalances in "
                        f"{story.fmt_seconds(times[j] - times[i])} from {story.fmt_ts(times[i])}"
                        f"; {', '.join(who)}{why}")
@@ -203,14 +207,12 @@ def _storms(rebalances: Sequence[Row]) -> list[str]:
     return out
 
 
-def with_end_point(pts: list[story.LagPoint], lag: int, end_ms: int) -> list[story.LagPoint]:
+def with_end_point(pts: list[story.LagPoint], lag: int, end_ms: int, seconds: float | None
+                   ) -> list[story.LagPoint]:
     """The series closed by the evaluation at the end of the data, so that the last point
     drawn, the card and the tables give the same lag."""
-    if not pts or pts[-1].ts_ms >= end_ms:
-        return pts[:-1] + [story.LagPoint(pts[-1].ts_ms, lag, pts[-1].seconds)] if pts else pts
-    last = pts[-1]
-    seconds = last.seconds + (end_ms - last.ts_ms) / 1000 if lag else 0.0
-    return [*pts, story.LagPoint(end_ms, lag, seconds)]
+    end = story.LagPoint(end_ms, lag, seconds or 0.0)
+    return [*[p for p in pts if p.ts_ms < end_ms], end] if pts or seconds is not None else pts
 
 
 def _share_partitions(rows: list[Row]) -> list[PartitionState]:
@@ -221,6 +223,12 @@ def _share_partitions(rows: list[Row]) -> list[PartitionState]:
         newest[(r["topic"], r["partition"])] = r
     return [PartitionState(t, p, "OK", "OK", int(r["lag"] or 0), None,
                            "share-partition backlog") for (t, p), r in sorted(newest.items())]
+
+
+def _partitions(ps: Sequence[PartitionState]) -> str:
+    topics = sorted({p.topic for p in ps})
+    return "; ".join(_partition_list(t, [p.partition for p in ps if p.topic == t])
+                     for t in topics)
 
 
 def _partition_list(topic: str, parts: list[int]) -> str:
@@ -247,7 +255,7 @@ def _group(g: str, inp: HealthInputs, keys: list[tuple[str, str, int]],
            owners_now: dict[tuple[str, str, int], str], last_owner: dict[tuple[str, str, int], Row],
            rebalances: list[Row]) -> GroupHealth:
     members = inp.members.get(g, [])
-    kind = inp.kinds.get(g, "offsets only")
+    kind = inp.kinds.get(g, "share" if g in inp.share_backlog else "offsets only")
     has_membership = g in inp.kinds
     empty = has_membership and not members
     findings: list[str] = []
@@ -263,10 +271,10 @@ def _group(g: str, inp: HealthInputs, keys: list[tuple[str, str, int]],
         status, why = burrow, story.STATUS_WHY.get(burrow, "")
         lagging = lag > inp.allowed_lag
         if lagging and empty:
-            status, why = "STOP", "left with no consumer"
+            status, why = "STOP", LEFT
         elif lagging and has_membership and members and owner is None \
                 and kind in ("classic", "consumer"):
-            status, why = "STOP", "owned by no member of the group: nobody consumes it"
+            status, why = "STOP", UNOWNED
             unowned[key[1]].append(key[2])
         elif lagging and burrow == "OK":
             behind = _falling_behind(inp.partition_series.get(key, []), lag, inp.end_ms,
@@ -275,21 +283,27 @@ def _group(g: str, inp: HealthInputs, keys: list[tuple[str, str, int]],
                 status, why = "WARN", behind
         shown_owner = owner or (last_owner[key]["member_id"] if key in last_owner else None)
         parts.append(PartitionState(key[1], key[2], burrow, status, lag, shown_owner, why))
-    if empty and any(p.lag > inp.allowed_lag for p in parts):
+    left_behind = [p for p in parts if p.why == LEFT]
+    if left_behind:
         left = max((r.get("end_ts_ms") or 0 for r in rebalances), default=0)
         since = f" since {story.fmt_ts(left)}" if left else ""
+        last = sorted({story.short_member(p.owner) for p in left_behind if p.owner})
+        by = f", last owned by {', '.join(last)}" if last else ""
         findings.append(f"abandoned: the group has been empty{since} (every member left) "
-                        f"while {story.plural(sum(p.lag for p in parts), 'record')} wait; "
-                        "nobody will commit them")
+                        f"while {story.plural(sum(p.lag for p in left_behind), 'record')} wait "
+                        f"on {_partitions(left_behind)}{by}; nobody will commit them")
     for topic, ps in sorted(unowned.items()):
         waiting = sum(p.lag for p in parts if p.topic == topic and p.partition in ps)
         before = sorted({story.short_member(last_owner[(g, topic, p)]["member_id"])
                          for p in ps if (g, topic, p) in last_owner})
         was = f"; last owned by {', '.join(before)}" if before else "; never owned"
+        lost = [last_owner[(g, topic, p)]["to_ts_ms"] for p in ps if (g, topic, p) in last_owner]
+        since = f" since {story.fmt_ts(max(lost))}" if lost else ""
         findings.append(f"silent non-assignment: {_partition_list(topic, sorted(ps))} "
-                        f"owned by no member of the group (members "
-                        f"{', '.join(story.short_member(m) for m in members)}) while "
-                        f"{story.plural(waiting, 'record')} wait{was}")
+                        f"{'has' if len(ps) == 1 else 'have'} had no owner{since} although "
+                        f"the group has members "
+                        f"({', '.join(story.short_member(m) for m in members)}); "
+                        f"{story.plural(waiting, 'record')} wait and nobody commits{was}")
     storms = _storms(rebalances)
     findings += storms
     code = max((int(fold_status(Status[p.status])) for p in parts), default=int(Status.OK))
@@ -297,23 +311,28 @@ def _group(g: str, inp: HealthInputs, keys: list[tuple[str, str, int]],
         code = max(code, int(Status.WARN))
     if not parts and not has_membership:
         code = int(Status.NOTFOUND)
-    pts = with_end_point(list(inp.series.get(g, [])), sum(p.lag for p in parts), inp.end_ms)
+    behind_ms = [inp.end_ms - inp.appended_at[(g, p.topic, p.partition)] for p in parts
+                 if p.lag > 0 and inp.appended_at.get((g, p.topic, p.partition), -1) >= 0]
+    seconds = max(behind_ms, default=0) / 1000 if parts else None
+    pts = with_end_point(list(inp.series.get(g, [])), sum(p.lag for p in parts), inp.end_ms,
+                         seconds)
     trend, window, d = _trend(pts, inp.end_ms - inp.start_ms)
     worst_p = max(parts, key=lambda p: p.lag, default=None)
     member_lag: dict[str, int] = defaultdict(int)
-    for p in parts:
-        if p.owner:
+    for p in parts:  # an emptied group's lag is the lag its last members left
+        if p.owner and p.why != UNOWNED:
             member_lag[story.short_member(p.owner)] += p.lag
     return GroupHealth(
         g, kind, Status(code).name, [story.short_member(m) for m in members],
         sum(p.lag for p in parts),
         None if worst_p is None else (worst_p.topic, worst_p.partition, worst_p.lag),
-        pts[-1].seconds if pts else None, trend, window, d, dict(member_lag), parts, findings)
+        seconds, trend, window, d, dict(member_lag), parts, findings)
 
 
 def health_sentence(h: GroupHealth) -> str:
     """The card's health line: the verdict and why, naming partitions and owners."""
-    bad = [p for p in h.partitions if p.status not in ("OK", "NOTFOUND")]
+    bad = [p for p in h.partitions if p.status not in ("OK", "NOTFOUND")
+           and p.why not in (LEFT, UNOWNED)]
     clauses = []
     for st in ("STOP", "REWIND", "STALL", "WARN"):
         ps = [p for p in bad if p.status == st]
@@ -333,6 +352,9 @@ def health_sentence(h: GroupHealth) -> str:
         return f"{h.status}: {text}"
     if not h.partitions:
         return f"{h.status}: no committed offsets to evaluate ({h.kind} group)"
+    if h.kind == "share":
+        return (f"{h.status}: {story.plural(h.lag, 'record')} not yet acknowledged on "
+                f"{story.plural(len(h.partitions), 'share partition')}")
     return (f"{h.status}: all {story.plural(len(h.partitions), 'partition')} committing and "
             "keeping up")
 

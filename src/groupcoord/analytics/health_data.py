@@ -142,7 +142,11 @@ def load(data_dir: str, cfg: BurrowConfig | None = None, grid_ms: int = 10_000
     backlog: dict[str, list[health.Row]] = defaultdict(list)
     for r in share.share_lag(share.share_state_rows(share_raw, names), share_ends):
         backlog[r["group_id"]].append(r)
+    appended = {k: int(by_tp[(k[1], k[2])].appended_at(np.array([r["window_end_offset"]]))[0])
+                for k, r in final.items() if (k[1], k[2]) in by_tp
+                and r["window_end_offset"] is not None}
     return health.HealthInputs(lo, hi, final, group_series(plag),
                                rebalance.ownership_intervals(t), rebs, kinds, members,
                                share_backlog=dict(backlog), allowed_lag=cfg.allowed_lag,
-                               partition_series=partition_series(plag))
+                               partition_series=partition_series(plag),
+                               appended_at=appended)

@@ -268,7 +268,7 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         backlog.setdefault(r["group_id"], []).append(r)
     verdicts = health.evaluate(health.HealthInputs(
         lo, hi, final, series, mem["owners"], rebs + small["streams_rebalances"], kinds,
-        members, backlog, pseries, cfg.burrow.allowed_lag))
+        members, backlog, pseries, cfg.burrow.allowed_lag, _appended_at(spark, ends, final)))
     st.done("health verdicts", f"{len(verdicts)} groups")
     summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, verdicts, rew, small,
                               st.timings)
@@ -280,6 +280,25 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     summary["timings_s"] = st.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     return summary
+
+
+def _appended_at(spark: Any, ends: Any, final: dict[tuple[str, str, int], dict[str, Any]]
+                 ) -> dict[tuple[str, str, int], int]:
+    """Append time of the first batch past each partition's last commit (seconds behind at
+    the end of the data), one small join in Spark."""
+    from pyspark.sql import functions as F
+
+    rows = [(g, t, p, r["window_end_offset"]) for (g, t, p), r in final.items()
+            if r.get("window_end_offset") is not None]
+    if not rows:
+        return {}
+    last = spark.createDataFrame(rows, "group_id string, topic string, partition int, "
+                                       "committed bigint")
+    found = (F.broadcast(last).join(ends.select("topic", "partition", "ts_ms", "end_offset"),
+                                    ["topic", "partition"])
+             .filter(F.col("end_offset") > F.col("committed"))
+             .groupBy("group_id", "topic", "partition").agg(F.min("ts_ms").alias("at")))
+    return {(r["group_id"], r["topic"], r["partition"]): int(r["at"]) for r in found.collect()}
 
 
 def _window(span: tuple[int, int], ing: dict[str, Any], mem: dict[str, Any], cfg: RunConfig
