@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from helpers.broker import REPO_ROOT
 
-from groupcoord.analytics import fixture_story
-from groupcoord.analytics.fixture import FixtureSpec, generate
+from groupcoord.analytics import fixture_scenarios, fixture_story
+from groupcoord.analytics.fixture import ANOMALIES, SCENARIO_ANOMALIES, FixtureSpec, generate
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -39,8 +39,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--hide-scrollbars",
                   "--virtual-time-budget=10000"]
-CHARTS = ["chart-lag-records", "chart-lag-seconds", "chart-rebalances", "chart-owners",
-          "chart-commits"]
+CHARTS = ["chart-lag-records", "chart-lag-seconds", "chart-rebalances", "chart-status",
+          "chart-owners", "chart-commits"]
 SECTIONS = ["summary", *[f"sec-{c}" for c in CHARTS], "tbl-groups", "tbl-rebalances",
             "tbl-stuck", "tbl-rewinds"]
 # Appended to a copy of the report: what the page shows, then how it reacts.
@@ -72,6 +72,7 @@ window.addEventListener('load', () => {
   const psel = document.getElementById('f-part');
   psel.value = 't-story-3'; psel.dispatchEvent(new Event('change'));
   out.partition = charts();
+  out.slowStatus = q('#chart-status rect.series').map(e => e.dataset.name);
   const range = () => document.getElementById('zoom-range').textContent;
   out.zoomBefore = range();
   const svg = document.querySelector('#chart-lag-records svg'), r = svg.getBoundingClientRect();
@@ -90,7 +91,7 @@ window.addEventListener('load', () => {
   out.tooltip = {shown: tip.style.display, text: tip.textContent};
   const th = q('#tbl-groups th').find(h => h.textContent === 'lag (records)');
   th.click(); th.click();
-  out.sortedLag = q('#tbl-groups tbody tr').map(tr => Number(tr.cells[3].dataset.v));
+  out.sortedLag = q('#tbl-groups tbody tr').map(tr => Number(tr.cells[4].dataset.v));
   const pre = document.createElement('pre');
   pre.id = 'render-probe';
   pre.textContent = JSON.stringify(out);
@@ -121,7 +122,8 @@ def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from groupcoord.analytics.run import run
 
     root = tmp_path_factory.mktemp("render-fixture")
-    generate(root, FixtureSpec(seconds=240, story_closes=True))
+    generate(root, FixtureSpec(seconds=240, anomalies=ANOMALIES + SCENARIO_ANOMALIES,
+                               story_closes=True))
     out = tmp_path_factory.mktemp("render-out")
     run(spark, RunConfig(str(root), str(out)), lambda _line: None)
     return out / "report.html"
@@ -144,12 +146,11 @@ def test_story_summary_lines(probe: dict[str, Any]) -> None:
     """The demo's known events, told at the top of the page: the slow member's partition
     was WARN while its lag grew, and the group its last members left is STOP (ERR)."""
     story = probe["groups"][fixture_story.GROUP]
-    assert story["health"].startswith("ERR: t-story partitions 0, 1, 2, 3 are left with no "
-                                      "consumer"), story
-    assert "abandoned: the group has been empty since" in story["health"], story
+    assert story["health"].startswith("ERR: abandoned: the group has been empty since "), story
+    assert "wait on t-story partitions 0, 1, 2, 3, last owned by m1, m3-slow" in story["health"]
     assert re.search(r"lag now [\d,]+ records, [\d,]+\.\d s behind \(worst: t-story "
                      r"partition 3, [\d,]+ records\); per member: .*m3-slow [\d,]+.*; trend "
-                     r"over the last \d+ s: \+[\d,]+ records \(\+[\d,]+\.\d records/s\)",
+                     r"over the last \d+ s: [+-][\d,]+ records \([+-][\d,]+\.\d records/s\)",
                      story["lag"]), story["lag"]
     assert story["rebalance"].startswith("generation 7 at "), story
     assert f'm1 left the group: "{fixture_story.CLOSE_REASON}"' in story["rebalance"]
@@ -176,9 +177,33 @@ def test_every_chart_has_a_legend_and_every_group_a_card(probe: dict[str, Any]) 
     for chart in CHARTS:
         assert probe["legends"][chart], chart
     assert "story t-story-3" in probe["legends"]["chart-lag-records"]
+    assert "rebalance in a storm" in probe["legends"]["chart-rebalances"]
+    assert {"m1", "m3-slow"} <= set(probe["legends"]["chart-owners"])
     assert set(probe["kinds"]) == set(probe["groupTable"])
     assert probe["kinds"]["cg-rebal"] == "consumer group"
     assert probe["kinds"][fixture_story.GROUP] == "classic group"
+    assert probe["kinds"][fixture_scenarios.STREAMS] == "streams group"
+    assert probe["kinds"]["share-a"] == "share group"
+    assert probe["groups"]["share-a"]["health"] == ("OK: 50 records not yet acknowledged on "
+                                                    "1 share partition")
+
+
+def test_slow_partition_is_warn_while_its_lag_grows_then_stop(probe: dict[str, Any]) -> None:
+    """m3-slow's partition over time: OK, Burrow's WARN once its lag grows at every commit,
+    STOP when the group is left empty."""
+    statuses = probe["slowStatus"]
+    assert statuses[0] == "OK" and statuses[-1] == "STOP", statuses
+    assert "WARN" in statuses and statuses.index("WARN") < len(statuses) - 1, statuses
+
+
+def test_storm_and_silent_non_assignment_in_words(probe: dict[str, Any]) -> None:
+    storm = probe["groups"][fixture_scenarios.STORM]["health"]
+    assert storm.startswith("WARN: rebalance storm: 8 rebalances in 42 s from "), storm
+    assert "storm-flappy joined 4 times and left 4" in storm
+    orphan = probe["groups"][fixture_scenarios.ORPHAN]["health"]
+    assert orphan.startswith("ERR: silent non-assignment: t-orphan partitions 3, 4, 5 have had "
+                             "no owner since "), orphan
+    assert "although the group has members (orphan-a, orphan-b)" in orphan
 
 
 def test_rebalance_table_tells_joins_and_leaves(probe: dict[str, Any]) -> None:
@@ -211,7 +236,7 @@ def test_charts_respond_to_the_filters(probe: dict[str, Any]) -> None:
 def test_zoom_hover_and_sort(probe: dict[str, Any]) -> None:
     assert probe["zoomAfter"] != probe["zoomBefore"] == probe["zoomReset"]
     assert probe["tooltip"]["shown"] == "block"
-    assert "m4-killed was evicted after 45 s without a heartbeat" in probe["tooltip"]["text"]
+    assert f'm1 left the group: "{fixture_story.CLOSE_REASON}"' in probe["tooltip"]["text"]
     assert probe["sortedLag"] == sorted(probe["sortedLag"], reverse=True)
 
 

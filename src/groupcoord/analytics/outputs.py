@@ -69,7 +69,10 @@ def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any,
                      rewinds: list[dict[str, Any]]) -> list[Path]:
     """The PNG plots under ``plots/`` and the report pages; returns the PNGs."""
     lo, hi = summ["start_ms"], summ["end_ms"]
-    got = report_data.collect(plag, small, summ, verdicts, series, MAX_PAGES)
+    paged = [h.group for h in verdicts[:MAX_PAGES]]
+    burrow_rows = [r.asDict() for r in burrow.filter(burrow.group_id.isin(paged)).select(
+        "eval_ts_ms", "group_id", "topic", "partition", "status").collect()]
+    got = report_data.collect(plag, small, summ, verdicts, series, MAX_PAGES, burrow_rows)
     chosen = [v.group for v in got.views[:MAX_GROUPS]]
     pdir = out / "plots"
     pdir.mkdir(parents=True, exist_ok=True)
@@ -83,9 +86,7 @@ def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any,
             rate.group_id.isin(chosen)).collect()]),
         plots.rebalance_timeline(pdir, small["rebalances"], lo, hi),
         plots.assignment_balance(pdir, summ["assignment_balance_latest"]),
-        plots.burrow_strip(pdir, [r.asDict() for r in burrow.filter(
-            burrow.group_id.isin(chosen)).select("eval_ts_ms", "group_id", "topic", "partition",
-                                                 "status").collect()]),
+        plots.burrow_strip(pdir, [r for r in burrow_rows if r["group_id"] in set(chosen)]),
     ]
     # the report draws every chart itself (legends, one UTC axis); the PNGs stay under
     # plots/ for whoever wants a file

@@ -48,13 +48,15 @@ class ChartData:
     commits: list[Row] = field(default_factory=list)  # {g, name, pts: [[ts, per minute]]}
     rebalances: list[Row] = field(default_factory=list)  # {g, s, e, label, text}
     owners: list[Row] = field(default_factory=list)  # {g, t, p, m, s, e}
+    status: list[Row] = field(default_factory=list)  # {g, t, p, st, s, e, why}
 
     def only(self, group: str) -> ChartData:
         def mine(rows: list[Row]) -> list[Row]:
             return [r for r in rows if r["g"] == group]
 
         return replace(self, lag=mine(self.lag), commits=mine(self.commits),
-                       rebalances=mine(self.rebalances), owners=mine(self.owners))
+                       rebalances=mine(self.rebalances), owners=mine(self.owners),
+                       status=mine(self.status))
 
     def groups(self) -> list[str]:
         return sorted({r["g"] for rows in (self.lag, self.commits, self.rebalances, self.owners)
@@ -63,7 +65,8 @@ class ChartData:
     def to_json(self) -> str:
         body = json.dumps({"lo": self.lo, "hi": self.hi, "lag": self.lag,
                            "commits": self.commits, "rebalances": self.rebalances,
-                           "owners": self.owners}, separators=(",", ":"))
+                           "owners": self.owners, "status": self.status},
+                          separators=(",", ":"))
         return body.replace("</", "<\\/")  # never closes the script element
 
 
@@ -135,6 +138,7 @@ def group_block(v: GroupView, link: str | None = None) -> str:
 CHARTS = (("chart-lag-records", "Lag over time (records per partition)"),
           ("chart-lag-seconds", "Lag over time (seconds behind, per partition)"),
           ("chart-rebalances", "Rebalance timeline"),
+          ("chart-status", "Partition status over time (Burrow, then the final verdict)"),
           ("chart-owners", "Assignment over time (colour = owning member)"),
           ("chart-commits", "Commit rate (per member)"))
 
@@ -232,7 +236,8 @@ def write(out: Path, title: str, meta: str, views: list[GroupView], data: ChartD
     index_data = replace(data, lag=[r for r in data.lag if r["g"] in shown],
                          commits=[r for r in data.commits if r["g"] in shown],
                          rebalances=[r for r in data.rebalances if r["g"] in shown],
-                         owners=[r for r in data.owners if r["g"] in shown])
+                         owners=[r for r in data.owners if r["g"] in shown],
+                         status=[r for r in data.status if r["g"] in shown])
     note = (f"<p class='meta'>{len(views):,} groups: the charts show the {len(shown)} worst; "
             "each group links to its own page.</p>") if many else ""
     (out / "report.html").write_text(page(title, meta, views, index_data, tables, images,

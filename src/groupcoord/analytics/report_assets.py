@@ -6,7 +6,8 @@ which is a few hundred lines; a charting library would be a few hundred kilobyte
 
 The script reads the page's ``<script type="application/json" id="report-data">``:
 ``lo``/``hi`` (ms), ``lag`` (per-partition series of [ts, records, seconds]), ``commits``
-(per-member series of [ts, commits per minute]), ``rebalances`` and ``owners`` (intervals).
+(per-member series of [ts, commits per minute]), ``rebalances``, ``owners`` and ``status``
+(intervals).
 
 - zoom: drag across any chart to zoom every chart to that time range, the mouse wheel zooms
   around the pointer, a double click (or the reset button) shows the whole range again;
@@ -57,6 +58,8 @@ const NS = 'http://www.w3.org/2000/svg';
 const PALETTE = ['#1f77b4','#ff7f0e','#2ca02c','#d62728','#9467bd','#8c564b','#e377c2',
                  '#7f7f7f','#bcbd22','#17becf'];
 const state = {x0: D.lo, x1: D.hi, group: '', part: ''};
+const STATUS_COLOUR = {OK: '#4caf50', WARN: '#ffb300', STOP: '#d32f2f', STALL: '#7b1fa2',
+                       REWIND: '#1976d2', NOTFOUND: '#9e9e9e'};
 const tip = document.createElement('div'); tip.className = 'tip'; document.body.appendChild(tip);
 const M = {r: 12, t: 8, b: 26};
 
@@ -224,7 +227,7 @@ function laneChart(box, lanes, bars, key, note){
   for (const b of shownBars){
     const x0 = f.x(b.s), x1 = Math.max(f.x(b.e), x0 + 3);
     const attrs = {x: x0, y: row[b.lane] + 2, width: x1 - x0, height: lh - 5, fill: b.colour,
-                   class: 'series', 'data-group': b.g};
+                   class: 'series', 'data-group': b.g, 'data-name': b.name || ''};
     if (b.p !== undefined) attrs['data-partition'] = b.t + '-' + b.p;
     const r = el('rect', attrs, f.plot);
     r.addEventListener('mousemove', ev => showTip(ev, b.text));
@@ -256,6 +259,15 @@ function drawAll(){
       kind: r.storm ? 'rebalance in a storm' : 'rebalance (start to end)',
       text: `<b>${esc(r.g)}</b> ${esc(r.label)}<br>${esc(r.text)}`})), 'kind',
       'one lane per group; hover a bar for its cause');
+  }
+  if (q('chart-status')){
+    const keys = [...new Set(D.status.map(o => o.g + '\u0000' + o.t + '-' + o.p))].sort();
+    const lanes = keys.map(k => ({key: k, label: k.replace('\u0000', ' ')}));
+    laneChart(q('chart-status'), lanes, D.status.map(o => ({lane: o.g + '\u0000' + o.t + '-' + o.p,
+      g: o.g, t: o.t, p: o.p, s: o.s, e: o.e, colour: STATUS_COLOUR[o.st] || '#9e9e9e',
+      name: o.st, text: `<b>${esc(o.t)}-${o.p}</b> ${esc(o.st)}${o.why ? ': ' + esc(o.why) : ''}` +
+        `<br>${fmtTime(o.s)} to ${fmtTime(o.e)} UTC`})), 'name',
+      'Burrow\'s status at each evaluation; the last bar is the verdict at the end of the data');
   }
   if (q('chart-owners')){
     const keys = [...new Set(D.owners.map(o => o.g + '\u0000' + o.t + '-' + o.p))].sort();

@@ -143,9 +143,36 @@ def lag_series(plag: Any, lo: int, hi: int, grid_ms: int
     return series, {k: sorted(v) for k, v in parts.items()}
 
 
+def status_bars(burrow_rows: list[Row], verdicts: list[health.GroupHealth], hi: int
+                ) -> list[Row]:
+    """Each partition's status over time: Burrow's at each evaluation (equal neighbours
+    merged), the last one replaced by the verdict at the end of the data."""
+    final = {(h.group, p.topic, p.partition): p for h in verdicts for p in h.partitions}
+    by: dict[PartitionKey, list[Row]] = defaultdict(list)
+    for r in sorted(burrow_rows, key=lambda r: r["eval_ts_ms"]):
+        by[(r["group_id"], r["topic"], r["partition"])].append(r)
+    out: list[Row] = []
+    for key, rows in sorted(by.items()):
+        steps = [(r["eval_ts_ms"], r["status"], story.STATUS_WHY.get(r["status"], ""))
+                 for r in rows if r["eval_ts_ms"] < hi]
+        if key in final:
+            steps.append((hi, final[key].status, final[key].why))
+        bars: list[Row] = []
+        prev = None
+        for ts, st, why in steps:
+            if bars and bars[-1]["st"] == st and bars[-1]["why"] == why:
+                bars[-1]["e"] = ts
+            else:
+                bars.append({"g": key[0], "t": key[1], "p": key[2], "st": st, "why": why,
+                             "s": prev if prev is not None else ts, "e": ts})
+            prev = ts
+        out += bars
+    return out
+
+
 def collect(plag: Any, small: dict[str, Any], summ: dict[str, Any],
             verdicts: list[health.GroupHealth], series: dict[str, list[story.LagPoint]],
-            max_pages: int) -> Collected:
+            max_pages: int, burrow_rows: list[Row]) -> Collected:
     lo, hi = summ["start_ms"], summ["end_ms"]
     width = bucket_width(lo, hi, summ["grid_ms"])
     order = [h.group for h in verdicts]
@@ -173,7 +200,8 @@ def collect(plag: Any, small: dict[str, Any], summ: dict[str, Any],
     bars = [{**b, "storm": b["g"] in storms} for b in _rebalance_bars(rebalances, timeouts, hi)
             if b["g"] in set(chosen)]
     charts = ChartData(lo, hi, _lag_series(rows), _commit_series(plag, chosen, lo, width),
-                       bars, _owner_bars(small["ownership"], set(chosen), lo, hi))
+                       bars, _owner_bars(small["ownership"], set(chosen), lo, hi),
+                       status_bars(burrow_rows, [h for h in verdicts if h.group in chosen], hi))
     heat = [{"group_id": r["group_id"], "topic": r["topic"], "partition": r["partition"],
              "bucket": r["bucket"], "lag": r["lag"]} for r in rows]
     return Collected(views, charts, heat, width)
