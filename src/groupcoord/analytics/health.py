@@ -329,6 +329,14 @@ def _group(g: str, inp: HealthInputs, keys: list[tuple[str, str, int]],
         seconds, trend, window, d, dict(member_lag), parts, findings)
 
 
+def stuck_rows(verdicts: Sequence[GroupHealth], end_ms: int) -> list[dict[str, Any]]:
+    """The partitions not OK at the end (``gold/stuck_consumers``, the report's table)."""
+    return [{"group_id": h.group, "topic": p.topic, "partition": p.partition,
+             "status": p.status, "burrow_status": p.burrow, "why": p.why,
+             "member_id": p.owner, "current_lag": p.lag, "eval_ts_ms": end_ms}
+            for h in verdicts for p in h.partitions if p.status not in ("OK", "NOTFOUND")]
+
+
 def health_sentence(h: GroupHealth) -> str:
     """The card's health line: the verdict and why, naming partitions and owners."""
     bad = [p for p in h.partitions if p.status not in ("OK", "NOTFOUND")

@@ -30,7 +30,7 @@ def summary(spark: Any, cfg: RunConfig, span: tuple[int, int], commits: Any, end
         "rows": {"offset_commits": commits.count(), "end_offsets": ends.count(),
                  **small["counts"]},
         "unknown_record_types_skipped": small["skipped_unknown"],
-        "groups": {h.group: {**h.as_json(), "partitions": {
+        "groups": {h.group: {**h.as_json(), "total_lag": h.lag, "partitions": {
             f"{p.topic}-{p.partition}": p.status for p in h.partitions},
             "partition_detail": h.as_json()["partitions"]} for h in verdicts},
         "worst_groups": [h.group for h in verdicts[:10]],
@@ -94,12 +94,9 @@ def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any,
                "partitions": len(h.partitions), "total_lag": h.lag,
                "max_lag": h.worst[2] if h.worst else None,
                "lag_trend": h.trend_records_per_s} for h in verdicts]
-    stuck = [{"group_id": h.group, "topic": p.topic, "partition": p.partition,
-              "status": p.status, "why": p.why, "member_id": p.owner, "current_lag": p.lag}
-             for h in verdicts for p in h.partitions if p.status not in ("OK", "NOTFOUND")]
     tables = report.standard_tables(groups, report.rebalance_rows(small["rebalances"],
                                                                   small["timeouts"]),
-                                    stuck, rewinds)
+                                    small["stuck"], rewinds)
     report.write(out, "Consumer group analytics", _meta(summ), got.views, got.charts, tables,
                  [], MAX_GROUPS, MAX_PAGES)
     return [p for p in made if p is not None]

@@ -103,7 +103,6 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     balance = rebalance.assignment_balance(t, sizes)
     owners = rebalance.latest_owners(t)
     _add_member_lag(balance, owners, final)
-    stuck = _stuck(final, owners)
     counts = {name: write_rows(getattr(t, name), out, "silver", name) for name in (
         "classic_generations", "cg_epochs", "cg_members", "cg_target_assignment",
         "cg_current_assignment", "sg_epochs", "sg_members", "sg_target_assignment",
@@ -120,9 +119,8 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     counts["ownership"] = write_rows(mem["owners"], out, "silver", "ownership")
     counts["rebalances"] = write_rows(rebs, out, "gold", "rebalances")
     counts["assignment_balance"] = write_rows(balance, out, "gold", "assignment_balance")
-    counts["stuck_consumers"] = write_rows(stuck, out, "gold", "stuck_consumers")
     return {"counts": counts, "rebalances": rebs, "share_lag": share_lag,
-            "streams_rebalances": streams_groups.streams_rebalances(t, events), "balance": balance, "stuck": stuck,
+            "streams_rebalances": streams_groups.streams_rebalances(t, events), "balance": balance,
             "skipped_unknown": t.skipped_unknown, "ownership": mem["owners"],
             "timeouts": story.session_timeouts(t.classic_generations)}
 
@@ -184,20 +182,6 @@ def _add_member_lag(balance: list[dict[str, Any]], owners: dict[tuple[str, str, 
         lag_by_member = lag_by_group.get(group, {})
         for m in b["per_member"]:
             m["lag"] = lag_by_member.get(m["member_id"], 0)
-
-
-def _stuck(final: dict[tuple[str, str, int], dict[str, Any]],
-           owners: dict[tuple[str, str, int], Any]) -> list[dict[str, Any]]:
-    out = []
-    for (g, topic, p), st in sorted(final.items()):
-        if st["status"] in ("OK", "NOTFOUND"):
-            continue
-        owner = owners.get((g, topic, p), {})
-        out.append({"group_id": g, "topic": topic, "partition": p, "status": st["status"],
-                    "member_id": owner.get("member_id"), "client_id": owner.get("client_id"),
-                    "client_host": owner.get("client_host"), "eval_ts_ms": st["eval_ts_ms"],
-                    "current_lag": st["current_lag"]})
-    return out
 
 
 def run(spark: Any, cfg: RunConfig, progress: Progress = print,
@@ -269,6 +253,9 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     verdicts = health.evaluate(health.HealthInputs(
         lo, hi, final, series, mem["owners"], rebs + small["streams_rebalances"], kinds,
         members, backlog, pseries, cfg.burrow.allowed_lag, _appended_at(spark, ends, final)))
+    small["stuck"] = health.stuck_rows(verdicts, hi)
+    small["counts"]["stuck_consumers"] = write_rows(small["stuck"], out, "gold",
+                                                    "stuck_consumers")
     st.done("health verdicts", f"{len(verdicts)} groups")
     summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, verdicts, rew, small,
                               st.timings)
