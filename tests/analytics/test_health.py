@@ -15,7 +15,7 @@ from groupcoord.analytics import fixture_scenarios as fs
 from groupcoord.analytics import fixture_story, health
 from groupcoord.analytics.cli import main
 from groupcoord.analytics.fixture import ANOMALIES, SCENARIO_ANOMALIES, FixtureSpec, generate
-from groupcoord.analytics.health_data import load
+from groupcoord.analytics.health_data import load, window
 from groupcoord.analytics.story import LagPoint
 
 
@@ -143,3 +143,10 @@ def test_the_lag_series_ends_at_the_final_evaluation() -> None:
     pts = [LagPoint(10_000, 5, 1.0), LagPoint(20_000, 9, 2.0)]
     assert health.with_end_point(pts, 12, 25_000, 3.5)[-1] == LagPoint(25_000, 12, 3.5)
     assert health.with_end_point(pts, 12, 20_000, 3.5) == [pts[0], LagPoint(20_000, 12, 3.5)]
+
+
+def test_the_window_takes_the_latest_record_of_any_kind() -> None:
+    """Commits that stopped early do not end the analysed range: a later group event does."""
+    assert window((1_000, 6_400), [2_000, 240_000, None]) == (1_000, 240_000)
+    assert window((1_000, 6_400), [240_000], until_ms=100_000) == (1_000, 100_000)
+    assert window((None, None), [5, 9]) == (5, 9)

@@ -11,8 +11,8 @@ of any kind: a data append, a commit, a membership record, a group event or shar
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -75,12 +75,17 @@ def _ends(data_dir: str) -> pa.Table:
     return t.filter(pc.invert(t.column("is_control")))
 
 
-def _span(*columns: Any) -> tuple[int, int]:
-    values = [v for c in columns for v in (c if isinstance(c, list) else c.to_pylist())
-              if v is not None]
-    if not values:
+def window(span: tuple[int | None, int | None], other_times: Iterable[int | None],
+           since_ms: int | None = None, until_ms: int | None = None) -> tuple[int, int]:
+    """The analysed range: from the first to the last record of any kind (``span`` is that
+    of the data appends and commits, ``other_times`` membership records, group events and
+    share state), cut by ``since_ms``/``until_ms``."""
+    times = [t for t in (*span, *other_times) if t is not None]
+    if not times:
         raise NoData("the log dir holds no records")
-    return min(values), max(values)
+    lo, hi = min(times), max(times)
+    return (lo if since_ms is None else max(lo, since_ms),
+            hi if until_ms is None else min(hi, until_ms))
 
 
 def group_series(plag: pa.Table) -> dict[str, list[story.LagPoint]]:
@@ -123,8 +128,9 @@ def load(data_dir: str, cfg: BurrowConfig | None = None, grid_ms: int = 10_000
              if r["key"] is not None and r["key"][:2] not in COMMIT_TYPES]
     event_rows = list(raw_rows(data_dir, GROUP_EVENTS_TOPIC, None))
     share_raw = list(raw_rows(data_dir, SHARE_STATE_TOPIC, None))
-    lo, hi = _span(commits.column("record_ts_ms"), ends.column("ts_ms"),
-                   [r["record_ts_ms"] for r in (*coord, *event_rows, *share_raw)])
+    both = [*commits.column("record_ts_ms").to_pylist(), *ends.column("ts_ms").to_pylist()]
+    lo, hi = window((min(both, default=None), max(both, default=None)),
+                    [r["record_ts_ms"] for r in (*coord, *event_rows, *share_raw)])
     names = topic_names(data_dir)
     t = membership.build(coord, names)
     membership.normalise_epoch_rows(t)

@@ -291,19 +291,17 @@ def _appended_at(spark: Any, ends: Any, final: dict[tuple[str, str, int], dict[s
 def _window(span: tuple[int, int], ing: dict[str, Any], mem: dict[str, Any], cfg: RunConfig
             ) -> tuple[int, int]:
     """The analysed range runs to the last record of any kind: a data append or a commit
-    (``span``), a membership record, a group event or share state (cut by --until)."""
-    lo, hi = span
-    times = [r["record_ts_ms"] for key in ("group_rows", "share_rows") for r in ing.get(key, [])
-             if r.get("record_ts_ms") is not None]
-    times += [e["ts_ms"] for e in mem["events"] if e.get("ts_ms") is not None]
-    if times:
-        hi = max(hi, max(times))
-        lo = min(lo, min(times)) if lo else min(times)
-    if cfg.since_ms is not None:
-        lo = max(lo, cfg.since_ms)
-    if cfg.until_ms is not None:
-        hi = min(hi, cfg.until_ms)
-    return lo, hi
+    (``span``), a membership record, a group event or share state (``health_data.window``)."""
+    from groupcoord.analytics.health_data import NoData, window
+
+    times = [r.get("record_ts_ms") for key in ("group_rows", "share_rows")
+             for r in ing.get(key, [])]
+    times += [e.get("ts_ms") for e in mem["events"]]
+    has_span = span != (0, 0)
+    try:
+        return window(span if has_span else (None, None), times, cfg.since_ms, cfg.until_ms)
+    except NoData:
+        return span
 
 
 OWNERS_SCHEMA = ("group_id string, topic string, partition int, member_id string, "
