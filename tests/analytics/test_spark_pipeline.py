@@ -129,7 +129,7 @@ def test_outputs_written(result: dict[str, Any]) -> None:
     report = (out / "report.html").read_text()
     # every chart is drawn by the page (legends, one UTC axis); the PNGs are files only
     assert report.count("data:image/png;base64,") == 0
-    assert report.count("class='chart'") == 5
+    assert report.count("class='chart'") == 6
     assert any("gold burrow_status" in line for line in result["lines"])
 
 

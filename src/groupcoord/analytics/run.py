@@ -114,7 +114,7 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     counts["group_events"] = write_rows(events and [
         {**e, "detail": json.dumps(e.get("detail"))} for e in events], out, "silver",
         "group_events")
-    share_lag = _share_tables(cfg, ing, mem["names"])
+    counts["share_partition_state"], share_lag = _share_tables(cfg, ing, mem["names"])
     counts["share_lag"] = len(share_lag)
     counts["ownership"] = write_rows(mem["owners"], out, "silver", "ownership")
     counts["rebalances"] = write_rows(rebs, out, "gold", "rebalances")
@@ -126,8 +126,9 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
 
 
 def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]
-                  ) -> list[dict[str, Any]]:
-    """Writes silver/share_partition_state and gold/share_lag; returns the share lag rows."""
+                  ) -> tuple[int, list[dict[str, Any]]]:
+    """Writes silver/share_partition_state and gold/share_lag; returns the count of the
+    first and the rows of the second."""
     import re
 
     out = Path(cfg.out_dir)
@@ -141,9 +142,8 @@ def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]
             "topic", "partition", "ts_ms", "end_offset").toPandas()
         ends = {(t, int(p)): g for (t, p), g in frame.groupby(["topic", "partition"])}
     lag = share.share_lag(state, ends)
-    write_rows(state, out, "silver", "share_partition_state")
     write_rows(lag, out, "gold", "share_lag")
-    return lag
+    return write_rows(state, out, "silver", "share_partition_state"), lag
 
 
 def _group_of(row: dict[str, Any]) -> str | None:
