@@ -152,7 +152,7 @@ def _trend(pts: list[story.LagPoint], span_ms: int) -> tuple[float | None, int |
     return d * 1000 / dt_ms, dt_ms, d
 
 
-def _falling_behind(pts: list[tuple[int, int, int]], lag: int, end_ms: int, span_ms: int
+def falling_behind(pts: list[tuple[int, int, int]], lag: int, end_ms: int, span_ms: int
                     ) -> str | None:
     """``falling behind: ...`` when the lag grew by more than ``BEHIND_SHARE`` of what was
     appended over the trend window, else None."""
@@ -277,7 +277,7 @@ def _group(g: str, inp: HealthInputs, keys: list[tuple[str, str, int]],
             status, why = "STOP", UNOWNED
             unowned[key[1]].append(key[2])
         elif lagging and burrow == "OK":
-            behind = _falling_behind(inp.partition_series.get(key, []), lag, inp.end_ms,
+            behind = falling_behind(inp.partition_series.get(key, []), lag, inp.end_ms,
                                      inp.end_ms - inp.start_ms)
             if behind:
                 status, why = "WARN", behind

@@ -66,13 +66,15 @@ def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any,
                      small: dict[str, Any], summ: dict[str, Any],
                      verdicts: list[health.GroupHealth],
                      series: dict[str, list[story.LagPoint]],
+                     pseries: dict[tuple[str, str, int], list[tuple[int, int, int]]],
                      rewinds: list[dict[str, Any]]) -> list[Path]:
     """The PNG plots under ``plots/`` and the report pages; returns the PNGs."""
     lo, hi = summ["start_ms"], summ["end_ms"]
     paged = [h.group for h in verdicts[:MAX_PAGES]]
     burrow_rows = [r.asDict() for r in burrow.filter(burrow.group_id.isin(paged)).select(
-        "eval_ts_ms", "group_id", "topic", "partition", "status").collect()]
-    got = report_data.collect(plag, small, summ, verdicts, series, MAX_PAGES, burrow_rows)
+        "eval_ts_ms", "group_id", "topic", "partition", "status", "current_lag").collect()]
+    got = report_data.collect(plag, small, summ, verdicts, series, MAX_PAGES, burrow_rows,
+                              pseries)
     chosen = [v.group for v in got.views[:MAX_GROUPS]]
     pdir = out / "plots"
     pdir.mkdir(parents=True, exist_ok=True)

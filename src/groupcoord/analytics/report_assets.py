@@ -267,7 +267,7 @@ function drawAll(){
       g: o.g, t: o.t, p: o.p, s: o.s, e: o.e, colour: STATUS_COLOUR[o.st] || '#9e9e9e',
       name: o.st, text: `<b>${esc(o.t)}-${o.p}</b> ${esc(o.st)}${o.why ? ': ' + esc(o.why) : ''}` +
         `<br>${fmtTime(o.s)} to ${fmtTime(o.e)} UTC`})), 'name',
-      'Burrow status at each evaluation; the last bar is the verdict at the end of the data');
+      'Burrow status at each evaluation (WARN also where the lag grew by more than a tenth of the appends); the last bar is the verdict at the end of the data');
   }
   if (q('chart-owners')){
     const keys = [...new Set(D.owners.map(o => o.g + '\u0000' + o.t + '-' + o.p))].sort();

@@ -143,17 +143,28 @@ def lag_series(plag: Any, lo: int, hi: int, grid_ms: int
     return series, {k: sorted(v) for k, v in parts.items()}
 
 
-def status_bars(burrow_rows: list[Row], verdicts: list[health.GroupHealth], hi: int
-                ) -> list[Row]:
-    """Each partition's status over time: Burrow's at each evaluation (equal neighbours
-    merged), the last one replaced by the verdict at the end of the data."""
+def _step(r: Row, pts: list[tuple[int, int, int]], lo: int) -> tuple[int, str, str]:
+    ts, st = r["eval_ts_ms"], r["status"]
+    if st == "OK" and pts and r["current_lag"]:
+        behind = health.falling_behind(pts, int(r["current_lag"]), ts, ts - lo)
+        if behind:
+            return ts, "WARN", behind
+    return ts, st, story.STATUS_WHY.get(st, "")
+
+
+def status_bars(burrow_rows: list[Row], verdicts: list[health.GroupHealth], lo: int, hi: int,
+                pseries: dict[PartitionKey, list[tuple[int, int, int]]]) -> list[Row]:
+    """Each partition's status over time: Burrow's at each evaluation, WARN where Burrow
+    says OK but the lag grew faster than a tenth of the appends (``health.falling_behind``,
+    on the samples up to then), equal neighbours merged; the last one is the verdict at the
+    end of the data."""
     final = {(h.group, p.topic, p.partition): p for h in verdicts for p in h.partitions}
     by: dict[PartitionKey, list[Row]] = defaultdict(list)
     for r in sorted(burrow_rows, key=lambda r: r["eval_ts_ms"]):
         by[(r["group_id"], r["topic"], r["partition"])].append(r)
     out: list[Row] = []
     for key, rows in sorted(by.items()):
-        steps = [(r["eval_ts_ms"], r["status"], story.STATUS_WHY.get(r["status"], ""))
+        steps = [_step(r, [q for q in pseries.get(key, []) if q[0] <= r["eval_ts_ms"]], lo)
                  for r in rows if r["eval_ts_ms"] < hi]
         if key in final:
             steps.append((hi, final[key].status, final[key].why))
@@ -172,7 +183,8 @@ def status_bars(burrow_rows: list[Row], verdicts: list[health.GroupHealth], hi: 
 
 def collect(plag: Any, small: dict[str, Any], summ: dict[str, Any],
             verdicts: list[health.GroupHealth], series: dict[str, list[story.LagPoint]],
-            max_pages: int, burrow_rows: list[Row]) -> Collected:
+            max_pages: int, burrow_rows: list[Row],
+            pseries: dict[PartitionKey, list[tuple[int, int, int]]]) -> Collected:
     lo, hi = summ["start_ms"], summ["end_ms"]
     width = bucket_width(lo, hi, summ["grid_ms"])
     order = [h.group for h in verdicts]
@@ -201,7 +213,8 @@ def collect(plag: Any, small: dict[str, Any], summ: dict[str, Any],
             if b["g"] in set(chosen)]
     charts = ChartData(lo, hi, _lag_series(rows), _commit_series(plag, chosen, lo, width),
                        bars, _owner_bars(small["ownership"], set(chosen), lo, hi),
-                       status_bars(burrow_rows, [h for h in verdicts if h.group in chosen], hi))
+                       status_bars(burrow_rows, [h for h in verdicts if h.group in chosen], lo,
+                                   hi, pseries))
     heat = [{"group_id": r["group_id"], "topic": r["topic"], "partition": r["partition"],
              "bucket": r["bucket"], "lag": r["lag"]} for r in rows]
     return Collected(views, charts, heat, width)

@@ -262,7 +262,7 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     if cfg.plots:
         outputs.plots_and_report(out, rollup, plag, rate, burrow, small, summary, verdicts,
-                                 series, summary["rewinds"])
+                                 series, pseries, summary["rewinds"])
         st.done("plots and report.html")
     summary["timings_s"] = st.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
