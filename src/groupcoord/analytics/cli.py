@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--until", type=_iso_ms, help="ISO time; commits after it are ignored")
     r.add_argument("--groups", help="regular expression selecting group ids")
     r.add_argument("--grid", type=_duration_ms, default=10_000, help="lag grid step (10s)")
-    r.add_argument("--eval-every", type=_duration_ms, default=60_000, help="Burrow eval (60s)")
+    r.add_argument("--eval-every", type=_duration_ms,
+                   help="Burrow evaluation period (default: a twentieth of the range, between "
+                        "the grid step and 60s; 60s with --incremental)")
     r.add_argument("--intervals", type=int, default=10, help="Burrow window size")
     r.add_argument("--min-distance", type=_duration_ms, default=0, help="Burrow min-distance")
     r.add_argument("--allowed-lag", type=int, default=0)
@@ -107,7 +109,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
     spark = build_session(a.master, shuffle_partitions=a.shuffle_partitions)
     print(f"[{time.monotonic() - t0:7.1f}s] Spark {spark.version} on {spark.sparkContext.master}",
           flush=True)
-    cfg = RunConfig(a.data_dir, a.out, a.since, a.until, a.groups, a.grid, a.eval_every,
+    # incremental runs cut on the period: it must not change from one run to the next
+    every = a.eval_every or (60_000 if a.incremental else 0)
+    cfg = RunConfig(a.data_dir, a.out, a.since, a.until, a.groups, a.grid, every,
                     BurrowConfig(a.intervals, a.min_distance, a.allowed_lag), a.split_bytes,
                     not a.no_plots)
     if a.incremental:

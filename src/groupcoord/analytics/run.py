@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from groupcoord.analytics.pipeline import (
     RunConfig,
     Stages,
     bounds,
+    eval_every,
     eval_ticks,
     event_dicts,
     ingest,
@@ -199,6 +201,7 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     files = ing.get("commit_files")
     mem = _decode_membership(cfg, ing)
     lo, hi = _window(bounds(commits, ends, cfg, files), ing, mem, cfg)
+    cfg = replace(cfg, eval_every_ms=eval_every(cfg, lo, hi))
     ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     index = task_gold.owner_index(mem["owners"]) \
         if files is not None or ing.get("incremental") else None
