@@ -22,7 +22,7 @@ def _data(page: Path) -> dict[str, object]:
 
 
 def _setup(groups: list[str]) -> tuple[list[GroupView], ChartData, list[report.Table]]:
-    views = [GroupView(g, "OK", f"OK: {g} health", f"lag now {i} records",
+    views = [GroupView(g, "OK", "classic", f"OK: {g} health", f"lag now {i} records",
                        "none in the analysed range") for i, g in enumerate(groups)]
     lag = [{"g": g, "t": "t", "p": 0, "name": f"{g} t-0", "pts": [[T0, 1, 0.5]]} for g in groups]
     owners = [{"g": g, "t": "t", "p": 0, "m": "m1", "s": T0, "e": T0 + 1000} for g in groups]

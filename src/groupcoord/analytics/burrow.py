@@ -4,11 +4,14 @@ Mirrors linkedin/Burrow ``core/internal/storage/inmemory.go`` (the per-partition
 the last ``intervals`` commits) and ``core/internal/evaluator/caching.go``
 (``calculatePartitionStatus`` and the group fold), as summarised in analytics.md 4.1.
 
-Partition rules, in this order, once ``current_lag > allowed_lag``:
-STOP (no commit for longer than the window spans, unless the consumer was caught up with a
-recent broker offset), REWIND (an unrecovered backwards commit), OK if the lag was within
-``allowed_lag`` at some commit, STALL (every offset identical), WARN (lag never decreased),
-else OK. The group status is the worst partition status with STOP/STALL/REWIND folded into ERR.
+Partition rules, in Burrow's order, once ``current_lag > allowed_lag``: STOP (no commit for
+longer than the window spans, unless a recent broker offset was at or below the last commit),
+REWIND (the first backwards commit of the window, unless a later commit reached the offset
+before it), then only if no commit of the window had lag within ``allowed_lag``: STALL (every
+offset identical), WARN (the known lags never decrease); else OK. A commit's lag may be
+unknown (None), as in Burrow's ring; the lag rules skip it. The group status is the worst
+partition status with STOP/STALL/REWIND folded into ERR. Burrow's own table of cases is the
+test (tests/analytics/burrow_cases.json).
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ class Status(IntEnum):
 
 @dataclass(frozen=True)
 class Commit:
-    """One slot of the window: committed offset, commit time (ms), lag at that time."""
+    """One slot of the window: committed offset, commit time (ms), lag at that time (None
+    when it is not known, as Burrow's ring allows)."""
 
     offset: int
     timestamp: int
-    lag: int
+    lag: int | None
 
 
 @dataclass(frozen=True)
@@ -95,33 +99,90 @@ def add_commit(ring: list[Commit], c: Commit, cfg: BurrowConfig = BurrowConfig()
         del ring[: len(ring) - cfg.intervals]
 
 
-def _stopped(window: Sequence[Commit], now_ms: int) -> bool:
+# Burrow's rule functions (caching.go), one each, named as there. They are tested on
+# Burrow's own table of cases (tests/analytics/burrow_cases.json).
+
+def lag_always_not_zero(window: Sequence[Commit], allowed_lag: int) -> bool:
+    """Rule 1 (``isLagAlwaysNotZero``): no commit of the window had lag within
+    ``allowed_lag``; commits without a known lag do not count."""
+    return not any(c.lag is not None and c.lag <= allowed_lag for c in window)
+
+
+def rewind_index(window: Sequence[Commit]) -> int:
+    """Rule 2 (``checkIfOffsetsRewind``): the index of the first commit lower than the one
+    before it, -1 if none. Only the first rewind is looked at, as Burrow does."""
+    for i in range(1, len(window)):
+        if window[i].offset < window[i - 1].offset:
+            return i
+    return -1
+
+
+def rewind_recovered(window: Sequence[Commit], index: int) -> bool:
+    """Rule 2, part 2 (``checkIfRewindRecovered``): a commit from the rewind on reached the
+    offset committed before it."""
+    before = window[index - 1].offset
+    return any(c.offset >= before for c in window[index:])
+
+
+def offsets_stopped(window: Sequence[Commit], now_ms: int) -> bool:
+    """Rule 3 (``checkIfOffsetsStopped``): the time since the last commit is longer than
+    the window spans."""
     first, last = window[0].timestamp, window[-1].timestamp
     return now_ms - last > last - first
 
 
-def _unrecovered_rewind(window: Sequence[Commit]) -> bool:
-    offsets = [c.offset for c in window]
-    for i in range(1, len(offsets)):
-        if offsets[i] < offsets[i - 1]:
-            before = offsets[i - 1]
-            if not any(o >= before for o in offsets[i + 1 :]):
-                return True
-    return False
+def offsets_stalled(window: Sequence[Commit]) -> bool:
+    """Rule 4 (``checkIfOffsetsStalled``): every commit of the window has the same offset."""
+    return all(window[i].offset == window[i - 1].offset for i in range(1, len(window)))
+
+
+def lag_not_decreasing(window: Sequence[Commit]) -> bool:
+    """Rule 5 (``checkIfLagNotDecreasing``): no known lag is below the known lag before it."""
+    last: int | None = None
+    for c in window:
+        if c.lag is not None:
+            if last is not None and c.lag < last:
+                return False
+            last = c.lag
+    return True
+
+
+def recent_lag_zero(window: Sequence[Commit], recent_end_offsets: Sequence[int]) -> bool:
+    """``checkIfRecentLagZero``: one of the recent broker end offsets was at or below the
+    last commit (the consumer was caught up a few minutes ago)."""
+    return any(eo <= window[-1].offset for eo in recent_end_offsets)
+
+
+def partition_status(window: Sequence[Commit], recent_end_offsets: Sequence[int],
+                     current_lag: int, now_ms: int, allowed_lag: int) -> Status:
+    """``calculatePartitionStatus``: the rules in Burrow's order over a non-empty window."""
+    if current_lag <= allowed_lag:
+        return Status.OK
+    if offsets_stopped(window, now_ms) and not recent_lag_zero(window, recent_end_offsets):
+        return Status.STOP
+    index = rewind_index(window)
+    if index > 0 and not rewind_recovered(window, index):
+        return Status.REWIND
+    if lag_always_not_zero(window, allowed_lag):
+        if offsets_stalled(window):
+            return Status.STALL
+        if lag_not_decreasing(window):
+            return Status.WARN
+    return Status.OK
 
 
 def lag_trend(window: Sequence[Commit]) -> float:
     """Slope of lag against time over the window (records/s); 0 with fewer than 2 slots."""
-    n = len(window)
+    known = [(c.timestamp / 1000.0, c.lag) for c in window if c.lag is not None]
+    n = len(known)
     if n < 2:
         return 0.0
-    ts = [c.timestamp / 1000.0 for c in window]
-    mean_t = sum(ts) / n
-    mean_l = sum(c.lag for c in window) / n
-    var = sum((t - mean_t) ** 2 for t in ts)
+    mean_t = sum(t for t, _ in known) / n
+    mean_l = sum(lag for _, lag in known) / n
+    var = sum((t - mean_t) ** 2 for t, _ in known)
     if var == 0:
         return 0.0
-    return sum((t - mean_t) * (c.lag - mean_l) for t, c in zip(ts, window, strict=True)) / var
+    return sum((t - mean_t) * (lag - mean_l) for t, lag in known) / var
 
 
 def evaluate_partition(
@@ -151,20 +212,10 @@ def _status(
     now_ms: int,
     cfg: BurrowConfig,
 ) -> Status:
-    if complete < cfg.minimum_complete or current_lag <= cfg.allowed_lag:
+    """``evaluatePartitionStatus``: a window below ``minimum-complete`` is OK as it is."""
+    if complete < cfg.minimum_complete:
         return Status.OK
-    caught_up_recently = any(eo <= window[-1].offset for eo in recent_end_offsets)
-    if _stopped(window, now_ms) and not caught_up_recently:
-        return Status.STOP
-    if _unrecovered_rewind(window):
-        return Status.REWIND
-    if any(c.lag <= cfg.allowed_lag for c in window):
-        return Status.OK
-    if all(c.offset == window[0].offset for c in window):
-        return Status.STALL
-    if all(window[i].lag >= window[i - 1].lag for i in range(1, len(window))):
-        return Status.WARN
-    return Status.OK
+    return partition_status(window, recent_end_offsets, current_lag, now_ms, cfg.allowed_lag)
 
 
 def _with_status(r: PartitionResult, status: Status) -> PartitionResult:

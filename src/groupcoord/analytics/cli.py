@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--until", type=_iso_ms, help="ISO time; commits after it are ignored")
     r.add_argument("--groups", help="regular expression selecting group ids")
     r.add_argument("--grid", type=_duration_ms, default=10_000, help="lag grid step (10s)")
-    r.add_argument("--eval-every", type=_duration_ms, default=60_000, help="Burrow eval (60s)")
+    r.add_argument("--eval-every", type=_duration_ms,
+                   help="Burrow evaluation period (default: a twentieth of the range, between "
+                        "the grid step and 60s; 60s with --incremental)")
     r.add_argument("--intervals", type=int, default=10, help="Burrow window size")
     r.add_argument("--min-distance", type=_duration_ms, default=0, help="Burrow min-distance")
     r.add_argument("--allowed-lag", type=int, default=0)
@@ -78,6 +80,11 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--at", type=_time_ms, help="ISO time or epoch ms: the story around it")
     w.add_argument("--window", type=_duration_ms, default=300_000,
                    help="with --at: rebalances within this much of it (5m)")
+    h = sub.add_parser("health", help="each group's health verdict, in words (no Spark)")
+    h.add_argument("--data-dir", required=True, help="a Kafka-layout log dir")
+    h.add_argument("--json", action="store_true", help="one JSON document, for scripts")
+    h.add_argument("--intervals", type=int, default=10, help="Burrow window size")
+    h.add_argument("--allowed-lag", type=int, default=0)
     b = sub.add_parser("bench", help="decode throughput (and Spark ingest with --spark)")
     b.add_argument("--in", dest="data_dir", required=True)
     b.add_argument("--out", help="write the results as JSON here")
@@ -102,7 +109,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
     spark = build_session(a.master, shuffle_partitions=a.shuffle_partitions)
     print(f"[{time.monotonic() - t0:7.1f}s] Spark {spark.version} on {spark.sparkContext.master}",
           flush=True)
-    cfg = RunConfig(a.data_dir, a.out, a.since, a.until, a.groups, a.grid, a.eval_every,
+    # incremental runs cut on the period: it must not change from one run to the next
+    every = a.eval_every or (60_000 if a.incremental else 0)
+    cfg = RunConfig(a.data_dir, a.out, a.since, a.until, a.groups, a.grid, every,
                     BurrowConfig(a.intervals, a.min_distance, a.allowed_lag), a.split_bytes,
                     not a.no_plots)
     if a.incremental:
@@ -155,6 +164,30 @@ def _cmd_bench(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_health(a: argparse.Namespace) -> int:
+    """Exit 0 when every group is OK, 1 when one is WARN or worse (for scripts)."""
+    from groupcoord.analytics import health
+    from groupcoord.analytics.burrow import BurrowConfig
+    from groupcoord.analytics.health_data import load
+
+    inputs = load(a.data_dir, BurrowConfig(a.intervals, 0, a.allowed_lag))
+    verdicts = health.evaluate(inputs)
+    if a.json:
+        print(json.dumps({"start_ms": inputs.start_ms, "end_ms": inputs.end_ms,
+                          "groups": [v.as_json() for v in verdicts]}, indent=2))
+    else:
+        print(f"{len(verdicts)} groups, {story_span(inputs.start_ms, inputs.end_ms)}")
+        print("\n".join(health.terminal_lines(verdicts)))
+    return 0 if all(v.status in ("OK", "NOTFOUND") for v in verdicts) else 1
+
+
+def story_span(lo: int, hi: int) -> str:
+    from groupcoord.analytics import story
+
+    return (f"{story.fmt_ts(lo)} to {story.fmt_ts(hi)} UTC "
+            f"({story.fmt_seconds(hi - lo)})")
+
+
 def _cmd_why(a: argparse.Namespace) -> int:
     from groupcoord.analytics import why
 
@@ -167,8 +200,18 @@ def _cmd_why(a: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     handlers = {"run": _cmd_run, "dump": _cmd_dump, "gen-fixture": _cmd_fixture,
-                "bench": _cmd_bench, "why": _cmd_why}
-    return handlers[a.cmd](a)
+                "bench": _cmd_bench, "why": _cmd_why, "health": _cmd_health}
+    from groupcoord.analytics.health_data import NoData, check_data_dir
+
+    data_dir = getattr(a, "data_dir", None) if a.cmd in ("run", "dump", "why", "health") \
+        else None
+    try:
+        if data_dir is not None:
+            check_data_dir(data_dir)
+        return handlers[a.cmd](a)
+    except NoData as e:
+        print(f"groupcoord analyze {a.cmd}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.analytics import fixture_records as fr
-from groupcoord.analytics import fixture_story
+from groupcoord.analytics import fixture_scenarios, fixture_story
 from groupcoord.analytics.logwriter import PartitionWriter
 
 T0 = 1_700_000_000_000
@@ -30,6 +30,9 @@ COMMIT_EVERY_MS = 5_000
 COMMIT_PHASE_MS = 500
 ANOMALIES = ("stop", "stall", "slow", "rewind", "rewind-unrecovered", "rebalance",
              "unbalanced", "churn", "txn", "story")
+# opt-in (fixture_scenarios): a rebalance storm, partitions no member owns, a streams group
+SCENARIO_ANOMALIES = (fixture_scenarios.STORM, fixture_scenarios.ORPHAN,
+                      fixture_scenarios.STREAMS)
 
 
 @dataclass
@@ -40,6 +43,7 @@ class FixtureSpec:
     coord_partitions: int = 4
     healthy_groups: int = 2
     anomalies: tuple[str, ...] = ANOMALIES
+    story_closes: bool = False  # the story's last members close 4 s before the end (the demo)
 
 
 @dataclass
@@ -105,6 +109,15 @@ def _groups(spec: FixtureSpec) -> list[_Group]:
                                 fixture_story.commit_fn(
                                     spec, T0, COMMIT_EVERY_MS // 1000 * spec.rate),
                                 {fixture_story.SLOW_PARTITION: "WARN"}, "WARN"),
+        fixture_scenarios.STORM: lambda: _Group(fixture_scenarios.STORM, fixture_scenarios.STORM,
+                                                p, _healthy, expect_group="WARN"),
+        fixture_scenarios.ORPHAN: lambda: _Group(
+            fixture_scenarios.ORPHAN, fixture_scenarios.ORPHAN,
+            fixture_scenarios.ORPHAN_PARTITIONS, fixture_scenarios.orphan_commit(spec, T0),
+            {i: "OK" if i in fixture_scenarios.ORPHAN_KEPT else "STOP"
+             for i in range(fixture_scenarios.ORPHAN_PARTITIONS)}, "ERR"),
+        fixture_scenarios.STREAMS: lambda: _Group(fixture_scenarios.STREAMS,
+                                                  fixture_scenarios.STREAMS, p, _healthy),
     }
     out += [makers[a]() for a in spec.anomalies]
     for g in out:
@@ -176,6 +189,7 @@ def generate(out: str | Path, spec: FixtureSpec | None = None) -> dict[str, Any]
     membership = fr.plan_membership(coord, groups_by_anomaly(groups), spec, T0, topic_id_for)
     if "story" in spec.anomalies:
         membership["expect_rebalances"] += fixture_story.plan_story(coord, spec, T0)
+    membership["expect_rebalances"] += fixture_scenarios.plan(coord, spec.anomalies, spec, T0)
     coord.flush(writers)
     writers.close()
     manifest = _manifest(spec, groups, commits, membership, data_batches, coord)

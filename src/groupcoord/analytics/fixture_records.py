@@ -143,11 +143,15 @@ def _split(members: list[str], partitions: int) -> dict[str, list[int]]:
     return {m: list(range(i * per, (i + 1) * per)) for i, m in enumerate(members)}
 
 
+# groups whose membership records fixture_story or fixture_scenarios write themselves
+OWN_MEMBERSHIP = ("rebalance", "story", "storm", "orphan", "streams-app")
+
+
 def plan_membership(log: CoordinatorLog, groups: dict[str, _Group], spec: FixtureSpec, t0: int,
                     topic_id_for: Callable[[str], bytes]) -> dict[str, Any]:
     """Write every group's membership records; returns the manifest's expectations."""
     for key, g in groups.items():
-        if key in ("rebalance", "story"):
+        if key in OWN_MEMBERSHIP:
             continue
         if key == "unbalanced":
             assign = {"unbalanced-a": [0, 1, 2, 3], "unbalanced-b": [4], "unbalanced-c": [5]}

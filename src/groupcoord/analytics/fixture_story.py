@@ -91,7 +91,11 @@ def commit_fn(spec: FixtureSpec, t0: int, produced_per_commit: int
     slow_from, dead = plan[2].end_ms, (killed_at(spec, t0), plan[5].end_ms)
     slow_step = produced_per_commit * 4 // 5
 
+    closed = t0 + spec.seconds * 1000 - 4_000 if spec.story_closes else None
+
     def commit(part: int, t: int, end: int, prev: int | None) -> int | None:
+        if closed is not None and t >= closed:
+            return None
         if part == SLOW_PARTITION and t >= slow_from and prev is not None:
             return prev + slow_step
         if part == KILLED_PARTITION and dead[0] < t <= dead[1]:
@@ -124,4 +128,25 @@ def plan_story(log: fr.CoordinatorLog, spec: FixtureSpec, t0: int) -> list[dict[
                        "left": sorted(member_id(m) for m in set(before) - set(s.assignment)),
                        "partitions_moved": _moved(before, s.assignment), "estimated": False})
         before = s.assignment
+    if spec.story_closes:
+        expect.append(_close(log, spec, t0, len(expect) + 1, before))
     return expect
+
+
+CLOSE_REASON = "the consumer is being closed"
+
+
+def _close(log: fr.CoordinatorLog, spec: FixtureSpec, t0: int, gen: int,
+           before: dict[str, list[int]]) -> dict[str, Any]:
+    """The demo's end: the producer goes on a few seconds while the last members close, so
+    the group is left empty with lag (after their last commit, before the end of the data)."""
+    at = t0 + spec.seconds * 1000 - 4_000
+    for name in sorted(before):
+        log.event(GROUP, at, "member_left", member_id(name), CLOSE_REASON, gen - 1)
+    log.event(GROUP, at, "rebalance_started", None, "removing members on LeaveGroup", gen - 1)
+    fr.classic_generation(log, GROUP, gen, at + 100, {})
+    log.event(GROUP, at + 100, "rebalance_completed", None, None, gen)
+    return {"group": GROUP, "protocol": "classic", "to_epoch": gen, "start_ms": at,
+            "end_ms": at + 100, "duration_ms": 100, "joined": [],
+            "left": sorted(member_id(m) for m in before), "partitions_moved": 0,
+            "estimated": False}

@@ -8,41 +8,32 @@ data URIs next to its interactive charts, so each page is one self-contained fil
 
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import plots, report, report_data, story
+from groupcoord.analytics import health, plots, report, report_data, story
 from groupcoord.analytics.pipeline import RunConfig
 
 MAX_GROUPS = 12  # groups charted on the index page (and in the PNGs)
 MAX_PAGES = 200  # groups that get a page of their own when there are more than MAX_GROUPS
-STATIC_PLOTS = (("lag_heatmap", "Lag heatmap (partition x time)"),
-                ("burrow_status", "Burrow status per partition over time"))
 
 
 def summary(spark: Any, cfg: RunConfig, span: tuple[int, int], commits: Any, ends: Any,
-            groups: Any, final: dict[tuple[str, str, int], dict[str, Any]], rewinds: Any,
-            small: dict[str, Any], timings: dict[str, float]) -> dict[str, Any]:
+            verdicts: list[health.GroupHealth], rewinds: Any, small: dict[str, Any],
+            timings: dict[str, float]) -> dict[str, Any]:
+    """``summary.json``: the groups' health as ``analyze health --json`` gives it."""
     lo, hi = span
-    group_final = {r["group_id"]: r.asDict(recursive=True)
-                   for r in groups.filter(groups.eval_ts_ms == hi).collect()}
-    worst = [group_final[g] for g in report_data.ordered_groups(group_final)]
-    by_group: dict[str, dict[str, str]] = {}
-    for (g, topic, p), st in sorted(final.items()):
-        by_group.setdefault(g, {})[f"{topic}-{p}"] = st["status"]
     return {
         "spark_version": spark.version, "master": spark.sparkContext.master,
         "data_dir": cfg.data_dir, "start_ms": lo, "end_ms": hi, "grid_ms": cfg.grid_ms,
         "rows": {"offset_commits": commits.count(), "end_offsets": ends.count(),
                  **small["counts"]},
         "unknown_record_types_skipped": small["skipped_unknown"],
-        "groups": {g: {"status": v["status"], "total_lag": v["total_lag"],
-                       "max_lag": v["max_lag"], "complete": v["complete"],
-                       "lag_trend": v["lag_trend"], "partitions": by_group.get(g, {})}
-                   for g, v in sorted(group_final.items())},
-        "worst_groups": [g["group_id"] for g in worst[:10]],
+        "groups": {h.group: {**h.as_json(), "total_lag": h.lag, "partitions": {
+            f"{p.topic}-{p.partition}": p.status for p in h.partitions},
+            "partition_detail": h.as_json()["partitions"]} for h in verdicts},
+        "worst_groups": [h.group for h in verdicts[:10]],
         "rewinds": [r.asDict() for r in rewinds.orderBy("group_id", "ts_ms").limit(100).collect()],
         "rebalances": small["rebalances"],
         "stuck_consumers": small["stuck"],
@@ -65,54 +56,49 @@ def _latest_balance(balance: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _meta(summ: dict[str, Any]) -> str:
-    rows = summ["rows"]
-    counts = ", ".join(f"{story.fmt_int(n)} {name.replace('_', ' ')}"
-                       for name, n in sorted(rows.items()) if n)
     return (f"{html.escape(story.fmt_ts(summ['start_ms']))} to "
             f"{html.escape(story.fmt_ts(summ['end_ms']))} UTC "
-            f"({html.escape(story.fmt_seconds(summ['end_ms'] - summ['start_ms']))}) from "
-            f"{html.escape(str(summ['data_dir']))}; Spark {html.escape(summ['spark_version'])} "
-            f"({html.escape(summ['master'])}). Rows: {html.escape(counts)}.")
-
-
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+            f"({html.escape(story.fmt_seconds(summ['end_ms'] - summ['start_ms']))}, to the "
+            f"last record of any kind) from {html.escape(str(summ['data_dir']))}")
 
 
 def plots_and_report(out: Path, rollup: Any, plag: Any, rate: Any, burrow: Any,
                      small: dict[str, Any], summ: dict[str, Any],
-                     final: dict[tuple[str, str, int], dict[str, Any]],
+                     verdicts: list[health.GroupHealth],
+                     series: dict[str, list[story.LagPoint]],
+                     pseries: dict[tuple[str, str, int], list[tuple[int, int, int]]],
                      rewinds: list[dict[str, Any]]) -> list[Path]:
     """The PNG plots under ``plots/`` and the report pages; returns the PNGs."""
     lo, hi = summ["start_ms"], summ["end_ms"]
-    got = report_data.collect(plag, small, summ, final, MAX_PAGES)
+    paged = [h.group for h in verdicts[:MAX_PAGES]]
+    burrow_rows = [r.asDict() for r in burrow.filter(burrow.group_id.isin(paged)).select(
+        "eval_ts_ms", "group_id", "topic", "partition", "status", "current_lag").collect()]
+    got = report_data.collect(plag, small, summ, verdicts, series, MAX_PAGES, burrow_rows,
+                              pseries)
     chosen = [v.group for v in got.views[:MAX_GROUPS]]
     pdir = out / "plots"
     pdir.mkdir(parents=True, exist_ok=True)
     heat = [r for r in got.heat_rows if r["group_id"] in set(chosen)]
     made = [
         plots.lag_heatmaps(pdir, heat, small["rebalances"], lo, hi,
-                           (hi - lo) // got.width_ms + 1),
+                           (hi - lo) // got.width_ms + 2),
         plots.lag_series(pdir, [r.asDict() for r in rollup.filter(
             rollup.group_id.isin(chosen)).collect()]),
         plots.commit_rate(pdir, [r.asDict() for r in rate.filter(
             rate.group_id.isin(chosen)).collect()]),
         plots.rebalance_timeline(pdir, small["rebalances"], lo, hi),
         plots.assignment_balance(pdir, summ["assignment_balance_latest"]),
-        plots.burrow_strip(pdir, [r.asDict() for r in burrow.filter(
-            burrow.group_id.isin(chosen)).select("eval_ts_ms", "group_id", "topic", "partition",
-                                                 "status").collect()]),
+        plots.burrow_strip(pdir, [r for r in burrow_rows if r["group_id"] in set(chosen)]),
     ]
-    pngs = [p for p in made if p is not None]
-    # the interactive charts cover lag, rebalances, assignment and commit rate; the
-    # heatmap and the Burrow strip have no interactive twin, so they are inlined
-    images = [(title, _data_uri(p)) for p in pngs
-              for stem, title in STATIC_PLOTS if p.stem == stem]
-    groups = [{**summ["groups"][g], "group": g, "partitions": len(summ["groups"][g]["partitions"])}
-              for g in report_data.ordered_groups(summ["groups"])]
+    # the report draws every chart itself (legends, one UTC axis); the PNGs stay under
+    # plots/ for whoever wants a file
+    groups = [{"group": h.group, "kind": h.kind, "status": h.status,
+               "partitions": len(h.partitions), "total_lag": h.lag,
+               "max_lag": h.worst[2] if h.worst else None,
+               "lag_trend": h.trend_records_per_s} for h in verdicts]
     tables = report.standard_tables(groups, report.rebalance_rows(small["rebalances"],
                                                                   small["timeouts"]),
                                     small["stuck"], rewinds)
     report.write(out, "Consumer group analytics", _meta(summ), got.views, got.charts, tables,
-                 images, MAX_GROUPS, MAX_PAGES)
-    return pngs
+                 [], MAX_GROUPS, MAX_PAGES)
+    return [p for p in made if p is not None]

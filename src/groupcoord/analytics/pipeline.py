@@ -39,7 +39,7 @@ class RunConfig:
     until_ms: int | None = None
     groups_regex: str | None = None
     grid_ms: int = 10_000
-    eval_every_ms: int = 60_000
+    eval_every_ms: int = 60_000  # 0: a twentieth of the range (``eval_every``)
     burrow: BurrowConfig = field(default_factory=BurrowConfig)
     split_bytes: str = "128m"
     plots: bool = True
@@ -191,6 +191,16 @@ def bounds(commits: Any, ends: Any, cfg: RunConfig,
     if cfg.until_ms is not None:
         hi = min(hi, cfg.until_ms)
     return lo, hi
+
+
+def eval_every(cfg: RunConfig, lo: int, hi: int) -> int:
+    """The Burrow evaluation period: as configured, or with 0 a twentieth of the analysed
+    range in whole grid steps, at most a minute (a 76 s demo run is then evaluated every
+    10 s, not once)."""
+    if cfg.eval_every_ms:
+        return cfg.eval_every_ms
+    steps = -(-(hi - lo) // (20 * cfg.grid_ms))
+    return max(cfg.grid_ms, min(60_000, steps * cfg.grid_ms))
 
 
 def eval_ticks(lo: int, hi: int, every_ms: int) -> list[int]:

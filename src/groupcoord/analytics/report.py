@@ -32,6 +32,7 @@ class GroupView:
 
     group: str
     status: str
+    kind: str
     health: str
     lag: str
     last_rebalance: str
@@ -47,13 +48,15 @@ class ChartData:
     commits: list[Row] = field(default_factory=list)  # {g, name, pts: [[ts, per minute]]}
     rebalances: list[Row] = field(default_factory=list)  # {g, s, e, label, text}
     owners: list[Row] = field(default_factory=list)  # {g, t, p, m, s, e}
+    status: list[Row] = field(default_factory=list)  # {g, t, p, st, s, e, why}
 
     def only(self, group: str) -> ChartData:
         def mine(rows: list[Row]) -> list[Row]:
             return [r for r in rows if r["g"] == group]
 
         return replace(self, lag=mine(self.lag), commits=mine(self.commits),
-                       rebalances=mine(self.rebalances), owners=mine(self.owners))
+                       rebalances=mine(self.rebalances), owners=mine(self.owners),
+                       status=mine(self.status))
 
     def groups(self) -> list[str]:
         return sorted({r["g"] for rows in (self.lag, self.commits, self.rebalances, self.owners)
@@ -62,7 +65,8 @@ class ChartData:
     def to_json(self) -> str:
         body = json.dumps({"lo": self.lo, "hi": self.hi, "lag": self.lag,
                            "commits": self.commits, "rebalances": self.rebalances,
-                           "owners": self.owners}, separators=(",", ":"))
+                           "owners": self.owners, "status": self.status},
+                          separators=(",", ":"))
         return body.replace("</", "<\\/")  # never closes the script element
 
 
@@ -127,12 +131,14 @@ def group_block(v: GroupView, link: str | None = None) -> str:
                     f"{html.escape(text)}</li>" for label, text in lines)
     return (f"<div class='group s-{html.escape(v.status)}' data-group='{name}'>"
             f"<h3>{title} <span class='badge s-{html.escape(v.status)}'>"
-            f"{html.escape(v.status)}</span></h3><ul>{items}</ul></div>")
+            f"{html.escape(v.status)}</span> <span class='meta kind'>{html.escape(v.kind)} "
+            f"group</span></h3><ul>{items}</ul></div>")
 
 
 CHARTS = (("chart-lag-records", "Lag over time (records per partition)"),
           ("chart-lag-seconds", "Lag over time (seconds behind, per partition)"),
           ("chart-rebalances", "Rebalance timeline"),
+          ("chart-status", "Partition status over time (Burrow, then the final verdict)"),
           ("chart-owners", "Assignment over time (colour = owning member)"),
           ("chart-commits", "Commit rate (per member)"))
 
@@ -183,13 +189,12 @@ def page_name(group: str) -> str:
 def standard_tables(groups: list[Row], rebalances: list[Row], stuck: list[Row],
                     rewinds: list[Row]) -> list[Table]:
     return [
-        Table("Group status at the end of the data (Burrow)", "tbl-groups", [
-            Column("group", "group"), Column("status", "status"),
+        Table("Group status at the end of the data", "tbl-groups", [
+            Column("group", "group"), Column("kind", "kind"), Column("status", "status"),
             Column("partitions", "partitions", N, True),
             Column("total_lag", "lag (records)", N, True),
             Column("max_lag", "worst partition lag", N, True),
-            Column("lag_trend", "Burrow lag trend (records/s)", _dec1, True),
-            Column("complete", "window complete", _pct, True)], groups),
+            Column("lag_trend", "lag trend (records/s)", _dec1, True)], groups),
         Table("Rebalances", "tbl-rebalances", [
             Column("group_id", "group"), Column("epoch", "generation / epoch"),
             Column("end_ts_ms", "completed (UTC)", TS, True),
@@ -199,8 +204,8 @@ def standard_tables(groups: list[Row], rebalances: list[Row], stuck: list[Row],
         Table("Stuck and slow consumers", "tbl-stuck", [
             Column("group_id", "group"), Column("topic", "topic"),
             Column("partition", "partition", N, True), Column("status", "status"),
-            Column("member_id", "member", story.short_member),
-            Column("client_host", "host"), Column("current_lag", "lag", N, True)], stuck),
+            Column("why", "why"), Column("member_id", "member", story.short_member),
+            Column("current_lag", "lag", N, True)], stuck),
         Table("Rewinds", "tbl-rewinds", [
             Column("group_id", "group"), Column("topic", "topic"),
             Column("partition", "partition", N, True), Column("ts_ms", "at (UTC)", TS, True),
@@ -231,7 +236,8 @@ def write(out: Path, title: str, meta: str, views: list[GroupView], data: ChartD
     index_data = replace(data, lag=[r for r in data.lag if r["g"] in shown],
                          commits=[r for r in data.commits if r["g"] in shown],
                          rebalances=[r for r in data.rebalances if r["g"] in shown],
-                         owners=[r for r in data.owners if r["g"] in shown])
+                         owners=[r for r in data.owners if r["g"] in shown],
+                         status=[r for r in data.status if r["g"] in shown])
     note = (f"<p class='meta'>{len(views):,} groups: the charts show the {len(shown)} worst; "
             "each group links to its own page.</p>") if many else ""
     (out / "report.html").write_text(page(title, meta, views, index_data, tables, images,

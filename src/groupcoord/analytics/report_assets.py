@@ -6,7 +6,8 @@ which is a few hundred lines; a charting library would be a few hundred kilobyte
 
 The script reads the page's ``<script type="application/json" id="report-data">``:
 ``lo``/``hi`` (ms), ``lag`` (per-partition series of [ts, records, seconds]), ``commits``
-(per-member series of [ts, commits per minute]), ``rebalances`` and ``owners`` (intervals).
+(per-member series of [ts, commits per minute]), ``rebalances``, ``owners`` and ``status``
+(intervals).
 
 - zoom: drag across any chart to zoom every chart to that time range, the mouse wheel zooms
   around the pointer, a double click (or the reset button) shows the whole range again;
@@ -44,6 +45,9 @@ table.sortable th.asc::after{content:" \\25B2"}table.sortable th.desc::after{con
 .tip{position:fixed;pointer-events:none;background:rgba(30,30,30,.92);color:#fff;
  font-size:12px;padding:4px 7px;border-radius:3px;display:none;z-index:5;max-width:480px}
 img{max-width:100%}
+.legend{font-size:11px;margin:.2em 0 .6em 70px;display:flex;flex-wrap:wrap;gap:.2em 1em}
+.legend .sw{display:inline-block;width:14px;height:4px;vertical-align:middle;margin-right:4px}
+.legend .bar{height:10px}
 """
 
 SCRIPT = r"""
@@ -54,6 +58,8 @@ const NS = 'http://www.w3.org/2000/svg';
 const PALETTE = ['#1f77b4','#ff7f0e','#2ca02c','#d62728','#9467bd','#8c564b','#e377c2',
                  '#7f7f7f','#bcbd22','#17becf'];
 const state = {x0: D.lo, x1: D.hi, group: '', part: ''};
+const STATUS_COLOUR = {OK: '#4caf50', WARN: '#ffb300', STOP: '#d32f2f', STALL: '#7b1fa2',
+                       REWIND: '#1976d2', NOTFOUND: '#9e9e9e'};
 const tip = document.createElement('div'); tip.className = 'tip'; document.body.appendChild(tip);
 const M = {r: 12, t: 8, b: 26};
 
@@ -115,6 +121,7 @@ function frame(box, height, L){
     el('line', {x1: x(t), x2: x(t), y1: M.t, y2: M.t + ph, stroke: '#eee'}, axis);
     el('text', {x: x(t), y: H - 8, 'text-anchor': 'middle'}, axis).textContent = fmtTime(t);
   }
+  el('text', {x: L + pw, y: H - 8, 'text-anchor': 'end', fill: '#888'}, axis).textContent = 'UTC';
   el('rect', {x: L, y: M.t, width: pw, height: ph, fill: 'none', stroke: '#bbb'}, svg);
   const plot = el('g', {'clip-path': `url(#${box.id}-clip)`}, svg);
   const brush = el('rect', {y: M.t, height: ph, fill: 'rgba(70,130,180,.2)', display: 'none'}, svg);
@@ -153,6 +160,19 @@ function zoomTo(a, b){
   drawAll();
 }
 
+// Legend under a chart: items [{colour, name, bar?}]; every chart has one.
+function legend(box, items, note){
+  const div = document.createElement('div'); div.className = 'legend';
+  for (const it of items){
+    const span = document.createElement('span'); span.className = 'legend-item';
+    span.dataset.name = it.name;
+    span.innerHTML = `<span class="sw${it.bar ? ' bar' : ''}" style="background:${it.colour}"></span>${esc(it.name)}`;
+    div.appendChild(span);
+  }
+  if (note){ const n = document.createElement('span'); n.className = 'meta'; n.textContent = note; div.appendChild(n); }
+  box.appendChild(div);
+}
+
 // Line chart: series [{g, t?, p?, m?, name, pts: [[ts, v...]]}], value column `col`.
 function lineChart(box, series, col, unit){
   const shown = series.filter(keep);
@@ -176,6 +196,7 @@ function lineChart(box, series, col, unit){
     el('path', attrs, f.plot);
   });
   box.dataset.series = shown.length;
+  legend(box, shown.map((s, i) => ({colour: PALETTE[i % PALETTE.length], name: s.name})));
   const dot = el('circle', {r: 4, fill: 'none', stroke: '#000', display: 'none'}, f.svg);
   f.svg.addEventListener('mousemove', ev => {
     const p = local(f.svg, ev); let best = null;
@@ -191,7 +212,7 @@ function lineChart(box, series, col, unit){
 }
 
 // Lane chart: lanes [{key, label}], bars [{lane, s, e, colour, text, g, t?, p?}].
-function laneChart(box, lanes, bars){
+function laneChart(box, lanes, bars, key, note){
   const shownBars = bars.filter(keep), used = new Set(shownBars.map(b => b.lane));
   const shownLanes = lanes.filter(l => used.has(l.key));
   // lane labels sit left of the plot: make room for the longest one
@@ -206,7 +227,7 @@ function laneChart(box, lanes, bars){
   for (const b of shownBars){
     const x0 = f.x(b.s), x1 = Math.max(f.x(b.e), x0 + 3);
     const attrs = {x: x0, y: row[b.lane] + 2, width: x1 - x0, height: lh - 5, fill: b.colour,
-                   class: 'series', 'data-group': b.g};
+                   class: 'series', 'data-group': b.g, 'data-name': b.name || ''};
     if (b.p !== undefined) attrs['data-partition'] = b.t + '-' + b.p;
     const r = el('rect', attrs, f.plot);
     r.addEventListener('mousemove', ev => showTip(ev, b.text));
@@ -216,6 +237,9 @@ function laneChart(box, lanes, bars){
                   'pointer-events': 'none'}, f.plot).textContent = b.name;
   }
   box.dataset.series = shownBars.length;
+  const seen = new Map();
+  for (const b of shownBars) if (!seen.has(b[key])) seen.set(b[key], b.colour);
+  legend(box, [...seen].map(([name, colour]) => ({name, colour, bar: true})), note);
 }
 
 const memberColour = {};
@@ -231,14 +255,27 @@ function drawAll(){
   if (q('chart-rebalances')){
     const lanes = [...new Set(D.rebalances.map(r => r.g))].map(g => ({key: g, label: g}));
     laneChart(q('chart-rebalances'), lanes, D.rebalances.map(r => ({lane: r.g, g: r.g, s: r.s,
-      e: r.e, colour: '#ff9800', text: `<b>${esc(r.g)}</b> ${esc(r.label)}<br>${esc(r.text)}`})));
+      e: r.e, colour: r.storm ? '#d32f2f' : '#ff9800', name: r.label,
+      kind: r.storm ? 'rebalance in a storm' : 'rebalance (start to end)',
+      text: `<b>${esc(r.g)}</b> ${esc(r.label)}<br>${esc(r.text)}`})), 'kind',
+      'one lane per group; hover a bar for its cause');
+  }
+  if (q('chart-status')){
+    const keys = [...new Set(D.status.map(o => o.g + '\u0000' + o.t + '-' + o.p))].sort();
+    const lanes = keys.map(k => ({key: k, label: k.replace('\u0000', ' ')}));
+    laneChart(q('chart-status'), lanes, D.status.map(o => ({lane: o.g + '\u0000' + o.t + '-' + o.p,
+      g: o.g, t: o.t, p: o.p, s: o.s, e: o.e, colour: STATUS_COLOUR[o.st] || '#9e9e9e',
+      name: o.st, text: `<b>${esc(o.t)}-${o.p}</b> ${esc(o.st)}${o.why ? ': ' + esc(o.why) : ''}` +
+        `<br>${fmtTime(o.s)} to ${fmtTime(o.e)} UTC`})), 'name',
+      'Burrow status at each evaluation (WARN also where the lag grew by more than a tenth of the appends); the last bar is the verdict at the end of the data');
   }
   if (q('chart-owners')){
     const keys = [...new Set(D.owners.map(o => o.g + '\u0000' + o.t + '-' + o.p))].sort();
     const lanes = keys.map(k => ({key: k, label: k.replace('\u0000', ' ')}));
     laneChart(q('chart-owners'), lanes, D.owners.map(o => ({lane: o.g + '\u0000' + o.t + '-' + o.p,
       g: o.g, t: o.t, p: o.p, s: o.s, e: o.e, colour: colourOf(o.m), name: o.m,
-      text: `<b>${esc(o.m)}</b> owns ${esc(o.t)}-${o.p}<br>${fmtTime(o.s)} to ${fmtTime(o.e)} UTC`})));
+      text: `<b>${esc(o.m)}</b> owns ${esc(o.t)}-${o.p}<br>${fmtTime(o.s)} to ${fmtTime(o.e)} UTC`})),
+      'name', 'colour = owning member; a gap = no owner');
   }
   const z = q('zoom-range');
   if (z) z.textContent = fmtTime(state.x0) + ' to ' + fmtTime(state.x1) + ' UTC';

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.analytics import story
+from groupcoord.analytics import health, story
 from groupcoord.analytics.report import ChartData, GroupView
 
 BUCKETS = 120
@@ -50,7 +50,7 @@ def _partition_buckets(plag: Any, lo: int, width: int) -> Any:
             .withColumn("bucket", ((F.col("ts_ms") - lo) / width).cast("int"))
             .groupBy("group_id", "topic", "partition", "bucket")
             .agg(F.max("lag_records").alias("lag"), F.max("lag_seconds").alias("lag_s"),
-                 F.max("ts_ms").alias("ts_ms")))
+                 F.max("end_offset").alias("end"), F.max("ts_ms").alias("ts_ms")))
 
 
 def _group_series(pb: Any) -> dict[str, list[story.LagPoint]]:
@@ -114,54 +114,108 @@ def _owner_bars(intervals: list[Row], chosen: set[str], lo: int, hi: int) -> lis
     return out
 
 
-def group_views(order: list[str], final: dict[PartitionKey, Row], owners: dict[PartitionKey, str],
-                series: dict[str, list[story.LagPoint]], rebalances: list[Row],
-                timeouts: dict[tuple[str, str], int], groups: dict[str, Row], span_ms: int
-                ) -> list[GroupView]:
-    by_group: dict[str, list[PartitionKey]] = defaultdict(list)
-    for key in sorted(final):
-        by_group[key[0]].append(key)
+def group_views(verdicts: list[health.GroupHealth], rebalances: list[Row],
+                timeouts: dict[tuple[str, str], int]) -> list[GroupView]:
+    """The cards: the health verdicts in words, and the last rebalance with its cause."""
     last: dict[str, Row] = {}
     for r in sorted(rebalances, key=lambda r: r.get("end_ts_ms") or r.get("start_ts_ms") or 0):
         last[r["group_id"]] = r
-    views = []
-    for g in order:
-        keys = by_group.get(g, [])
-        health = story.health_line(groups[g]["status"], [
-            story.PartitionHealth(t, p, final[(g, t, p)]["status"], owners.get((g, t, p)))
-            for _g, t, p in keys])
-        worst_key = max(keys, key=lambda k: final[k]["current_lag"] or 0, default=None)
-        worst = (worst_key[1], worst_key[2], int(final[worst_key]["current_lag"] or 0)) \
-            if worst_key else None
-        pts = series.get(g, [])
-        lag = story.lag_line(None if pts else groups[g]["total_lag"], worst, pts, span_ms)
-        reb = story.rebalance_line(last[g], timeouts) if g in last \
-            else "none in the analysed range"
-        views.append(GroupView(g, groups[g]["status"], health, lag, reb))
-    return views
+    return [GroupView(h.group, h.status, h.kind, health.health_sentence(h),
+                      health.lag_sentence(h),
+                      story.rebalance_line(last[h.group], timeouts) if h.group in last
+                      else "none in the analysed range") for h in verdicts]
+
+
+def lag_series(plag: Any, lo: int, hi: int, grid_ms: int
+               ) -> tuple[dict[str, list[story.LagPoint]],
+                          dict[PartitionKey, list[tuple[int, int, int]]]]:
+    """Each group's lag series and each partition's (ts, lag, end offset) samples, bucketed
+    to at most ``BUCKETS`` points over the range (what the health verdicts read)."""
+    pb = _partition_buckets(plag, lo, bucket_width(lo, hi, grid_ms)).cache()
+    try:
+        series = _group_series(pb)
+        parts: dict[PartitionKey, list[tuple[int, int, int]]] = defaultdict(list)
+        for r in pb.select("group_id", "topic", "partition", "ts_ms", "lag", "end").collect():
+            parts[(r["group_id"], r["topic"], r["partition"])].append(
+                (int(r["ts_ms"]), int(r["lag"] or 0), int(r["end"] or 0)))
+    finally:
+        pb.unpersist()
+    return series, {k: sorted(v) for k, v in parts.items()}
+
+
+def _step(r: Row, pts: list[tuple[int, int, int]], lo: int) -> tuple[int, str, str]:
+    ts, st = r["eval_ts_ms"], r["status"]
+    if st == "OK" and pts and r["current_lag"]:
+        behind = health.falling_behind(pts, int(r["current_lag"]), ts, ts - lo)
+        if behind:
+            return ts, "WARN", behind
+    return ts, st, story.STATUS_WHY.get(st, "")
+
+
+def status_bars(burrow_rows: list[Row], verdicts: list[health.GroupHealth], lo: int, hi: int,
+                pseries: dict[PartitionKey, list[tuple[int, int, int]]]) -> list[Row]:
+    """Each partition's status over time: Burrow's at each evaluation, WARN where Burrow
+    says OK but the lag grew faster than a tenth of the appends (``health.falling_behind``,
+    on the samples up to then), equal neighbours merged; the last one is the verdict at the
+    end of the data."""
+    final = {(h.group, p.topic, p.partition): p for h in verdicts for p in h.partitions}
+    by: dict[PartitionKey, list[Row]] = defaultdict(list)
+    for r in sorted(burrow_rows, key=lambda r: r["eval_ts_ms"]):
+        by[(r["group_id"], r["topic"], r["partition"])].append(r)
+    out: list[Row] = []
+    for key, rows in sorted(by.items()):
+        steps = [_step(r, [q for q in pseries.get(key, []) if q[0] <= r["eval_ts_ms"]], lo)
+                 for r in rows if r["eval_ts_ms"] < hi]
+        if key in final:
+            steps.append((hi, final[key].status, final[key].why))
+        bars: list[Row] = []
+        prev = None
+        for ts, st, why in steps:
+            if bars and bars[-1]["st"] == st and bars[-1]["why"] == why:
+                bars[-1]["e"] = ts
+            else:
+                bars.append({"g": key[0], "t": key[1], "p": key[2], "st": st, "why": why,
+                             "s": prev if prev is not None else ts, "e": ts})
+            prev = ts
+        out += bars
+    return out
 
 
 def collect(plag: Any, small: dict[str, Any], summ: dict[str, Any],
-            final: dict[PartitionKey, Row], max_pages: int) -> Collected:
+            verdicts: list[health.GroupHealth], series: dict[str, list[story.LagPoint]],
+            max_pages: int, burrow_rows: list[Row],
+            pseries: dict[PartitionKey, list[tuple[int, int, int]]]) -> Collected:
     lo, hi = summ["start_ms"], summ["end_ms"]
     width = bucket_width(lo, hi, summ["grid_ms"])
-    order = ordered_groups(summ["groups"])
+    order = [h.group for h in verdicts]
     chosen = order[:max_pages]
-    pb = _partition_buckets(plag, lo, width).cache()
-    try:
-        series = _group_series(pb)
-        rows = [r.asDict() for r in pb.filter(pb.group_id.isin(chosen)).collect()]
-    finally:
-        pb.unpersist()
+    from pyspark.sql import functions as F
+
+    rows = [r.asDict() for r in _partition_buckets(plag, lo, width)
+            .filter(F.col("group_id").isin(chosen)).collect()]
+    by_key = {(h.group, p.topic, p.partition): p.lag for h in verdicts for p in h.partitions}
+    # every partition's line ends at the evaluation the cards and tables give
+    last: dict[PartitionKey, Row] = {}
+    for r in rows:
+        k = (r["group_id"], r["topic"], r["partition"])
+        if k not in last or r["ts_ms"] > last[k]["ts_ms"]:
+            last[k] = r
+    for k, r in last.items():
+        if r["ts_ms"] < hi and k in by_key:
+            rows.append({**r, "ts_ms": hi, "bucket": r["bucket"] + 1, "lag": by_key[k],
+                         "lag_s": (r["lag_s"] or 0.0) + (hi - r["ts_ms"]) / 1000
+                         if by_key[k] else 0.0})
     timeouts: dict[tuple[str, str], int] = small["timeouts"]
-    owners = {(s["group_id"], s["topic"], s["partition"]): s["member_id"]
-              for s in small["stuck"] if s.get("member_id")}
-    views = group_views(order, final, owners, series, small["rebalances"], timeouts,
-                        summ["groups"], hi - lo)
+    rebalances = small["rebalances"] + small.get("streams_rebalances", [])
+    views = group_views(verdicts, rebalances, timeouts)
+    storms = {h.group for h in verdicts if any(f.startswith("rebalance storm") for f in h.findings)}
+    bars = [{**b, "storm": b["g"] in storms} for b in _rebalance_bars(rebalances, timeouts, hi)
+            if b["g"] in set(chosen)]
     charts = ChartData(lo, hi, _lag_series(rows), _commit_series(plag, chosen, lo, width),
-                       [b for b in _rebalance_bars(small["rebalances"], timeouts, hi)
-                        if b["g"] in set(chosen)],
-                       _owner_bars(small["ownership"], set(chosen), lo, hi))
+                       bars, _owner_bars(small["ownership"], set(chosen), lo, hi),
+                       status_bars(burrow_rows, [h for h in verdicts if h.group in chosen], lo,
+                                   hi, pseries))
     heat = [{"group_id": r["group_id"], "topic": r["topic"], "partition": r["partition"],
              "bucket": r["bucket"], "lag": r["lag"]} for r in rows]
     return Collected(views, charts, heat, width)
+

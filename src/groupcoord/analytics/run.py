@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from groupcoord.analytics import (
     gold,
+    health,
     incremental_gold,
     membership,
     outputs,
     rebalance,
+    report_data,
     share,
     story,
     streams_groups,
@@ -24,6 +27,7 @@ from groupcoord.analytics.pipeline import (
     RunConfig,
     Stages,
     bounds,
+    eval_every,
     eval_ticks,
     event_dicts,
     ingest,
@@ -101,7 +105,6 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     balance = rebalance.assignment_balance(t, sizes)
     owners = rebalance.latest_owners(t)
     _add_member_lag(balance, owners, final)
-    stuck = _stuck(final, owners)
     counts = {name: write_rows(getattr(t, name), out, "silver", name) for name in (
         "classic_generations", "cg_epochs", "cg_members", "cg_target_assignment",
         "cg_current_assignment", "sg_epochs", "sg_members", "sg_target_assignment",
@@ -113,17 +116,21 @@ def _small_tables(cfg: RunConfig, ing: dict[str, Any], mem: dict[str, Any],
     counts["group_events"] = write_rows(events and [
         {**e, "detail": json.dumps(e.get("detail"))} for e in events], out, "silver",
         "group_events")
-    counts["share_partition_state"], counts["share_lag"] = _share_tables(cfg, ing, mem["names"])
+    counts["share_partition_state"], share_lag = _share_tables(cfg, ing, mem["names"])
+    counts["share_lag"] = len(share_lag)
     counts["ownership"] = write_rows(mem["owners"], out, "silver", "ownership")
     counts["rebalances"] = write_rows(rebs, out, "gold", "rebalances")
     counts["assignment_balance"] = write_rows(balance, out, "gold", "assignment_balance")
-    counts["stuck_consumers"] = write_rows(stuck, out, "gold", "stuck_consumers")
-    return {"counts": counts, "rebalances": rebs, "balance": balance, "stuck": stuck,
+    return {"counts": counts, "rebalances": rebs, "share_lag": share_lag,
+            "streams_rebalances": streams_groups.streams_rebalances(t, events), "balance": balance,
             "skipped_unknown": t.skipped_unknown, "ownership": mem["owners"],
             "timeouts": story.session_timeouts(t.classic_generations)}
 
 
-def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]) -> tuple[int, int]:
+def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]
+                  ) -> tuple[int, list[dict[str, Any]]]:
+    """Writes silver/share_partition_state and gold/share_lag; returns the count of the
+    first and the rows of the second."""
     import re
 
     out = Path(cfg.out_dir)
@@ -137,8 +144,8 @@ def _share_tables(cfg: RunConfig, ing: dict[str, Any], names: dict[str, str]) ->
             "topic", "partition", "ts_ms", "end_offset").toPandas()
         ends = {(t, int(p)): g for (t, p), g in frame.groupby(["topic", "partition"])}
     lag = share.share_lag(state, ends)
-    return (write_rows(state, out, "silver", "share_partition_state"),
-            write_rows(lag, out, "gold", "share_lag"))
+    write_rows(lag, out, "gold", "share_lag")
+    return write_rows(state, out, "silver", "share_partition_state"), lag
 
 
 def _group_of(row: dict[str, Any]) -> str | None:
@@ -157,8 +164,11 @@ def _add_member_lag(balance: list[dict[str, Any]], owners: dict[tuple[str, str, 
                     final: dict[tuple[str, str, int], dict[str, Any]]) -> None:
     """Current lag per member for each group's newest generation/epoch."""
     newest: dict[str, dict[str, Any]] = {}
-    for b in balance:
-        if b["group_id"] not in newest or b["ts_ms"] >= newest[b["group_id"]]["ts_ms"]:
+    for b in balance:  # an emptied group's last members are the ones the lag was left with
+        if not b["members"] and b["group_id"] in newest:
+            continue
+        if b["group_id"] not in newest or b["ts_ms"] >= newest[b["group_id"]]["ts_ms"] \
+                or not newest[b["group_id"]]["members"]:
             newest[b["group_id"]] = b
     for b in balance:
         for m in b["per_member"]:
@@ -176,20 +186,6 @@ def _add_member_lag(balance: list[dict[str, Any]], owners: dict[tuple[str, str, 
             m["lag"] = lag_by_member.get(m["member_id"], 0)
 
 
-def _stuck(final: dict[tuple[str, str, int], dict[str, Any]],
-           owners: dict[tuple[str, str, int], Any]) -> list[dict[str, Any]]:
-    out = []
-    for (g, topic, p), st in sorted(final.items()):
-        if st["status"] in ("OK", "NOTFOUND"):
-            continue
-        owner = owners.get((g, topic, p), {})
-        out.append({"group_id": g, "topic": topic, "partition": p, "status": st["status"],
-                    "member_id": owner.get("member_id"), "client_id": owner.get("client_id"),
-                    "client_host": owner.get("client_host"), "eval_ts_ms": st["eval_ts_ms"],
-                    "current_lag": st["current_lag"]})
-    return out
-
-
 def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         started: float | None = None, ingest_fn: IngestFn = ingest) -> dict[str, Any]:
     """Run every stage; returns the summary that is also written to ``summary.json``.
@@ -203,9 +199,10 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
     ing = ingest_fn(spark, cfg, st)
     commits, ends = ing["commits"], ing["ends"]
     files = ing.get("commit_files")
-    lo, hi = bounds(commits, ends, cfg, files)
-    ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     mem = _decode_membership(cfg, ing)
+    lo, hi = _window(bounds(commits, ends, cfg, files), ing, mem, cfg)
+    cfg = replace(cfg, eval_every_ms=eval_every(cfg, lo, hi))
+    ticks = eval_ticks(lo, hi, cfg.eval_every_ms)
     index = task_gold.owner_index(mem["owners"]) \
         if files is not None or ing.get("incremental") else None
     rebs = _rebalances(mem)
@@ -238,7 +235,7 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         st.done("gold partition_lag")
         burrow = gold.burrow_status(commits, ends, out, ticks, cfg.burrow)
         st.done("gold burrow_status", f"{len(ticks)} evaluation times")
-    groups = gold.group_burrow_status(burrow, out)
+    gold.group_burrow_status(burrow, out)
     st.done("gold group_burrow_status")
     final = {(r["group_id"], r["topic"], r["partition"]): r.asDict()
              for r in burrow.filter(burrow.eval_ts_ms == hi).collect()}
@@ -251,16 +248,63 @@ def run(spark: Any, cfg: RunConfig, progress: Progress = print,
         rate = gold.commit_rate(plag, out)
         rew = gold.rewinds(plag, out)
         st.done("gold lag_rollup, commit_rate, rewinds")
-    summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, groups, final, rew, small,
+    series, pseries = report_data.lag_series(plag, lo, hi, cfg.grid_ms)
+    kinds, members = health.kinds_and_members(mem["tables"])
+    backlog: dict[str, list[health.Row]] = {}
+    for r in small["share_lag"]:
+        backlog.setdefault(r["group_id"], []).append(r)
+    verdicts = health.evaluate(health.HealthInputs(
+        lo, hi, final, series, mem["owners"], rebs + small["streams_rebalances"], kinds,
+        members, backlog, pseries, cfg.burrow.allowed_lag, _appended_at(spark, ends, final)))
+    small["stuck"] = health.stuck_rows(verdicts, hi)
+    small["counts"]["stuck_consumers"] = write_rows(small["stuck"], out, "gold",
+                                                    "stuck_consumers")
+    st.done("health verdicts", f"{len(verdicts)} groups")
+    summary = outputs.summary(spark, cfg, (lo, hi), commits, ends, verdicts, rew, small,
                               st.timings)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     if cfg.plots:
-        outputs.plots_and_report(out, rollup, plag, rate, burrow, small, summary, final,
-                                 summary["rewinds"])
+        outputs.plots_and_report(out, rollup, plag, rate, burrow, small, summary, verdicts,
+                                 series, pseries, summary["rewinds"])
         st.done("plots and report.html")
     summary["timings_s"] = st.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     return summary
+
+
+def _appended_at(spark: Any, ends: Any, final: dict[tuple[str, str, int], dict[str, Any]]
+                 ) -> dict[tuple[str, str, int], int]:
+    """Append time of the first batch past each partition's last commit (seconds behind at
+    the end of the data), one small join in Spark."""
+    from pyspark.sql import functions as F
+
+    rows = [(g, t, p, r["window_end_offset"]) for (g, t, p), r in final.items()
+            if r.get("window_end_offset") is not None]
+    if not rows:
+        return {}
+    last = spark.createDataFrame(rows, "group_id string, topic string, partition int, "
+                                       "committed bigint")
+    found = (F.broadcast(last).join(ends.select("topic", "partition", "ts_ms", "end_offset"),
+                                    ["topic", "partition"])
+             .filter(F.col("end_offset") > F.col("committed"))
+             .groupBy("group_id", "topic", "partition").agg(F.min("ts_ms").alias("at")))
+    return {(r["group_id"], r["topic"], r["partition"]): int(r["at"]) for r in found.collect()}
+
+
+def _window(span: tuple[int, int], ing: dict[str, Any], mem: dict[str, Any], cfg: RunConfig
+            ) -> tuple[int, int]:
+    """The analysed range runs to the last record of any kind: a data append or a commit
+    (``span``), a membership record, a group event or share state (``health_data.window``)."""
+    from groupcoord.analytics.health_data import NoData, window
+
+    times = [r.get("record_ts_ms") for key in ("group_rows", "share_rows")
+             for r in ing.get(key, [])]
+    times += [e.get("ts_ms") for e in mem["events"]]
+    has_span = span != (0, 0)
+    try:
+        return window(span if has_span else (None, None), times, cfg.since_ms, cfg.until_ms)
+    except NoData:
+        return span
 
 
 OWNERS_SCHEMA = ("group_id string, topic string, partition int, member_id string, "

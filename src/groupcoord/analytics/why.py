@@ -45,7 +45,7 @@ class GroupHistory:
     timeouts: dict[tuple[str, str], int]
 
 
-def _raw_rows(data_dir: str, topic: str, partition: int | None) -> Iterator[Row]:
+def raw_rows(data_dir: str, topic: str, partition: int | None) -> Iterator[Row]:
     for s in plan(data_dir, "coord_records", topic=topic):
         if partition is not None and s.partition != partition:
             continue
@@ -65,7 +65,7 @@ def _group_filter(group: str) -> str:
 def _membership(data_dir: str, partition: int | None) -> membership.MembershipTables:
     from groupcoord.analytics.run import topic_names
 
-    rows = [r for r in _raw_rows(data_dir, OFFSETS_TOPIC, partition)
+    rows = [r for r in raw_rows(data_dir, OFFSETS_TOPIC, partition)
             if r["key"] is not None and r["key"][:2] not in COMMIT_TYPES]
     t = membership.build(rows, topic_names(data_dir))
     membership.normalise_epoch_rows(t)
@@ -93,7 +93,7 @@ def group_membership(data_dir: str, group: str) -> membership.MembershipTables:
 def from_data_dir(data_dir: str, group: str) -> GroupHistory:
     """Decode the group's membership records and events straight from the log dir."""
     t = group_membership(data_dir, group)
-    events = event_dicts(list(_raw_rows(data_dir, GROUP_EVENTS_TOPIC, None)), _group_filter(group))
+    events = event_dicts(list(raw_rows(data_dir, GROUP_EVENTS_TOPIC, None)), _group_filter(group))
     rebs = rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
     return GroupHistory(group, _sorted([r for r in rebs if r["group_id"] == group]),
                         story.session_timeouts(g for g in t.classic_generations
