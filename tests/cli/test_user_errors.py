@@ -144,6 +144,8 @@ def test_a_mistyped_command_gets_the_closest_match() -> None:
      "groupcoord acls: unknown option '--lst'; did you mean '--list'?"),
     (["users", "remve", "--data-dir", "d"],
      "groupcoord users: unknown command 'remve'; did you mean 'remove'?"),
+    (["analyze", "helth", "--data-dir", "d"],
+     "groupcoord analyze: unknown command 'helth'; did you mean 'health'?"),
 ])
 def test_a_mistyped_subcommand_gets_the_closest_match(
         args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,6 +154,16 @@ def test_a_mistyped_subcommand_gets_the_closest_match(
     assert main(args) == 2
     out, err = capsys.readouterr()
     assert (out, err) == ("", message + "\n")
+
+
+def test_analyze_knows_every_subcommand_of_its_parser() -> None:
+    import argparse
+
+    from groupcoord.analytics import cli as analytics_cli
+
+    sub = next(a for a in analytics_cli._parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == set(analytics_cli.COMMANDS)
 
 
 def test_version_comes_from_the_package_metadata() -> None:

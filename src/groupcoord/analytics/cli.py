@@ -37,6 +37,10 @@ def _duration_ms(text: str) -> int:
     return int(text)
 
 
+# The subcommands, for the CLI's "did you mean" answer to a mistyped one.
+COMMANDS = ("run", "dump", "gen-fixture", "why", "health", "bench")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="groupcoord analyze",
                                 description="Consumer-group analytics over Kafka log dirs")

@@ -1,16 +1,19 @@
-"""`groupcoord analyze`: the Spark analytics pipeline (optional extra `[spark]`)."""
+"""`groupcoord analyze`: the Spark analytics pipeline (optional extra `[spark]`).
+
+Without the extra, importing the pipeline fails with ModuleNotFoundError, which `cli.main`
+answers in one line naming the extra to install.
+"""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
+
+from groupcoord.cli import action_options
 
 
 def main(argv: Sequence[str]) -> int:
-    try:
-        from groupcoord.analytics.cli import main as analytics_main
-    except ImportError as exc:
-        sys.stderr.write(f"groupcoord analyze needs the [spark] extra ({exc}); "
-                         "install with: pip install 'groupcoord[spark]'\n")
-        return 2
+    from groupcoord.analytics.cli import COMMANDS
+    from groupcoord.analytics.cli import main as analytics_main
+
+    action_options.check_subcommand(list(argv), COMMANDS, [], "groupcoord analyze")
     return int(analytics_main(list(argv)) or 0)
