@@ -89,6 +89,8 @@ class TimestampReader:
 
     def timestamp(self, tp: TopicPartition, plog: PartitionLog, offset: int) -> int | None:
         self._used.add(tp)
+        # Where the read starts: a log start moved past the offset changes the answer.
+        offset = max(offset, plog.log_start_offset)
         cached = self._cache.get(tp)
         if cached is not None and cached[0] == offset:
             return cached[1]
@@ -103,8 +105,9 @@ class TimestampReader:
 
 def first_timestamp(plog: PartitionLog, offset: int) -> int | None:
     """The timestamp of the first data record with an offset >= `offset`, None if there is
-    none yet (or the log cannot be read there)."""
-    position = max(offset, plog.log_start_offset)
+    none yet (or the log cannot be read there). Below the log start (records lost to
+    retention) it is the first record kept, where a consumer resumes."""
+    wanted = position = max(offset, plog.log_start_offset)
     for _ in range(MAX_READS):
         if position >= plog.log_end_offset:
             return None
@@ -117,7 +120,7 @@ def first_timestamp(plog: PartitionLog, offset: int) -> int | None:
         for header, batch in iter_batches(data):
             last = header.base_offset + header.last_offset_delta
             position = last + 1
-            if last < offset or header.is_control or header.records_count == 0:
+            if last < wanted or header.is_control or header.records_count == 0:
                 continue
             if header.timestamp_type == LOG_APPEND_TIME:
                 return header.max_timestamp
@@ -126,7 +129,7 @@ def first_timestamp(plog: PartitionLog, offset: int) -> int | None:
             except CorruptRecordError:
                 return None
             for rec in records:
-                if header.base_offset + rec.offset_delta >= offset:
+                if header.base_offset + rec.offset_delta >= wanted:
                     return header.base_timestamp + rec.timestamp_delta
     return None
 
