@@ -29,7 +29,16 @@ CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
 # run by interop tests against groupcoord.
 KAFKA_TOOLS := .cache/kafka-tools-$(KAFKA_VERSION)
 
-.PHONY: test test-fast interop demo venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools
+# klag-exporter (crates.io), the lag exporter whose figures the metrics endpoint must match
+# (tests/interop/test_metrics_klag.py): built once into the cache, stamped by version.
+# Building it needs cargo and librdkafka's build dependencies (Debian packages, installed as
+# root only when one is missing).
+KLAG_VERSION := 0.1.29
+KLAG := .cache/klag-exporter-$(KLAG_VERSION)
+CARGO ?= $(shell command -v cargo 2>/dev/null || echo $$HOME/.cargo/bin/cargo)
+KLAG_BUILD_DEPS := cmake g++ pkg-config libssl-dev libsasl2-dev libcurl4-openssl-dev zlib1g-dev
+
+.PHONY: test test-fast interop demo venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus klag-exporter
 
 venv: $(VENV)/.installed
 
@@ -122,8 +131,25 @@ browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
+# A real Prometheus server for the metrics tests (tests/helpers/prometheus_server.py), from
+# Debian, installed only when missing (as `browser`).
+prometheus:
+	@command -v prometheus >/dev/null \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus; }
+
+klag-exporter: $(KLAG)/.stamp
+
+$(KLAG)/.stamp:
+	@test -x "$(CARGO)" || { echo "cargo is required to build klag-exporter (https://rustup.rs)"; exit 1; }
+	@dpkg -s $(KLAG_BUILD_DEPS) >/dev/null 2>&1 \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(KLAG_BUILD_DEPS); }
+	rm -rf $(KLAG) && mkdir -p $(KLAG)
+	$(CARGO) install klag-exporter --version $(KLAG_VERSION) --locked --root $(abspath $(KLAG))
+	test -x $(KLAG)/bin/klag-exporter
+	echo '$(KLAG_VERSION)' > $@
+
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars client-jars streams-jars browser reference kafka-tools
+test: venv java-check jars client-jars streams-jars browser reference kafka-tools prometheus klag-exporter
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -134,7 +160,7 @@ test-fast: venv
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
-interop: venv java-check jars client-jars streams-jars kafka-tools
+interop: venv java-check jars client-jars streams-jars kafka-tools prometheus klag-exporter
 	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv

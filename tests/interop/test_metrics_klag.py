@@ -1,0 +1,171 @@
+"""klag-exporter (built by `make klag-exporter`) and groupcoord's `/metrics` watch the same
+broker under the same workload and agree: the same klag families with the same label sets,
+the same offsets, lags, losses, margins, ratios and states, and lag in seconds within one
+scrape interval. klag reads the record at each committed offset (its `message` mode), as
+groupcoord does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from helpers.broker import REPO_ROOT, BrokerFactory, BrokerProcess, free_port
+from helpers.polling import poll_until
+from helpers.prometheus_text import Labels, scrape
+
+pytestmark = pytest.mark.interop
+
+KLAG_VERSION = "0.1.29"
+KLAG = REPO_ROOT / ".cache" / f"klag-exporter-{KLAG_VERSION}" / "bin" / "klag-exporter"
+CLUSTER = "local"
+POLL_S = 1
+GROUPS = ("classic-g", "kip848-g", "simple-g")
+# Families compared value for value; lag_seconds is compared within a scrape interval.
+EXACT = ("kafka_consumergroup_group_offset", "kafka_consumergroup_group_lag",
+         "kafka_consumergroup_group_messages_lost", "kafka_consumergroup_group_retention_margin",
+         "kafka_consumergroup_group_lag_retention_ratio", "kafka_consumergroup_group_max_lag",
+         "kafka_consumergroup_group_sum_lag", "kafka_consumergroup_group_topic_sum_lag",
+         "kafka_consumergroup_group_state", "kafka_partition_latest_offset",
+         "kafka_partition_earliest_offset")
+TIMED = ("kafka_consumergroup_group_lag_seconds", "kafka_consumergroup_group_max_lag_seconds")
+Samples = dict[str, dict[Labels, float]]
+
+
+def _klag_binary() -> Path:
+    if not KLAG.exists():
+        reason = f"{KLAG} is missing (make klag-exporter builds it)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return KLAG
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[BrokerProcess, str]]:
+    factory = BrokerFactory(tmp_path / "broker")
+    metrics_port = free_port()
+    broker = factory.create(["--metrics-listen", f"127.0.0.1:{metrics_port}",
+                             "--metrics-cluster-name", CLUSTER])
+    try:
+        yield broker, f"http://127.0.0.1:{metrics_port}/metrics"
+    finally:
+        factory.close()
+
+
+@pytest.fixture
+def klag(served: tuple[BrokerProcess, str], tmp_path: Path) -> Iterator[str]:
+    binary = _klag_binary()
+    broker, _ = served
+    port = free_port()
+    config = tmp_path / "klag.toml"
+    config.write_text(f"""
+[exporter]
+poll_interval = "{POLL_S}s"
+http_host = "127.0.0.1"
+http_port = {port}
+granularity = "partition"
+
+[exporter.timestamp_sampling]
+enabled = true
+mode = "message"
+cache_ttl = "1s"
+fetch_timeout = "2s"
+
+[[clusters]]
+name = "{CLUSTER}"
+bootstrap_servers = "{broker.bootstrap}"
+""")
+    with (tmp_path / "klag.log").open("wb") as log:
+        proc = subprocess.Popen([str(binary), "--config", str(config)], stdout=log,
+                                stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        yield f"http://127.0.0.1:{port}/metrics"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _ours(samples: Samples) -> Samples:
+    """Only the groups of this test (klag's and ours list the same ones)."""
+    return {name: {k: v for k, v in series.items()
+                   if dict(k).get("group", GROUPS[0]) in GROUPS}
+            for name, series in samples.items()}
+
+
+def _workload(bootstrap: str) -> tuple[Consumer, Consumer]:
+    now_ms = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition in range(2):
+        for i in range(30):
+            producer.produce("orders", value=b"o", partition=partition,
+                             timestamp=now_ms - 600_000 + i * 1000)
+    for i in range(20):
+        producer.produce("audit", value=b"a", partition=0, timestamp=now_ms - 300_000 + i)
+    assert producer.flush(30) == 0
+
+    def member(group: str, protocol: str) -> Consumer:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                      "group.protocol": protocol, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest"})
+        c.subscribe(["orders"])
+        assert poll_until(lambda: c.poll(0.1) is not None and len(c.assignment()) == 2, 60)
+        return c
+
+    classic, kip848 = member("classic-g", "classic"), member("kip848-g", "consumer")
+    classic.commit(offsets=[TopicPartition("orders", 0, 10), TopicPartition("orders", 1, 30)],
+                   asynchronous=False)
+    kip848.commit(offsets=[TopicPartition("orders", 0, 25), TopicPartition("orders", 1, 3)],
+                  asynchronous=False)
+    simple = Consumer({"bootstrap.servers": bootstrap, "group.id": "simple-g"})
+    simple.commit(offsets=[TopicPartition("audit", 0, 5)], asynchronous=False)
+    simple.close()
+    # Retention took the first 8 records of `audit`: simple-g lost 3.
+    for future in AdminClient({"bootstrap.servers": bootstrap}).delete_records(
+            [TopicPartition("audit", 0, 8)]).values():
+        future.result(30)
+    return classic, kip848
+
+
+def test_klag_exporter_and_groupcoord_agree(served: tuple[BrokerProcess, str],
+                                            klag: str) -> None:
+    broker, metrics_url = served
+    classic, kip848 = _workload(broker.bootstrap)
+    try:
+        klag_seen: list[Samples] = []
+
+        def klag_has_every_group() -> bool:
+            classic.poll(0.05)  # members stay in their groups only by polling
+            kip848.poll(0.05)
+            try:
+                klag_seen.append(_ours(scrape(klag)))
+            except OSError:
+                return False
+            lags = klag_seen[-1].get("kafka_consumergroup_group_lag", {})
+            return {dict(k)["group"] for k in lags} == set(GROUPS) and \
+                klag_seen[-1].get("kafka_consumergroup_group_state", {}).get(
+                    frozenset({("cluster_name", CLUSTER), ("group", "classic-g")})) == 3
+        # klag polls every POLL_S; its first cycles may precede the commits.
+        assert poll_until(klag_has_every_group, 60), klag_seen[-1:] or "no answer"
+        time.sleep(2 * POLL_S)  # one more klag cycle after the state above settled
+        theirs = _ours(scrape(klag))
+        ours = _ours(scrape(metrics_url))
+        for name in EXACT:
+            assert theirs.get(name), name
+            assert ours.get(name) == theirs[name], name
+        for name in TIMED:
+            assert set(ours[name]) == set(theirs[name]), name
+            for labels, seconds in theirs[name].items():
+                assert abs(ours[name][labels] - seconds) <= POLL_S + 1.0, (name, labels)
+    finally:
+        classic.close()
+        kip848.close()
