@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from helpers.broker import REPO_ROOT, BrokerFactory, BrokerProcess, free_port
+from helpers.confluent_io import create_topic
 from helpers.polling import poll_until
 from helpers.prometheus_text import Labels, scrape
 
@@ -77,6 +78,12 @@ mode = "message"
 cache_ttl = "1s"
 fetch_timeout = "2s"
 
+[exporter.performance]
+# Topics and groups appear during the test: klag looks again every cycle.
+metadata_cache_ttl = "0s"
+consumer_groups_cache_ttl = "0s"
+compacted_topics_cache_ttl = "0s"
+
 [[clusters]]
 name = "{CLUSTER}"
 bootstrap_servers = "{broker.bootstrap}"
@@ -104,6 +111,8 @@ def _ours(samples: Samples) -> Samples:
 
 def _workload(bootstrap: str) -> tuple[Consumer, Consumer]:
     now_ms = int(time.time() * 1000)
+    create_topic(bootstrap, "orders", 2)
+    create_topic(bootstrap, "audit", 1)
     producer = Producer({"bootstrap.servers": bootstrap})
     for partition in range(2):
         for i in range(30):
@@ -118,7 +127,7 @@ def _workload(bootstrap: str) -> tuple[Consumer, Consumer]:
                       "group.protocol": protocol, "enable.auto.commit": False,
                       "auto.offset.reset": "earliest"})
         c.subscribe(["orders"])
-        assert poll_until(lambda: c.poll(0.1) is not None and len(c.assignment()) == 2, 60)
+        assert poll_until(lambda: (c.poll(0.1), len(c.assignment()))[1] == 2, 60)
         return c
 
     classic, kip848 = member("classic-g", "classic"), member("kip848-g", "consumer")
@@ -130,8 +139,8 @@ def _workload(bootstrap: str) -> tuple[Consumer, Consumer]:
     simple.commit(offsets=[TopicPartition("audit", 0, 5)], asynchronous=False)
     simple.close()
     # Retention took the first 8 records of `audit`: simple-g lost 3.
-    for future in AdminClient({"bootstrap.servers": bootstrap}).delete_records(
-            [TopicPartition("audit", 0, 8)]).values():
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until its answer
+    for future in admin.delete_records([TopicPartition("audit", 0, 8)]).values():
         future.result(30)
     return classic, kip848
 
@@ -147,7 +156,7 @@ def test_klag_exporter_and_groupcoord_agree(served: tuple[BrokerProcess, str],
             classic.poll(0.05)  # members stay in their groups only by polling
             kip848.poll(0.05)
             try:
-                klag_seen.append(_ours(scrape(klag)))
+                klag_seen.append(_ours(scrape(klag, content_type=None)))
             except OSError:
                 return False
             lags = klag_seen[-1].get("kafka_consumergroup_group_lag", {})
@@ -157,7 +166,7 @@ def test_klag_exporter_and_groupcoord_agree(served: tuple[BrokerProcess, str],
         # klag polls every POLL_S; its first cycles may precede the commits.
         assert poll_until(klag_has_every_group, 60), klag_seen[-1:] or "no answer"
         time.sleep(2 * POLL_S)  # one more klag cycle after the state above settled
-        theirs = _ours(scrape(klag))
+        theirs = _ours(scrape(klag, content_type=None))
         ours = _ours(scrape(metrics_url))
         for name in EXACT:
             assert theirs.get(name), name

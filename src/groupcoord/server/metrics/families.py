@@ -42,8 +42,8 @@ KLAG_STATES = {"PreparingRebalance": 1, "CompletingRebalance": 2, "Stable": 3, "
                "Empty": 5, "Assigning": 6, "Reconciling": 7}
 # Timestamp reads per scrape, at most (`lag.TimestampReader`).
 TIMESTAMP_READS_PER_SCRAPE = 2000
-# Partitions handled between two yields to the event loop.
-PARTITIONS_PER_SLICE = 500
+# Work done between two yields to the event loop: requests wait at most about this long.
+SLICE_S = 0.005
 
 
 class BrokerMetrics:
@@ -69,10 +69,12 @@ class BrokerMetrics:
         families += self._own(exported, total, now_ms)
         self.scrapes += 1
         took = Family("groupcoord_metrics_scrape_duration_seconds", "gauge",
-                      "Time the previous part of this scrape took on the broker")
+                      "Time this scrape took to collect its figures (before the text is "
+                      "written)")
         took.add(time.perf_counter() - started)
         families.append(took)
-        return render(families)
+        # Plain data from here on: the text is built on a worker thread, off the loop.
+        return await asyncio.to_thread(render, families)
 
     # -- Kafka (KIP-1301 and the coordinator runtime) ------------------------------------
 
@@ -144,7 +146,7 @@ class BrokerMetrics:
         reader = self.reader
         reader.begin_scrape()
         logs = self.broker.logs
-        done = 0
+        slice_start = time.perf_counter()
         for group in groups:
             if group.protocol == "share":
                 continue
@@ -152,9 +154,9 @@ class BrokerMetrics:
             for tp, committed in sorted(group.offsets.items()):
                 lags.append(partition_lag(group.group_id, tp, committed, group.owners.get(tp),
                                           logs.get(*tp), reader, now_ms))
-                done += 1
-                if done % PARTITIONS_PER_SLICE == 0:
+                if time.perf_counter() - slice_start > SLICE_S:
                     await asyncio.sleep(0)  # let requests in between
+                    slice_start = time.perf_counter()
             fam.group(cluster, group, lags)
         reader.end_scrape()
         for topic in self.broker.topics.all():

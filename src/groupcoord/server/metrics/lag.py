@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
+    BatchHeader,
     CorruptRecordError,
-    decode_records,
     iter_batches,
+    record_deltas_at,
+    records_payload,
 )
 from groupcoord.server.metrics.groups import Member, TopicPartition
 from groupcoord.storage import PartitionLog
@@ -63,17 +65,18 @@ class PartitionLag:
     @property
     def lag_retention_ratio(self) -> float:
         window = self.latest - self.earliest
-        return (self.latest - self.committed) * 100.0 / window if window > 0 else 0.0
+        # klag's arithmetic, operation for operation, so the floats are the same.
+        return (self.latest - self.committed) / window * 100.0 if window > 0 else 0.0
 
 
 class TimestampReader:
-    """Timestamps of the first record at or past an offset, cached per partition while the
-    offset asked for stays the same."""
+    """Timestamps of the first record at or past an offset of a partition, kept while some
+    exported group sits at that offset (groups at the same position share one read)."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._cache: dict[TopicPartition, tuple[int, int | None]] = {}
-        self._used: set[TopicPartition] = set()
+        self._cache: dict[tuple[str, int, int], int] = {}
+        self._used: set[tuple[str, int, int]] = set()
         self._reads = 0
         # Reads done since the broker started (`groupcoord_metrics_timestamp_reads_total`).
         self.reads_total = 0
@@ -83,23 +86,24 @@ class TimestampReader:
         self._reads = 0
 
     def end_scrape(self) -> None:
-        """Forget partitions no exported group asked about in this scrape."""
+        """Forget positions no exported group was at in this scrape."""
         for key in [k for k in self._cache if k not in self._used]:
             del self._cache[key]
 
     def timestamp(self, tp: TopicPartition, plog: PartitionLog, offset: int) -> int | None:
-        self._used.add(tp)
         # Where the read starts: a log start moved past the offset changes the answer.
-        offset = max(offset, plog.log_start_offset)
-        cached = self._cache.get(tp)
-        if cached is not None and cached[0] == offset:
-            return cached[1]
+        key = (tp[0], tp[1], max(offset, plog.log_start_offset))
+        self._used.add(key)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
         if self._reads >= self.budget:
             return None
         self._reads += 1
         self.reads_total += 1
-        found = first_timestamp(plog, offset)
-        self._cache[tp] = (offset, found)
+        found = first_timestamp(plog, key[2])
+        if found is not None:  # none yet: asked again once a record is there
+            self._cache[key] = found
         return found
 
 
@@ -124,13 +128,24 @@ def first_timestamp(plog: PartitionLog, offset: int) -> int | None:
                 continue
             if header.timestamp_type == LOG_APPEND_TIME:
                 return header.max_timestamp
-            try:
-                records = decode_records(batch)
-            except CorruptRecordError:
-                return None
-            for rec in records:
-                if header.base_offset + rec.offset_delta >= wanted:
-                    return header.base_timestamp + rec.timestamp_delta
+            found = _record_timestamp(header, batch, wanted)
+            if found is not None:
+                return found
+    return None
+
+
+def _record_timestamp(header: BatchHeader, batch: memoryview, wanted: int) -> int | None:
+    """The timestamp of the batch's first record at or past `wanted`: the records before
+    it are skipped by their lengths, nothing of them decoded."""
+    try:
+        data = records_payload(batch, header)
+        pos, base = 0, header.base_offset
+        for _ in range(header.records_count):
+            offset_delta, timestamp_delta, pos = record_deltas_at(data, pos)
+            if base + offset_delta >= wanted:
+                return header.base_timestamp + timestamp_delta
+    except CorruptRecordError:
+        return None
     return None
 
 
