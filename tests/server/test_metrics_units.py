@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from helpers.prometheus_text import parse
 
+from groupcoord.cli import serve
 from groupcoord.coordinator.result import GroupEvent
 from groupcoord.logformat.batch import LOG_APPEND_TIME, build_batch, build_end_txn_marker
 from groupcoord.server.broker import Broker
@@ -144,3 +146,19 @@ def test_http_answers_while_loading_and_for_bad_requests() -> None:
                       b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK"]
     assert answers[0].endswith(b"\r\n\r\nok\n") and answers[6].endswith(b"\r\n\r\n")
     assert answers[7].endswith(b"ready\n")
+
+
+def test_serve_names_a_bad_metrics_option_in_one_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for args, message in (
+            (["--metrics-listen", "nohost"],
+             ("groupcoord serve: --metrics-listen: listener must be [NAME://]host:port, got "
+              "'nohost'\n")),
+            (["--metrics-max-groups", "-1"],
+             "groupcoord serve: metrics_max_groups must be >= 0\n")):
+        assert serve.main(["--listen", "127.0.0.1:0", "--data-dir", "memory", *args]) == 2
+        assert capsys.readouterr().err == message
+    ns = serve.parse_args(["--metrics-listen", "127.0.0.1:9404", "--metrics-max-groups", "7",
+                           "--metrics-cluster-name", "prod"])
+    assert (ns.metrics_listen, ns.metrics_cluster_name) == ("127.0.0.1:9404", "prod")
+    assert serve.config_from_args(ns).metrics_max_groups == 7

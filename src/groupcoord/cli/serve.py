@@ -201,6 +201,15 @@ def _control_listener(ns: SimpleNamespace) -> Listener | None:
     return Listener.parse(ns.control_listen) if ns.control_listen is not None else None
 
 
+def _metrics_listener(ns: SimpleNamespace) -> Listener | None:
+    if ns.metrics_listen is None:
+        return None
+    try:
+        return Listener.parse(ns.metrics_listen)
+    except ValueError as exc:
+        raise ValueError(f"--metrics-listen: {exc}") from exc
+
+
 async def serve(config: BrokerConfig, control_listen: Listener | None = None,
                 manual_clock: bool = False, metrics_listen: Listener | None = None,
                 metrics_cluster_name: str | None = None) -> None:
@@ -313,7 +322,7 @@ def _serve_main(argv: Sequence[str] | None) -> int:
     try:
         config = config_from_args(ns)
         control = _control_listener(ns)
-        metrics = Listener.parse(ns.metrics_listen) if ns.metrics_listen is not None else None
+        metrics = _metrics_listener(ns)
     except ValueError as exc:
         sys.stderr.write(f"groupcoord serve: {exc}\n")
         return 2
