@@ -5,6 +5,10 @@ log, and the HTTP answers of a broker that is still loading."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,3 +166,31 @@ def test_serve_names_a_bad_metrics_option_in_one_line(
                            "--metrics-cluster-name", "prod"])
     assert (ns.metrics_listen, ns.metrics_cluster_name) == ("127.0.0.1:9404", "prod")
     assert serve.config_from_args(ns).metrics_max_groups == 7
+
+
+# `python -m groupcoord serve --metrics-listen ...` stopped at its first bind: which modules
+# were loaded, and which address was bound.
+FIRST_BIND = """
+import json, os, runpy, sys
+
+def at_bind(event, args):
+    if event == "socket.bind":
+        print(json.dumps({"address": list(args[1]), "modules": sorted(sys.modules)}),
+              flush=True)
+        os._exit(0)
+
+sys.addaudithook(at_bind)
+sys.argv = ["groupcoord", "serve", "--listen", "127.0.0.1:0", "--data-dir", "memory",
+            "--metrics-listen", "127.0.0.2:0"]
+runpy.run_module("groupcoord", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_the_metrics_listener_adds_nothing_before_the_kafka_bind() -> None:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    out = subprocess.run([sys.executable, "-c", FIRST_BIND], capture_output=True, text=True,
+                         timeout=120, check=False, env=dict(os.environ, PYTHONPATH=src))
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen["address"][0] == "127.0.0.1"  # the Kafka listener, not 127.0.0.2
+    assert not [m for m in seen["modules"] if m.startswith("groupcoord.server.metrics")]
