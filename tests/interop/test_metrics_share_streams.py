@@ -1,5 +1,6 @@
 """`/metrics` for share groups (KIP-1226 lag of each share-partition, from a confluent-kafka
-share consumer) and streams groups (lag per active task, from a Kafka Streams 4.4 app)."""
+share consumer), streams groups (lag per active task, from a Kafka Streams 4.4 app), and
+partitions of subscribed topics that no member holds (classic and KIP-848 groups)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import Consumer, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewPartitions
 from helpers import streams_app
 from helpers.confluent_io import create_share_topic, create_topic
 from helpers.polling import poll_until
@@ -124,3 +126,37 @@ def test_streams_group_lag_per_task(endpoint: tuple[KafkaBroker, str],
                  partition="0") == 7
     assert value(samples, "kafka_server_group_coordinator_metrics_streams_group_count",
                  state="Empty") == 1
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_partitions_no_member_holds(endpoint: tuple[KafkaBroker, str], protocol: str) -> None:
+    """Partitions added to a subscribed topic: a classic group's leader assigns from its own
+    (stale) metadata, so they stay unassigned until its next metadata refresh; the KIP-848
+    coordinator assigns them itself."""
+    broker, url = endpoint
+    bootstrap = broker.bootstrap_servers
+    create_topic(bootstrap, "grows", 1)
+    group = f"silent-{protocol}"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "group.protocol": protocol,
+                         "topic.metadata.refresh.interval.ms": 600_000})
+    consumer.subscribe(["grows"])
+    try:
+        labels = {"group": group, "protocol": protocol, "topic": "grows"}
+        _until(url, "groupcoord_group_unassigned_partitions", 0, pump=lambda: consumer.poll(0.05),
+               **labels)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_partitions([NewPartitions("grows", 3)]).values():
+            future.result(30)
+        if protocol == "classic":
+            _until(url, "groupcoord_group_unassigned_partitions", 2,
+                   pump=lambda: consumer.poll(0.05), **labels)
+            samples = scrape(url)
+            assert value(samples, "kafka_consumergroup_group_state", group=group) == 3
+        else:
+            _until(url, "groupcoord_group_unassigned_partitions", 0,
+                   pump=lambda: consumer.poll(0.05), **labels)
+            assert poll_until(lambda: (consumer.poll(0.05), len(consumer.assignment()))[1]
+                              == 3, 30)
+    finally:
+        consumer.close()

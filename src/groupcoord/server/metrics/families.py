@@ -198,8 +198,26 @@ class BrokerMetrics:
         reads = Family("groupcoord_metrics_timestamp_reads_total", "counter",
                        "Log reads for the timestamp of a group's next record")
         reads.add(self.reader.reads_total)
-        return [state, by_cause, by_group, exported, reads, *self._share(groups),
-                *self._streams(groups)]
+        return [state, by_cause, by_group, exported, reads, self._unassigned(groups),
+                *self._share(groups), *self._streams(groups)]
+
+    def _unassigned(self, groups: list[GroupView]) -> Family:
+        """Partitions of subscribed topics that no member holds: silent non-assignment (a
+        classic leader that assigned from stale metadata, a consumer group still
+        reconciling)."""
+        family = Family("groupcoord_group_unassigned_partitions", "gauge",
+                        "Partitions of a topic the group subscribes to that no member is "
+                        "assigned (classic groups when Stable)")
+        topics = self.broker.topics
+        for g in groups:
+            for name in sorted(g.subscribed):
+                topic = topics.get(name)
+                if topic is None:
+                    continue
+                held = sum(1 for (t, _p) in g.owners if t == name)
+                family.add(max(0, topic.num_partitions - held), group=g.group_id,
+                           protocol=g.protocol, topic=name)
+        return family
 
     def _share(self, groups: list[GroupView]) -> list[Family]:
         lag = Family("groupcoord_share_group_lag", "gauge",

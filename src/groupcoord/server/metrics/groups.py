@@ -13,7 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.coordinator.classic.consumer_protocol import ProtocolParseError, decode_assignment
+from groupcoord.coordinator.classic.consumer_protocol import (
+    ProtocolParseError,
+    decode_assignment,
+    subscription_topics,
+)
+from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.shard_task import ShardState
@@ -38,6 +43,9 @@ class GroupView:
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
     # Streams groups: subtopology id -> its source topics.
     subtopologies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Topics the members subscribe to, when the assignment is settled (classic: Stable;
+    # consumer: always, the coordinator assigns), for partitions no member holds.
+    subscribed: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -92,6 +100,14 @@ def _classic_owners(shard: GroupCoordinatorShard, gid: str, view: GroupView) -> 
     group = shard.classic.groups[gid]
     if group.protocol_type != "consumer":
         return  # Connect and others: assignments are not the consumer protocol's
+    subscribed: set[str] = set()
+    for m in group.members.values():
+        try:
+            subscribed.update(subscription_topics(m.metadata(group.protocol_name)))
+        except ProtocolParseError:
+            continue
+    if group.state is ClassicGroupState.STABLE:
+        view.subscribed = frozenset(subscribed)
     for m in group.members.values():
         try:
             assigned = decode_assignment(m.assignment) if m.assignment else {}
@@ -106,6 +122,7 @@ def _classic_owners(shard: GroupCoordinatorShard, gid: str, view: GroupView) -> 
 def _consumer_owners(shard: GroupCoordinatorShard, gid: str, view: GroupView) -> None:
     group = shard.consumer.groups[gid]
     image = shard.consumer.image
+    view.subscribed = frozenset(group.subscribed_topic_names())
     for m in group.members.values():
         owner = Member(m.member_id, m.client_id, m.client_host)
         for topic_id, partitions in m.assigned.items():
