@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.classic.consumer_protocol import (
     ProtocolParseError,
     decode_assignment,
@@ -21,7 +22,10 @@ from groupcoord.coordinator.classic.consumer_protocol import (
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import GroupCoordinatorShard
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.shard_task import Operation, ShardState
+
+if TYPE_CHECKING:
+    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
 
 TopicPartition = tuple[str, int]
 
@@ -57,7 +61,7 @@ class ShardGroups:
     groups: list[GroupView] = field(default_factory=list)
 
 
-def read_shard(limit: int) -> Any:
+def read_shard(limit: int) -> Operation:
     """The read-only shard operation copying out the counts and the first `limit` groups."""
 
     def read(shard: GroupCoordinatorShard, _ctx: Any, _now_ms: int) -> Result:
@@ -147,11 +151,9 @@ def _streams_owners(shard: GroupCoordinatorShard, gid: str, view: GroupView) -> 
                     view.owners[(topic, p)] = owner
 
 
-async def read_groups(runtime: Any, limit: int) -> list[ShardGroups]:
+async def read_groups(runtime: CoordinatorRuntime, limit: int) -> list[ShardGroups]:
     """Every loaded shard's answer; a shard that fails the read (unloading meanwhile) is
     left out of this scrape."""
-    from groupcoord.apis.errors import ApiError
-
     out = []
     for partition, task in sorted(runtime.shards.items()):
         if task.state is not ShardState.ACTIVE:
