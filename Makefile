@@ -29,7 +29,19 @@ CLIENT_JARS := .cache/kafka-clients-$(KAFKA_CLIENT_VERSION)
 # run by interop tests against groupcoord.
 KAFKA_TOOLS := .cache/kafka-tools-$(KAFKA_VERSION)
 
-.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools
+# klag-exporter (crates.io), the lag exporter whose figures the metrics endpoint must match
+# (tests/interop/test_metrics_klag.py), stamped by version. Compiling it (librdkafka inside)
+# takes 10-25 minutes on two cores, so it is built once per machine into the user's cache,
+# like cargo's own registry, and copied into each checkout's .cache: a fresh clone (CI) does
+# not compile it again. Building needs cargo and librdkafka's build dependencies (Debian
+# packages, installed as root only when one is missing).
+KLAG_VERSION := 0.1.29
+KLAG := .cache/klag-exporter-$(KLAG_VERSION)
+KLAG_BUILT := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/groupcoord/klag-exporter-$(KLAG_VERSION)
+CARGO ?= $(shell command -v cargo 2>/dev/null || echo $$HOME/.cargo/bin/cargo)
+KLAG_BUILD_DEPS := cmake g++ pkg-config libssl-dev libsasl2-dev libcurl4-openssl-dev zlib1g-dev
+
+.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus klag-exporter
 
 venv: $(VENV)/.installed
 
@@ -122,8 +134,30 @@ browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }
 
+# A real Prometheus server for the metrics tests (tests/helpers/prometheus_server.py), from
+# Debian, installed only when missing (as `browser`).
+prometheus:
+	@command -v prometheus >/dev/null \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus; }
+
+klag-exporter: $(KLAG)/.stamp
+
+$(KLAG)/.stamp: $(KLAG_BUILT)/.stamp
+	rm -rf $(KLAG) && mkdir -p $(KLAG)/bin
+	cp $(KLAG_BUILT)/bin/klag-exporter $(KLAG)/bin/
+	echo '$(KLAG_VERSION)' > $@
+
+$(KLAG_BUILT)/.stamp:
+	@test -x "$(CARGO)" || { echo "cargo (Rust) is required to build klag-exporter"; exit 1; }
+	@dpkg -s $(KLAG_BUILD_DEPS) >/dev/null 2>&1 \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(KLAG_BUILD_DEPS); }
+	rm -rf $(KLAG_BUILT) && mkdir -p $(KLAG_BUILT)
+	$(CARGO) install klag-exporter --version $(KLAG_VERSION) --locked --root $(KLAG_BUILT)
+	test -x $(KLAG_BUILT)/bin/klag-exporter
+	echo '$(KLAG_VERSION)' > $@
+
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars client-jars streams-jars browser reference kafka-tools
+test: venv java-check jars client-jars streams-jars browser reference kafka-tools prometheus klag-exporter
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -134,7 +168,7 @@ test-fast: venv
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
 
-interop: venv java-check jars client-jars streams-jars kafka-tools
+interop: venv java-check jars client-jars streams-jars kafka-tools prometheus klag-exporter
 	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv

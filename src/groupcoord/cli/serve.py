@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.cli import options, security_args
 from groupcoord.cli.main import UsageError
 from groupcoord.cli.options import Option
-from groupcoord.server.config import DEFAULT_MAX_REQUEST_SIZE, BrokerConfig, Listener
+from groupcoord.server.config import (
+    DEFAULT_MAX_REQUEST_SIZE,
+    METRICS_MAX_GROUPS_DEFAULT,
+    BrokerConfig,
+    Listener,
+)
 from groupcoord.server.connection_quotas import INT_MAX
 from groupcoord.server.idle_expiry import CONNECTIONS_MAX_IDLE_MS_DEFAULT
 from groupcoord.storage.dir_lock import DataDirLocked
@@ -113,6 +118,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("--control-listen", default=None, metavar="HOST:PORT",
            help="HTTP/JSON control endpoint for tests: virtual time of a --clock "
                 "manual broker, injected faults, group state (docs/testing.md)"),
+    Option("--metrics-listen", default=None, metavar="HOST:PORT",
+           help="serve Prometheus metrics at /metrics, and /health and /ready, on this "
+                "address (docs/metrics.md)"),
+    Option("--metrics-max-groups", type=int, default=METRICS_MAX_GROUPS_DEFAULT, metavar="N",
+           help="groups exported by name on /metrics, the first N by group id (default "
+                f"{METRICS_MAX_GROUPS_DEFAULT})"),
+    Option("--metrics-cluster-name", default=None, metavar="NAME",
+           help="the cluster_name label of the lag metrics (default: the cluster id)"),
     *security_args.OPTIONS,
     Option("--log-level", default="info",
            choices=("debug", "info", "warning", "error"), help="least severe log lines shown"),
@@ -180,6 +193,7 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         authorizer=ns.authorizer,
         super_users=ns.super_users,
         allow_everyone_if_no_acl_found=ns.allow_everyone_if_no_acl_found,
+        metrics_max_groups=ns.metrics_max_groups,
     )
 
 
@@ -225,10 +239,21 @@ def _control_listener(ns: SimpleNamespace) -> Listener | None:
     return Listener.parse(ns.control_listen) if ns.control_listen is not None else None
 
 
+def _metrics_listener(ns: SimpleNamespace) -> Listener | None:
+    if ns.metrics_listen is None:
+        return None
+    try:
+        return Listener.parse(ns.metrics_listen)
+    except ValueError as exc:
+        raise ValueError(f"--metrics-listen: {exc}") from exc
+
+
 async def serve(config: BrokerConfig, control_listen: Listener | None = None,
-                manual_clock: bool = False) -> None:
+                manual_clock: bool = False, metrics_listen: Listener | None = None,
+                metrics_cluster_name: str | None = None) -> None:
     """Run until a signal; with `control_listen`, controlled through it (and with
-    `manual_clock`, on virtual time advanced through it)."""
+    `manual_clock`, on virtual time advanced through it); with `metrics_listen`, serving
+    Prometheus metrics there (`server.metrics`)."""
     import asyncio
     import signal
 
@@ -250,7 +275,34 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await broker.start()
+    starting = loop.create_task(broker.start())
+    metrics = None
+    if metrics_listen is not None:
+        # Bound once the Kafka listeners are (nothing is added before them), while the
+        # broker loads, so /ready answers 503 until loading is done.
+        listening = loop.create_task(broker.listening.wait())
+        await asyncio.wait((starting, listening), return_when=asyncio.FIRST_COMPLETED)
+        listening.cancel()
+        if starting.done() and starting.exception() is not None:
+            await starting  # start-up failed: its error, not a metrics endpoint
+        from groupcoord.server.metrics.http import MetricsOptions, MetricsServer
+
+        metrics = MetricsServer(broker, MetricsOptions(
+            metrics_cluster_name or config.cluster_id, config.metrics_max_groups))
+        try:
+            port = await metrics.start(metrics_listen.host, metrics_listen.port)
+        except OSError:
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            await broker.stop()
+            raise
+        log.info("groupcoord metrics listening on %s:%d", metrics_listen.host, port)
+    try:
+        await starting
+    except BaseException:
+        if metrics is not None:
+            await metrics.stop()
+        raise
     from groupcoord.server import heap
 
     heap.settle_after_start()  # out of the cyclic GC's reach: every full collection is cheaper
@@ -271,6 +323,8 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
         log.info("groupcoord shutting down")
         if control is not None:
             await control.stop()
+        if metrics is not None:
+            await metrics.stop()
         await broker.stop()
 
 
@@ -307,10 +361,11 @@ def _serve_main(argv: Sequence[str] | None) -> int:
         security_args.check_files(ns)
         config = config_from_args(ns)
         control = _control_listener(ns)
+        metrics = _metrics_listener(ns)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        _run(serve(config, control, ns.clock == "manual"))
+        _run(serve(config, control, ns.clock == "manual", metrics, ns.metrics_cluster_name))
     except DataDirLocked as exc:
         sys.stderr.write(f"groupcoord serve: {exc}\n")
         return 1

@@ -40,6 +40,7 @@ from groupcoord.coordinator.share import shard_ops as share_ops
 from groupcoord.coordinator.share.manager import SESSION_TIMER as SHARE_SESSION_TIMER
 from groupcoord.coordinator.share.manager import ShareGroups
 from groupcoord.coordinator.share.records import RECORD_TYPES as SHARE_RECORD_TYPES
+from groupcoord.coordinator.stats import CoordinatorStats
 from groupcoord.coordinator.streams import shard_ops as streams_ops
 from groupcoord.coordinator.streams import timers as streams_timers
 from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
@@ -108,8 +109,10 @@ class GroupCoordinatorShard(Shard):
     periodic_cleanup = True
 
     def __init__(self, partition: int, config: GroupCoordinatorConfig | None = None,
-                 ids: IdSource | None = None) -> None:
+                 ids: IdSource | None = None, stats: CoordinatorStats | None = None) -> None:
         self.partition = partition
+        # Shared by the runtime's shards (`coordinator.stats`); a shard of its own in tests.
+        self.stats = stats if stats is not None else CoordinatorStats()
         self.config = config or GroupCoordinatorConfig()
         # Tests may omit the id source; the server always injects a random one.
         self.ids: IdSource = ids or SequentialIds()
@@ -240,6 +243,11 @@ class GroupCoordinatorShard(Shard):
 
     # -- offsets -------------------------------------------------------------------------
     def offset_commit(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+        result = self._offset_commit(request, version, now_ms)
+        self.stats.offset_commits += len(result.records)
+        return result
+
+    def _offset_commit(self, request: Any, version: int, now_ms: int) -> Result:
         fx = self._fx(now_ms)
         streams = self.streams.groups.get(request.group_id)
         if streams is not None:
@@ -284,14 +292,21 @@ class GroupCoordinatorShard(Shard):
             group = self.classic.get(request.group_id)
             verdict = (txn_commit.validate_classic(group, member_id, instance_id, generation,
                                                    version), None)
-        return txn_commit.txn_offset_commit(request, version, fx, verdict,
-                                            self.consumer.image.topic_id)
+        result = txn_commit.txn_offset_commit(request, version, fx, verdict,
+                                              self.consumer.image.topic_id)
+        self.stats.offset_commits += len(result.records)
+        return result
 
     def offset_fetch(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
         self.last_now_ms = now_ms
         return Result(response=fetch_request.offset_fetch(self, request, version))
 
     def offset_delete(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+        result = self._offset_delete(request, now_ms)
+        self.stats.offset_deletions += len(result.records)
+        return result
+
+    def _offset_delete(self, request: Any, now_ms: int) -> Result:
         fx = self._fx(now_ms)
         if request.group_id in self.consumer.groups:
             return self._consumer_offset_delete(request, fx)

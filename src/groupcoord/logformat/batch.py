@@ -488,6 +488,22 @@ def decode_record_at(buf: Buffer, pos: int) -> tuple[Record, int]:
         raise CorruptRecordError(f"malformed record: {exc}") from exc
 
 
+def record_deltas_at(buf: memoryview, pos: int) -> tuple[int, int, int]:
+    """The offset and timestamp deltas of the record at ``pos`` of a records section, and
+    the position after it, without decoding its key, value and headers (a scan for one
+    record's timestamp)."""
+    try:
+        length, p = read_varlong(buf, pos)
+        end = p + length
+        if length < 0 or end > len(buf):
+            raise CorruptRecordError("record length runs past the end of the batch")
+        ts_delta, p = read_varlong(buf, p + 1)
+        off_delta, _ = read_varlong(buf, p)
+    except (DecodeError, IndexError) as exc:
+        raise CorruptRecordError(f"malformed record: {exc}") from exc
+    return off_delta, ts_delta, end
+
+
 def records_payload(batch: Buffer, header: BatchHeader | None = None) -> memoryview:
     """The (decompressed) records section of a whole batch."""
     view = memoryview(batch)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from groupcoord.server.fetch_sessions import FetchSessionCache
     from groupcoord.server.listener_security import ListenerSecurity
     from groupcoord.server.log_cleaner import LogCleaner
+    from groupcoord.server.metrics.counters import GroupCounters
     from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
     from groupcoord.server.share_runtime import ShareRuntime
     from groupcoord.server.topics import TopicStore
@@ -93,6 +94,8 @@ class Broker:
     transactions: TransactionRuntime
     fetch_sessions: FetchSessionCache
     dispatcher: Dispatcher
+    # What group events count (rebalances by cause; `server.metrics`).
+    group_counters: GroupCounters
 
     def __init__(self, config: BrokerConfig, handlers: Mapping[int, ApiSpec] | None = None,
                  clock: Clock | None = None) -> None:
@@ -127,6 +130,8 @@ class Broker:
         self._cleaning = asyncio.Lock()
         # Set once `start` has loaded everything; requests other than ApiVersions wait for it.
         self.ready = asyncio.Event()
+        # Set once `start` has bound every listener (before it loads).
+        self.listening = asyncio.Event()
         # The ACL authorizer, or None when none is configured (everything allowed).
         self.authorizer: DurableAuthorizer | None = None
         self.scram_credentials: ScramCredentialStore | None = None
@@ -178,6 +183,7 @@ class Broker:
             ports = [0 if lst.port == 0 else lst.port + index for lst in cfg.listeners]
             await self.bind_node(cfg.node_id + index, ports)
         self.advertised = cfg.advertised(self.bound[0].port)
+        self.listening.set()
         try:
             await asyncio.to_thread(_after_bind, cfg)
             await self._load()
@@ -196,6 +202,7 @@ class Broker:
         from groupcoord.server.coordinator_runtime import CoordinatorRuntime
         from groupcoord.server.fetch_sessions import FetchSessionCache
         from groupcoord.server.log_cleaner import LogCleaner
+        from groupcoord.server.metrics.counters import GroupCounters
         from groupcoord.server.producer_state import ProducerStateManager
         from groupcoord.server.share_runtime import ShareRuntime
         from groupcoord.server.topics import TopicStore
@@ -215,6 +222,7 @@ class Broker:
         self.topics = TopicStore(self.logs, cfg.data_dir)
         self.broker_configs = self.topics.broker_configs
         self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
+        self.group_counters = GroupCounters(cfg.metrics_max_groups)
         self.groups = CoordinatorRuntime(self)
         self.shares = ShareRuntime(self)
         loop = asyncio.get_running_loop()

@@ -17,6 +17,8 @@ DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024
 FSYNC_POLICIES = ("always", "interval", "never")
 AUTHORIZERS = ("none", "standard")
 MAX_PORT = 65535
+# Groups `/metrics` exports by name unless `--metrics-max-groups` says otherwise.
+METRICS_MAX_GROUPS_DEFAULT = 1000
 
 
 class Listener(Settings):
@@ -90,6 +92,9 @@ class BrokerConfig(Settings):
     authorizer: str = "none"
     super_users: str = ""
     allow_everyone_if_no_acl_found: bool = False
+    # Groups the metrics endpoint exports by name (docs/metrics.md); rebalance counts of
+    # groups past it are kept together.
+    metrics_max_groups: int = METRICS_MAX_GROUPS_DEFAULT
 
     def __post_init__(self) -> None:
         if self.authorizer not in AUTHORIZERS:
@@ -102,6 +107,8 @@ class BrokerConfig(Settings):
             raise ValueError("nodes must be >= 1")
         if self.offsets_partitions < 1:
             raise ValueError("offsets_partitions must be >= 1")
+        if self.metrics_max_groups < 0:
+            raise ValueError("metrics_max_groups must be >= 0")
         validate_limits(self.max_connections, self.max_connections_per_ip,
                         parse_overrides(self.max_connections_per_ip_overrides))
         for listener in self.listeners:

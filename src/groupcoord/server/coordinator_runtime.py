@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.shard import Shard
+from groupcoord.coordinator.stats import CoordinatorStats
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.server.append_errors import (
@@ -66,6 +67,8 @@ class CoordinatorRuntime(ShardRuntime):
         self._snapshot_task: asyncio.Task[None] | None = None
         self._partition_of: dict[str, int] = {}
         self._callers: dict[tuple[str, str, int], GroupCaller] = {}
+        # Counts every shard adds to, kept across reloads (`/metrics`).
+        self.stats = CoordinatorStats()
 
     def _default_factory(self, partition: int) -> Shard:
         from groupcoord.coordinator.config import GroupCoordinatorConfig
@@ -77,7 +80,7 @@ class CoordinatorRuntime(ShardRuntime):
         config = GroupCoordinatorConfig.from_properties(
             cfg.extra, group_initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
             offsets_topic_num_partitions=cfg.offsets_partitions)
-        return GroupCoordinatorShard(partition, config, RandomIds(os.urandom))
+        return GroupCoordinatorShard(partition, config, RandomIds(os.urandom), self.stats)
 
     def new_shard(self, partition: int) -> Shard:
         shard = self.shard_factory(partition)

@@ -35,6 +35,7 @@ def encode_events(events: Iterable[Any]) -> bytes:
 
 
 def write(broker: Broker, events: list[Any]) -> None:
+    broker.group_counters.observe(events)
     try:
         broker.topics.ensure_internal(GROUP_EVENTS_TOPIC, 1, GROUP_EVENTS_CONFIGS)
         broker.append(GROUP_EVENTS_TOPIC, 0, encode_events(events))

@@ -32,6 +32,9 @@ class OpQueue(Generic[T]):
     def empty(self) -> bool:
         return not self._items
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def get_nowait(self) -> T:
         """The oldest item; IndexError when empty."""
         return self._items.popleft()

@@ -100,7 +100,11 @@ def test_rebalance_timeout_fences_member_stuck_revoking() -> None:
     assert "a" not in h.group().members
     assert kinds(h.log[start:]) == ["Current-", "Target-", "Member-", "GroupMeta"]
     assert h.hb("a", 1, owned={}).error_code == E.UNKNOWN_MEMBER_ID
-    assert h.events[-1].kind == "member_removed"
+    removed, bumped = h.events[-2:]
+    assert removed.kind == "member_removed"
+    # The removal bumped the group epoch: a rebalance, with the removal's reason.
+    assert (bumped.kind, bumped.detail) == ("group_epoch_bumped", {"protocol": "consumer"})
+    assert bumped.reason == removed.reason
 
 
 def test_rebalance_timer_cancelled_once_revoked() -> None:
@@ -121,7 +125,9 @@ def test_session_timeout_fences() -> None:
     h.advance(15_001)   # b's session (45 s) is over, a's is not
     g = h.group()
     assert set(g.members) == {"a"} and g.group_epoch == 3
-    assert h.events[-1].kind == "member_expired" and h.events[-1].member_id == "b"
+    expired, bumped = h.events[-2:]
+    assert expired.kind == "member_expired" and expired.member_id == "b"
+    assert (bumped.kind, bumped.reason) == ("group_epoch_bumped", "session timeout")
 
 
 def test_partition_epochs_index_follows_owners() -> None:

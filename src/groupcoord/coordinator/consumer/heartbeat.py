@@ -257,6 +257,10 @@ def _maybe_bump_epoch(step: Step, before: ConsumerGroupMember | None,
         return group.group_epoch
     epoch = group.group_epoch + 1
     step.fx.records.append(rec.group_metadata(group.group_id, epoch, new_hash))
+    reason = ("member joined" if before is None else "member subscription changed" if bump
+              else "topic metadata changed")
+    step.fx.event(group.group_id, "group_epoch_bumped", epoch, updated.member_id, reason,
+                  protocol="consumer")
     return epoch
 
 

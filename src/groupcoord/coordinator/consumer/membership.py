@@ -92,6 +92,7 @@ def fence(mgr: Any, group: ConsumerGroup, members: list[ConsumerGroupMember], fx
     names = subscribed_names(group, regexes, members)
     epoch = group.group_epoch + 1
     fx.records.append(rec.group_metadata(gid, epoch, metadata_hash(names, mgr.image)))
+    fx.event(gid, "group_epoch_bumped", epoch, reason=reason, protocol="consumer")
     if len(group.members) == len(members):
         fx.records.append(rec.target_metadata(gid, epoch, 0))
     return epoch

@@ -115,7 +115,8 @@ def _bump_group_epoch(group: StreamsGroup, member: StreamsGroupMember,
                                          configs, group.stored_description_epoch,
                                          group.failed_description_epoch))
     fx.event(group.group_id, "group_epoch_bumped", epoch, member_id=updated.member_id,
-             reason=_bump_reason(member, updated, hash_changed, validated, group))
+             reason=_bump_reason(member, updated, hash_changed, validated, group),
+             protocol="streams")
     group.refresh_deadline_ms = fx.now_ms + METADATA_REFRESH_INTERVAL_MS
     group.refresh_epoch = epoch
     return epoch

@@ -158,6 +158,7 @@ def fence(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMember, f
         fx.records.append(rec.target_metadata(group_id, epoch, 0))
     fx.event(group_id, kind, epoch, member_id=member.member_id, reason=reason,
              instance_id=member.instance_id)
+    fx.event(group_id, "group_epoch_bumped", epoch, reason=reason, protocol="streams")
     fx.cancel(timers.session_key(group_id, member.member_id))
     fx.cancel(timers.rebalance_key(group_id, member.member_id))
     mgr.rebalance_epochs.pop((group_id, member.member_id), None)
