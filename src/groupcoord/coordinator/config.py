@@ -65,6 +65,9 @@ class GroupCoordinatorConfig:
     group_share_heartbeat_interval_ms: int = 5_000
     group_share_max_size: int = 200
     group_share_assignment_interval_ms: int = 1_000
+    # How long an initializing share-partition waits before a heartbeat retries it (Kafka's
+    # internal `group.share.initialize.retry.interval.ms`; at least offsets.commit.timeout.ms).
+    group_share_initialize_retry_interval_ms: int = 30_000
     # `ShareGroupConfig`: the broker defaults of a share-partition's settings, and the
     # range a group's `share.record.lock.duration.ms` must fall in.
     group_share_record_lock_duration_ms: int = 30_000
@@ -95,6 +98,11 @@ class GroupCoordinatorConfig:
     group_streams_task_offset_interval_ms: int = 60_000
     group_streams_acceptable_recovery_lag: int = 10_000
     group_streams_rack_aware_assignment_tags: tuple[str, ...] = ()
+
+    @property
+    def share_initialize_retry_interval_ms(self) -> int:
+        """`GroupCoordinatorConfig.shareGroupInitializeRetryIntervalMs`."""
+        return max(self.group_share_initialize_retry_interval_ms, self.offsets_commit_timeout_ms)
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -199,6 +207,8 @@ class GroupCoordinatorConfig:
                self.group_share_partition_max_record_locks, 100, 10_000)
         within("group.share.max.share.sessions", self.group_share_max_share_sessions, 1,
                INT32_MAX)
+        within("group.share.initialize.retry.interval.ms",
+               self.group_share_initialize_retry_interval_ms, 1, INT32_MAX)
         within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
                self.group_share_min_record_lock_duration_ms,
                self.group_share_max_record_lock_duration_ms)

@@ -28,7 +28,7 @@ Single-threaded on the event loop: no locks.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
@@ -273,8 +273,9 @@ class ShareRuntime:
         share_admin.reset_start_offset(self, group_id, topic, index, offset)
 
     def initialize_state(self, group_id: str, parts: dict[bytes, Any],
-                         state_epoch: int = 0) -> None:
-        share_admin.initialize_state(self, group_id, parts, state_epoch)
+                         state_epoch: int = 0,
+                         start_offsets: Mapping[bytes, int] | None = None) -> None:
+        share_admin.initialize_state(self, group_id, parts, state_epoch, start_offsets or {})
 
     def delete_state(self, group_id: str, topic_id: bytes) -> None:
         share_admin.delete_state(self, group_id, topic_id)
