@@ -15,6 +15,7 @@ import pytest
 from conformance import consumer
 from conformance.conversation import Conversation, Topic
 from conformance.differential import Scenario
+from conformance.test_conformance_group_configs import SET, alter, wait_applied
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.alter_share_group_offsets import (
     AlterShareGroupOffsetsRequest,
@@ -159,6 +160,39 @@ def test_share_heartbeat_join_leave_describe(differential: Run) -> None:
         describe(c, "describe one member", group)
         heartbeat(c, "leave", group, M1, -1)
         describe(c, "describe empty", group)
+    differential(scenario)
+
+
+def initialized_partitions(c: Conversation, group: str) -> int:
+    """How many share-partitions of `group` are initialized (DescribeShareGroupOffsets with
+    null topics lists exactly those, `initializedShareGroupPartitions`)."""
+    described = c.quiet(DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]), 1,
+        DescribeShareGroupOffsetsResponse)
+    return sum(len(t.partitions) for g in described.groups for t in g.topics)
+
+
+def test_share_first_heartbeat_assigns_after_initialization(differential: Run) -> None:
+    """A new group's first heartbeat is answered before its share state is initialized: no
+    partitions. Once it is, the next heartbeat bumps the group epoch and assigns them
+    (`initializedAssignmentPending`), and a member that joins then is given its share."""
+    def scenario(c: Conversation) -> None:
+        # One partition, which the two members share: which member a partition of several
+        # goes to follows Kafka's hash-set order (see coordinator/assignors/simple.py).
+        topic = c.create_topic("t")
+        group = c.name("g")
+        # The target after the initialization is computed at once, however soon it comes.
+        alter(c, "assign at once", group, ("share.assignment.interval.ms", SET, "0"))
+        wait_applied(c, group, "share.assignment.interval.ms", "0")
+        first = heartbeat(c, "first heartbeat of a new group", group, M1, 0, [topic.name])
+        c.wait_until(lambda: initialized_partitions(c, group) == topic.partitions,
+                     f"{group}'s share-partitions initialized")
+        describe(c, "describe once initialized", group)
+        assigned = heartbeat(c, "the heartbeat after the initialization", group, M1,
+                             first.member_epoch)
+        heartbeat(c, "a second member joins", group, M2, 0, [topic.name])
+        heartbeat(c, "the first member's next heartbeat", group, M1, assigned.member_epoch)
+        describe(c, "describe both assigned", group)
     differential(scenario)
 
 
