@@ -363,3 +363,33 @@ def test_start_offset_after_accepting_everything(differential: Run) -> None:
         acknowledge(c, "accept everything", group, M1, 1, topic, [(0, 2, ACCEPT)])
         describe_offsets(c, "start offset after accepting everything", group, topic.name)
     differential(scenario)
+
+
+def test_redelivery_is_throttled_near_the_delivery_limit(differential: Run) -> None:
+    """One ten-record batch released until the delivery limit (5): each round fetches until
+    nothing more comes, then releases everything. Kafka 4.4 hands it out whole three times,
+    then in halves, then record by record on the last attempt
+    (`SharePartition.throttleRecordsDeliveryLimit`, `acquireSubsetBatchRecords`)."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        c.produce(topic, 0, [f"r{i}".encode() for i in range(10)])
+        alter_offsets(c, "start at the beginning", group, topic.name, {0: 0})
+        join_until_assigned(c, group, M1, topic)
+        epoch = 0
+        for attempt in range(1, 6):
+            held: list[tuple[int, int]] = []
+            while True:
+                fetched = share_fetch(c, f"attempt {attempt}, fetch {len(held) + 1}", group, M1,
+                                      epoch, topic, max_wait_ms=MAX_WAIT_MS if not held else 100)
+                epoch += 1
+                runs = [(a.first_offset, a.last_offset) for t in fetched.responses
+                        for p in t.partitions for a in p.acquired_records]
+                if not runs:
+                    break
+                held += runs
+            acknowledge(c, f"release attempt {attempt}", group, M1, epoch, topic,
+                        [(first, last, RELEASE) for first, last in held])
+            epoch += 1
+        share_fetch(c, "nothing left after the limit", group, M1, epoch, topic, max_wait_ms=100)
+    differential(scenario)
