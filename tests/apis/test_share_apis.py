@@ -187,12 +187,32 @@ def test_group_configs_describe_and_validate(tmp_path: Path) -> None:
                 ErrorCode.INVALID_CONFIG
             assert (await set_configs(c, G, share_record_lock_duration_ms="15000")
                     ).error_code == 0
+            # Within the broker's group.share.min/max.partition.max.record.locks (100-4000).
+            refused = await set_configs(c, G, share_partition_max_record_locks="4001")
+            assert (refused.error_code, refused.error_message) == (
+                ErrorCode.INVALID_CONFIG,
+                "share.partition.max.record.locks must be in the range 100 to 4000 inclusive.")
             req = dc.DescribeConfigsRequest(resources=[dc.DescribeConfigsResource(
                 resource_type=32, resource_name=G, configuration_keys=None)])
             resp = await c.call(req, 4, dc.DescribeConfigsResponse)
             values = {e.name: (e.value, e.config_source) for e in resp.results[0].configs}
             assert values["share.record.lock.duration.ms"] == ("15000", 8)
             assert values["share.delivery.count.limit"] == ("5", 5)
+    run(go())
+
+
+def test_record_lock_bounds_come_from_the_broker(tmp_path: Path) -> None:
+    """`serve --group-config group.share.max.partition.max.record.locks=6000` lets a group
+    set up to 6000 record locks per share-partition."""
+    async def go() -> None:
+        extra = {"group.share.max.partition.max.record.locks": "6000"}
+        async with InProcBroker(tmp_path, extra=extra) as b:
+            c = await b.client()
+            assert (await set_configs(c, G, share_partition_max_record_locks="6000")
+                    ).error_code == 0
+            refused = await set_configs(c, G, share_partition_max_record_locks="6001")
+            assert refused.error_message == \
+                "share.partition.max.record.locks must be in the range 100 to 6000 inclusive."
     run(go())
 
 

@@ -75,6 +75,9 @@ class GroupCoordinatorConfig:
     group_share_max_record_lock_duration_ms: int = 60_000
     group_share_delivery_count_limit: int = 5
     group_share_partition_max_record_locks: int = 2_000
+    # The range a group's `share.partition.max.record.locks` must fall in (`ShareGroupConfig`).
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_partition_max_record_locks: int = 4_000
     group_share_max_share_sessions: int = 2_000
     # KIP-1191 (`GroupCoordinatorConfig`, Kafka 4.4): whether a missing DLQ topic is
     # created, and the prefix every DLQ topic name must have ("" = any name).
@@ -205,6 +208,10 @@ class GroupCoordinatorConfig:
         within("group.share.delivery.count.limit", self.group_share_delivery_count_limit, 2, 10)
         within("group.share.partition.max.record.locks",
                self.group_share_partition_max_record_locks, 100, 10_000)
+        within("group.share.min.partition.max.record.locks",
+               self.group_share_min_partition_max_record_locks, 100, 2_000)
+        within("group.share.max.partition.max.record.locks",
+               self.group_share_max_partition_max_record_locks, 2_000, 10_000)
         within("group.share.max.share.sessions", self.group_share_max_share_sessions, 1,
                INT32_MAX)
         within("group.share.initialize.retry.interval.ms",
@@ -212,6 +219,15 @@ class GroupCoordinatorConfig:
         within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
                self.group_share_min_record_lock_duration_ms,
                self.group_share_max_record_lock_duration_ms)
+        # `ShareGroupConfig.validate`'s order and messages.
+        if self.group_share_max_partition_max_record_locks < \
+                self.group_share_partition_max_record_locks:
+            raise ValueError("group.share.max.partition.max.record.locks must be greater than "
+                             "or equal to group.share.partition.max.record.locks")
+        if self.group_share_partition_max_record_locks < \
+                self.group_share_min_partition_max_record_locks:
+            raise ValueError("group.share.partition.max.record.locks must be greater than or "
+                             "equal to group.share.min.partition.max.record.locks")
 
 
 def _boolean(name: str, text: str) -> bool:
