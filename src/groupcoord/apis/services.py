@@ -6,7 +6,7 @@ only what they use, so `apis` never imports `server`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.coordinator.share.partition import Acquired, SharePartition
@@ -73,6 +73,10 @@ class Shares(Protocol):
                          start_offsets: Mapping[bytes, int] | None = None) -> None: ...
     def delete_state(self, group_id: str, topic_id: bytes) -> None: ...
     def delete_group_state(self, group_id: str) -> None: ...
+    def run_after_reply(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` as a task of its own (the share-state initialization a heartbeat
+        asks for, after its reply)."""
+        ...
 
 
 # -- transactions -------------------------------------------------------------------------

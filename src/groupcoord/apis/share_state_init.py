@@ -4,16 +4,15 @@
 
 As in Kafka 4.4, the heartbeat is answered first: its operation wrote the partitions as
 initializing (record 15) and returned an `InitializeRequest`, which `start_after_heartbeat`
-runs as a task of its own (Kafka adds it to a timer with delay 0). The task writes the share
-state (`__share_group_state`, the persister's part), then record 15 with the partitions
-initialized; on failure it drops them from initializing, so a later heartbeat retries. The
+runs as a task of its own (`Shares.run_after_reply`; Kafka adds it to a timer with delay
+0). The task writes the share state (`__share_group_state`, the persister's part), then
+record 15 with the partitions initialized; on failure it drops them from initializing, so a later heartbeat retries. The
 partitions are assigned by the first heartbeat after that (the group epoch is bumped by
 `initializedAssignmentPending`), never before their state exists.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -23,15 +22,9 @@ from groupcoord.coordinator.share.state_metadata import InitializeRequest, Topic
 
 log = logging.getLogger("groupcoord.share")
 
-# Initializations in flight: the loop keeps only weak references to tasks.
-_RUNNING: set[asyncio.Task[None]] = set()
-
-
 def start_after_heartbeat(ctx: RequestContext, request: InitializeRequest) -> None:
-    """Run `request` once the heartbeat that made it has been answered."""
-    task = asyncio.get_running_loop().create_task(_initialize_logged(ctx, request))
-    _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
+    """Run `request` on its own, not holding up the heartbeat that made it."""
+    ctx.shares.run_after_reply(_initialize_logged(ctx, request))
 
 
 async def _initialize_logged(ctx: RequestContext, request: InitializeRequest) -> None:

@@ -27,8 +27,9 @@ Single-threaded on the event loop: no locks.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
@@ -75,6 +76,8 @@ class ShareRuntime:
         self.group_configs = GroupConfigStore(broker.config.data_dir, broker.config.file_io)
         self.defaults = broker_defaults(settings)
         self.dlq = ShareDlq(self)
+        # Share-state initializations running after their heartbeat's reply.
+        self._after_reply: set[asyncio.Task[None]] = set()
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -87,7 +90,19 @@ class ShareRuntime:
 
     async def stop(self) -> None:
         self.dlq.stop()
+        pending = list(self._after_reply)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         await self.state.stop()
+
+    def run_after_reply(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` (a heartbeat's share-state initialization, `apis/share_state_init`)
+        as a task of its own, as Kafka's `GroupCoordinatorService` puts `persisterInitialize`
+        on a timer: the heartbeat is answered without waiting for it."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._after_reply.add(task)
+        task.add_done_callback(self._after_reply.discard)
 
     # -- share-partitions -------------------------------------------------------------------
 

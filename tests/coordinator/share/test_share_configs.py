@@ -114,12 +114,12 @@ def test_record_locks_are_bounded_by_the_broker_settings() -> None:
     ({"group.share.min.partition.max.record.locks": "2001"},
      "group.share.min.partition.max.record.locks=2001 must be within [100, 2000]"),
     ({"group.share.partition.max.record.locks": "5000"},
-     "group.share.max.partition.max.record.locks must be greater than or equal to "
-     "group.share.partition.max.record.locks"),
+     ("group.share.max.partition.max.record.locks must be greater than or equal to "
+      "group.share.partition.max.record.locks")),
     ({"group.share.partition.max.record.locks": "150",
       "group.share.min.partition.max.record.locks": "200"},
-     "group.share.partition.max.record.locks must be greater than or equal to "
-     "group.share.min.partition.max.record.locks"),
+     ("group.share.partition.max.record.locks must be greater than or equal to "
+      "group.share.min.partition.max.record.locks")),
 ])
 def test_record_lock_broker_settings_are_checked_at_start_up(props: dict[str, str],
                                                              message: str) -> None:
