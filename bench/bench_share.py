@@ -47,7 +47,7 @@ TITLE = "Share group consumption"
 SHARE_API_KEYS = frozenset({76, 78, 79})
 #: ``run_all``'s share section: records per run (fewer than produce: each one is acquired,
 #: acknowledged and its state persisted) and the consumer counts.
-SECTION_RECORDS = 100_000
+SECTION_RECORDS = 200_000
 SECTION_CONSUMERS = (1, 4)
 
 
