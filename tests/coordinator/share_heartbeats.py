@@ -32,16 +32,6 @@ def share_heartbeat(h: Harness, request: ShareGroupHeartbeatRequest, version: in
     return reply.response
 
 
-def join_assigned(h: Harness, group: str, member: str, topics: list[str]
-                  ) -> ShareGroupHeartbeatResponse:
-    """Join, let the initialization complete, and heartbeat again: the answer that carries
-    the partitions (Kafka 4.4 assigns only initialized share-partitions)."""
-    joined = share_heartbeat(h, ShareGroupHeartbeatRequest(
-        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=topics))
-    return share_heartbeat(h, ShareGroupHeartbeatRequest(
-        group_id=group, member_id=member, member_epoch=joined.member_epoch))
-
-
 def initialized_group(h: Harness, group: str) -> None:
     """Create `group` empty with every partition of the shard's topics initialized, as
     AlterShareGroupOffsets leaves it: its first member is assigned at once."""
