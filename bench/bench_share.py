@@ -1,4 +1,5 @@
-"""Share-group throughput: records/s through ShareFetch + ShareAcknowledge.
+"""Share-group consumption: time to the first record, then records/s through ShareFetch +
+ShareAcknowledge, and how the records spread over the consumers.
 
 Run: ``python -m bench.bench_share`` (``--records N``, ``--runs N``, ``--consumers 1,4``) for
 groupcoord alone; writes ``bench/results/share.json`` and ``bench/results/share.md``. The
@@ -10,9 +11,13 @@ with ``records`` records of 100 B before any consumer starts, the group set to
 ``share.auto.offset.reset=earliest``. Then ``consumers`` confluent-kafka ``ShareConsumer``s
 (librdkafka share consumer, implicit acknowledgement: each poll accepts the previous batch),
 each in its own process, consume until together they have seen every record. The clock
-runs from the moment all consumers were created to the moment the last record arrived, so
-it covers group joins, ShareFetch long polls, acquisition and the acknowledgements (each
-persisted as a ShareUpdate in ``__share_group_state``). Clients and broker share the
+runs from the moment all consumers were created to the moment the last record arrived, and
+is reported in two parts: the time to the first record (the joins and the share-partition
+initialization round: Kafka 4.4 assigns a new group's partitions only once their share
+state is initialized, at the heartbeat after that, 5 s later with the default heartbeat
+interval) and the steady rate over the rest (ShareFetch long polls, acquisition and the
+acknowledgements, each persisted as a ShareUpdate in ``__share_group_state``). Each
+consumer's record count shows whether the work was shared. Clients and broker share the
 machine's cores.
 """
 
@@ -42,7 +47,7 @@ TITLE = "Share group consumption"
 SHARE_API_KEYS = frozenset({76, 78, 79})
 #: ``run_all``'s share section: records per run (fewer than produce: each one is acquired,
 #: acknowledged and its state persisted) and the consumer counts.
-SECTION_RECORDS = 100_000
+SECTION_RECORDS = 200_000
 SECTION_CONSUMERS = (1, 4)
 
 
@@ -74,7 +79,8 @@ def prepare(bootstrap: str, records: int) -> None:
     assert producer.flush(60) == 0
 
 
-def consumer_main(bootstrap: str, total: Any, ready: Any, records: int, go: Any) -> None:
+def consumer_main(bootstrap: str, total: Any, ready: Any, records: int, go: Any,
+                  index: int, counts: Any, first_at: Any) -> None:
     from confluent_kafka import ShareConsumer
 
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
@@ -92,8 +98,12 @@ def consumer_main(bootstrap: str, total: Any, ready: Any, records: int, go: Any)
                 break
         got = sum(1 for m in consumer.poll(0.2) if m.error() is None)
         if got:
+            now = time.monotonic()  # CLOCK_MONOTONIC: comparable across processes
             with total.get_lock():
+                if total.value == 0:
+                    first_at.value = now
                 total.value += got
+            counts[index] += got
     consumer.close()
 
 
@@ -112,9 +122,11 @@ def one_run(consumers: int, records: int, spec: BrokerSpec | None = None) -> dic
         prepare(broker.bootstrap, records)
         ctx = mp.get_context("spawn")
         total, ready, go = ctx.Value("q", 0), ctx.Value("i", 0), ctx.Value("i", 0)
+        counts, first_at = ctx.Array("q", consumers), ctx.Value("d", 0.0)
         procs = [ctx.Process(target=consumer_main,
-                             args=(broker.bootstrap, total, ready, records, go))
-                 for _ in range(consumers)]
+                             args=(broker.bootstrap, total, ready, records, go, index, counts,
+                                   first_at))
+                 for index in range(consumers)]
         for p in procs:
             p.start()
         while ready.value < consumers:
@@ -131,8 +143,14 @@ def one_run(consumers: int, records: int, spec: BrokerSpec | None = None) -> dic
             p.join(60)
         ok = total.value >= records
         rss = broker.rss_peak_mib()
-        return {"rss_mib": rss,"consumers": consumers, "records": records, "seconds": round(elapsed, 3),
+        first_s = first_at.value - started if first_at.value else None
+        steady_s = elapsed - first_s if first_s is not None else 0.0
+        return {"rss_mib": rss, "consumers": consumers, "records": records,
+                "seconds": round(elapsed, 3),
+                "first_record_ms": round(first_s * 1000) if first_s is not None else None,
                 "records_per_s": round(records / elapsed) if ok else 0,
+                "steady_records_per_s": round(records / steady_s) if ok and steady_s > 0 else 0,
+                "per_consumer": sorted(counts[:], reverse=True),
                 "broker_cpu_us_per_record": round(cpu * 1e6 / records, 1) if cpu else None,
                 "status": "ok" if ok else f"timeout at {total.value} records"}
 
@@ -146,11 +164,21 @@ def run(ctx: BenchContext) -> Section:
                     "produced before the consumers start; then 1 or 4 confluent-kafka "
                     "ShareConsumers (librdkafka's share consumer, each in its own process, "
                     "implicit acknowledgement) read until together they have every record. "
-                    "The clock covers the joins, ShareFetch long polls, acquisition and the "
-                    "acknowledgements (persisted share state). Fresh broker per run.",
+                    "First record: from the moment all consumers exist to the first record "
+                    "received (joins and the share-partition initialization round: Kafka 4.4 "
+                    "and groupcoord assign a new group's partitions at the heartbeat after "
+                    "their share state is initialized). Steady rate: the records over the "
+                    "time from the first record to the last (ShareFetch long polls, "
+                    "acquisition and acknowledgements with persisted share state). Records "
+                    "per consumer: each consumer's count in the median run, largest first. "
+                    "Fresh broker per run.",
         columns=[("broker", "broker"), ("consumers", "consumers"),
-                 ("records_per_s", "records/s (median)"), ("best_records_per_s", "records/s (best)"),
-                 ("vs_peer", "rate vs Tansu"), ("vs_kafka", "rate vs Kafka"),
+                 ("first_record_ms", "first record ms (median)"),
+                 ("steady_records_per_s", "steady records/s (median)"),
+                 ("best_steady_records_per_s", "steady records/s (best)"),
+                 ("vs_peer", "steady rate vs Tansu"), ("vs_kafka", "steady rate vs Kafka"),
+                 ("records_per_s", "records/s incl. first record (median)"),
+                 ("per_consumer", "records per consumer (median run)"),
                  ("broker_cpu_us_per_record", "broker CPU µs/record (median)"),
                  ("broker_rss_mib", "broker peak RSS MiB"), ("runs", "runs"), ("status", "status")],
     )
@@ -174,7 +202,9 @@ def run(ctx: BenchContext) -> Section:
                     continue
                 samples.setdefault((spec.name, consumers), []).append(out)
                 progress(NAME, f"{spec.name} {consumers} consumer(s) run {i + 1}/{ctx.runs}: "
-                               f"{out['records_per_s']:,} records/s, "
+                               f"first record {out['first_record_ms']} ms, "
+                               f"{out['steady_records_per_s']:,} records/s steady, per "
+                               f"consumer {out['per_consumer']}, "
                                f"{out['broker_cpu_us_per_record']} µs CPU each")
     for consumers in SECTION_CONSUMERS:
         for spec in ctx.brokers:
@@ -186,8 +216,16 @@ def run(ctx: BenchContext) -> Section:
                 cpus = [r["broker_cpu_us_per_record"] for r in ok
                         if r["broker_cpu_us_per_record"]]
                 rates = [float(r["records_per_s"]) for r in ok]
+                steady = [float(r["steady_records_per_s"]) for r in ok]
+                firsts = [r["first_record_ms"] for r in ok if r["first_record_ms"] is not None]
+                median_run = sorted(ok, key=lambda r: r["steady_records_per_s"])[len(ok) // 2]
                 row.update({"records_per_s": statistics.median(rates),
-                            "best_records_per_s": max(rates),
+                            "steady_records_per_s": statistics.median(steady),
+                            "best_steady_records_per_s": max(steady),
+                            "first_record_ms":
+                                float(statistics.median(firsts)) if firsts else None,
+                            "per_consumer": " / ".join(f"{n:,}"
+                                                       for n in median_run["per_consumer"]),
                             "broker_cpu_us_per_record":
                                 float(statistics.median(cpus)) if cpus else None,
                             "broker_rss_mib": float(max(r["rss_mib"] or 0 for r in ok))})
@@ -199,7 +237,7 @@ def run(ctx: BenchContext) -> Section:
                 row["status"] = "ok"
             section.rows.append(row)
         section.rows.extend(ctx.pending_rows(consumers=consumers))
-    add_relative(section.rows, "records_per_s", ("consumers",))
+    add_relative(section.rows, "steady_records_per_s", ("consumers",))
     section.raw = {"runs": {f"{b}/{c}": v for (b, c), v in samples.items()},
                    "failures": failures}
     return section
@@ -210,13 +248,16 @@ def render(result: dict[str, Any]) -> str:
         "# Share groups: ShareFetch + ShareAcknowledge throughput", "",
         f"Command: `{result['command']}`  ",
         f"Date (UTC): {result['date']}; {result['machine']}", "",
-        ("| consumers | records | records/s (median) | records/s (best) | broker CPU µs/record "
-        "(median) | runs | status |"),
-        "|---|---|---|---|---|---|---|",
+        ("| consumers | records | first record ms (median) | steady records/s (median) | "
+         "records/s (median) | records/s (best) | records per consumer (median run) | "
+         "broker CPU µs/record (median) | runs | status |"),
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
-        lines.append(f"| {row['consumers']} | {row['records']:,} | {row['median']:,} | "
-                     f"{row['best']:,} | {row['cpu']} | {row['runs']} | {row['status']} |")
+        lines.append(f"| {row['consumers']} | {row['records']:,} | {row['first_ms']} | "
+                     f"{row['steady']:,} | {row['median']:,} | {row['best']:,} | "
+                     f"{row['per_consumer']} | {row['cpu']} | {row['runs']} | "
+                     f"{row['status']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -232,8 +273,14 @@ def main() -> None:
         samples.extend(runs)
         rates = [r["records_per_s"] for r in runs]
         cpus = [r["broker_cpu_us_per_record"] for r in runs if r["broker_cpu_us_per_record"]]
+        steady = [r["steady_records_per_s"] for r in runs]
+        firsts = [r["first_record_ms"] for r in runs if r["first_record_ms"] is not None]
+        median_run = sorted(runs, key=lambda r: r["steady_records_per_s"])[len(runs) // 2]
         rows.append({"consumers": consumers, "records": args.records,
                      "median": round(statistics.median(rates)), "best": max(rates),
+                     "steady": round(statistics.median(steady)),
+                     "first_ms": round(statistics.median(firsts)) if firsts else "n/a",
+                     "per_consumer": " / ".join(f"{n:,}" for n in median_run["per_consumer"]),
                      "cpu": round(statistics.median(cpus), 1) if cpus else "n/a",
                      "runs": len(runs),
                      "status": "ok" if all(r["status"] == "ok" for r in runs) else "partial"})

@@ -57,9 +57,22 @@ async def set_configs(c: RawClient, group: str, **values: str) -> Any:
 
 
 async def join(c: RawClient, member: str = "m1", version: int = 1) -> Any:
+    """Join, then heartbeat until the partitions come: they are assigned once their share
+    state is initialized, after the first heartbeat's reply (the interval is set to 0 so
+    that the heartbeat after the initialization assigns them at once)."""
+    await set_configs(c, G, share_assignment_interval_ms="0")
     cls = with_v0(sgh.ShareGroupHeartbeatRequest)
+    response_cls = with_v0(sgh.ShareGroupHeartbeatResponse)
     req = cls(group_id=G, member_id=member, member_epoch=0, subscribed_topic_names=[T])
-    return await c.call(req, version, with_v0(sgh.ShareGroupHeartbeatResponse))
+    joined = response = await c.call(req, version, response_cls)
+    for _ in range(100):
+        if response.error_code or (response.assignment is not None
+                                   and response.assignment.topic_partitions):
+            break
+        await asyncio.sleep(0)
+        response = await c.call(cls(group_id=G, member_id=joined.member_id,
+                                    member_epoch=response.member_epoch), version, response_cls)
+    return response
 
 
 async def fetch(c: RawClient, tid: bytes, epoch: int, member: str = "m1",
@@ -100,7 +113,8 @@ def test_heartbeat_fetch_ack_and_session_errors(tmp_path: Path) -> None:
             c = await b.client()
             assert (await set_configs(c, G, share_auto_offset_reset="earliest")).error_code == 0
             hb = await join(c)
-            assert hb.error_code == 0 and hb.member_epoch == 1
+            # Epoch 1 joins with nothing; epoch 2 assigns the initialized partition.
+            assert hb.error_code == 0 and hb.member_epoch == 2
             resp = await fetch(c, tid, 0)
             assert resp.error_code == 0 and acquired(resp) == [(0, 9, 1)]
             assert resp.acquisition_lock_timeout_ms == 30_000
@@ -173,12 +187,32 @@ def test_group_configs_describe_and_validate(tmp_path: Path) -> None:
                 ErrorCode.INVALID_CONFIG
             assert (await set_configs(c, G, share_record_lock_duration_ms="15000")
                     ).error_code == 0
+            # Within the broker's group.share.min/max.partition.max.record.locks (100-4000).
+            refused = await set_configs(c, G, share_partition_max_record_locks="4001")
+            assert (refused.error_code, refused.error_message) == (
+                ErrorCode.INVALID_CONFIG,
+                "share.partition.max.record.locks must be in the range 100 to 4000 inclusive.")
             req = dc.DescribeConfigsRequest(resources=[dc.DescribeConfigsResource(
                 resource_type=32, resource_name=G, configuration_keys=None)])
             resp = await c.call(req, 4, dc.DescribeConfigsResponse)
             values = {e.name: (e.value, e.config_source) for e in resp.results[0].configs}
             assert values["share.record.lock.duration.ms"] == ("15000", 8)
             assert values["share.delivery.count.limit"] == ("5", 5)
+    run(go())
+
+
+def test_record_lock_bounds_come_from_the_broker(tmp_path: Path) -> None:
+    """`serve --group-config group.share.max.partition.max.record.locks=6000` lets a group
+    set up to 6000 record locks per share-partition."""
+    async def go() -> None:
+        extra = {"group.share.max.partition.max.record.locks": "6000"}
+        async with InProcBroker(tmp_path, extra=extra) as b:
+            c = await b.client()
+            assert (await set_configs(c, G, share_partition_max_record_locks="6000")
+                    ).error_code == 0
+            refused = await set_configs(c, G, share_partition_max_record_locks="6001")
+            assert refused.error_message == \
+                "share.partition.max.record.locks must be in the range 100 to 6000 inclusive."
     run(go())
 
 

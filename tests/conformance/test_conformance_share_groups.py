@@ -15,6 +15,7 @@ import pytest
 from conformance import consumer
 from conformance.conversation import Conversation, Topic
 from conformance.differential import Scenario
+from conformance.test_conformance_group_configs import SET, alter, wait_applied
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.alter_share_group_offsets import (
     AlterShareGroupOffsetsRequest,
@@ -159,6 +160,39 @@ def test_share_heartbeat_join_leave_describe(differential: Run) -> None:
         describe(c, "describe one member", group)
         heartbeat(c, "leave", group, M1, -1)
         describe(c, "describe empty", group)
+    differential(scenario)
+
+
+def initialized_partitions(c: Conversation, group: str) -> int:
+    """How many share-partitions of `group` are initialized (DescribeShareGroupOffsets with
+    null topics lists exactly those, `initializedShareGroupPartitions`)."""
+    described = c.quiet(DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]), 1,
+        DescribeShareGroupOffsetsResponse)
+    return sum(len(t.partitions) for g in described.groups for t in g.topics)
+
+
+def test_share_first_heartbeat_assigns_after_initialization(differential: Run) -> None:
+    """A new group's first heartbeat is answered before its share state is initialized: no
+    partitions. Once it is, the next heartbeat bumps the group epoch and assigns them
+    (`initializedAssignmentPending`), and a member that joins then is given its share."""
+    def scenario(c: Conversation) -> None:
+        # One partition, which the two members share: which member a partition of several
+        # goes to follows Kafka's hash-set order (see coordinator/assignors/simple.py).
+        topic = c.create_topic("t")
+        group = c.name("g")
+        # The target after the initialization is computed at once, however soon it comes.
+        alter(c, "assign at once", group, ("share.assignment.interval.ms", SET, "0"))
+        wait_applied(c, group, "share.assignment.interval.ms", "0")
+        first = heartbeat(c, "first heartbeat of a new group", group, M1, 0, [topic.name])
+        c.wait_until(lambda: initialized_partitions(c, group) == topic.partitions,
+                     f"{group}'s share-partitions initialized")
+        describe(c, "describe once initialized", group)
+        assigned = heartbeat(c, "the heartbeat after the initialization", group, M1,
+                             first.member_epoch)
+        heartbeat(c, "a second member joins", group, M2, 0, [topic.name])
+        heartbeat(c, "the first member's next heartbeat", group, M1, assigned.member_epoch)
+        describe(c, "describe both assigned", group)
     differential(scenario)
 
 
@@ -328,4 +362,34 @@ def test_start_offset_after_accepting_everything(differential: Run) -> None:
         share_fetch(c, "deliver everything", group, M1, 0, topic)
         acknowledge(c, "accept everything", group, M1, 1, topic, [(0, 2, ACCEPT)])
         describe_offsets(c, "start offset after accepting everything", group, topic.name)
+    differential(scenario)
+
+
+def test_redelivery_is_throttled_near_the_delivery_limit(differential: Run) -> None:
+    """One ten-record batch released until the delivery limit (5): each round fetches until
+    nothing more comes, then releases everything. Kafka 4.4 hands it out whole three times,
+    then in halves, then record by record on the last attempt
+    (`SharePartition.throttleRecordsDeliveryLimit`, `acquireSubsetBatchRecords`)."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        group = c.name("g")
+        c.produce(topic, 0, [f"r{i}".encode() for i in range(10)])
+        alter_offsets(c, "start at the beginning", group, topic.name, {0: 0})
+        join_until_assigned(c, group, M1, topic)
+        epoch = 0
+        for attempt in range(1, 6):
+            held: list[tuple[int, int]] = []
+            while True:
+                fetched = share_fetch(c, f"attempt {attempt}, fetch {len(held) + 1}", group, M1,
+                                      epoch, topic, max_wait_ms=MAX_WAIT_MS if not held else 100)
+                epoch += 1
+                runs = [(a.first_offset, a.last_offset) for t in fetched.responses
+                        for p in t.partitions for a in p.acquired_records]
+                if not runs:
+                    break
+                held += runs
+            acknowledge(c, f"release attempt {attempt}", group, M1, epoch, topic,
+                        [(first, last, RELEASE) for first, last in held])
+            epoch += 1
+        share_fetch(c, "nothing left after the limit", group, M1, epoch, topic, max_wait_ms=100)
     differential(scenario)

@@ -265,9 +265,9 @@ def test_java39_share_consumers_sharegroupheartbeat_v0(broker: Any, java39_harne
     ShareAcknowledge v0, explicit acknowledgement chosen by its first acknowledge() call."""
     from helpers import java
 
-    # The harness replaces a 3.9 consumer whose first poll (5 s) is empty, which is about
-    # when its second heartbeat would pick up a target held back by the 1 s assignment
-    # interval: assign at once for this group (Kafka's own tests run with 0 and 1000).
+    # The harness replaces a 3.9 consumer whose first poll (12 s) is empty; a target held
+    # back by the 1 s assignment interval would come only at a later heartbeat: assign at
+    # once for this group (Kafka's own tests run with 0 and 1000).
     run_java_share_consumers(broker.bootstrap, java.CLIENT_3_9, tmp_path, "share-jq39",
                              "share-jg39", share_assignment_interval_ms="0")
 

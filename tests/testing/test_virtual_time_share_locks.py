@@ -6,7 +6,9 @@ confluent-kafka or a Java share consumer) gets it, in well under 2 s of wall tim
 Both members stay alive (their heartbeats keep coming on real time and renew their 45 s
 share sessions), so what frees the record is the lock alone. A member that joins is given
 partitions only once `group.share.assignment.interval.ms` (1 s, KIP-1263) has passed on the
-broker's clock since the last assignment, so the test moves time by that first.
+broker's clock since the last assignment, so the test moves time by that first; the same
+holds for the first member, whose partitions come with the target computed after their share
+state is initialized, one heartbeat after it joined.
 """
 
 from __future__ import annotations
@@ -63,12 +65,14 @@ def _poll_values(consumer: ShareConsumer, seconds: float, want: int = 1) -> list
     return values
 
 
-def _wait_for_assigned_members(conn: WireConnection, group: str, count: int) -> None:
-    def assigned() -> bool:
+def _wait_for_assigned_members(conn: WireConnection, group: str, count: int,
+                               assigned: bool = True) -> None:
+    def ready() -> bool:
         members = conn.call(ShareGroupDescribeRequest(group_ids=[group]), 1).groups[0].members
-        return len(members) == count and all(m.assignment.topic_partitions for m in members)
+        return len(members) == count and (
+            not assigned or all(m.assignment.topic_partitions for m in members))
 
-    wait_for(assigned, f"{count} assigned members in {group}", SETUP_TIMEOUT_S)
+    wait_for(ready, f"{count} members in {group}", SETUP_TIMEOUT_S)
 
 
 class ConfluentTaker:
@@ -131,6 +135,9 @@ def test_an_unacknowledged_record_is_released_when_its_lock_expires(
         taker = None
         try:
             holder.subscribe([unique_topic])
+            assert _poll_values(holder, QUIET_S) == []
+            _wait_for_assigned_members(conn, unique_group, 1, assigned=False)
+            broker.advance(ASSIGNMENT_INTERVAL_MS)
             assert _poll_values(holder, SETUP_TIMEOUT_S) == [RECORD]  # acquired, never acked
             taker = TAKERS[taker_client](broker, unique_topic, unique_group, tmp_path)
             broker.advance(ASSIGNMENT_INTERVAL_MS)

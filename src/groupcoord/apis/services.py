@@ -6,7 +6,7 @@ only what they use, so `apis` never imports `server`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.coordinator.share.partition import Acquired, SharePartition
@@ -69,9 +69,14 @@ class Shares(Protocol):
     def reset_start_offset(self, group_id: str, topic: TopicInfo, index: int,
                            offset: int) -> None: ...
     def initialize_state(self, group_id: str, parts: dict[bytes, Any],
-                         state_epoch: int = 0) -> None: ...
+                         state_epoch: int = 0,
+                         start_offsets: Mapping[bytes, int] | None = None) -> None: ...
     def delete_state(self, group_id: str, topic_id: bytes) -> None: ...
     def delete_group_state(self, group_id: str) -> None: ...
+    def run_after_reply(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` as a task of its own (the share-state initialization a heartbeat
+        asks for, after its reply)."""
+        ...
 
 
 # -- transactions -------------------------------------------------------------------------

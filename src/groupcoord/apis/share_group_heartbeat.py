@@ -4,8 +4,8 @@
 v1 (Kafka 4.1+) is served from the generated codec; v0 (Kafka 3.9/4.0 early access, the
 Java 3.9 `KafkaShareConsumer`) from `share_v0_codec`. The request goes whole to the
 group's shard, with the topics image it resolves subscribed names against and the
-group's `share.*` config overrides. A member that leaves releases the records it holds;
-otherwise newly subscribed share-partitions are initialized (`share_state_init`).
+group's `share.*` config overrides. Share-partitions the heartbeat found uninitialized are
+initialized after the reply (`share_state_init`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from groupcoord.apis import share_state_init, share_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import group_overrides
 from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.coordinator.share.heartbeat import HeartbeatReply
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
@@ -27,7 +28,6 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = 76
 MIN_VERSION = share_support.SHARE_MIN_VERSION
 MAX_VERSION = 1
-LEAVE_EPOCH = -1
 REQUEST = share_support.versioned_request(ShareGroupHeartbeatRequest)
 RESPONSE = share_support.versioned_response(ShareGroupHeartbeatResponse)
 
@@ -43,11 +43,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroup
 
     def run(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return shard.share_group_heartbeat(request, version, op_ctx, now_ms, image, overrides)
-    response = await ctx.groups.call(request.group_id, run)
+    reply: HeartbeatReply = await ctx.groups.call(request.group_id, run)
     # A leave touches only the group, as in Kafka's handleShareGroupHeartbeat: the member's
     # share session and acquired records stay until its final ShareFetch/ShareAcknowledge
     # (epoch -1, which a closing consumer sends next, often racing this heartbeat), its
     # connection closes, or the locks expire.
-    if request.member_epoch != LEAVE_EPOCH and response.error_code == 0:
-        await share_state_init.initialize_after_heartbeat(ctx, request.group_id)
-    return as_version(response, version)
+    if reply.initialize is not None:
+        share_state_init.start_after_heartbeat(ctx, reply.initialize)
+    return as_version(reply.response, version)

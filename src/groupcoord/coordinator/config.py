@@ -65,6 +65,9 @@ class GroupCoordinatorConfig:
     group_share_heartbeat_interval_ms: int = 5_000
     group_share_max_size: int = 200
     group_share_assignment_interval_ms: int = 1_000
+    # How long an initializing share-partition waits before a heartbeat retries it (Kafka's
+    # internal `group.share.initialize.retry.interval.ms`; at least offsets.commit.timeout.ms).
+    group_share_initialize_retry_interval_ms: int = 30_000
     # `ShareGroupConfig`: the broker defaults of a share-partition's settings, and the
     # range a group's `share.record.lock.duration.ms` must fall in.
     group_share_record_lock_duration_ms: int = 30_000
@@ -72,6 +75,9 @@ class GroupCoordinatorConfig:
     group_share_max_record_lock_duration_ms: int = 60_000
     group_share_delivery_count_limit: int = 5
     group_share_partition_max_record_locks: int = 2_000
+    # The range a group's `share.partition.max.record.locks` must fall in (`ShareGroupConfig`).
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_partition_max_record_locks: int = 4_000
     group_share_max_share_sessions: int = 2_000
     # KIP-1191 (`GroupCoordinatorConfig`, Kafka 4.4): whether a missing DLQ topic is
     # created, and the prefix every DLQ topic name must have ("" = any name).
@@ -95,6 +101,11 @@ class GroupCoordinatorConfig:
     group_streams_task_offset_interval_ms: int = 60_000
     group_streams_acceptable_recovery_lag: int = 10_000
     group_streams_rack_aware_assignment_tags: tuple[str, ...] = ()
+
+    @property
+    def share_initialize_retry_interval_ms(self) -> int:
+        """`GroupCoordinatorConfig.shareGroupInitializeRetryIntervalMs`."""
+        return max(self.group_share_initialize_retry_interval_ms, self.offsets_commit_timeout_ms)
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -185,19 +196,34 @@ class GroupCoordinatorConfig:
     def _validate_share(self) -> None:
         """`ShareGroupConfig.CONFIG_DEF` ranges and `ShareGroupConfig.validate`."""
         _within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
-               1_000, 3_600_000)
+                1_000, 3_600_000)
         _within("group.share.min.record.lock.duration.ms",
-               self.group_share_min_record_lock_duration_ms, 1_000, 30_000)
+                self.group_share_min_record_lock_duration_ms, 1_000, 30_000)
         _within("group.share.max.record.lock.duration.ms",
-               self.group_share_max_record_lock_duration_ms, 30_000, 3_600_000)
+                self.group_share_max_record_lock_duration_ms, 30_000, 3_600_000)
         _within("group.share.delivery.count.limit", self.group_share_delivery_count_limit, 2, 10)
         _within("group.share.partition.max.record.locks",
-               self.group_share_partition_max_record_locks, 100, 10_000)
+                self.group_share_partition_max_record_locks, 100, 10_000)
+        _within("group.share.min.partition.max.record.locks",
+                self.group_share_min_partition_max_record_locks, 100, 2_000)
+        _within("group.share.max.partition.max.record.locks",
+                self.group_share_max_partition_max_record_locks, 2_000, 10_000)
         _within("group.share.max.share.sessions", self.group_share_max_share_sessions, 1,
-               INT32_MAX)
+                INT32_MAX)
+        _within("group.share.initialize.retry.interval.ms",
+                self.group_share_initialize_retry_interval_ms, 1, INT32_MAX)
         _within("group.share.record.lock.duration.ms", self.group_share_record_lock_duration_ms,
-               self.group_share_min_record_lock_duration_ms,
-               self.group_share_max_record_lock_duration_ms)
+                self.group_share_min_record_lock_duration_ms,
+                self.group_share_max_record_lock_duration_ms)
+        # `ShareGroupConfig.validate`'s order and messages.
+        if self.group_share_max_partition_max_record_locks < \
+                self.group_share_partition_max_record_locks:
+            raise ValueError("group.share.max.partition.max.record.locks must be greater than "
+                             "or equal to group.share.partition.max.record.locks")
+        if self.group_share_partition_max_record_locks < \
+                self.group_share_min_partition_max_record_locks:
+            raise ValueError("group.share.partition.max.record.locks must be greater than or "
+                             "equal to group.share.min.partition.max.record.locks")
 
 
 def _within(name: str, value: int, low: int, high: int) -> None:

@@ -125,7 +125,8 @@ class GroupCoordinatorShard(Shard):
             session_timeout_ms=self.config.group_share_session_timeout_ms,
             heartbeat_interval_ms=self.config.group_share_heartbeat_interval_ms,
             max_size=self.config.group_share_max_size,
-            assignment_interval_ms=self.config.group_share_assignment_interval_ms)
+            assignment_interval_ms=self.config.group_share_assignment_interval_ms,
+            initialize_retry_interval_ms=self.config.share_initialize_retry_interval_ms)
         # False while the log is being replayed at start-up; set by on_loaded.
         self.live = False
         # The time of the latest operation: replay has no clock of its own.
@@ -152,7 +153,7 @@ class GroupCoordinatorShard(Shard):
         elif record_type in CONSUMER_RECORD_TYPES:
             self.consumer.replay(key, value)
         elif record_type in SHARE_RECORD_TYPES:
-            self.share.replay(key, value)
+            self.share.replay(key, value, self.last_now_ms)
         elif record_type in STREAMS_RECORD_TYPES:
             if value is not None and key.group_id not in self.streams.groups:
                 # A simple classic group (offsets only) is replaced, as in Kafka.

@@ -9,6 +9,7 @@ and drops the live share-partition, which is re-initialized from the store on ne
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,15 +78,17 @@ def delete_state(rt: ShareRuntime, group_id: str, topic_id: bytes) -> None:
 
 
 def initialize_state(rt: ShareRuntime, group_id: str, parts: dict[bytes, Any],
-                     state_epoch: int) -> None:
+                     state_epoch: int, start_offsets: Mapping[bytes, int]) -> None:
     """The persister's `initializeState` for a heartbeat (`GroupCoordinatorService
-    .persisterInitialize`): an uninitialized share-partition gets a ShareSnapshot with start
-    offset -1, which the first fetch resolves by `share.auto.offset.reset`, as Kafka's
-    `SharePartition` does. Existing state is never overwritten, so a retried or duplicate
-    initialization changes nothing."""
+    .persisterInitialize`): an uninitialized share-partition gets a ShareSnapshot with the
+    topic's start offset from `start_offsets`: -1 (the default), which the first fetch
+    resolves by `share.auto.offset.reset` as Kafka's `SharePartition` does, or 0 for a new
+    partition of a topic the group already knew. Existing state is never overwritten, so a
+    retried or duplicate initialization changes nothing."""
     for topic_id, init in sorted(parts.items()):
+        start = start_offsets.get(topic_id, -1)
         for index in sorted(init.partitions):
             key = (group_id, topic_id, index)
             if key in rt.partitions or rt.store.get(key) is not None:
                 continue
-            rt.state.initialize(key, -1, state_epoch)
+            rt.state.initialize(key, start, state_epoch)

@@ -27,8 +27,9 @@ Single-threaded on the event loop: no locks.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
@@ -76,6 +77,8 @@ class ShareRuntime:
         self.group_configs = GroupConfigStore(broker.config.data_dir, broker.config.file_io)
         self.defaults = broker_defaults(settings)
         self.dlq = ShareDlq(self)
+        # Share-state initializations running after their heartbeat's reply.
+        self._after_reply: set[asyncio.Task[None]] = set()
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -88,7 +91,19 @@ class ShareRuntime:
 
     async def stop(self) -> None:
         self.dlq.stop()
+        pending = list(self._after_reply)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         await self.state.stop()
+
+    def run_after_reply(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` (a heartbeat's share-state initialization, `apis/share_state_init`)
+        as a task of its own, as Kafka's `GroupCoordinatorService` puts `persisterInitialize`
+        on a timer: the heartbeat is answered without waiting for it."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._after_reply.add(task)
+        task.add_done_callback(self._after_reply.discard)
 
     # -- share-partitions -------------------------------------------------------------------
 
@@ -277,8 +292,9 @@ class ShareRuntime:
         share_admin.reset_start_offset(self, group_id, topic, index, offset)
 
     def initialize_state(self, group_id: str, parts: dict[bytes, Any],
-                         state_epoch: int = 0) -> None:
-        share_admin.initialize_state(self, group_id, parts, state_epoch)
+                         state_epoch: int = 0,
+                         start_offsets: Mapping[bytes, int] | None = None) -> None:
+        share_admin.initialize_state(self, group_id, parts, state_epoch, start_offsets or {})
 
     def delete_state(self, group_id: str, topic_id: bytes) -> None:
         share_admin.delete_state(self, group_id, topic_id)

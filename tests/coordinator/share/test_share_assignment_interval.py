@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from coord_harness import Harness
+from share_heartbeats import complete_initialization, initialized_group
 
 from groupcoord.coordinator.result import OpContext
 from groupcoord.coordinator.share import records as rec
@@ -23,6 +24,9 @@ T2 = bytes([8] * 16)
 def h() -> Harness:
     harness = Harness()
     harness.shard.on_topics_changed(TopicsImage.of([("a", T1, 4), ("b", T2, 2)], 1), 0)
+    # Initialized before anyone joins (share_heartbeats.initialized_group), so the interval
+    # alone decides when partitions are assigned.
+    initialized_group(harness, G)
     return harness
 
 
@@ -32,8 +36,10 @@ def hb(h: Harness, member: str, epoch: int, topics: list[str] | None = None,
                                      subscribed_topic_names=topics)
     result = h.shard.share_group_heartbeat(req, 1, OpContext("client", "/127.0.0.1", 0), h.now, None, overrides)
     h.apply(result)
-    assert result.response.error_code == 0
-    return result.response
+    reply = result.response
+    complete_initialization(h, reply)
+    assert reply.response.error_code == 0
+    return reply.response
 
 
 def target_writes(h: Harness) -> list[tuple[int, int]]:

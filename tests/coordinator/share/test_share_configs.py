@@ -56,6 +56,7 @@ def test_broker_settings_are_the_defaults_of_group_configs() -> None:
         "group.share.min.record.lock.duration.ms": "1000",
         "group.share.delivery.count.limit": "3",
         "group.share.partition.max.record.locks": "5000",
+        "group.share.max.partition.max.record.locks": "5000",
         "share.isolation.level": "read_committed",  # not a broker setting: ignored
     })
     defaults = broker_defaults(broker)
@@ -84,3 +85,46 @@ def test_broker_settings_are_the_defaults_of_group_configs() -> None:
 def test_broker_share_settings_are_range_checked(props: dict[str, str]) -> None:
     with pytest.raises(ValueError):
         GroupCoordinatorConfig.from_properties(props)
+
+
+def test_record_locks_are_bounded_by_the_broker_settings() -> None:
+    """`GroupConfig.validateValues` (Kafka 4.4): `share.partition.max.record.locks` within
+    the broker's group.share.min/max.partition.max.record.locks (100 and 4000)."""
+    name = "share.partition.max.record.locks"
+    validate(name, "100")
+    validate(name, "4000")
+    with pytest.raises(ValueError) as over:
+        validate(name, "4001")
+    assert str(over.value) == f"{name} must be in the range 100 to 4000 inclusive."
+    with pytest.raises(ValueError) as under:
+        validate(name, "99")
+    assert str(under.value) == f"Invalid value 99 for configuration {name}: Value must be at least 100"
+    broker = GroupCoordinatorConfig.from_properties({
+        "group.share.min.partition.max.record.locks": "500",
+        "group.share.max.partition.max.record.locks": "8000"})
+    validate(name, "8000", broker)
+    with pytest.raises(ValueError) as low:
+        validate(name, "499", broker)
+    assert str(low.value) == f"{name} must be in the range 500 to 8000 inclusive."
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"group.share.max.partition.max.record.locks": "1999"},
+     "Invalid value 1999 for configuration group.share.max.partition.max.record.locks: "
+     "Value must be at least 2000"),
+    ({"group.share.min.partition.max.record.locks": "2001"},
+     "Invalid value 2001 for configuration group.share.min.partition.max.record.locks: "
+     "Value must be no more than 2000"),
+    ({"group.share.partition.max.record.locks": "5000"},
+     ("group.share.max.partition.max.record.locks must be greater than or equal to "
+      "group.share.partition.max.record.locks")),
+    ({"group.share.partition.max.record.locks": "150",
+      "group.share.min.partition.max.record.locks": "200"},
+     ("group.share.partition.max.record.locks must be greater than or equal to "
+      "group.share.min.partition.max.record.locks")),
+])
+def test_record_lock_broker_settings_are_checked_at_start_up(props: dict[str, str],
+                                                             message: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        GroupCoordinatorConfig.from_properties(props)
+    assert str(refused.value) == message

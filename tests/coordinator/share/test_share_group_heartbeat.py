@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from coord_harness import Harness
+from share_heartbeats import initialized_group, share_heartbeat
 
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
@@ -25,6 +26,9 @@ def h() -> Harness:
     # with interval 0 every epoch bump recomputes the target at once.
     harness.shard.share.assignment_interval_ms = 0
     harness.shard.on_topics_changed(TopicsImage.of([("a", T1, 3), ("b", T2, 2)], 1), 0)
+    # Every partition initialized before anyone joins: these tests are about membership;
+    # the initialization round is test_a_new_group_is_assigned_after_initialization.
+    initialized_group(harness, G)
     return harness
 
 
@@ -32,8 +36,7 @@ def hb(h: Harness, member: str, epoch: int, topics: list[str] | None = None,
        group: str = G, version: int = 1) -> Any:
     req = ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch,
                                      subscribed_topic_names=topics)
-    _, result = h.call("share_group_heartbeat", req, version)
-    return result.response
+    return share_heartbeat(h, req, version)
 
 
 def assigned(resp: Any) -> dict[bytes, list[int]]:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupcoord.coordinator.share import state_ops
+from groupcoord.coordinator.share.state_metadata import InitializeRequest
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
 
@@ -32,18 +33,17 @@ def test_share_group_replay_and_invariants(steps: list) -> None:
     h = Harness()
     h.shard.on_topics_changed(TopicsImage.of([(n, t, c) for n, (t, c) in TOPICS.items()], 1), 0)
     seen: dict[str, int] = {}
+    pending: list[InitializeRequest] = []
     for item in steps:
         if item[0] == "tick":
             h.advance(item[1])
             continue
         if item[0] == "init":
-            # Share-state initialization (record 15), completed or failed.
-            begin = state_ops.begin_initialize(h.shard, "g")
-            h.apply(begin)
-            if begin.response:
-                h.apply(state_ops.complete_initialize(h.shard, "g", begin.response) if item[1]
-                        else state_ops.uninitialize(h.shard, "g", {
-                            t: v.partitions for t, v in begin.response.items()}))
+            # The oldest initialization a heartbeat asked for completes or fails.
+            if pending:
+                request = pending.pop(0)
+                h.apply(state_ops.complete_initialize(h.shard, "g", request.topics) if item[1]
+                        else state_ops.uninitialize(h.shard, "g", request.partitions()))
             continue
         group = h.shard.share.get("g")
         member = group.members.get(item[1]) if group is not None else None
@@ -56,15 +56,21 @@ def test_share_group_replay_and_invariants(steps: list) -> None:
         req = ShareGroupHeartbeatRequest(group_id="g", member_id=item[1], member_epoch=epoch,
                                          subscribed_topic_names=names)
         _, result = h.call("share_group_heartbeat", req, 1)
-        resp = result.response
+        resp = result.response.response
+        if result.response.initialize is not None:
+            pending.append(result.response.initialize)
         if resp.error_code == 0 and epoch >= 0:
             assert resp.member_epoch >= seen.get(item[1], 0)
             seen[item[1]] = resp.member_epoch
     group = h.shard.share.get("g")
     for member in (group.members.values() if group is not None else ()):
         subscribed = {TOPICS[n][0] for n in member.subscribed_topic_names}
+        initialized = group.state_metadata.initialized_partitions() \
+            if group.state_metadata is not None else {}
         for topic_id, parts in member.assigned.items():
             assert topic_id in subscribed
+            # Only share-partitions whose state is initialized are ever assigned.
+            assert parts <= initialized.get(topic_id, set())
             count = next(c for t, c in TOPICS.values() if t == topic_id)
             assert all(0 <= p < count for p in parts)
     assert h.fresh_replay().snapshot() == h.shard.snapshot()

@@ -34,7 +34,7 @@ def hb(h: Harness, member: str, epoch: int) -> tuple[int, int]:
     req = ShareGroupHeartbeatRequest(group_id=G, member_id=member, member_epoch=epoch,
                                      subscribed_topic_names=["a"] if epoch == 0 else None)
     _, result = h.call("share_group_heartbeat", req, 1)
-    return result.response.error_code, result.response.member_epoch
+    return result.response.response.error_code, result.response.response.member_epoch
 
 
 def member_id(index: int) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from coord_harness import Harness
 
+from groupcoord.coordinator.result import OpContext
 from groupcoord.coordinator.share import state_ops
-from groupcoord.coordinator.share.state_metadata import TopicInit
+from groupcoord.coordinator.share.heartbeat import HeartbeatReply
+from groupcoord.coordinator.share.state_metadata import TopicInit, TopicInits
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
@@ -22,17 +24,19 @@ def harness() -> Harness:
     return h
 
 
-def hb(h: Harness, member: str, epoch: int, topics: list[str] | None) -> None:
+def hb(h: Harness, member: str, epoch: int, topics: list[str] | None) -> HeartbeatReply:
     req = ShareGroupHeartbeatRequest(group_id=G, member_id=member, member_epoch=epoch,
                                      subscribed_topic_names=topics)
-    h.call("share_group_heartbeat", req, 1)
+    _, result = h.call("share_group_heartbeat", req, 1)
+    assert isinstance(result.response, HeartbeatReply)
+    return result.response
 
 
-def initialize(h: Harness) -> dict[bytes, TopicInit]:
-    begin = state_ops.begin_initialize(h.shard, G)
-    h.apply(begin)
-    h.apply(state_ops.complete_initialize(h.shard, G, begin.response))
-    return begin.response
+def initialize(h: Harness, reply: HeartbeatReply) -> TopicInits:
+    """Complete the initialization `reply` asked for; returns what it initialized."""
+    assert reply.initialize is not None
+    h.apply(state_ops.complete_initialize(h.shard, G, reply.initialize.topics))
+    return reply.initialize.topics
 
 
 def metadata(h: Harness):  # type: ignore[no-untyped-def]
@@ -43,35 +47,37 @@ def metadata(h: Harness):  # type: ignore[no-untyped-def]
 
 def test_heartbeat_initializes_subscribed_partitions_once() -> None:
     h = harness()
-    hb(h, "m1", 0, ["a"])
-    begin = state_ops.begin_initialize(h.shard, G)
-    assert begin.response == {T1: TopicInit("a", frozenset({0, 1, 2}))}
-    (record,) = begin.records
+    _, result = h.call("share_group_heartbeat", ShareGroupHeartbeatRequest(
+        group_id=G, member_id="m1", member_epoch=0, subscribed_topic_names=["a"]), 1)
+    reply = result.response
+    assert reply.initialize is not None
+    assert reply.initialize.topics == {T1: TopicInit("a", frozenset({0, 1, 2}))}
+    # Record 15 with the partitions initializing is the last record of the heartbeat.
+    record = result.records[-1]
     assert record.key.RECORD_TYPE == 15
     assert [(t.topic_name, t.partitions) for t in record.value.initializing_topics] == \
         [("a", [0, 1, 2])]
     assert record.value.initialized_topics == []
-    h.apply(begin)
-    h.apply(state_ops.complete_initialize(h.shard, G, begin.response))
+    initialize(h, reply)
     md = metadata(h)
     assert md.initializing == {} and md.initialized_partitions() == {T1: {0, 1, 2}}
-    again = state_ops.begin_initialize(h.shard, G)
-    assert again.records == [] and again.response == {}
-    hb(h, "m1", 1, ["a", "b"])
-    assert initialize(h) == {T2: TopicInit("b", frozenset({0, 1}))}
+    steady = hb(h, "m1", 1, None)
+    assert steady.initialize is None
+    resubscribed = hb(h, "m1", steady.response.member_epoch, ["a", "b"])
+    assert initialize(h, resubscribed) == {T2: TopicInit("b", frozenset({0, 1}))}
     assert metadata(h).initialized_partitions() == {T1: {0, 1, 2}, T2: {0, 1}}
     assert h.fresh_replay().snapshot() == h.shard.snapshot()
 
 
 def test_failed_initialization_is_forgotten_and_retried() -> None:
     h = harness()
-    hb(h, "m1", 0, ["b"])
-    begin = state_ops.begin_initialize(h.shard, G)
-    h.apply(begin)
+    first = hb(h, "m1", 0, ["b"])
     assert metadata(h).initializing == {T2: TopicInit("b", frozenset({0, 1}))}
     h.apply(state_ops.uninitialize(h.shard, G, {T2: {0, 1}}))
     assert metadata(h).initializing == {} and metadata(h).initialized == {}
-    assert state_ops.begin_initialize(h.shard, G).response == begin.response
+    again = hb(h, "m1", 1, None)
+    assert again.initialize is not None and first.initialize is not None
+    assert again.initialize.topics == first.initialize.topics
 
 
 def test_alter_offsets_creates_a_missing_share_group() -> None:
@@ -98,10 +104,18 @@ def test_initialized_partitions_always_answers() -> None:
     """A None response parks the caller: an unknown group answers an empty map."""
     h = harness()
     assert state_ops.initialized_partitions(h.shard, "nope").response == {}
-    hb(h, "m1", 0, ["a"])
-    assert state_ops.initialized_partitions(h.shard, G).response == state_ops.LEGACY_STATE
-    initialize(h)
+    first = hb(h, "m1", 0, ["a"])
+    assert state_ops.initialized_partitions(h.shard, G).response == {}
+    initialize(h, first)
     assert state_ops.initialized_partitions(h.shard, G).response == {T1: {0, 1, 2}}
+    # A group whose log predates record 15 (its heartbeat records without it).
+    legacy = harness()
+    result = legacy.shard.share_group_heartbeat(ShareGroupHeartbeatRequest(
+        group_id=G, member_id="m1", member_epoch=0, subscribed_topic_names=["a"]), 1,
+        OpContext("client", "/127.0.0.1", 0), legacy.now)
+    result.records = [r for r in result.records if r.key.RECORD_TYPE != 15]
+    legacy.apply(result)
+    assert state_ops.initialized_partitions(legacy.shard, G).response == state_ops.LEGACY_STATE
 
 
 def test_alter_and_delete_offsets_need_an_empty_share_group() -> None:
@@ -109,8 +123,8 @@ def test_alter_and_delete_offsets_need_an_empty_share_group() -> None:
     parts = {T1: TopicInit("a", frozenset({0}))}
     assert state_ops.begin_delete_offsets(h.shard, "nope", [T1], {}).response.error_code == \
         ErrorCode.GROUP_ID_NOT_FOUND
-    hb(h, "m1", 0, ["a"])
-    initialize(h)
+    first = hb(h, "m1", 0, ["a"])
+    initialize(h, first)
     assert state_ops.begin_alter_offsets(h.shard, G, parts).response == ErrorCode.NON_EMPTY_GROUP
     plan = state_ops.begin_delete_offsets(h.shard, G, [T1], {}).response
     assert plan.error_code == ErrorCode.NON_EMPTY_GROUP
@@ -131,8 +145,8 @@ def test_alter_and_delete_offsets_need_an_empty_share_group() -> None:
 
 def test_group_delete_marks_deleting_then_tombstones() -> None:
     h = harness()
-    hb(h, "m1", 0, ["a"])
-    initialize(h)
+    first = hb(h, "m1", 0, ["a"])
+    initialize(h, first)
     hb(h, "m1", -1, None)
     result = h.shard.delete_groups([G], h.now)
     types = [(r.key.RECORD_TYPE, r.value is None) for r in result.records]

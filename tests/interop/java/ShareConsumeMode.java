@@ -31,6 +31,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * {@code "share-commit-error"} line for every partition whose commitSync result is an error.
  */
 final class ShareConsumeMode {
+    /**
+     * The first poll waits for the assignment: a share group is assigned its partitions at
+     * the heartbeat after their share state is initialized, one heartbeat interval (5 s)
+     * after the join, so a 3.9 consumer (replaced when its first poll is empty) must wait
+     * longer than that, or it would be replaced just as its records arrive.
+     */
+    private static final long FIRST_POLL_MS = 12_000;
+
     private ShareConsumeMode() {
     }
 
@@ -51,7 +59,7 @@ final class ShareConsumeMode {
                 boolean first = true;
                 while (!stop.exists() && System.currentTimeMillis() < deadline) {
                     ConsumerRecords<byte[], byte[]> records =
-                            consumer.poll(Duration.ofMillis(first ? 5_000 : 500));
+                            consumer.poll(Duration.ofMillis(first ? FIRST_POLL_MS : 500));
                     if (records.isEmpty()) {
                         if (first && ShareAcks.MODE_SET_BY_FIRST_POLLS) {
                             break;

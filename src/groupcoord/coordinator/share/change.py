@@ -163,6 +163,9 @@ class ShareChange:
     result: object = None
     draft: Draft | None = field(default=None, repr=False)
     causes: dict[int, DlqCause] = field(default_factory=dict)
+    # In-flight batches an acquisition of new records made, (first, last) in order (soft:
+    # `SharePartition.apply_locks` takes them; they size redelivery throttling).
+    batches: list[tuple[int, int]] = field(default_factory=list)
 
     def durable_batches(self) -> list[StateBatch]:
         """The whole window after the change, as a restart must see it (for a

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from groupcoord.coordinator.config import GroupCoordinatorConfig
+from groupcoord.coordinator.config import INT32_MAX, GroupCoordinatorConfig
 from groupcoord.coordinator.share.partition import ShareConfig
 
 DEFAULT_BROKER = GroupCoordinatorConfig()
@@ -28,7 +28,7 @@ class ConfigDef:
     default: str
     kind: str  # "int", "bool", "choice" or "string"
     low: int = 0
-    high: int = 2**31 - 1
+    high: int = INT32_MAX
     choices: tuple[str, ...] = ()
     doc: str = ""
 
@@ -43,7 +43,9 @@ SHARE_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in (
     ConfigDef("share.delivery.count.limit", "5", "int", 2, 10,
               doc="The maximum number of delivery attempts for a record delivered to a "
                   "share group."),
-    ConfigDef("share.partition.max.record.locks", "2000", "int", 100, 4_000,
+    # `GroupConfig.CONFIG_DEF`'s atLeast(100); the broker's
+    # group.share.min/max.partition.max.record.locks bound it further (BROKER_BOUNDS).
+    ConfigDef("share.partition.max.record.locks", "2000", "int", 100,
               doc="Share-group record lock limit per share-partition."),
     ConfigDef("share.auto.offset.reset", "latest", "choice",
               choices=("latest", "earliest"),
@@ -80,6 +82,14 @@ def broker_defaults(config: GroupCoordinatorConfig) -> dict[str, str]:
     }
 
 
+# `GroupConfig.validateValues` (Kafka 4.4): group configs whose range the broker sets.
+BROKER_BOUNDS = {
+    "share.partition.max.record.locks": lambda broker: (
+        broker.group_share_min_partition_max_record_locks,
+        broker.group_share_max_partition_max_record_locks),
+}
+
+
 def validate(name: str, value: str | None,
              broker: GroupCoordinatorConfig = DEFAULT_BROKER) -> None:
     definition = SHARE_CONFIGS.get(name)
@@ -95,9 +105,18 @@ def validate(name: str, value: str | None,
             number = int(value)
         except ValueError:
             raise ValueError(f"Invalid value {value} for configuration {name}") from None
+        if definition.high == INT32_MAX and number < definition.low:  # ConfigDef atLeast
+            raise ValueError(f"Invalid value {value} for configuration {name}: Value must be "
+                             f"at least {definition.low}")
         if not definition.low <= number <= definition.high:
             raise ValueError(f"Invalid value {value} for configuration {name}: value must be "
                              f"between {definition.low} and {definition.high}")
+        bounds = BROKER_BOUNDS.get(name)
+        if bounds is not None:
+            low, high = bounds(broker)
+            if not low <= number <= high:
+                # `GroupConfig.validateIntRange`
+                raise ValueError(f"{name} must be in the range {low} to {high} inclusive.")
     elif definition.kind == "bool":
         if value.strip().lower() not in ("true", "false"):
             raise ValueError(f"Invalid value {value} for configuration {name}")

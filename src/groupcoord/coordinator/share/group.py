@@ -79,8 +79,9 @@ def _assignment(topic_partitions: list[Any]) -> Assignment:
     return {bytes(tp.topic_id): frozenset(tp.partitions) for tp in topic_partitions}
 
 
-def replay(groups: dict[str, ShareGroup], key: Any, value: Any) -> None:
-    """Apply one share-group record to `groups`."""
+def replay(groups: dict[str, ShareGroup], key: Any, value: Any, now_ms: int = -1) -> None:
+    """Apply one share-group record to `groups` (`now_ms`: the time of the replay, which
+    stamps initializing share-partitions, as Kafka's replay does)."""
     group_id = key.group_id
     kind = key.RECORD_TYPE
     group = groups.get(group_id)
@@ -100,7 +101,7 @@ def replay(groups: dict[str, ShareGroup], key: Any, value: Any) -> None:
             group.assignment_epoch = value.assignment_epoch
             group.assignment_timestamp = value.assignment_timestamp
     elif kind == rec.STATE_PARTITION_METADATA:
-        group.state_metadata = None if value is None else smd.from_value(value)
+        group.state_metadata = None if value is None else smd.from_value(value, now_ms)
     elif kind == rec.TARGET_MEMBER:
         if value is None:
             group.target.pop(key.member_id, None)

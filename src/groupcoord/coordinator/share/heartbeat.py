@@ -9,17 +9,28 @@ epoch. While the interval holds the target back, the heartbeat answers with the 
 (a new member joins at its epoch, with what that target gives it) and the next heartbeat
 after the interval computes the new one: there is no timer. Only records are produced; the
 response is computed from the values those records will carry.
+
+Only share-partitions whose state is initialized are assigned (Kafka 4.4). A heartbeat that
+finds subscribed partitions neither initialized nor initializing writes them as initializing
+(record 15, in the heartbeat's own batch) and hands back an `InitializeRequest`, which the
+caller runs after the reply (`apis/share_state_init.py`); the heartbeat after it completes
+bumps the group epoch (`initializedAssignmentPending`) and assigns them. So a new group's
+first member joins with nothing, and the partitions arrive at a later heartbeat, spread over
+every member that has joined by then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.consumer.errors import is_blank
 from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.share import records as rec
+from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup, ShareMember
+from groupcoord.coordinator.share.state_metadata import InitializeRequest
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_heartbeat import (
     Assignment,
@@ -41,8 +52,21 @@ class HeartbeatError(Exception):
         self.message = message
 
 
+@dataclass(frozen=True, slots=True)
+class HeartbeatReply:
+    """What a heartbeat operation answers (Kafka: the response and the optional
+    `InitializeShareGroupStateParameters`): the initialization runs after the reply."""
+
+    response: ShareGroupHeartbeatResponse
+    initialize: InitializeRequest | None = None
+
+
 def error_response(code: int, message: str | None = None) -> ShareGroupHeartbeatResponse:
     return ShareGroupHeartbeatResponse(error_code=int(code), error_message=message)
+
+
+def error_reply(code: int, message: str | None = None) -> HeartbeatReply:
+    return HeartbeatReply(error_response(code, message))
 
 
 class ShareHeartbeat:
@@ -68,7 +92,7 @@ class ShareHeartbeat:
                 return self._leave()
             return self._join_or_heartbeat()
         except HeartbeatError as exc:
-            return Result(response=error_response(exc.code, exc.message))
+            return Result(response=error_reply(exc.code, exc.message))
 
     def _validate(self) -> None:
         # `GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid`: every check
@@ -101,7 +125,7 @@ class ShareHeartbeat:
         response = ShareGroupHeartbeatResponse(member_id=self.req.member_id,
                                                member_epoch=LEAVE_EPOCH,
                                                heartbeat_interval_ms=0)
-        return Result(records=self.records, response=response)
+        return Result(records=self.records, response=HeartbeatReply(response))
 
     def _member(self, group: ShareGroup | None) -> tuple[ShareMember, bool]:
         req = self.req
@@ -152,7 +176,12 @@ class ShareHeartbeat:
         all_names = {n for m in members.values() for n in m.subscribed_topic_names}
         hash_ = self.m.metadata_hash(all_names)
         group_epoch = group.group_epoch
-        if is_new or names != member.subscribed_topic_names or hash_ != group.metadata_hash:
+        resubscribed = names != member.subscribed_topic_names
+        bump = is_new or resubscribed
+        if group.assignment_epoch >= group_epoch:
+            # Partitions initialized since the last target are assigned by a new one.
+            bump = bump or self.m.initialized_assignment_pending(group)
+        if bump or hash_ != group.metadata_hash:
             group_epoch += 1
             self.records.append(rec.group_metadata(gid, group_epoch, hash_))
         target = group.target
@@ -161,8 +190,25 @@ class ShareHeartbeat:
                 group, self.assignment_interval_ms, self.now):
             target = self.m.target_records(group, members, group_epoch, self.now, self.records)
             assignment_epoch = group_epoch
-        resubscribed = names != member.subscribed_topic_names
-        return self._reconcile(updated, target, assignment_epoch, is_new or resubscribed)
+        result = self._reconcile(updated, target, assignment_epoch, is_new or resubscribed)
+        result.response = HeartbeatReply(result.response,
+                                         self._initialize(group, group_epoch, all_names))
+        return result
+
+    def _initialize(self, group: ShareGroup, group_epoch: int,
+                    names: set[str]) -> InitializeRequest | None:
+        """`maybeCreateInitializeShareGroupStateRequest`: subscribed partitions neither
+        initialized nor recently initializing are written as initializing (in this
+        heartbeat's batch) and returned, to be initialized after the reply."""
+        if not names or not self.m.image.by_id:
+            return None
+        md = group.state_metadata
+        change = smd.change_map(md, names, self.m.image, self.now,
+                                self.m.initialize_retry_interval_ms)
+        if not change:
+            return None
+        self.records.append(smd.record(group.group_id, smd.with_initializing(md, change)))
+        return smd.initialize_request(group.group_id, group_epoch, md, change)
 
     def _reconcile(self, member: ShareMember, target: Mapping[str, Mapping[bytes, frozenset[int]]],
                    assignment_epoch: int, refresh: bool) -> Result:

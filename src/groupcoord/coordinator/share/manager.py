@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from groupcoord.coordinator.assignment_interval import can_compute_next_target
-from groupcoord.coordinator.assignors import ASSIGNORS, GroupSpec, MemberSpec
+from groupcoord.coordinator.assignors import GroupSpec, MemberSpec
+from groupcoord.coordinator.assignors.simple import SimpleAssignor
 from groupcoord.coordinator.result import OpContext, Result, ScheduleTimer
 from groupcoord.coordinator.share import group as grp
 from groupcoord.coordinator.share import records as rec
@@ -37,14 +38,16 @@ from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_groups import ListedGroup
 
 SESSION_TIMER = "share-session"
-ASSIGNOR_NAME = "simple"
+SIMPLE_ASSIGNOR = SimpleAssignor()
+ASSIGNOR_NAME = SIMPLE_ASSIGNOR.name
 
 
 class ShareGroups:
     """All share groups of one `__consumer_offsets` shard."""
 
     def __init__(self, session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000,
-                 max_size: int = 200, assignment_interval_ms: int = 1_000) -> None:
+                 max_size: int = 200, assignment_interval_ms: int = 1_000,
+                 initialize_retry_interval_ms: int = 30_000) -> None:
         self.groups: dict[str, ShareGroup] = {}
         self.image = TopicsImage()
         self.session_timeout_ms = session_timeout_ms
@@ -52,12 +55,14 @@ class ShareGroups:
         self.max_size = max_size
         # `group.share.assignment.interval.ms` (KIP-1263).
         self.assignment_interval_ms = assignment_interval_ms
+        # `group.share.initialize.retry.interval.ms`, at least `offsets.commit.timeout.ms`.
+        self.initialize_retry_interval_ms = initialize_retry_interval_ms
 
     def get(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
 
-    def replay(self, key: Any, value: Any) -> None:
-        grp.replay(self.groups, key, value)
+    def replay(self, key: Any, value: Any, now_ms: int = -1) -> None:
+        grp.replay(self.groups, key, value, now_ms)
 
     def on_topics_changed(self, image: TopicsImage) -> None:
         self.image = image
@@ -65,6 +70,9 @@ class ShareGroups:
     def on_loaded(self, now_ms: int) -> Result:
         result = Result()
         for group in self.groups.values():
+            if group.state_metadata is not None and group.state_metadata.replayed_at_ms < 0:
+                # Replayed at start-up: Kafka stamps initializing entries with the load time.
+                group.state_metadata.replayed_at_ms = now_ms
             for member_id in group.members:
                 result.timers.append(self.session_timer(group.group_id, member_id, now_ms))
         return result
@@ -109,6 +117,21 @@ class ShareGroups:
 
     # -- shared steps -------------------------------------------------------------------
 
+    @staticmethod
+    def initialized_assignment_pending(group: ShareGroup) -> bool:
+        """`GroupMetadataManager.initializedAssignmentPending`: a subscribed topic's
+        initialized partitions differ from what the target assigns of it."""
+        md = group.state_metadata
+        names = group.subscribed_names()
+        if not group.members or md is None or not md.initialized or not names:
+            return False
+        assigned: dict[bytes, set[int]] = {}
+        for assignment in group.target.values():
+            for topic_id, partitions in assignment.items():
+                assigned.setdefault(topic_id, set()).update(partitions)
+        return any(value.name in names and assigned.get(topic_id) != set(value.partitions)
+                   for topic_id, value in md.initialized.items())
+
     def metadata_hash(self, names: set[str]) -> int:
         return group_hash({n: topic_hash(self.image, n) for n in names})
 
@@ -121,7 +144,13 @@ class ShareGroups:
             specs[mid] = MemberSpec(mid, None, member.rack_id, ids,
                                     group.target.get(mid, {}))
         homogeneous = len({s.subscribed_topic_ids for s in specs.values()}) <= 1
-        out = ASSIGNORS[ASSIGNOR_NAME].assign(GroupSpec(specs, homogeneous), self.image)
+        # Only initialized share-partitions are assignable
+        # (`ShareTargetAssignmentBuilder.withTopicAssignablePartitionsMap`).
+        initialized = group.state_metadata.initialized_partitions() \
+            if group.state_metadata is not None else {}
+        out = SIMPLE_ASSIGNOR.assign(
+            GroupSpec(specs, homogeneous), self.image,
+            assignable=lambda t, p: p in initialized.get(t, ()))
         return {m: {t: frozenset(p) for t, p in a.items() if p} for m, a in out.items()}
 
     def target_records(self, group: ShareGroup, members: Mapping[str, ShareMember],

@@ -29,7 +29,8 @@ No clock: every operation takes `now_ms`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from groupcoord.coordinator.share.change import Draft, ShareChange, covered
@@ -45,6 +46,7 @@ from groupcoord.coordinator.share.records_state import (
     check_transition,
     runs,
 )
+from groupcoord.coordinator.share.throttle import take_throttled, throttle_limit
 from groupcoord.wire.errors import ErrorCode
 
 __all__ = ["TERMINAL", "TRANSITIONS", "AckType", "Acquired", "InFlight", "InvalidTransition",
@@ -108,6 +110,11 @@ class SharePartition:
         self.initialized = False
         # Why each ARCHIVING record goes to the DLQ, when known (soft, like the locks).
         self.dlq_causes: dict[int, DlqCause] = {}
+        # In-flight batches, Kafka's `cachedState` keys (soft): the records first acquired
+        # together, or after a load the persisted state batches. First offsets ascending,
+        # and each one's last offset. They size redelivery throttling (`throttle`).
+        self.batch_firsts: list[int] = []
+        self.batch_lasts: dict[int, int] = {}
 
     @property
     def key(self) -> tuple[str, bytes, int]:
@@ -126,6 +133,9 @@ class SharePartition:
             self.records.setdefault(offset, InFlight())
         self.initialized = True
         self._advance_start()
+        self.batch_firsts, self.batch_lasts = [], {}
+        self._add_batches((max(b.first_offset, self.start_offset), b.last_offset)
+                          for b in batches if b.last_offset >= self.start_offset)
 
     def reload(self, start_offset: int, batches: Sequence[StateBatch],
                state_epoch: int = 0) -> None:
@@ -189,9 +199,38 @@ class SharePartition:
             start += 1
         self.start_offset = start
 
+    def _add_batches(self, batches: Iterable[tuple[int, int]]) -> None:
+        firsts, lasts = self.batch_firsts, self.batch_lasts
+        for first, last in batches:
+            if first not in lasts:
+                if firsts and first < firsts[-1]:
+                    bisect.insort(firsts, first)
+                else:
+                    firsts.append(first)
+            lasts[first] = last
+        # Forget batches wholly below the start offset.
+        drop = 0
+        while drop < len(firsts) and lasts[firsts[drop]] < self.start_offset:
+            del lasts[firsts[drop]]
+            drop += 1
+        if drop:
+            del firsts[:drop]
+
+    def in_flight_batch(self, offset: int) -> tuple[int, int] | None:
+        """(first, last) of the in-flight batch holding `offset`, if one does."""
+        index = bisect.bisect_right(self.batch_firsts, offset) - 1
+        if index < 0:
+            return None
+        first = self.batch_firsts[index]
+        last = self.batch_lasts[first]
+        return (first, last) if offset <= last else None
+
     def apply_locks(self, change: ShareChange) -> None:
-        """Take the change's acquisition locks and DLQ causes (after its records were
-        written)."""
+        """Take the change's acquisition locks, in-flight batches and DLQ causes (after its
+        records were written)."""
+        if change.batches or (self.batch_firsts and
+                              self.batch_lasts[self.batch_firsts[0]] < self.start_offset):
+            self._add_batches(change.batches)
         for offset, cause in change.causes.items():
             rec = self.records.get(offset)
             if rec is not None and rec.state == RecordState.ARCHIVING:
@@ -285,32 +324,70 @@ class SharePartition:
         if not batches:
             return d.finish([])
         deadline = now_ms + self.config.record_lock_duration_ms
-        covered_to = batches[-1][1]
         got: list[tuple[int, int, int]] = []
         budget = max_records if max_records > 0 else 500
-        # Offsets before the first batch read are not covered by it.
-        for offset in range(max(d.start, batches[0][0]), min(d.end, covered_to + 1)):
-            if budget <= 0:
-                break
-            if d.peek(offset).state == RecordState.AVAILABLE and covered(batches, offset):
-                rec = _acquire_one(d, offset, d.edit(offset), member_id, deadline)
-                got.append((offset, rec.delivery_count, 0))
-                budget -= 1
+
+        def take(offset: int) -> None:
+            rec = _acquire_one(d, offset, d.edit(offset), member_id, deadline)
+            got.append((offset, rec.delivery_count, 0))
+
+        budget, throttled = self._acquire_redeliveries(d, batches, budget, take)
         acquired = [Acquired(f, last, count) for f, last, count, _ in runs(got)]
-        new_budget = min(budget, self.config.max_record_locks - (d.end - d.start))
+        new_budget = 0 if throttled else \
+            min(budget, self.config.max_record_locks - (d.end - d.start))
+        bases = [base for base, _last, _control in batches]
+        new_batches: list[tuple[int, int]] = []
         if new_budget > 0:
             fresh: list[tuple[int, int, int]] = []
             _acquire_new(d, member_id, deadline, batches, new_budget, fresh, record_limit)
             for first, last, count in fresh:
+                run = Acquired(first, last, count)
+                pieces = [run] if record_limit or batch_size <= 0 else \
+                    _split(run, bases, batch_size)
+                new_batches.extend((p.first_offset, p.last_offset) for p in pieces)
                 if acquired and acquired[-1].last_offset == first - 1 \
                         and acquired[-1].delivery_count == count:
                     first = acquired.pop().first_offset
                 acquired.append(Acquired(first, last, count))
         d.advance_start()
         if not record_limit and batch_size > 0:
-            bases = [base for base, _last, _control in batches]
             acquired = [piece for run in acquired for piece in _split(run, bases, batch_size)]
-        return d.finish(acquired)
+        change = d.finish(acquired)
+        change.batches = new_batches
+        return change
+
+    def _acquire_redeliveries(self, d: Draft, batches: Sequence[tuple[int, int, bool]],
+                              budget: int, take: Callable[[int], None]) -> tuple[int, bool]:
+        """Acquire AVAILABLE records of the window covered by the log `batches`, in-flight
+        batch by in-flight batch, throttled near the delivery limit (`throttle`). Returns
+        the budget left and whether throttling ends the fetch (no new records then)."""
+        limit = self.config.delivery_count_limit
+        from_count = throttle_limit(limit)
+        # Offsets before the first batch read are not covered by it.
+        offset, end = max(d.start, batches[0][0]), min(d.end, batches[-1][1] + 1)
+        taken_any = False
+        while offset < end and budget > 0:
+            span = self.in_flight_batch(offset)
+            first, last = span if span is not None else (offset, offset)
+            stop = min(last + 1, end)
+            available = [(o, d.peek(o).delivery_count) for o in range(offset, stop)
+                         if d.peek(o).state == RecordState.AVAILABLE and covered(batches, o)]
+            offset = stop
+            if not available:
+                continue
+            if max(count for _o, count in available) >= from_count:
+                if taken_any:
+                    return budget, True
+                taken = take_throttled(available, last - first + 1, limit, budget, take)
+                budget -= taken
+                if taken:
+                    return budget, True
+                continue
+            for o, _count in available[:budget]:
+                take(o)
+            budget -= min(budget, len(available))
+            taken_any = True
+        return budget, False
 
     def plan_acknowledge(self, member_id: str,
                          batches: Sequence[tuple[int, int, Sequence[int]]],

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup
-from groupcoord.coordinator.share.heartbeat import error_response
+from groupcoord.coordinator.share.heartbeat import error_reply
 from groupcoord.coordinator.share.manager import ASSIGNOR_NAME
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
@@ -43,7 +43,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpC
               now_ms: int, image: TopicsImage | None,
               overrides: dict[str, str] | None) -> Result:
     if request.group_id and _other_kind(shard, request.group_id):
-        return Result(response=error_response(
+        return Result(response=error_reply(
             ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a share group."))
     if version == 0 and request.member_epoch == 0 and not request.member_id:
         # v0 (Kafka 3.9/4.0 early access): the coordinator generates the member id.

@@ -9,11 +9,11 @@ Mirrors Kafka's `ShareGroup.ShareGroupStatePartitionMetadataInfo` and the helper
 is a whole new value (the record is keyed by group only); these functions are pure and
 return the new value, which the caller writes as a record and `replay` installs.
 
-Kafka keeps a timestamp per initializing topic so that it retries a remote initialization
-only after `group.share.initialize.retry.interval.ms`. Here initialization is a function
-call made before the heartbeat is answered, so an entry still initializing when the next
-heartbeat arrives was interrupted (a crash between the two records) and is retried at once;
-re-initializing is harmless because existing share state is never overwritten.
+Kafka keeps a timestamp per initializing topic, set when the record is replayed (every
+entry of one record gets the same one), and a heartbeat retries an initialization only once
+`group.share.initialize.retry.interval.ms` has passed since (`subscribedTopicsChangeMap`):
+an initialization still running, or one lost with a crash between its two records, is not
+started twice meanwhile. That timestamp is soft (`replayed_at_ms`), as in Kafka.
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ class StatePartitionMetadata:
     initializing: TopicInits = field(default_factory=dict)
     initialized: TopicInits = field(default_factory=dict)
     deleting: dict[bytes, str] = field(default_factory=dict)
+    # When this value was replayed: the timestamp of every initializing entry (soft, so
+    # not part of equality).
+    replayed_at_ms: int = field(default=-1, compare=False)
 
     def canonical(self) -> tuple[Any, ...]:
         def inits(m: TopicInits) -> dict[bytes, tuple[str, list[int]]]:
@@ -81,13 +84,15 @@ def tombstone(group_id: str) -> CoordinatorRecord:
     return CoordinatorRecord(ShareGroupStatePartitionMetadataKey(group_id=group_id), None)
 
 
-def from_value(value: Any) -> StatePartitionMetadata:
-    """The replayed form of a record value (`GroupMetadataManager.replay`)."""
+def from_value(value: Any, now_ms: int) -> StatePartitionMetadata:
+    """The replayed form of a record value (`GroupMetadataManager.replay`), replayed at
+    `now_ms`."""
     def inits(items: Iterable[Any]) -> TopicInits:
         return {bytes(i.topic_id): TopicInit(i.topic_name, frozenset(i.partitions)) for i in items}
     return StatePartitionMetadata(inits(value.initializing_topics),
                                   inits(value.initialized_topics),
-                                  {bytes(i.topic_id): i.topic_name for i in value.deleting_topics})
+                                  {bytes(i.topic_id): i.topic_name for i in value.deleting_topics},
+                                  now_ms)
 
 
 # -- transitions ---------------------------------------------------------------------------
@@ -118,10 +123,13 @@ def enrich(parts: PartitionMap, image: TopicsImage) -> TopicInits:
 
 
 def change_map(md: StatePartitionMetadata | None, names: Iterable[str],
-               image: TopicsImage) -> TopicInits:
-    """`subscribedTopicsChangeMap`: subscribed partitions that are not initialized (see the
-    module docstring for why initializing ones are included)."""
-    done = md.initialized if md is not None else {}
+               image: TopicsImage, now_ms: int, retry_interval_ms: int) -> TopicInits:
+    """`subscribedTopicsChangeMap`: subscribed partitions neither initialized nor
+    initializing for less than `retry_interval_ms`."""
+    done: TopicInits = {}
+    if md is not None:
+        fresh = now_ms - md.replayed_at_ms < retry_interval_ms
+        done = combine(md.initialized, md.initializing) if fresh else dict(md.initialized)
     out: TopicInits = {}
     for name in sorted(set(names)):
         topic_id = image.topic_id(name)
@@ -132,6 +140,15 @@ def change_map(md: StatePartitionMetadata | None, names: Iterable[str],
         if missing:
             out[topic_id] = TopicInit(name, missing)
     return out
+
+
+def known_topics(md: StatePartitionMetadata | None) -> frozenset[bytes]:
+    """Topics initialized or initializing: new partitions of these start at offset 0, a
+    topic not known yet at -1 (`share.auto.offset.reset`), as in Kafka 4.4's
+    `maybeCreateInitializeShareGroupStateRequest`."""
+    if md is None:
+        return frozenset()
+    return frozenset(md.initialized) | frozenset(md.initializing)
 
 
 def with_initializing(md: StatePartitionMetadata | None,
@@ -184,3 +201,33 @@ def for_group_delete(md: StatePartitionMetadata) -> StatePartitionMetadata:
     for topic_id, value in combine(md.initialized, md.initializing).items():
         deleting[topic_id] = value.name
     return StatePartitionMetadata({}, {}, deleting)
+
+
+# -- the initialization a heartbeat asks for -------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class InitializeRequest:
+    """`InitializeShareGroupStateParameters` built by a heartbeat: share-partitions to
+    initialize once the heartbeat is answered, at state epoch `group_epoch`, each topic
+    starting at `start_offsets[topic]` (0, or -1 for `share.auto.offset.reset`)."""
+
+    group_id: str
+    group_epoch: int
+    topics: TopicInits
+    start_offsets: Mapping[bytes, int]
+
+    def partitions(self) -> dict[bytes, frozenset[int]]:
+        return {t: v.partitions for t, v in self.topics.items()}
+
+
+UNINITIALIZED_START_OFFSET = -1  # Kafka's `PartitionFactory.UNINITIALIZED_START_OFFSET`
+
+
+def initialize_request(group_id: str, group_epoch: int, md: StatePartitionMetadata | None,
+                       change: TopicInits) -> InitializeRequest:
+    """`buildInitializeShareGroupStateRequest`: new partitions of a known topic start at 0
+    (so records produced before the initialization completes are not skipped), a new
+    topic at -1."""
+    known = known_topics(md)
+    return InitializeRequest(group_id, group_epoch, dict(change), {
+        t: 0 if t in known else UNINITIALIZED_START_OFFSET for t in change})

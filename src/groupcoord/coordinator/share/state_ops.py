@@ -1,7 +1,8 @@
 """Shard operations that read or rewrite a share group's ShareGroupStatePartitionMetadata.
 
 Mirrors the write operations `GroupCoordinatorService` chains around the share persister:
-heartbeat -> `initializeShareGroupState` / `uninitializeShareGroupState`;
+the heartbeat's initialization -> `initializeShareGroupState` /
+`uninitializeShareGroupState`;
 `alterShareGroupOffsets` (initializing, then initialized once the state is written);
 `initiateDeleteShareGroupOffsets` / `completeDeleteShareGroupOffsets`; and the read
 `initializedShareGroupPartitions` behind DescribeShareGroupOffsets with null topics.
@@ -71,20 +72,6 @@ def _nothing() -> Result:
 
 
 # -- heartbeat-driven initialization ------------------------------------------------------
-
-def begin_initialize(shard: GroupCoordinatorShard, group_id: str) -> Result:
-    """`maybeCreateInitializeShareGroupStateRequest`: subscribed partitions that are not
-    initialized are written as initializing; the response is what to initialize."""
-    group = shard.share.get(group_id)
-    if group is None or not group.members:
-        return Result(response={})
-    change = smd.change_map(group.state_metadata, group.subscribed_names(), shard.share.image)
-    if not change:
-        return Result(response={})
-    result = _write(group, smd.with_initializing(group.state_metadata, change))
-    result.response = change
-    return result
-
 
 def complete_initialize(shard: GroupCoordinatorShard, group_id: str,
                         done: TopicInits) -> Result:
