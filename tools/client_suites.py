@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers.broker import BrokerFactory
-from helpers.reference_broker import ReferenceBroker
+from helpers.kraft_node import CONSUMER_ASSIGNMENT_ON_HEARTBEAT
+from helpers.reference_broker import GROUP_SETTINGS, ReferenceBroker
 
 FRANZ_GO = "github.com/twmb/franz-go"
 FRANZ_GO_VERSION = "v1.22.3"
@@ -81,6 +83,17 @@ def build_kgo_tests(version: str) -> Path:
     return binary
 
 
+def groupcoord_args() -> list[str]:
+    """groupcoord with the group settings the reference Kafka runs with (no initial
+    rebalance delay, a consumer group's target on every epoch bump, one partition)."""
+    interval = "group.consumer.assignment.interval.ms"
+    return ["--fsync", "never",
+            "--group-initial-rebalance-delay-ms",
+            GROUP_SETTINGS["group.initial.rebalance.delay.ms"],
+            "--default-partitions", GROUP_SETTINGS["num.partitions"],
+            "--group-config", f"{interval}={CONSUMER_ASSIGNMENT_ON_HEARTBEAT[interval]}"]
+
+
 @contextmanager
 def broker(kind: str, base: Path) -> Iterator[str]:
     """A single-node broker on loopback, its bootstrap address; stopped on exit."""
@@ -94,7 +107,7 @@ def broker(kind: str, base: Path) -> Iterator[str]:
         return
     factory = BrokerFactory(base / "groupcoord")
     try:
-        yield factory.create(extra_args=["--fsync", "never"]).bootstrap
+        yield factory.create(extra_args=groupcoord_args()).bootstrap
     finally:
         factory.close()
 
@@ -117,6 +130,22 @@ def run_txn_etl(binary: Path, seeds: str, records: int, log: Path) -> list[Outco
     return outcomes
 
 
+def serve(kind: str) -> int:
+    if kind == "both":
+        raise SystemExit("client-suites: --serve runs one broker: --broker groupcoord or kafka")
+    with tempfile.TemporaryDirectory(prefix="client-suites-") as base, \
+            broker(kind, Path(base)) as seeds:
+        print(f"{kind} bootstrap {seeds}", flush=True)
+        # Blocked only now, so the broker process started above keeps the default handlers.
+        stop = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+        try:
+            signal.sigwait(stop)
+        finally:
+            print(f"{kind} stopping", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", choices=("groupcoord", "kafka", "both"), default="both")
@@ -125,7 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--franz-go-version", default=FRANZ_GO_VERSION)
     parser.add_argument("--logs", type=Path, default=CACHE / "logs",
                         help="where each run's full test output is kept")
+    parser.add_argument("--serve", action="store_true",
+                        help="only start the broker (one of --broker groupcoord|kafka), print "
+                             "its bootstrap address and keep it until interrupted, for "
+                             "running another client's tests by hand")
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve(args.broker)
     binary = build_kgo_tests(args.franz_go_version)
     kinds = ("kafka", "groupcoord") if args.broker == "both" else (args.broker,)
     args.logs.mkdir(parents=True, exist_ok=True)
