@@ -41,7 +41,7 @@ KLAG_BUILT := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/groupcoord/klag-exporter-$(
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $$HOME/.cargo/bin/cargo)
 KLAG_BUILD_DEPS := cmake g++ pkg-config libssl-dev libsasl2-dev libcurl4-openssl-dev zlib1g-dev
 
-.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus klag-exporter
+.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus klag-exporter client-suites
 
 venv: $(VENV)/.installed
 
@@ -167,6 +167,16 @@ test-fast: venv
 # The differential suite alone: every scenario against Apache Kafka and groupcoord.
 conformance: venv java-check reference
 	$(PYTEST) -m reference tests/conformance
+
+# Client libraries' own integration tests against groupcoord and Kafka 4.4 side by side
+# (docs/conformance.md#client-suites): franz-go's TestTxnEtl, three runs on each broker. Not part
+# of `make test`. franz-go comes from the Go module proxy and is built into .cache; Go 1.26+
+# must be installed (it is on the project's machines). CLIENT_SUITES_ARGS passes options,
+# e.g. CLIENT_SUITES_ARGS='--broker groupcoord --runs 1'.
+CLIENT_SUITES_ARGS ?=
+client-suites: venv java-check reference
+	@command -v go >/dev/null || { echo "Go 1.26+ is required"; exit 1; }
+	$(PY) tools/client_suites.py $(CLIENT_SUITES_ARGS)
 
 interop: venv java-check jars client-jars streams-jars kafka-tools prometheus klag-exporter
 	$(PYTEST) -m interop tests/interop tests/testing

@@ -179,8 +179,11 @@ class Conversation:
 
     def produce(self, topic: Topic, partition: int, values: list[bytes],
                 transactional_id: str | None = None, producer_id: int = -1,
-                producer_epoch: int = -1, base_sequence: int = -1) -> int:
-        """Append one batch; returns its base offset."""
+                producer_epoch: int = -1, base_sequence: int = -1, version: int = 9,
+                step: str | None = None) -> int:
+        """Append one batch; returns its base offset. From v12 a transactional batch adds
+        its partition to the transaction (KIP-890 part 2). With `step` the partition's
+        answer is recorded under that name, an error included; without, an error fails."""
         batch = build_batch(
             [SimpleRecord(f"k{i}".encode(), v, (), RECORD_TIME_MS + i)
              for i, v in enumerate(values)],
@@ -189,9 +192,12 @@ class Conversation:
         response = self.quiet(ProduceRequest(
             transactional_id=transactional_id, acks=-1, timeout_ms=10_000,
             topic_data=[TopicProduceData(name=topic.name, partition_data=[
-                PartitionProduceData(index=partition, records=batch)])]), 9, ProduceResponse)
+                PartitionProduceData(index=partition, records=batch)])]), version,
+            ProduceResponse)
         result = response.responses[0].partition_responses[0]
-        if result.error_code != ErrorCode.NONE:
+        if step is not None:
+            self.record(step, result)
+        elif result.error_code != ErrorCode.NONE:
             raise AssertionError(f"{self.broker}: Produce to {topic.name}: {result.error_code}")
         return int(result.base_offset)
 

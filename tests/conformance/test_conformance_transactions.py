@@ -4,7 +4,8 @@ AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactions and ListTransacti
 Mirrors `TransactionCoordinator` (producer ids and epochs, the transaction state machine) and
 `OffsetMetadataManager`'s transactional offsets (pending until the marker, then committed or
 discarded; `require_stable` fetches see UNSTABLE_OFFSET_COMMIT meanwhile). Requests use the
-versions a pre-KIP-890-part-2 client sends (explicit AddPartitionsToTxn / AddOffsetsToTxn).
+versions a pre-KIP-890-part-2 client sends (explicit AddPartitionsToTxn / AddOffsetsToTxn),
+apart from the transaction version 2 scenario (Produce v12, EndTxn v5, epoch bumps).
 """
 
 from __future__ import annotations
@@ -63,9 +64,15 @@ ADD_OFFSETS_VERSION = 3
 TXN_COMMIT_VERSION = 3
 TXN_COMMIT_BY_ID_VERSION = 6
 END_VERSION = 3
+# Transaction version 2 (KIP-890 part 2): Produce adds the partition, EndTxn bumps the epoch.
+TV2_PRODUCE_VERSION = 12
+TV2_END_VERSION = 5
+TV2_INIT_VERSION = 5
 TXN_TIMEOUT_MS = 60_000
-LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE})
-COMPLETED = frozenset({"CompleteCommit", "CompleteAbort"})
+# Retried as a client does, unrecorded: a coordinator partition still loading after start-up.
+LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                     ErrorCode.NOT_COORDINATOR})
+PREPARED = frozenset({"PrepareCommit", "PrepareAbort"})
 
 
 @dataclass(frozen=True)
@@ -124,19 +131,21 @@ def txn_commit(c: Conversation, step: str, p: Producer, group: str, topic: Topic
 
 
 def end(c: Conversation, step: str, p: Producer, committed: bool,
-        epoch: int | None = None) -> None:
-    c.call(step, EndTxnRequest(transactional_id=p.transactional_id, producer_id=p.producer_id,
-                               producer_epoch=p.epoch if epoch is None else epoch,
-                               committed=committed), END_VERSION, EndTxnResponse)
+        epoch: int | None = None, version: int = END_VERSION) -> EndTxnResponse:
+    return c.call(step, EndTxnRequest(
+        transactional_id=p.transactional_id, producer_id=p.producer_id,
+        producer_epoch=p.epoch if epoch is None else epoch, committed=committed),
+        version, EndTxnResponse)
 
 
 def wait_completed(c: Conversation, p: Producer) -> None:
     """EndTxn answers once the outcome is prepared; the markers and the Complete* state
-    follow. Wait for that state before looking at the outcome."""
+    follow. Wait until the state is no longer Prepare* before looking at the outcome (a
+    broker that refused the EndTxn never gets there: the steps recorded show how)."""
     def completed() -> bool:
         described = c.quiet(DescribeTransactionsRequest(transactional_ids=[p.transactional_id]),
                             0, DescribeTransactionsResponse)
-        return described.transaction_states[0].transaction_state in COMPLETED
+        return described.transaction_states[0].transaction_state not in PREPARED
     c.wait_until(completed, f"{p.transactional_id} completed")
 
 
@@ -304,4 +313,60 @@ def test_describe_and_list_transactions(differential: Run) -> None:
                                 s for s in listed.transaction_states
                                 if s.transactional_id.startswith(c.name(""))]})
         end(c, "abort", ongoing, committed=False)
+    differential(scenario)
+
+
+def test_tv2_aborts_with_no_partition_and_retries(differential: Run) -> None:
+    """KIP-890 part 2 (`endTransaction` at TV2): an abort at the current epoch of an Empty,
+    CompleteCommit or CompleteAbort transaction is an empty transaction of its own that
+    bumps the epoch (a client aborts so whenever none of its produces succeeded, e.g.
+    franz-go's GroupTransactSession after a rebalance); a commit there is INVALID_TXN_STATE;
+    an EndTxn retried at the epoch before the bump answers NONE for the same outcome; and
+    an InitProducerId at that epoch (a producer that lost the EndTxn answer) is a retry
+    that keeps the current epoch."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("t")
+        first = c.call_retrying("init", InitProducerIdRequest(
+            transactional_id=c.name("txn"), transaction_timeout_ms=TXN_TIMEOUT_MS,
+            producer_id=-1, producer_epoch=-1), TV2_INIT_VERSION, InitProducerIdResponse,
+            LOADING)
+        p = Producer(c.name("txn"), first.producer_id, first.producer_epoch)
+
+        def at(epoch: int) -> Producer:
+            return Producer(p.transactional_id, p.producer_id, epoch)
+
+        def end_v5(step: str, epoch: int, committed: bool) -> EndTxnResponse:
+            return end(c, step, at(epoch), committed, version=TV2_END_VERSION)
+
+        def produce_v12(step: str, epoch: int) -> None:
+            c.produce(topic, 0, [b"x"], transactional_id=p.transactional_id,
+                      producer_id=p.producer_id, producer_epoch=epoch, base_sequence=0,
+                      version=TV2_PRODUCE_VERSION, step=step)
+
+        e = p.epoch
+        end_v5("commit of an empty transaction", e, committed=True)
+        end_v5("abort of an empty transaction", e, committed=False)
+        wait_completed(c, p)
+        describe(c, "describe after the empty abort", p.transactional_id)
+        end_v5("the empty abort retried", e, committed=False)
+        end_v5("commit retried after the empty abort", e, committed=True)
+        produce_v12("produce v12 at the bumped epoch", e + 1)
+        describe(c, "describe after a v12 produce", p.transactional_id)
+        end_v5("commit", e + 1, committed=True)
+        wait_completed(c, p)
+        end_v5("the commit retried", e + 1, committed=True)
+        end_v5("abort at the epoch before the commit", e + 1, committed=False)
+        end_v5("commit with nothing added", e + 2, committed=True)
+        end_v5("abort after the commit", e + 2, committed=False)
+        wait_completed(c, p)
+        end_v5("the abort after the commit retried", e + 2, committed=False)
+        c.call("re-init at the epoch before the last EndTxn", InitProducerIdRequest(
+            transactional_id=p.transactional_id, transaction_timeout_ms=TXN_TIMEOUT_MS,
+            producer_id=p.producer_id, producer_epoch=e + 2), TV2_INIT_VERSION,
+            InitProducerIdResponse)
+        describe(c, "describe after the re-init", p.transactional_id)
+        produce_v12("produce v12 after the re-init", e + 3)
+        end_v5("abort of a transaction with data", e + 3, committed=False)
+        wait_completed(c, p)
+        describe(c, "describe at the end", p.transactional_id)
     differential(scenario)

@@ -110,11 +110,11 @@ def test_record_locks_are_bounded_by_the_broker_settings() -> None:
 
 @pytest.mark.parametrize(("props", "message"), [
     ({"group.share.max.partition.max.record.locks": "1999"},
-     "Invalid value 1999 for configuration group.share.max.partition.max.record.locks: "
-     "Value must be at least 2000"),
+     ("Invalid value 1999 for configuration group.share.max.partition.max.record.locks: "
+     "Value must be at least 2000")),
     ({"group.share.min.partition.max.record.locks": "2001"},
-     "Invalid value 2001 for configuration group.share.min.partition.max.record.locks: "
-     "Value must be no more than 2000"),
+     ("Invalid value 2001 for configuration group.share.min.partition.max.record.locks: "
+     "Value must be no more than 2000")),
     ({"group.share.partition.max.record.locks": "5000"},
      ("group.share.max.partition.max.record.locks must be greater than or equal to "
       "group.share.partition.max.record.locks")),

@@ -228,6 +228,44 @@ def test_end_txn_v5_bumps_epoch_every_transaction() -> None:
     assert (retry.error, retry.producer_epoch) == (0, epoch + 1)
 
 
+def test_end_txn_v5_aborts_with_no_partition_from_empty_and_complete() -> None:
+    """Kafka's TV2 table: at the current epoch an abort of Empty, CompleteCommit or
+    CompleteAbort is a transaction with no partition (PrepareAbort, epoch bumped, no
+    markers, started now); its retry answers NONE; a commit there is INVALID_TXN_STATE, as
+    is an abort retried after a commit. TV1 keeps INVALID_TXN_STATE for Empty."""
+    c = _coord()
+    op = _init(c)
+    pid, epoch = op.producer_id, op.producer_epoch
+    assert as_op(c.end_txn("t", pid, epoch, False, 5)).error == E.INVALID_TXN_STATE  # TV1
+    assert as_op(c.end_txn("t", pid, epoch, True, 5, client_tv=2)).error == E.INVALID_TXN_STATE
+    empty_abort = _commit(c, as_op(c.end_txn("t", pid, epoch, False, 7, client_tv=2)))
+    assert (empty_abort.error, empty_abort.producer_epoch, empty_abort.writes_markers) == (
+        0, epoch + 1, True)
+    assert empty_abort.transit is not None and empty_abort.transit.partitions == frozenset()
+    assert empty_abort.transit.start_ms == 7
+    _commit(c, as_op(c.complete("t", 8)))
+    md = c.txns["t"]
+    assert (md.state, md.producer_epoch, md.last_producer_epoch) == (
+        S.COMPLETE_ABORT, epoch + 1, epoch)
+    retry = as_op(c.end_txn("t", pid, epoch, False, 9, client_tv=2))
+    assert (retry.error, retry.producer_epoch, retry.transit) == (0, epoch + 1, None)
+    assert as_op(c.end_txn("t", pid, epoch + 1, True, 9, client_tv=2)).error == \
+        E.INVALID_TXN_STATE
+    # A committed transaction, then an abort at the new epoch: another empty abort.
+    epoch += 1
+    _commit(c, as_op(c.add_partitions("t", pid, epoch, [("a", 0)], 10, client_tv=2)))
+    _commit(c, as_op(c.end_txn("t", pid, epoch, True, 11, client_tv=2)))
+    _commit(c, as_op(c.complete("t", 12)))
+    assert as_op(c.end_txn("t", pid, epoch, False, 13, client_tv=2)).error == \
+        E.INVALID_TXN_STATE
+    again = _commit(c, as_op(c.end_txn("t", pid, epoch + 1, False, 14, client_tv=2)))
+    assert (again.error, again.producer_epoch) == (0, epoch + 2)
+    # The producer that lost the EndTxn answer re-inits at the epoch it had: a retry.
+    _commit(c, as_op(c.complete("t", 15)))
+    reinit = _init(c, now=16, expected=(pid, epoch + 1))
+    assert (reinit.error, reinit.producer_epoch) == (0, epoch + 2)
+
+
 def test_timeouts_abort_with_epoch_fence() -> None:
     c = _coord()
     pid, epoch = _ongoing(c, now=1000)

@@ -297,17 +297,41 @@ class TransactionCoordinator(Shard):
             return _error(ErrorCode.PRODUCER_FENCED)
         state = md.state
         if state == S.ONGOING:
-            next_pid = NO_PRODUCER_ID
-            if client_tv >= 2 and is_epoch_exhausted(md.producer_epoch):
-                next_pid = self.next_producer_id()
-            return _write(tid, md.prepare_abort_or_commit(commit, client_tv, next_pid, now_ms))
+            return self._prepare_end(md, commit, client_tv, now_ms)
+        if state in PREPARE:
+            wanted_prepare = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            return _error(ErrorCode.CONCURRENT_TRANSACTIONS if state == wanted_prepare
+                          else ErrorCode.INVALID_TXN_STATE)
         wanted_complete = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
-        wanted_prepare = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        if state == wanted_complete:
-            return Result(response=TxnReply(ErrorCode.NONE, md.producer_id, md.producer_epoch))
-        if state == wanted_prepare:
-            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
-        return _error(ErrorCode.INVALID_TXN_STATE)
+        if not tv2:
+            # `endTransactionWithTV1`: a completed outcome again is a retry; Empty is invalid.
+            if state == wanted_complete:
+                return Result(response=TxnReply(ErrorCode.NONE, md.producer_id,
+                                                md.producer_epoch))
+            return _error(ErrorCode.INVALID_TXN_STATE)
+        # TV2 (`endTransaction`): a retry carries the epoch before the bump; at the current
+        # epoch an abort of Empty, CompleteCommit or CompleteAbort is a transaction of its
+        # own with no partition (the producer cannot know whether its produces added any),
+        # which bumps the epoch like any EndTxn; a commit there is invalid.
+        retry = md.producer_epoch == epoch + 1 or retry_on_overflow
+        if retry:
+            if state == wanted_complete:
+                return Result(response=TxnReply(ErrorCode.NONE, md.producer_id,
+                                                md.producer_epoch))
+            return _error(ErrorCode.INVALID_TXN_STATE)
+        if commit:
+            return _error(ErrorCode.INVALID_TXN_STATE)
+        return self._prepare_end(md, commit, client_tv, now_ms, no_partition_added=True)
+
+    def _prepare_end(self, md: TransactionMetadata, commit: bool, client_tv: int, now_ms: int,
+                     no_partition_added: bool = False) -> Result:
+        """Ongoing (or, at TV2, an empty abort) -> PrepareCommit/PrepareAbort; a TV2 bump
+        past the last epoch takes a new producer id at completion."""
+        next_pid = NO_PRODUCER_ID
+        if client_tv >= 2 and is_epoch_exhausted(md.producer_epoch):
+            next_pid = self.next_producer_id()
+        return _write(md.transactional_id, md.prepare_abort_or_commit(
+            commit, client_tv, next_pid, now_ms, no_partition_added))
 
     @staticmethod
     def _valid_end_epoch(md: TransactionMetadata, epoch: int, from_client: bool,
@@ -319,7 +343,7 @@ class TransactionCoordinator(Shard):
         if md.state in PREPARE:
             return bumped
         if md.state in COMPLETE:
-            return bumped or retry_on_overflow
+            return bumped or retry_on_overflow or epoch == md.producer_epoch
         return epoch == md.producer_epoch
 
     def complete(self, tid: str, now_ms: int) -> Result:

@@ -67,7 +67,9 @@ VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Empty and Complete*: a KIP-890 part 2 abort with no partition added.
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
+                                S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -230,16 +232,21 @@ class TransactionMetadata:
                              next_producer_id=NO_PRODUCER_ID, last_update_ms=now_ms, client_tv=0)
 
     def prepare_abort_or_commit(self, commit: bool, client_tv: int, next_pid: int,
-                                now_ms: int) -> TxnTransit:
+                                now_ms: int, no_partition_added: bool = False) -> TxnTransit:
+        """`no_partition_added`: a TV2 abort from Empty or Complete*, whose start time is
+        unknown, so the update time stands for it (Kafka's prepareAbortOrCommit)."""
         epoch, last = self.producer_epoch, self.last_producer_epoch
         if client_tv >= 2:  # KIP-890 part 2: every EndTxn bumps the epoch
             epoch, last = self.producer_epoch + 1, self.producer_epoch
         return self._transit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
                              producer_epoch=epoch, last_producer_epoch=last,
                              next_producer_id=next_pid, last_update_ms=now_ms,
+                             start_ms=now_ms if no_partition_added else self.start_ms,
                              client_tv=client_tv)
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """The last epoch stays the one before the EndTxn bump (after an overflow too: the
+        last epoch the producer saw), so an InitProducerId at that epoch is a retry."""
         target = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
         if self.client_tv < 2:
             return self._transit(target, partitions=frozenset(), last_update_ms=now_ms)
@@ -248,8 +255,7 @@ class TransactionMetadata:
             pid, epoch = self.next_producer_id, 0
         return self._transit(target, producer_id=pid, prev_producer_id=self.producer_id,
                              next_producer_id=NO_PRODUCER_ID, producer_epoch=epoch,
-                             last_producer_epoch=self.producer_epoch, partitions=frozenset(),
-                             last_update_ms=now_ms)
+                             partitions=frozenset(), last_update_ms=now_ms)
 
     def prepare_dead(self) -> TxnTransit:
         return self._transit(S.DEAD, partitions=frozenset())
