@@ -9,9 +9,10 @@ not, and the window invariant (a record for every offset in [start, end), none o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from groupcoord.coordinator.share.change import Draft, ShareChange
@@ -26,6 +27,7 @@ from groupcoord.coordinator.share.partition import (
     StateBatch,
 )
 from groupcoord.coordinator.share.records_state import InFlight, runs
+from groupcoord.coordinator.share.throttle import take_throttled, throttle_limit
 from groupcoord.wire.errors import ErrorCode
 
 KEY = ("g", bytes(16), 0)
@@ -63,7 +65,8 @@ def one_by_one_ack(sp: SharePartition, member_id: str,
 def one_by_one_acquire(sp: SharePartition, member_id: str, now_ms: int,
                        batches: list[tuple[int, int, bool]], max_records: int,
                        record_limit: bool = False) -> ShareChange:
-    """`plan_acquire` (without BatchSize pieces) with every record acquired on its own."""
+    """`plan_acquire` (without BatchSize pieces) with every record acquired on its own,
+    redeliveries throttled near the delivery limit by the `throttle` rules."""
     d = Draft(sp)
     if not batches:
         return d.finish([])
@@ -81,14 +84,40 @@ def one_by_one_acquire(sp: SharePartition, member_id: str, now_ms: int,
         d.move(offset, d.new(offset), RecordState.ARCHIVED)
         d.end = offset + 1
 
-    for offset in range(d.start, min(d.end, batches[-1][1] + 1)):
+    # Redeliveries, record by record, grouped by in-flight batch for throttling.
+    limit = sp.config.delivery_count_limit
+    window = range(d.start, min(d.end, batches[-1][1] + 1))
+    available = [(o, d.peek(o).delivery_count) for o in window
+                 if d.peek(o).state == RecordState.AVAILABLE and any(
+                     b <= o <= last and not c for b, last, c in batches)]
+    throttled = taken_any = False
+
+    def in_flight_batch(offset_count: tuple[int, int]) -> tuple[int, int]:
+        offset = offset_count[0]
+        return sp.in_flight_batch(offset) or (offset, offset)
+
+    for span, group in groupby(available, in_flight_batch):
+        records = list(group)
         if budget <= 0:
             break
-        if d.peek(offset).state == RecordState.AVAILABLE and any(
-                b <= offset <= last and not c for b, last, c in batches):
+        if any(count >= throttle_limit(limit) for _o, count in records):
+            if taken_any:
+                throttled = True
+                break
+            taken = take_throttled(records, span[1] - span[0] + 1, limit, budget,
+                                   lambda o: acquire(o, d.edit(o)))
+            budget -= taken
+            if taken:
+                throttled = True
+                break
+            continue
+        for offset, _count in records:
+            if budget <= 0:
+                break
             acquire(offset, d.edit(offset))
             budget -= 1
-    budget = min(budget, sp.config.max_record_locks - (d.end - d.start))
+            taken_any = True
+    budget = 0 if throttled else min(budget, sp.config.max_record_locks - (d.end - d.start))
     for base, last, control in batches if budget > 0 else ():
         if last < d.end:
             continue
@@ -145,7 +174,22 @@ op = st.one_of(
 )
 
 
+# Redelivery throttling is reached only now and then by random ops; these examples always
+# take it: a record on its last attempt alone, halving pieces of a 10-record batch, and a
+# fetch that stops before a throttled batch after a non-throttled one.
+EXPIRE = [("fetch", "a", 40, False), ("tick", LOCK_MS)]
+RELEASE = [AckType.RELEASE]
+
+
 @settings(max_examples=300, deadline=None)
+@example([(1, False), (1, False)], [("fetch", "a", 1, False), ("tick", LOCK_MS),
+                                    ("fetch", "a", 1, False), ("tick", LOCK_MS),
+                                    ("fetch", "a", 2, False)], False, 3, 5)
+@example([(10, False)], EXPIRE * 5 + [("fetch", "b", 40, False)], True, 5, 60)
+@example([(4, False), (4, False)],
+         [("fetch", "a", 1, False), ("fetch", "b", 1, False), ("ack", "a", 4, 3, RELEASE, False),
+          ("fetch", "b", 4, False), ("ack", "a", 4, 3, RELEASE, False),
+          ("ack", "a", 0, 3, RELEASE, False), ("fetch", "a", 8, False)], False, 3, 60)
 @given(st.lists(st.tuples(st.integers(1, 12), st.booleans()), min_size=1, max_size=12),
        st.lists(op, max_size=40), st.booleans(), st.integers(1, 3), st.integers(5, 60))
 def test_range_paths_plan_as_one_by_one(sizes: list[tuple[int, bool]], ops: list, dlq: bool,
