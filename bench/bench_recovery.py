@@ -16,6 +16,7 @@ a copy of the same data dir, in the same run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -38,6 +39,8 @@ from groupcoord.wire.generated import api_versions, metadata
 SECTION = "recovery"
 TOPIC = "wide"
 SAMPLE_INTERVAL_S = 0.05
+# The goal for every answer while the broker starts (issue: no reply slower than this).
+GOAL_MS = 50.0
 
 
 def build(data: Path, partitions: int, commits: int) -> list[str]:
@@ -84,12 +87,39 @@ class Sampler(threading.Thread):
                 time.sleep(max(0.0, SAMPLE_INTERVAL_S - took))
 
 
-def _spawn(data: Path, port: int, src: Path) -> subprocess.Popen[bytes]:
+def _spawn(data: Path, port: int, src: Path, lag_out: Path | None = None
+           ) -> subprocess.Popen[bytes]:
+    """`groupcoord serve` of `src`; with `lag_out`, with the loop-lag probe writing there."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(src)
-    return subprocess.Popen([sys.executable, "-m", "groupcoord", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--data-dir", str(data)], env=env,
+    command = ["-m", "groupcoord", "serve"] if lag_out is None else \
+        ["-m", "bench.loop_lag_serve", str(lag_out)]
+    return subprocess.Popen([sys.executable, *command, "--listen", f"127.0.0.1:{port}",
+                             "--data-dir", str(data)], env=env,
                             cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# One loop-lag sample: perf_counter s, lag ms, loop CPU ms, loop run-queue wait ms, process
+# CPU s (bench.loop_lag_serve).
+LagSample = tuple[float, float, float, float, float]
+
+
+def _phase(samples: list[LagSample], begin: float, end: float, prefix: str
+           ) -> dict[str, float]:
+    """The loop's worst lag in [begin, end) (only its part after `begin`: before the bind no
+    request could wait) with when it ended, the loop thread's CPU and run-queue wait in that
+    tick, the ticks over GOAL_MS, and the broker's CPU over the phase per wall second."""
+    inside = [(s[0], min(s[1], (s[0] - begin) * 1000), *s[2:])
+              for s in samples if begin <= s[0] < end]
+    before = [s for s in samples if s[0] < begin]
+    worst = max(inside, key=lambda s: s[1], default=(begin, 0.0, 0.0, 0.0, 0.0))
+    cpu_begin = before[-1][4] if before else 0.0  # the process starts with the phase
+    cpu_end = inside[-1][4] if inside else cpu_begin
+    wall = (inside[-1][0] - begin) if inside else 0.0
+    return {f"{prefix}_lag_ms": worst[1], f"{prefix}_lag_at_ms": (worst[0] - begin) * 1000,
+            f"{prefix}_lag_loop_cpu_ms": worst[2], f"{prefix}_lag_runq_ms": worst[3],
+            f"{prefix}_ticks_over_goal": float(sum(1 for s in inside if s[1] > GOAL_MS)),
+            f"{prefix}_cpu_per_wall": (cpu_end - cpu_begin) / wall if wall > 0 else 0.0}
 
 
 def _wait_all_loaded(port: int, groups: list[str]) -> None:
@@ -114,18 +144,22 @@ def measure(data: Path, groups: list[str], src: Path, clean: bool) -> dict[str, 
             proc.send_signal(signal.SIGKILL)
         proc.wait(600)
     port = free_port()
+    lag_out = data.parent / "loop-lag.json"
+    lag_out.unlink(missing_ok=True)
+    load_before = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = _spawn(data, port, src)
+    proc = _spawn(data, port, src, lag_out)
     sampler = Sampler(port)
     sampler.start()
     try:
-        _call_when_listening(port)
+        listening = _call_when_listening(port)
         _call(port, _frame(metadata.MetadataRequest(topics=[
             metadata.MetadataRequestTopic(name=TOPIC)]), 3, 12))
         ready = time.perf_counter()
         ready_ms = (ready - start) * 1000
         _wait_all_loaded(port, groups)
-        loaded_ms = (time.perf_counter() - start) * 1000
+        loaded = time.perf_counter()
+        loaded_ms = (loaded - start) * 1000
     finally:
         sampler.done.set()
         sampler.join(60)
@@ -133,16 +167,23 @@ def measure(data: Path, groups: list[str], src: Path, clean: bool) -> dict[str, 
         proc.wait(600)
     recovering = [ms for sent, ms in sampler.latencies if sent < ready]
     loading = [ms for sent, ms in sampler.latencies if sent >= ready]
+    with open(lag_out) as f:
+        lag: list[LagSample] = [tuple(s) for s in json.load(f)]  # type: ignore[misc]
     return {"max_api_versions_ms": max(recovering), "samples": len(recovering),
             "max_while_shards_load_ms": max(loading, default=0.0),
-            "metadata_ms": ready_ms, "all_loaded_ms": loaded_ms}
+            "metadata_ms": ready_ms, "all_loaded_ms": loaded_ms,
+            "listening_ms": (listening - start) * 1000,
+            **_phase(lag, listening, ready, "recovering"), **_phase(lag, ready, loaded, "loading"),
+            "load_before": load_before, "load_after": os.getloadavg()[0]}
 
 
-def _call_when_listening(port: int) -> None:
+def _call_when_listening(port: int) -> float:
+    """ApiVersions once the broker listens; when the attempt that connected began."""
     while True:
+        began = time.perf_counter()
         try:
             _call(port, _frame(api_versions.ApiVersionsRequest(), 18, 0), 60.0)
-            return
+            return began
         except OSError:
             time.sleep(0.001)
 
@@ -178,13 +219,22 @@ def main() -> None:
             for i in range(args.repeats):
                 samples.append(measure(data, groups, src, args.clean))
                 progress(SECTION, f"{name} #{i + 1}: {samples[-1]}")
-            worst = max(s["max_api_versions_ms"] for s in samples)
+            worst = {k: max(s[k] for s in samples) for k in samples[0]}
             med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
-            print(f"{name}: slowest ApiVersions answer {worst:.0f} ms (median of starts "
-                  f"{med['max_api_versions_ms']:.0f} ms, {med['samples']:.0f} samples) while "
-                  f"the logs recover; {med['max_while_shards_load_ms']:.0f} ms while the "
-                  f"shards load; Metadata at {med['metadata_ms']:.0f} ms, all shards loaded at "
-                  f"{med['all_loaded_ms']:.0f} ms", flush=True)
+            print(f"{name}: while the logs recover: slowest ApiVersions answer "
+                  f"{worst['max_api_versions_ms']:.0f} ms (median of starts "
+                  f"{med['max_api_versions_ms']:.0f} ms, {med['samples']:.0f} samples), "
+                  f"loop lag {worst['recovering_lag_ms']:.0f} ms (median "
+                  f"{med['recovering_lag_ms']:.0f} ms; in the worst tick loop CPU "
+                  f"{med['recovering_lag_loop_cpu_ms']:.0f} ms, run-queue wait "
+                  f"{med['recovering_lag_runq_ms']:.0f} ms), broker CPU "
+                  f"{med['recovering_cpu_per_wall']:.2f} s per s; while the shards load: "
+                  f"ApiVersions {worst['max_while_shards_load_ms']:.0f} ms, loop lag "
+                  f"{worst['loading_lag_ms']:.0f} ms (median {med['loading_lag_ms']:.0f} ms), "
+                  f"broker CPU {med['loading_cpu_per_wall']:.2f} s per s; Metadata at "
+                  f"{med['metadata_ms']:.0f} ms, all shards loaded at "
+                  f"{med['all_loaded_ms']:.0f} ms; load {min(s['load_before'] for s in samples):.1f}"
+                  f"-{max(s['load_after'] for s in samples):.1f}", flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     load = os.getloadavg()
