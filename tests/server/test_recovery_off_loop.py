@@ -11,6 +11,7 @@ loop the gate would hold the loop itself and no answer could come.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 from pathlib import Path
@@ -105,3 +106,45 @@ def test_api_versions_is_answered_while_a_log_is_being_recovered(tmp_path: Path)
         await broker.stop()
 
     run(go())
+
+
+def test_the_collections_after_start_leave_the_loop_turns_between_them(tmp_path: Path) -> None:
+    """`serve` settles the heap of a started broker (everything start-up allocated with the
+    collector paused) one generation at a time, the loop turning between them: a callback
+    that re-schedules itself on every turn runs between the young, the middle and the full
+    collection, as ApiVersions is answered between them."""
+    from groupcoord.cli.serve import serve
+    from groupcoord.server import heap
+
+    turns = 0
+    collections: list[tuple[int, int]] = []  # (generation, loop turns before it)
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append((info["generation"], turns))
+
+    async def go() -> None:
+        nonlocal turns
+        loop = asyncio.get_running_loop()
+
+        def turn() -> None:
+            nonlocal turns
+            turns += 1
+            loop.call_soon(turn)
+
+        heap.pause_until_started()
+        serving = asyncio.create_task(serve(make_config(tmp_path)))
+        gc.callbacks.append(on_gc)
+        loop.call_soon(turn)
+        try:
+            while not gc.isenabled():  # settled: collecting automatically again
+                await asyncio.sleep(0)
+        finally:
+            gc.callbacks.remove(on_gc)
+            heap.end_pause()
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+
+    run(go())
+    assert [generation for generation, _ in collections] == [0, 1, 2]
+    assert collections[0][1] < collections[1][1] < collections[2][1]

@@ -305,6 +305,8 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
         raise
     from groupcoord.server import heap
 
+    for _ in heap.collect_young_first():
+        await asyncio.sleep(0)  # requests are answered between the collections
     heap.settle_after_start()  # out of the cyclic GC's reach: every full collection is cheaper
     if control is not None and control_listen is not None:
         port = await control.start(control_listen.host, control_listen.port)
