@@ -1,4 +1,5 @@
-"""Start-up recovery after SIGKILL: how long the broker leaves ApiVersions unanswered.
+"""Start-up recovery after SIGKILL (or a clean stop): how long the broker leaves requests
+unanswered.
 
 ``python -m bench.bench_recovery [--partitions 1000] [--commits 1000000] [--compare-src DIR]``
 writes a data dir with a ``--partitions``-partition topic (a few batches each) and
@@ -7,8 +8,14 @@ it, waits until it serves, SIGKILLs it, and measures the next start: from spawn,
 process sends ApiVersions every 50 ms on one connection and records how long each answer
 took, until the broker has recovered every log (a Metadata request sent at once is
 answered) and every offsets shard has loaded. Reported: the slowest ApiVersions answer while
-the logs recovered (samples sent before Metadata was answered), and while the shards loaded
-after it; when Metadata was answered, and when every shard had loaded. ``--repeats`` SIGKILL-and-start rounds; ``--clean`` measures clean restarts instead.
+the logs recovered (samples sent from the bind until Metadata was answered), and while the
+shards loaded after it; when Metadata was answered, and when every shard had loaded. The
+measured broker runs under ``bench.loop_lag_serve``: its own loop lag in each phase (a
+callback every 10 ms, how late it ran), for the worst tick the loop thread's CPU and its
+wait for a core, the most a tick was late with the loop thread doing neither (blocked, e.g.
+on the GIL held by the recovery thread), and the broker's CPU per wall second: figures the
+other processes on a shared machine inflate far less than an answer's round trip.
+``--repeats`` SIGKILL-and-start rounds; ``--clean`` stops with SIGTERM (a clean shutdown).
 ``--compare-src DIR`` measures another checkout's ``src/`` (e.g. the code before a change) on
 a copy of the same data dir, in the same run.
 """
@@ -118,6 +125,10 @@ def _phase(samples: list[LagSample], begin: float, end: float, prefix: str
     wall = (inside[-1][0] - begin) if inside else 0.0
     return {f"{prefix}_lag_ms": worst[1], f"{prefix}_lag_at_ms": (worst[0] - begin) * 1000,
             f"{prefix}_lag_loop_cpu_ms": worst[2], f"{prefix}_lag_runq_ms": worst[3],
+            # Late with the loop thread neither on a CPU nor waiting for one: blocked (the
+            # GIL held by another thread), whatever the other processes' load.
+            f"{prefix}_blocked_ms": max((max(0.0, s[1] - s[2] - s[3]) for s in inside),
+                                        default=0.0),
             f"{prefix}_ticks_over_goal": float(sum(1 for s in inside if s[1] > GOAL_MS)),
             f"{prefix}_cpu_per_wall": (cpu_end - cpu_begin) / wall if wall > 0 else 0.0}
 
@@ -227,10 +238,12 @@ def main() -> None:
                   f"loop lag {worst['recovering_lag_ms']:.0f} ms (median "
                   f"{med['recovering_lag_ms']:.0f} ms; in the worst tick loop CPU "
                   f"{med['recovering_lag_loop_cpu_ms']:.0f} ms, run-queue wait "
-                  f"{med['recovering_lag_runq_ms']:.0f} ms), broker CPU "
+                  f"{med['recovering_lag_runq_ms']:.0f} ms; most blocked "
+                  f"{worst['recovering_blocked_ms']:.0f} ms), broker CPU "
                   f"{med['recovering_cpu_per_wall']:.2f} s per s; while the shards load: "
                   f"ApiVersions {worst['max_while_shards_load_ms']:.0f} ms, loop lag "
-                  f"{worst['loading_lag_ms']:.0f} ms (median {med['loading_lag_ms']:.0f} ms), "
+                  f"{worst['loading_lag_ms']:.0f} ms (median {med['loading_lag_ms']:.0f} ms, "
+                  f"its loop CPU {med['loading_lag_loop_cpu_ms']:.0f} ms), "
                   f"broker CPU {med['loading_cpu_per_wall']:.2f} s per s; Metadata at "
                   f"{med['metadata_ms']:.0f} ms, all shards loaded at "
                   f"{med['all_loaded_ms']:.0f} ms; load {min(s['load_before'] for s in samples):.1f}"
