@@ -39,6 +39,7 @@ pytest.importorskip("confluent_kafka")
 pytest.importorskip("kafka")
 
 from helpers.broker import BrokerFactory
+from helpers.polling import wait_for
 
 from groupcoord.cli.demo_clients import MemberProcess, SteadyProducer
 from groupcoord.cli.demo_workload import Scenario
@@ -52,10 +53,8 @@ RATE = 40  # records/s into each topic
 
 
 def _wait(cond: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)  # the members report asynchronously, from their own processes
+    """The members report asynchronously, from their own processes."""
+    wait_for(cond, what, timeout_s)
 
 
 class CappedMember:
