@@ -7,9 +7,9 @@ both topics:
   (kafka-python, a process per life) joins and leaves with a KIP-800 reason ``FLAPS`` times,
   each life a fresh member: two rebalances per flap within seconds;
 - ``health-orphans``: three kafka-python members whose client-side assignor gives each at
-  most two partitions (``capped_member.py``); all six partitions are owned and committed,
-  then ``orphan-c`` leaves, the leader's assignment leaves partitions 4 and 5 to nobody and
-  the group is stable while records pile up on them.
+  most two partitions (``kafka_python_member.py --cap 2``); all six partitions are owned
+  and committed, then ``orphan-c`` leaves, the leader's assignment leaves partitions 4 and
+  5 to nobody and the group is stable while records pile up on them.
 
 The broker is stopped with both groups still populated (the members are SIGKILLed after it,
 so none leaves), then ``groupcoord analyze health`` (words and ``--json``) and ``analyze run``
@@ -48,7 +48,7 @@ STORM = Scenario(topic="health-storm-t", group="health-storm", partitions=2)
 ORPHANS = Scenario(topic="health-orphans-t", group="health-orphans", partitions=6)
 FLAPS = 3
 FLAP_REASON = "restarting after an out-of-memory kill"
-CAPPED_MEMBER = Path(__file__).resolve().parent / "capped_member.py"
+MEMBER = Path(__file__).resolve().parent / "kafka_python_member.py"
 RATE = 40  # records/s into each topic
 
 
@@ -57,18 +57,18 @@ def _wait(cond: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
     wait_for(cond, what, timeout_s)
 
 
-class CappedMember:
-    """A `capped_member.py` process and what it reported."""
+class KafkaPythonMember:
+    """A `kafka_python_member.py` process and what it reported."""
 
-    def __init__(self, name: str, bootstrap: str) -> None:
+    def __init__(self, name: str, bootstrap: str, sc: Scenario, *extra: str) -> None:
         self.name = name
         self.assigned: list[int] | None = None
         self.assignments = 0  # rebalances it went through
         self.committed: set[int] = set()
         self.errors: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, str(CAPPED_MEMBER), "--bootstrap", bootstrap, "--topic",
-             ORPHANS.topic, "--group", ORPHANS.group, "--name", name, "--cap", "2"],
+            [sys.executable, str(MEMBER), "--bootstrap", bootstrap, "--topic", sc.topic,
+             "--group", sc.group, "--name", name, *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, bufsize=1)
         threading.Thread(target=self._read, daemon=True).start()
@@ -105,29 +105,29 @@ def _create_topics(bootstrap: str) -> None:
         future.result(timeout=30)
 
 
-def _storm(bootstrap: str, members: list[MemberProcess], log: IO[bytes]) -> None:
+def _storm(bootstrap: str, steady_box: list[MemberProcess], flappers: list[KafkaPythonMember],
+           log: IO[bytes]) -> None:
     """storm-steady stays; storm-flappy joins and leaves FLAPS times, each rebalance done
     before the next (so each is a generation of its own)."""
-    def member(name: str, reason: str | None = None) -> MemberProcess:
-        m = MemberProcess(name, bootstrap, STORM, 0.0, lambda _n, _p: None, reason, log)
-        members.append(m)
-        return m
-
-    steady = member("storm-steady")
+    steady = MemberProcess("storm-steady", bootstrap, STORM, 0.0, lambda _n, _p: None, log=log)
+    steady_box.append(steady)
     _wait(lambda: steady.assigned == [0, 1], "storm-steady to own both partitions")
     for _ in range(FLAPS):
-        flappy = member("storm-flappy", FLAP_REASON)
-        _wait(lambda f=flappy: bool(f.assigned) and steady.assigned is not None  # type: ignore[misc]
-              and len(steady.assigned) == 1, "storm-flappy to get a partition")
+        flappy = KafkaPythonMember("storm-flappy", bootstrap, STORM,
+                                   "--leave-reason", FLAP_REASON)
+        flappers.append(flappy)
+        _wait(lambda f=flappy: bool(f.assigned)  # type: ignore[misc]
+              and steady.assigned is not None and len(steady.assigned) == 1,
+              "storm-flappy to get a partition")
         flappy.close()
         _wait(lambda: steady.assigned == [0, 1], "storm-steady to own both partitions again")
 
 
-def _orphans(bootstrap: str, members: dict[str, CappedMember]) -> None:
+def _orphans(bootstrap: str, members: dict[str, KafkaPythonMember]) -> None:
     """orphan-a, -b, -c own two partitions each and commit on all six; orphan-c leaves and
     nobody gets 4 and 5, while records keep arriving there."""
     for name in ("orphan-a", "orphan-b", "orphan-c"):
-        members[name] = CappedMember(name, bootstrap)
+        members[name] = KafkaPythonMember(name, bootstrap, ORPHANS, "--cap", "2")
         _wait(lambda m=members[name]: m.assigned is not None, f"{name}'s assignment")
     by = members
     _wait(lambda: [by[n].assigned for n in sorted(by)] == [[0, 1], [2, 3], [4, 5]]
@@ -152,8 +152,9 @@ def scenario(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
 
     base = tmp_path_factory.mktemp("health-real")
     factory = BrokerFactory(base, ["--group-initial-rebalance-delay-ms", "0"])
-    storm_members: list[MemberProcess] = []
-    capped: dict[str, CappedMember] = {}
+    steady: list[MemberProcess] = []
+    flappers: list[KafkaPythonMember] = []
+    capped: dict[str, KafkaPythonMember] = {}
     producers: list[SteadyProducer] = []
     client_log = (base / "clients.log").open("wb")  # librdkafka's complaints go here
     try:
@@ -162,21 +163,21 @@ def scenario(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
         producers = [SteadyProducer(broker.bootstrap, s.topic, RATE) for s in (STORM, ORPHANS)]
         for p in producers:
             p.start()
-        _storm(broker.bootstrap, storm_members, client_log)
+        _storm(broker.bootstrap, steady, flappers, client_log)
         _orphans(broker.bootstrap, capped)
         for p in producers:
             p.stop()
-        assert not [m.errors for m in capped.values() if m.errors]
-        assert not [m.name for m in storm_members if m.failed()]
+        assert not [m.errors for m in [*capped.values(), *flappers] if m.errors]
+        assert not [m.name for m in steady if m.failed()]
         assert broker.stop() == 0  # with both groups populated: nobody left at the end
         out = base / "analytics"
         run(spark, RunConfig(str(broker.data_dir), str(out)), lambda _line: None)
         yield {"data_dir": broker.data_dir, "out": out}
     finally:
-        for m in storm_members:
+        for m in steady:
             m.kill()
-        for c in capped.values():
-            c.kill()
+        for k in [*flappers, *capped.values()]:
+            k.kill()
         factory.close()
         client_log.close()
 

@@ -1,11 +1,13 @@
-"""A kafka-python consumer-group member whose client-side assignor leaves partitions out.
+"""A kafka-python consumer-group member for the health scenarios, in its own process.
 
-Run as `python capped_member.py --bootstrap B --topic T --group G --name N --cap C`. The
-member is a classic-protocol consumer with `CappedRangeAssignor`: members in member-id
-order take at most `C` consecutive partitions each, so when the group has fewer than
-partitions/C members, the remaining partitions go to nobody. The coordinator only relays
-what the leader's assignor decided, as Kafka does, so the group stays stable while those
-partitions wait: silent non-assignment made by a real client.
+Run as `python kafka_python_member.py --bootstrap B --topic T --group G --name N [--cap C]
+[--leave-reason TEXT]`. The member is a classic-protocol consumer (client.id `N`) with
+kafka-python's range assignor, or with `--cap` the `CappedRangeAssignor`: members in
+member-id order take at most `C` consecutive partitions each, so when the group has fewer
+than partitions/C members, the remaining partitions go to nobody. The coordinator only
+relays what the leader's assignor decided, as Kafka does, so the group stays stable while
+those partitions wait: silent non-assignment made by a real client. `--leave-reason` is
+the KIP-800 reason its LeaveGroup gives when it closes.
 
 It processes every record it polls and commits the next offsets synchronously. stdout, one
 JSON object per line with `ev`: `assigned` (`parts`), `committed` (`offsets`: {partition: next
@@ -27,6 +29,7 @@ from kafka.coordinator.assignors.abstract import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
 )
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import KafkaError
 
 POLL_MS = 2000  # long enough for a join and sync within one poll (see helpers/member_host)
@@ -68,9 +71,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     for name in ("bootstrap", "topic", "group", "name"):
         parser.add_argument(f"--{name}", required=True)
-    parser.add_argument("--cap", type=int, default=2)
+    parser.add_argument("--cap", type=int, help="at most this many partitions per member")
+    parser.add_argument("--leave-reason")
     opts = parser.parse_args()
-    CappedRangeAssignor.cap = opts.cap
+    assignor: Any = RangePartitionAssignor
+    if opts.cap is not None:
+        CappedRangeAssignor.cap = opts.cap
+        assignor = CappedRangeAssignor
     stop = threading.Event()
 
     def watch_stdin() -> None:
@@ -91,7 +98,7 @@ def main() -> int:
     consumer = KafkaConsumer(
         bootstrap_servers=opts.bootstrap, group_id=opts.group, client_id=opts.name,
         enable_auto_commit=False, auto_offset_reset="earliest",
-        partition_assignment_strategy=[CappedRangeAssignor],
+        partition_assignment_strategy=[assignor],
         session_timeout_ms=10_000, heartbeat_interval_ms=500)
     consumer.subscribe([opts.topic], listener=Listener())
     try:
@@ -111,6 +118,8 @@ def main() -> int:
         emit("error", message=repr(exc))
         return 1
     finally:
+        if opts.leave_reason:  # close() leaves without a reason; leave first with one
+            consumer._coordinator.maybe_leave_group(reason=opts.leave_reason)
         consumer.close()
     return 0
 
