@@ -63,8 +63,9 @@ def _evictions(broker: KafkaBroker, log_path: Path) -> None:
                 crasher = MemberProcess("storm-crasher", bootstrap, CRASHER, 0.0,
                                         lambda _n, _p: None, log=log)
                 members.append(crasher)
-                _wait(lambda c=crasher: bool(c.assigned) and steady.assigned is not None  # type: ignore[misc]
-                      and len(steady.assigned) == 1, "storm-crasher to get a partition")
+                _wait(lambda c=crasher: bool(c.assigned)  # type: ignore[misc]
+                      and steady.assigned is not None and len(steady.assigned) == 1,
+                      "storm-crasher to get a partition")
                 crasher.kill()
                 # past the crasher's session, well within the steady member's
                 broker.advance(CRASHER.session_timeout_ms + 100)
