@@ -15,17 +15,15 @@ from its command line only (no WebDriver):
 
 from __future__ import annotations
 
-import html
 import json
 import re
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.broker import REPO_ROOT
+from helpers.chromium import WINDOW_WIDTH, dump_probe, run_chromium
 
 from groupcoord.analytics import fixture_scenarios, fixture_story
 from groupcoord.analytics.fixture import ANOMALIES, SCENARIO_ANOMALIES, FixtureSpec, generate
@@ -33,12 +31,7 @@ from groupcoord.analytics.fixture import ANOMALIES, SCENARIO_ANOMALIES, FixtureS
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "report-render"
-WINDOW_WIDTH = 1280
 MAX_HEIGHT = 12_000  # Chromium's screenshot surface has limits; sections are far shorter
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                  "--virtual-time-budget=10000"]
 CHARTS = ["chart-lag-records", "chart-lag-seconds", "chart-rebalances", "chart-status",
           "chart-owners", "chart-commits"]
 SECTIONS = ["summary", *[f"sec-{c}" for c in CHARTS], "tbl-groups", "tbl-rebalances",
@@ -100,22 +93,6 @@ window.addEventListener('load', () => {
 </script>""".replace("__CHARTS__", json.dumps(CHARTS)).replace("__SECTIONS__", json.dumps(SECTIONS))
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("headless Chromium is not installed (make browser)")
-
-
-def _run_chromium(args: list[str], profile: Path) -> str:
-    cmd = [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args]
-    done = subprocess.run(cmd, check=False, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from groupcoord.analytics.pipeline import RunConfig
@@ -131,15 +108,7 @@ def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def probe(report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("chromium")
-    page = tmp / "probe.html"
-    page.write_text(report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
-                    encoding="utf-8")
-    dom = _run_chromium([f"--window-size={WINDOW_WIDTH},900", "--dump-dom", page.as_uri()],
-                        tmp / "profile-probe")
-    found = re.search(r'<pre id="render-probe">(.*?)</pre>', dom, re.DOTALL)
-    assert found, f"the probe did not run; DOM tail:\n{dom[-2000:]}"
-    return dict(json.loads(html.unescape(found.group(1))))
+    return dump_probe(report, PROBE, tmp_path_factory.mktemp("chromium"))
 
 
 def test_story_summary_lines(probe: dict[str, Any]) -> None:
@@ -267,7 +236,7 @@ def test_section_screenshot_is_kept(report: Path, probe: dict[str, Any], section
     page.write_text(report.read_text(encoding="utf-8").replace("</head>", only + "</head>"),
                     encoding="utf-8")
     size = min(height + 120, MAX_HEIGHT)
-    _run_chromium([f"--window-size={WINDOW_WIDTH},{size}", f"--screenshot={shot}",
+    run_chromium([f"--window-size={WINDOW_WIDTH},{size}", f"--screenshot={shot}",
                    page.as_uri()], tmp_path / "profile-shot")
     assert _png_size(shot) == (WINDOW_WIDTH, size)
     assert shot.stat().st_size > 5_000  # a blank page compresses to almost nothing

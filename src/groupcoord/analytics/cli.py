@@ -13,8 +13,12 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+
+if TYPE_CHECKING:
+    from groupcoord.analytics.pipeline import RunConfig
 
 
 def _iso_ms(text: str) -> int:
@@ -99,12 +103,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _run_config(a: argparse.Namespace) -> RunConfig:
+    from groupcoord.analytics.burrow import BurrowConfig
+    from groupcoord.analytics.pipeline import RunConfig
+
+    # incremental runs cut on the period: it must not change from one run to the next
+    every = a.eval_every or (60_000 if a.incremental else 0)
+    return RunConfig(a.data_dir, a.out, a.since, a.until, a.groups, a.grid, every,
+                     BurrowConfig(a.intervals, a.min_distance, a.allowed_lag), a.split_bytes,
+                     not a.no_plots)
+
+
+def run_config(argv: list[str]) -> RunConfig:
+    """The pipeline settings ``analyze run`` takes from its options (``argv`` without the
+    ``run``), for running it in a process that has a Spark session already."""
+    return _run_config(_parser().parse_args(["run", *argv]))
+
+
 def _cmd_run(a: argparse.Namespace) -> int:
     if a.incremental != bool(a.checkpoint):
         print("--incremental and --checkpoint DIR go together", file=sys.stderr)
         return 2
-    from groupcoord.analytics.burrow import BurrowConfig
-    from groupcoord.analytics.pipeline import RunConfig
     from groupcoord.analytics.run import run
     from groupcoord.analytics.session import build_session
 
@@ -113,11 +132,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
     spark = build_session(a.master, shuffle_partitions=a.shuffle_partitions)
     print(f"[{time.monotonic() - t0:7.1f}s] Spark {spark.version} on {spark.sparkContext.master}",
           flush=True)
-    # incremental runs cut on the period: it must not change from one run to the next
-    every = a.eval_every or (60_000 if a.incremental else 0)
-    cfg = RunConfig(a.data_dir, a.out, a.since, a.until, a.groups, a.grid, every,
-                    BurrowConfig(a.intervals, a.min_distance, a.allowed_lag), a.split_bytes,
-                    not a.no_plots)
+    cfg = _run_config(a)
     if a.incremental:
         from groupcoord.analytics.incremental import make_ingest
 

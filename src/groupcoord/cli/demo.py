@@ -30,6 +30,9 @@ from typing import IO, Any
 from groupcoord.cli.demo_workload import Scenario, WorkloadResult
 
 READY_LINE = "groupcoord listening on"
+# `analyze run`'s options for the demo's short run: a Burrow evaluation every 10 s and a
+# 2 s lag grid, so a run of a minute or so gets a status and a lag curve worth looking at.
+ANALYTICS_OPTIONS = ("--eval-every", "10s", "--grid", "2s")
 _say_lock = threading.Lock()
 
 
@@ -181,7 +184,7 @@ def run_analytics(data_dir: Path, out: Path) -> int:
     say("running the analytics pipeline (PySpark; start-up takes a while)")
     cmd = [sys.executable, "-m", "groupcoord.analytics", "run", "--data-dir", str(data_dir),
            "--out", str(out), "--master", "local[2]", "--shuffle-partitions", "2",
-           "--eval-every", "10s", "--grid", "2s"]
+           *ANALYTICS_OPTIONS]
     # A session of its own: the demo alone stops Spark (its JVM and Python workers are
     # this process's children), all at once when interrupted.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
