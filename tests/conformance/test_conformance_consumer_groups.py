@@ -138,6 +138,28 @@ def test_regex_subscription(differential: Run) -> None:
     differential(scenario)
 
 
+def test_regex_subscription_matches_internal_topics(differential: Run) -> None:
+    """Kafka resolves a regex over every topic of the metadata image, internal ones too
+    (`TopicRegexResolver`), so `__consumer_offsets` is assigned like any topic (franz-go's
+    Test848RegexBrokerResolves)."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("regex-a", partitions=1)
+        group = c.name("g")
+        joined = join(c, "join by regex", group, M1, regex=f"{topic.name}|__consumer_offsets")
+        epoch = joined.member_epoch
+
+        def assigned_topic() -> bool:
+            response = c.quiet(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=M1, member_epoch=epoch, topic_partitions=[]), 1,
+                consumer.ConsumerGroupHeartbeatResponse)
+            return response.assignment is not None and any(
+                t.topic_id == topic.topic_id for t in response.assignment.topic_partitions)
+
+        c.wait_until(assigned_topic, "the regex resolved to the created topic")
+        describe(c, "describe regex member", group)
+    differential(scenario)
+
+
 def test_static_member_leaves_and_is_replaced(differential: Run) -> None:
     def scenario(c: Conversation) -> None:
         topic = c.create_topic("t", partitions=2)
