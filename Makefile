@@ -172,7 +172,8 @@ conformance: venv java-check reference
 # (docs/conformance.md#client-suites): franz-go's TestTxnEtl, three runs on each broker. Not part
 # of `make test`. franz-go comes from the Go module proxy and is built into .cache; Go 1.26+
 # must be installed (it is on the project's machines). CLIENT_SUITES_ARGS passes options,
-# e.g. CLIENT_SUITES_ARGS='--broker groupcoord --runs 1'.
+# e.g. CLIENT_SUITES_ARGS='--broker groupcoord --runs 1', or '--tests kgo --runs 1' for every
+# kgo test.
 CLIENT_SUITES_ARGS ?=
 client-suites: venv java-check reference
 	@command -v go >/dev/null || { echo "Go 1.26+ is required"; exit 1; }

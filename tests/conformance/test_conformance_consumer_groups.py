@@ -138,6 +138,28 @@ def test_regex_subscription(differential: Run) -> None:
     differential(scenario)
 
 
+def test_regex_subscription_matches_internal_topics(differential: Run) -> None:
+    """Kafka resolves a regex over every topic of the metadata image, internal ones too
+    (`TopicRegexResolver`), so `__consumer_offsets` is assigned like any topic (franz-go's
+    Test848RegexBrokerResolves)."""
+    def scenario(c: Conversation) -> None:
+        topic = c.create_topic("regex-a", partitions=1)
+        group = c.name("g")
+        joined = join(c, "join by regex", group, M1, regex=f"{topic.name}|__consumer_offsets")
+        epoch = joined.member_epoch
+
+        def assigned_topic() -> bool:
+            response = c.quiet(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=M1, member_epoch=epoch, topic_partitions=[]), 1,
+                consumer.ConsumerGroupHeartbeatResponse)
+            return response.assignment is not None and any(
+                t.topic_id == topic.topic_id for t in response.assignment.topic_partitions)
+
+        c.wait_until(assigned_topic, "the regex resolved to the created topic")
+        describe(c, "describe regex member", group)
+    differential(scenario)
+
+
 def test_static_member_leaves_and_is_replaced(differential: Run) -> None:
     def scenario(c: Conversation) -> None:
         topic = c.create_topic("t", partitions=2)
@@ -169,6 +191,44 @@ def test_subscription_change_triggers_new_epoch(differential: Run) -> None:
         consumer.heartbeat(c, "subscribe t2 only", ConsumerGroupHeartbeatRequest(
             group_id=group, member_id=M1, member_epoch=changed.member_epoch,
             subscribed_topic_names=[t2.name], topic_partitions=owned(t1, 0) + owned(t2, 0)))
+    differential(scenario)
+
+
+def test_leave_while_heartbeats_in_flight_then_rejoin(differential: Run) -> None:
+    """librdkafka's 0045 `do_test_subscribe_many_updates` sequence on one connection, every
+    request sent before any answer is read: a subscription change that revokes a topic, a
+    heartbeat at the unchanged epoch, the leave, a stale heartbeat of the member that left,
+    the partial epoch-0 heartbeat librdkafka sends when it resubscribes without a full
+    request, and the full rejoin under the same member id."""
+    def scenario(c: Conversation) -> None:
+        t1 = c.create_topic("t1", partitions=2)
+        t2 = c.create_topic("t2", partitions=2)
+        t3 = c.create_topic("t3", partitions=2)
+        group = c.name("g")
+        joined = join(c, "join t1 t2", group, M1, [t1.name, t2.name])
+        epoch = beat(c, "ack", group, M1, joined.member_epoch, assigned(joined)).member_epoch
+        conn = c.default
+        v = consumer.HEARTBEAT_VERSION
+        in_flight = [
+            ("subscribe t2 t3 (revokes t1)", conn.send(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=M1, member_epoch=epoch,
+                subscribed_topic_names=[t2.name, t3.name]), v)),
+            ("heartbeat at the same epoch", conn.send(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=M1, member_epoch=epoch), v)),
+            ("leave", conn.send(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=M1, member_epoch=consumer.LEAVE_EPOCH), v)),
+            ("heartbeat after the leave", conn.send(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=M1, member_epoch=epoch), v)),
+            ("epoch 0 without rebalance timeout and owned partitions",
+             conn.send(ConsumerGroupHeartbeatRequest(
+                 group_id=group, member_id=M1, member_epoch=0,
+                 subscribed_topic_names=[t3.name]), v)),
+            ("rejoin under the same member id",
+             conn.send(consumer.join_request(group, M1, [t3.name]), v)),
+        ]
+        for step, pending in in_flight:
+            c.receive(step, conn, pending, consumer.ConsumerGroupHeartbeatResponse)
+        describe(c, "describe after the rejoin", group)
     differential(scenario)
 
 

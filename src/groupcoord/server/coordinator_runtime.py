@@ -88,14 +88,16 @@ class CoordinatorRuntime(ShardRuntime):
         return shard
 
     def topics_image(self) -> TopicsImage:
-        """The coordinator's view of the topics, rebuilt after every topic change."""
+        """The coordinator's view of the topics, rebuilt after every topic change; internal
+        topics included, as in Kafka's metadata image (a subscription or regex naming
+        `__consumer_offsets` is assigned its partitions)."""
         if self._image is None:
             # Versions stay monotonic across restarts (they are stored with resolved
             # regexes): wall-clock milliseconds, bumped past the previous version.
             self._image_version = max(self._image_version + 1, self.clock.now_ms())
             self._image = TopicsImage.of(
-                [(t.name, t.topic_id, t.num_partitions) for t in self.broker.topics.all()
-                 if not t.internal], self._image_version)
+                [(t.name, t.topic_id, t.num_partitions) for t in self.broker.topics.all()],
+                self._image_version)
         return self._image
 
     def on_topics_changed(self) -> None:

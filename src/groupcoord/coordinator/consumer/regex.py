@@ -2,7 +2,8 @@
 
 Kafka compiles with Google RE2/J and matches the whole topic name
 (`matcher(topic).matches()`); here the RE2 library gives the same syntax (linear time, no
-backreferences or lookaround) and `fullmatch` the same anchoring. Names starting with "__" (internal topics) are left out.
+backreferences or lookaround) and `fullmatch` the same anchoring. Every topic of the image
+is matched, internal ones too, as `TopicRegexResolver` does.
 `resolve_all` is `GroupMetadataManager.refreshRegularExpressions`: a pure function over the
 topics image, run by the refresh operation (`regex_refresh`), never by the heartbeat.
 """
@@ -51,8 +52,6 @@ def resolve_all(patterns: Iterable[str], image: TopicsImage) -> dict[str, frozen
         except InvalidRegex:
             continue
     for name in image.by_name:
-        if name.startswith("__"):
-            continue
         for pattern, regex in compiled:
             if regex.fullmatch(name) is not None:
                 found[pattern].add(name)
