@@ -139,7 +139,7 @@ def _rewinder(at: int, unrecovered: bool, spec: FixtureSpec) -> Callable[..., in
     return commit
 
 
-class _Writers:
+class LogWriters:
     """Lazily opened partition writers of one log dir."""
 
     def __init__(self, root: Path) -> None:
@@ -159,7 +159,7 @@ class _Writers:
             w.close()
 
 
-def _write_data(w: _Writers, groups: list[_Group], spec: FixtureSpec) -> int:
+def _write_data(w: LogWriters, groups: list[_Group], spec: FixtureSpec) -> int:
     batches = 0
     for g in groups:
         topic = f"t-{g.name}"
@@ -179,7 +179,7 @@ def generate(out: str | Path, spec: FixtureSpec | None = None) -> dict[str, Any]
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     groups = _groups(spec)
-    writers = _Writers(root)
+    writers = LogWriters(root)
     data_batches = _write_data(writers, groups, spec)
     coord = fr.CoordinatorLog(lambda g: coordinator_partition(g, spec.coord_partitions),
                               spec.coord_partitions)

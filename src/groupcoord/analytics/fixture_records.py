@@ -29,7 +29,7 @@ from groupcoord.logformat.internal_topics import (
 )
 
 if TYPE_CHECKING:
-    from groupcoord.analytics.fixture import FixtureSpec, _Group, _Writers
+    from groupcoord.analytics.fixture import FixtureSpec, LogWriters, _Group
 
 TXN_PRODUCER_ID = 4242
 
@@ -102,7 +102,7 @@ class CoordinatorLog:
         self.marker(group, ts + 1, False)
         self.aborted_rows += partitions
 
-    def flush(self, writers: _Writers) -> None:
+    def flush(self, writers: LogWriters) -> None:
         for p in range(self.partitions):  # every partition exists, even when empty
             writers.get(OFFSETS_TOPIC, p)
         for ts, _seq, topic, part, item in sorted(self._entries, key=lambda e: (e[0], e[1])):

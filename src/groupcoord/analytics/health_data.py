@@ -88,6 +88,14 @@ def window(span: tuple[int | None, int | None], other_times: Iterable[int | None
             hi if until_ms is None else min(hi, until_ms))
 
 
+def trend_grid_from(lo: int, hi: int, grid_ms: int) -> int:
+    """The first grid time the verdicts read: the trends compare the end with the last grid
+    point at or before the trend window's start (``health._trend``, ``falling_behind``), so
+    the grid from there on gives the same verdicts as one over the whole span, at most
+    ``trend_window_ms / grid_ms + 2`` points a partition however long the span."""
+    return (hi - story.trend_window_ms(hi - lo)) // grid_ms * grid_ms
+
+
 def group_series(plag: pa.Table) -> dict[str, list[story.LagPoint]]:
     """Each group's lag on the grid: the sum of its partitions' lags, the worst seconds."""
     grid = plag.filter(pc.equal(plag.column("kind"), "grid"))
@@ -139,7 +147,8 @@ def load(data_dir: str, cfg: BurrowConfig | None = None, grid_ms: int = 10_000
                                                              "end_offset"]))
     burrow = keyed_gold.burrow_timeline(commits, by_tp, [hi], cfg)
     final = {(r["group_id"], r["topic"], r["partition"]): r for r in burrow.to_pylist()}
-    plag = keyed_gold.partition_lag(commits, by_tp, grid_ms, hi)
+    plag = keyed_gold.partition_lag(commits, by_tp, grid_ms, hi,
+                                    grid_from_ms=trend_grid_from(lo, hi, grid_ms))
     rebs = (rebalance.classic_rebalances(t, events) + rebalance.consumer_rebalances(t, events)
             + streams_groups.streams_rebalances(t, events))
     kinds, members = health.kinds_and_members(t)

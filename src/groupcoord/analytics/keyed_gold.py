@@ -137,9 +137,12 @@ def in_series_order(commits: pa.Table) -> _BySeries:
 
 
 def partition_lag(commits: pa.Table, ends: dict[TopicPartition, EndOffsets], grid_ms: int,
-                  until_ms: int, ordered: _BySeries | None = None) -> pa.Table:
+                  until_ms: int, ordered: _BySeries | None = None,
+                  grid_from_ms: int | None = None) -> pa.Table:
     """``lag.partition_lag`` over whole series of many partitions (``LAG_SCHEMA``);
-    ``ordered`` is ``in_series_order(commits)`` when the caller has it."""
+    ``ordered`` is ``in_series_order(commits)`` when the caller has it. ``grid_from_ms`` keeps
+    only the grid rows at or after it (the same rows the full grid has there), so that one
+    old commit does not make a grid over years."""
     live_row = ~_tombstones(commits, True)  # as a filter on ``~tombstone``
     if not live_row.any():
         return LAG_SCHEMA.empty_table()
@@ -149,8 +152,10 @@ def partition_lag(commits: pa.Table, ends: dict[TopicPartition, EndOffsets], gri
     sizes = np.diff(s.bounds)
     rows, grid_ts, grid_counts = [np.arange(n, dtype=np.int64)], [s.ts], []
     for lo, hi in s.ranges():
-        grid = np.arange((s.ts[lo] // grid_ms + 1) * grid_ms, until_ms + 1, grid_ms,
-                         dtype=np.int64)
+        start = (s.ts[lo] // grid_ms + 1) * grid_ms
+        if grid_from_ms is not None:
+            start = max(start, -(-grid_from_ms // grid_ms) * grid_ms)
+        grid = np.arange(start, until_ms + 1, grid_ms, dtype=np.int64)
         rows.append(lo + np.searchsorted(s.ts[lo:hi], grid, side="right") - 1)
         grid_ts.append(grid)
         grid_counts.append(len(grid))
