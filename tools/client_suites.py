@@ -45,7 +45,7 @@ FRANZ_GO_VERSION = "v1.22.3"
 CACHE = ROOT / ".cache" / "client-suites"
 # One run of TestTxnEtl is well under a minute at 50,000 records on a quiet machine.
 RUN_TIMEOUT_S = 900
-RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (Test\S*) \(([\d.]+)s\)")
+RESULT = re.compile(r"^(\s*)--- (PASS|FAIL|SKIP): (Test\S*) \(([\d.]+)s\)")
 #: `--tests` default: the transactional ETL the issue asks three clean runs of.
 TXN_ETL = "^TestTxnEtl$"
 #: `--tests kgo`: every kgo test; those needing what a single plain-text broker lacks
@@ -58,6 +58,10 @@ class Outcome:
     test: str
     result: str
     seconds: float
+    # Nesting level from `go test -v`'s indentation (four spaces a level): subtest names
+    # may hold a `/` of their own (TestTxnEtl/sticky/848 is one variant), so the name
+    # alone does not tell a parent from its subtests.
+    depth: int = 0
 
 
 def _go_env() -> dict[str, str]:
@@ -135,7 +139,7 @@ def run_kgo_tests(binary: Path, seeds: str, records: int, pattern: str,
     for line in log.read_text(errors="replace").splitlines():
         match = RESULT.match(line)
         if match:
-            outcomes.append(Outcome(match[2], match[1], float(match[3])))
+            outcomes.append(Outcome(match[3], match[2], float(match[4]), len(match[1]) // 4))
     last = log.read_text(errors="replace").rstrip().rsplit("\n", 1)[-1]
     if last != "PASS" and not any(o.result == "FAIL" for o in outcomes):
         outcomes.append(Outcome("kgo.test", "FAIL", 0.0))  # crashed or timed out
@@ -147,8 +151,13 @@ def tally(outcomes: list[Outcome]) -> tuple[int, int]:
     only when it failed while none of its subtests did (TestTxnEtl's producer errors, a
     panic). Skipped tests count neither."""
     passed = failed = 0
-    for o in outcomes:
-        subtests = [s for s in outcomes if s.test.startswith(o.test + "/")]
+    for i, o in enumerate(outcomes):
+        # go test prints a parent's result before its subtests', one level deeper.
+        subtests = []
+        for s in outcomes[i + 1:]:
+            if s.depth <= o.depth:
+                break
+            subtests.append(s)
         if not subtests:
             passed += o.result == "PASS"
             failed += o.result == "FAIL"
