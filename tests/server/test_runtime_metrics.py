@@ -1,0 +1,234 @@
+"""Kafka's coordinator runtime metrics (`runtime_metrics`): the fixed-bucket histogram, each
+measurement of a real runtime driven by a manual nanosecond clock (operations and the
+append move it, nothing sleeps), and the families a scrape serves for them."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from broker_inproc import InProcBroker, run
+from helpers.prometheus_text import parse
+
+from groupcoord.coordinator.clock import ManualClock
+from groupcoord.coordinator.records import offset_commit_record
+from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.shard import Shard
+from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+from groupcoord.server.metrics.exposition import render
+from groupcoord.server.metrics.families import BrokerMetrics
+from groupcoord.server.metrics.http import MetricsOptions
+from groupcoord.server.runtime_metrics import (
+    BOUNDS_NS,
+    LatencyHistogram,
+    RuntimeMetrics,
+)
+
+MS = 1_000_000
+GROUP = "g"
+
+
+class ManualNs:
+    """A nanosecond counter that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_histogram_percentiles_are_bucket_bounds_within_an_eighth() -> None:
+    assert all(a < b for a, b in itertools.pairwise(BOUNDS_NS))
+    hist = LatencyHistogram()
+    for value in range(1, 1001):  # 1 ms .. 1000 ms
+        hist.record(value * MS)
+    snap = hist.snapshot(now_ms=5_000)
+    assert snap.count == 1000
+    assert snap.max_ms() == 1000.0
+    for name, expected in (("p50", 500), ("p95", 950), ("p99", 990), ("p999", 999)):
+        got = snap.percentile_ms({"p50": 50, "p95": 95, "p99": 99, "p999": 99.9}[name])
+        assert expected <= got <= expected * 1.125, (name, got)
+    # A percentile never passes the largest sample, and one sample is its own p50.
+    one = LatencyHistogram()
+    one.record(3 * MS)
+    assert one.snapshot(0).percentile_ms(50) == 3.0
+    # Longer than the last bound (68.7 s) goes into the last bucket, reported as the max.
+    one.record(100_000 * MS)
+    assert one.snapshot(2_000).percentile_ms(99.9) == 100_000.0
+
+
+def test_histogram_hands_out_the_interval_since_the_previous_read() -> None:
+    hist = LatencyHistogram()
+    hist.record(2 * MS)
+    first = hist.snapshot(now_ms=10_000)
+    hist.record(7 * MS)
+    # Within a second of the last read: the same interval (Kafka's snapshot age).
+    assert hist.snapshot(now_ms=10_900) is first
+    later = hist.snapshot(now_ms=11_001)
+    assert (later.count, later.max_ms()) == (1, 7.0)
+    empty = hist.snapshot(now_ms=12_002)
+    assert (empty.count, empty.max_ms(), empty.percentile_ms(99)) == (0, 0.0, 0.0)
+
+
+class CommitShard(Shard):
+    """Commits whose run takes `run_ms` on the manual clock; on_loaded takes `load_ms`."""
+
+    ns: ManualNs
+    load_ms = 0
+    clock: ManualClock | None = None
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+
+    def replay(self, record: Any, offset: int = -1, producer_id: int = -1,
+               producer_epoch: int = -1) -> None:
+        pass
+
+    def on_loaded(self, now_ms: int) -> Result:
+        if self.clock is not None and self.load_ms:
+            self.clock.advance(self.load_ms)
+        return Result()
+
+    def commit(self, offset: int, run_ms: int, now_ms: int) -> Result:
+        self.ns.now += run_ms * MS
+        record = offset_commit_record(GROUP, "t", 0, offset, -1, "", now_ms, -1, bytes(16))
+        return Result(records=[record], response=offset)
+
+    def read(self, run_ms: int) -> Result:
+        self.ns.now += run_ms * MS
+        return Result(response="read")
+
+
+def _commit(offset: int, run_ms: int) -> Any:
+    return lambda s, _c, n: s.commit(offset, run_ms, n)
+
+
+async def _runtime(b: InProcBroker, ns: ManualNs, append_ms: int) -> CoordinatorRuntime:
+    runtime = CoordinatorRuntime(b.broker, shard_factory=CommitShard)
+    runtime.metrics = RuntimeMetrics(ns)
+    append = runtime.append
+
+    def slow_append(*args: Any, **kwargs: Any) -> Any:
+        ns.now += append_ms * MS
+        return append(*args, **kwargs)
+
+    runtime.append = slow_append
+    await runtime.start()
+    return runtime
+
+
+def test_queue_processing_purgatory_linger_flush_and_idle(tmp_path: Path) -> None:
+    ns = ManualNs()
+    CommitShard.ns = ns
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            runtime = await _runtime(b, ns, append_ms=4)
+            metrics = runtime.metrics
+            # Both queued at 0 and drained together once the clock reads 3 ms: the first
+            # runs 2 ms (staged at 5), the second 1 ms (6); the batch's append takes 4 ms.
+            calls = [runtime.submit(GROUP, _commit(1, 2)), runtime.submit(GROUP, _commit(2, 1))]
+            ns.now = 3 * MS
+            assert await asyncio.gather(*calls) == [1, 2]
+            snap = {name: h.snapshot(10_000) for name, h in metrics.histograms().items()}
+            queue, processing = snap["event-queue-time-ms"], snap["event-processing-time-ms"]
+            assert (queue.count, queue.max_ms()) == (2, 5.0)
+            assert 3.0 <= queue.percentile_ms(50) <= 3.375
+            assert (processing.count, processing.max_ms()) == (2, 2.0)
+            assert 1.0 <= processing.percentile_ms(50) <= 1.125
+            purgatory = snap["event-purgatory-time-ms"]  # released at 10
+            assert (purgatory.count, purgatory.max_ms()) == (2, 5.0)
+            assert 4.0 <= purgatory.percentile_ms(50) <= 4.5
+            linger, flush = snap["batch-linger-time-ms"], snap["batch-flush-time-ms"]
+            assert (linger.count, linger.max_ms()) == (1, 1.0)  # staged at 5, flushed at 6
+            assert (flush.count, flush.max_ms()) == (1, 4.0)
+            assert metrics.flushes == 1
+            # Busy from 3 to 10 ms of the 20 since the metrics began.
+            ns.now = 20 * MS
+            assert metrics.thread_idle_ratio() == 1 - 7 / 20
+            # A read-only drain waits for no append: no purgatory, no flush.
+            reply = await runtime.call(GROUP, lambda s, _c, _n: s.read(3))
+            assert reply == "read"
+            snap = {name: h.snapshot(20_000) for name, h in metrics.histograms().items()}
+            assert snap["event-processing-time-ms"].max_ms() == 3.0
+            assert snap["event-purgatory-time-ms"].count == 0
+            assert snap["batch-flush-time-ms"].count == 0 and metrics.flushes == 1
+            ns.now = 40 * MS
+            assert metrics.thread_idle_ratio() == 1 - 10 / 40
+            await runtime.stop()
+    run(go())
+
+
+def test_partition_load_time_over_the_last_minute(tmp_path: Path) -> None:
+    clock = ManualClock(1_000_000)
+    CommitShard.ns = ManualNs()
+    CommitShard.clock, CommitShard.load_ms = clock, 250
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path, clock=clock) as b:
+            runtime = await _runtime(b, CommitShard.ns, append_ms=0)
+            now = clock.now_ms()
+            assert math.isnan(runtime.metrics.partition_load_time(now)[0])
+            await runtime.call(GROUP, _commit(1, 0))  # creates the shard: a 250 ms load
+            CommitShard.load_ms = 50
+            other = next(p for p in range(runtime.num_partitions)
+                         if p != runtime.partition_for(GROUP))
+            runtime.shard(other)
+            await runtime.wait_loaded()
+            assert runtime.metrics.partition_load_time(clock.now_ms()) == (250.0, 150.0)
+            clock.advance(61_000)  # both loads leave the minute
+            assert math.isnan(runtime.metrics.partition_load_time(clock.now_ms())[1])
+            await runtime.stop()
+    try:
+        run(go())
+    finally:
+        CommitShard.clock, CommitShard.load_ms = None, 0
+
+
+def test_a_scrape_serves_the_runtime_families_of_both_coordinators(tmp_path: Path) -> None:
+    ns = ManualNs()
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            groups = b.broker.groups
+            groups.metrics = RuntimeMetrics(ns)
+
+            def commit(shard: Any, _ctx: Any, now: int) -> Result:
+                ns.now += 2 * MS
+                record = offset_commit_record(GROUP, "t", 0, 5, -1, "", now, -1, bytes(16))
+                return Result(records=[record], response="committed")
+
+            for _ in range(3):
+                await groups.call(GROUP, commit)
+            ns.now += 94 * MS  # busy 6 ms of 100
+            scrape = BrokerMetrics(b.broker, MetricsOptions("local"))
+            samples = parse((await scrape.scrape()).decode())
+            await asyncio.to_thread(render, [])  # the worker thread is done
+
+            def one(name: str) -> float:
+                return next(iter(samples[name].values()))
+
+            kafka = "kafka_server_group_coordinator_metrics_"
+            assert one(kafka + "event_processing_time_ms_max") == 2.0
+            assert 2.0 <= one(kafka + "event_processing_time_ms_p99") <= 2.25
+            assert one(kafka + "event_queue_time_ms_max") == 0.0
+            assert one(kafka + "batch_flush_time_ms_p50") == 0.0
+            assert one(kafka + "thread_idle_ratio_avg") == pytest.approx(0.94)
+            assert one(kafka + "partition_load_time_max") >= 0
+            assert samples[kafka + "num_partitions"][frozenset({("state", "active")})] == 1
+            assert one(kafka + "share_group_rebalance_count") == 0
+            share = "kafka_server_share_coordinator_metrics_"
+            for suffix in ("max", "p50", "p95", "p99", "p999"):
+                for name in ("event_queue_time_ms", "event_processing_time_ms",
+                             "event_purgatory_time_ms", "batch_linger_time_ms",
+                             "batch_flush_time_ms"):
+                    assert kafka + f"{name}_{suffix}" in samples
+                    assert share + f"{name}_{suffix}" in samples
+            assert share + "thread_idle_ratio_avg" in samples
+            assert share + "batch_flush_rate" in samples
+    run(go())
