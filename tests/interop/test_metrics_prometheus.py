@@ -137,6 +137,9 @@ def test_prometheus_sees_the_coordinator_runtime_metrics(
     histograms, idle ratio, flush rate and shard counts of both coordinators have plausible
     values (a histogram's figures cover the second since the previous scrape)."""
     broker, prometheus = served
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(TOPIC, value=b"runtime", partition=0)
+    assert producer.flush(30) == 0
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "runtime-g",
                          "group.protocol": "consumer", "auto.offset.reset": "earliest",
                          "enable.auto.commit": False})
