@@ -13,10 +13,13 @@ operation and read by a `/metrics` scrape.
 - `partition-load-time-max/avg`: a shard's load, creation (or reload) -> ACTIVE;
 - `thread-idle-ratio-avg`: the share of time no operation of the runtime's shards ran.
 
-The histograms cost one clock read per edge, one `bisect` and a compare per sample; their
-buckets are fixed (eight per doubling, so a percentile is within 12.5% above the value),
-and a read takes the samples since the previous read, as Kafka's `HdrHistogram` hands
-out an interval histogram at most once a second. Durations are kept in nanoseconds from
+The histograms cost one clock read per edge and one `bisect` per sample (the queue and
+processing samples are counted inline by `shard_task`, into `counts`, which keeps its
+identity); their buckets are fixed, eight per doubling, and a percentile or the max is the
+upper bound of its sample's bucket, at most 12.5% above it (Kafka's HdrHistogram reports
+the highest value equivalent to its sample too, at three significant digits). A read takes
+the samples since the previous read, as Kafka's `HdrHistogram` hands out an interval
+histogram at most once a second. Durations are kept in nanoseconds from
 `read_ns` (injectable: tests drive a manual counter) and reported in milliseconds.
 """
 
@@ -29,13 +32,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# Bucket upper bounds (ns): [0, 1.024 us], then eight equal buckets per doubling up to
-# 2**36 ns (68.7 s, above Kafka's highest trackable latency, one minute); the last bucket
-# takes anything longer.
+# Bucket upper bounds (ns): 0 (nothing measurable: the clock did not move), up to 1.024 us,
+# then eight equal buckets per doubling up to 2**36 ns (68.7 s, above Kafka's highest
+# trackable latency, one minute); the last bucket takes anything longer.
 FIRST_BOUND_EXP = 10
 LAST_BOUND_EXP = 36
 SUB_BUCKETS = 8
-BOUNDS_NS: tuple[int, ...] = (1 << FIRST_BOUND_EXP,) + tuple(
+BOUNDS_NS: tuple[int, ...] = (0, 1 << FIRST_BOUND_EXP) + tuple(
     (1 << exp) + (k + 1) * (1 << (exp - 3))
     for exp in range(FIRST_BOUND_EXP, LAST_BOUND_EXP) for k in range(SUB_BUCKETS))
 # Kafka's `KafkaMetricHistogram` percentiles, by metric suffix.
@@ -49,59 +52,61 @@ WINDOW_MS = 60_000
 NS_PER_MS = 1_000_000
 
 
+# The bucket (an index of `LatencyHistogram.counts`) of a duration in ns.
+bucket_of = bisect_left
+# The value reported for each bucket: its upper bound; the last, past every bound, as it.
+_BUCKET_NS = (*BOUNDS_NS, BOUNDS_NS[-1])
+_EMPTY = (0,) * len(_BUCKET_NS)
+
+
 @dataclass(frozen=True, slots=True)
 class HistogramSnapshot:
     """The samples of one interval."""
 
-    counts: list[int]
-    max_ns: int
+    counts: tuple[int, ...]
 
     @property
     def count(self) -> int:
         return sum(self.counts)
 
     def max_ms(self) -> float:
-        return self.max_ns / NS_PER_MS
+        """The upper bound of the highest bucket with a sample; 0 without samples."""
+        for index in range(len(self.counts) - 1, -1, -1):
+            if self.counts[index]:
+                return _BUCKET_NS[index] / NS_PER_MS
+        return 0.0
 
     def percentile_ms(self, percentile: float) -> float:
         """HdrHistogram's `getValueAtPercentile`: the upper bound of the bucket holding the
-        sample at that rank (at most the largest sample); 0 without samples."""
-        total = self.count
-        if total == 0:
-            return 0.0
-        rank = max(1, math.ceil(percentile / 100.0 * total))
+        sample at that rank; 0 without samples."""
+        rank = max(1, math.ceil(percentile / 100.0 * self.count))
         seen = 0
         for index, n in enumerate(self.counts):
             seen += n
             if seen >= rank:
-                bound = BOUNDS_NS[index] if index < len(BOUNDS_NS) else self.max_ns
-                return min(bound, self.max_ns) / NS_PER_MS
-        return self.max_ms()
+                return _BUCKET_NS[index] / NS_PER_MS
+        return 0.0
 
 
 class LatencyHistogram:
     """Durations in fixed buckets; `snapshot` hands out the interval since the last one."""
 
-    __slots__ = ("_snapshot", "_snapshot_ms", "counts", "max_ns")
+    __slots__ = ("_snapshot", "_snapshot_ms", "counts")
 
     def __init__(self) -> None:
-        self.counts = [0] * (len(BOUNDS_NS) + 1)
-        self.max_ns = 0
+        self.counts = list(_EMPTY)
         self._snapshot: HistogramSnapshot | None = None
         self._snapshot_ms = 0
 
     def record(self, duration_ns: int) -> None:
-        self.counts[bisect_left(BOUNDS_NS, duration_ns)] += 1
-        if duration_ns > self.max_ns:  # noqa: PLR1730 (a compare; max() is a call per sample)
-            self.max_ns = duration_ns
+        self.counts[bucket_of(BOUNDS_NS, duration_ns)] += 1
 
     def snapshot(self, now_ms: int) -> HistogramSnapshot:
         snap = self._snapshot
         if snap is None or now_ms - self._snapshot_ms > SNAPSHOT_AGE_MS:
-            snap = self._snapshot = HistogramSnapshot(self.counts, self.max_ns)
+            snap = self._snapshot = HistogramSnapshot(tuple(self.counts))
             self._snapshot_ms = now_ms
-            self.counts = [0] * (len(BOUNDS_NS) + 1)
-            self.max_ns = 0
+            self.counts[:] = _EMPTY
         return snap
 
 
@@ -146,6 +151,7 @@ class RuntimeMetrics:
 
     def partition_loaded(self, started_ms: int, ended_ms: int) -> None:
         self.loads.append((ended_ms, ended_ms - started_ms))
+        self.partition_load_time(ended_ms)  # drops the loads past the minute
 
     def partition_load_time(self, now_ms: int) -> tuple[float, float]:
         """(max, avg) of the loads of the last minute in ms; NaN without one, as Kafka's
