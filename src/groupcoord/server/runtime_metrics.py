@@ -142,9 +142,9 @@ class RuntimeMetrics:
                        released_ns: int) -> None:
         """A drain that wrote released its replies at `released_ns`: each operation's reply
         waited from its end until then; the appends and fsync took `flush_ns`."""
-        purgatory = self.event_purgatory_time.record
+        purgatory = self.event_purgatory_time.counts
         for end in op_ends_ns:
-            purgatory(released_ns - end)
+            purgatory[bucket_of(BOUNDS_NS, released_ns - end)] += 1
         self.batch_flush_time.record(flush_ns)
         self.flushes += 1
         self.busy_ns += released_ns - drain_start_ns

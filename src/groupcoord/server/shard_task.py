@@ -445,10 +445,10 @@ class ShardTask:
         replies waited for it and the time it held the loop."""
         runtime = self.runtime
         if runtime.written.pop(self.partition, False):
-            synced = self.read_ns()
+            released = synced = self.read_ns()
             if runtime.fsync_always:
                 runtime.flush_shard(self.partition)
-            released = self.read_ns()
+                released = self.read_ns()
             self.metrics.drain_released(started_ns, op_ends_ns,
                                         self._append_ns + released - synced, released)
         else:
