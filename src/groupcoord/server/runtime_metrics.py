@@ -145,7 +145,7 @@ class RuntimeMetrics:
         purgatory = self.event_purgatory_time.counts
         for end in op_ends_ns:
             purgatory[bucket_of(BOUNDS_NS, released_ns - end)] += 1
-        self.batch_flush_time.record(flush_ns)
+        self.batch_flush_time.counts[bucket_of(BOUNDS_NS, flush_ns)] += 1
         self.flushes += 1
         self.busy_ns += released_ns - drain_start_ns
 

@@ -249,7 +249,7 @@ class ShardTask:
         self.shard.on_unloaded()
 
     async def _serve(self) -> None:
-        queue, read_ns = self.queue, self.read_ns
+        queue, read_ns, bucket = self.queue, self.read_ns, bucket_of
         # Counted inline: a call per sample costs more than the sample (`runtime_metrics`).
         queue_time = self.metrics.event_queue_time.counts
         processing_time = self.metrics.event_processing_time.counts
@@ -261,10 +261,10 @@ class ShardTask:
             started = now = read_ns()
             try:
                 while True:
-                    queue_time[bucket_of(BOUNDS_NS, now - item[4])] += 1
+                    queue_time[bucket(BOUNDS_NS, now - item[4])] += 1
                     self._run_one(item, done)
                     end = read_ns()
-                    processing_time[bucket_of(BOUNDS_NS, end - now)] += 1
+                    processing_time[bucket(BOUNDS_NS, end - now)] += 1
                     op_ends.append(end)
                     if queue.empty():
                         break
@@ -451,9 +451,9 @@ class ShardTask:
                 released = self.read_ns()
             self.metrics.drain_released(started_ns, op_ends_ns,
                                         self._append_ns + released - synced, released)
+            self._append_ns = 0
         else:
             self.metrics.busy_ns += last_end_ns - started_ns
-        self._append_ns = 0
 
     def _drop_batch(self) -> None:
         """Forget the pending batch (its append failed, or the shard reloads)."""
