@@ -238,3 +238,20 @@ def test_a_scrape_serves_the_runtime_families_of_both_coordinators(tmp_path: Pat
             assert share + "thread_idle_ratio_avg" in samples
             assert share + "batch_flush_rate" in samples
     run(go())
+
+
+def test_a_broker_times_operations_only_when_it_serves_metrics(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with InProcBroker(tmp_path / "off") as b:
+            groups = b.broker.groups
+            assert not groups.metrics.enabled
+            assert not b.broker.shares.state.runtime.metrics.enabled
+            await groups.call(GROUP, lambda s, _c, _n: Result(response="read"))
+            assert groups.metrics.event_processing_time.snapshot(0).count == 0
+            assert groups.metrics.busy_ns == 0
+        async with InProcBroker(tmp_path / "on", runtime_metrics=True) as b:
+            groups = b.broker.groups
+            await groups.call(GROUP, lambda s, _c, _n: Result(response="read"))
+            assert groups.metrics.event_processing_time.snapshot(0).count == 1
+            assert b.broker.shares.state.runtime.metrics.enabled
+    run(go())

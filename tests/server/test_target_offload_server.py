@@ -108,10 +108,15 @@ def test_the_runtime_skips_work_superseded_before_it_starts(tmp_path: Path) -> N
     async def scenario() -> None:
         async with InProcBroker(tmp_path) as node:
             shard = node.broker.groups.shard(0)
-            shard.offload(task("A", "a"))
-            shard.offload(task("B", "b"))
-            shard.offload(task("C", "b"))
-            shard.offload(task("A2", "a"))  # A, already running, is superseded too
+            executor = node.broker.groups.offload_executor()
+
+            def offload(work: Offload) -> None:
+                shard.offloads.start(work, executor, lambda op: shard.submit(op, None, None))
+
+            offload(task("A", "a"))
+            offload(task("B", "b"))
+            offload(task("C", "b"))
+            offload(task("A2", "a"))  # A, already running, is superseded too
             release.set()
             # The worker thread computes; each loop turn lets finished work be applied.
             await settle(lambda: sorted(applied) == ["A2", "C"] and not shard.offloads.pending,

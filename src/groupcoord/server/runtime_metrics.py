@@ -113,8 +113,12 @@ class LatencyHistogram:
 class RuntimeMetrics:
     """The measurements of one coordinator runtime (all its shards)."""
 
-    def __init__(self, read_ns: Callable[[], int] = time.perf_counter_ns) -> None:
+    def __init__(self, read_ns: Callable[[], int] = time.perf_counter_ns, *,
+                 enabled: bool = True) -> None:
         self.read_ns = read_ns
+        # Off: operations are not timed (queue, processing, purgatory, linger, flush,
+        # idle, flush count); partition loads are recorded all the same.
+        self.enabled = enabled
         self.event_queue_time = LatencyHistogram()
         self.event_processing_time = LatencyHistogram()
         self.event_purgatory_time = LatencyHistogram()

@@ -72,7 +72,7 @@ class ShardRuntime:
         self.loading = asyncio.Lock()
         # Kafka's runtime metrics of these shards (tests replace it, before any shard
         # exists, with one reading a manual clock).
-        self.metrics = RuntimeMetrics()
+        self.metrics = RuntimeMetrics(enabled=broker.config.runtime_metrics)
         self._tokens = itertools.count(1)
         self._executor: ThreadPoolExecutor | None = None
 

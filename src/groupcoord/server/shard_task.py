@@ -76,7 +76,6 @@ from groupcoord.server.shard_offload import Offloads
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.result import Offload
     from groupcoord.server.shard_runtime import ShardRuntime
 
 log = logging.getLogger("groupcoord.coordinator")
@@ -146,8 +145,7 @@ class ShardTask:
         self._batch_base = 0
         self._batch_limit = 0
         self._batch_events: list[Any] = []
-        # When the pending batch's first record was staged, and the time the drain's
-        # appends took so far (for `runtime_metrics`).
+        # For `runtime_metrics`: when the batch's first row was staged; the drain's appends.
         self._batch_started_ns = 0
         self._append_ns = 0
         plog = runtime.broker.logs.get(self.topic, partition)
@@ -258,17 +256,20 @@ class ShardTask:
             done: list[tuple[asyncio.Future[Any] | None, Any]] = []
             op_ends: list[int] = []
             drain_start = self.runtime.log_end_offset(self.partition)
-            started = now = read_ns()
+            timed = self.metrics.enabled
+            started = now = end = read_ns()
             try:
                 while True:
-                    queue_time[bucket(BOUNDS_NS, now - item[4])] += 1
                     self._run_one(item, done)
-                    end = read_ns()
-                    processing_time[bucket(BOUNDS_NS, end - now)] += 1
-                    op_ends.append(end)
+                    if timed:
+                        end = read_ns()
+                        queue_time[bucket(BOUNDS_NS, now - item[4])] += 1
+                        processing_time[bucket(BOUNDS_NS, end - now)] += 1
+                        op_ends.append(end)
+                        now = end
                     if queue.empty():
                         break
-                    item, now = queue.get_nowait(), end
+                    item = queue.get_nowait()
                 self._flush()
                 self._sync_and_measure(started, end, op_ends)
             except Exception as exc:
@@ -367,7 +368,8 @@ class ShardTask:
             else:
                 group_events.write(self.runtime.broker, events)
         for task in getattr(result, "offloads", ()):
-            self.offload(task)
+            self.offloads.start(task, self.runtime.offload_executor(),
+                                lambda op: self.submit(op, None, None))
         if not linger:
             self._flush()
         return result
@@ -412,7 +414,8 @@ class ShardTask:
             self._rows = []
             self._rows_bound = 0
             flush_start = self.read_ns()
-            self.metrics.batch_linger_time.record(flush_start - self._batch_started_ns)
+            if self.metrics.enabled:
+                self.metrics.batch_linger_time.record(flush_start - self._batch_started_ns)
             # Every row was encodable when staged: a failure here is a fail-stop too.
             info = self._append(build_batch(rows), flush_start)
             if info.base_offset != self._batch_base:
@@ -423,11 +426,6 @@ class ShardTask:
         if events:
             self._batch_events = []
             group_events.write(self.runtime.broker, events)
-
-    def offload(self, task: Offload) -> None:
-        """Run `task` on the runtime's worker thread, then apply it on this shard."""
-        self.offloads.start(task, self.runtime.offload_executor(),
-                            lambda op: self.submit(op, None, None))
 
     def _append(self, batch: bytes, flush_start_ns: int) -> Any:
         """Append one batch of this shard; its time from `flush_start_ns` (before it was
@@ -449,10 +447,11 @@ class ShardTask:
             if runtime.fsync_always:
                 runtime.flush_shard(self.partition)
                 released = self.read_ns()
-            self.metrics.drain_released(started_ns, op_ends_ns,
-                                        self._append_ns + released - synced, released)
+            if self.metrics.enabled:
+                self.metrics.drain_released(started_ns, op_ends_ns,
+                                            self._append_ns + released - synced, released)
             self._append_ns = 0
-        else:
+        elif self.metrics.enabled:
             self.metrics.busy_ns += last_end_ns - started_ns
 
     def _drop_batch(self) -> None:
