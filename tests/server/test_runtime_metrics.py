@@ -255,3 +255,27 @@ def test_a_broker_times_operations_only_when_it_serves_metrics(tmp_path: Path) -
             assert groups.metrics.event_processing_time.snapshot(0).count == 1
             assert b.broker.shares.state.runtime.metrics.enabled
     run(go())
+
+
+def test_an_untimed_runtime_reads_no_clock_per_operation(tmp_path: Path) -> None:
+    """Off, a drain that writes (staged, appended) and one that only reads take no clock
+    read at all: the cost of the timing is not paid without it."""
+    ns = ManualNs()
+    CommitShard.ns = ns
+    reads = itertools.count()
+
+    def counted() -> int:
+        next(reads)
+        return ns.now
+
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            runtime = CoordinatorRuntime(b.broker, shard_factory=CommitShard)
+            runtime.metrics = RuntimeMetrics(counted, enabled=False)
+            await runtime.start()
+            at_start = next(reads)  # the metrics' own reference read
+            assert await runtime.call(GROUP, _commit(1, 0)) == 1
+            assert await runtime.call(GROUP, lambda s, _c, _n: s.read(0)) == "read"
+            assert next(reads) == at_start + 1
+            await runtime.stop()
+    run(go())

@@ -92,7 +92,8 @@ RECORD_OVERHEAD_BOUND = 32
 Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
-# (operation, op context, caller's future, txn, `RuntimeMetrics.read_ns` when queued)
+# (operation, op context, caller's future, txn, `RuntimeMetrics.read_ns` when queued: 0 on a
+# task that is not timed)
 QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn, int]
 # One record as `build_batch` takes it: (key, value, headers, timestamp).
 Row = tuple[bytes, "bytes | None", tuple[()], int]
@@ -129,6 +130,9 @@ class ShardTask:
         self.queue = OpQueue[QueueItem](self.loop)
         self.metrics = runtime.metrics
         self.read_ns = runtime.metrics.read_ns
+        # Chosen once: an untimed task reads no clock and takes no branch per operation
+        # beyond one per drain and per append (`runtime_metrics`).
+        self.timed = runtime.metrics.enabled
         self._load_started_ms = runtime.clock.now_ms()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
@@ -247,31 +251,39 @@ class ShardTask:
         self.shard.on_unloaded()
 
     async def _serve(self) -> None:
-        queue, read_ns, bucket = self.queue, self.read_ns, bucket_of
+        queue, read_ns, bucket, timed = self.queue, self.read_ns, bucket_of, self.timed
         # Counted inline: a call per sample costs more than the sample (`runtime_metrics`).
         queue_time = self.metrics.event_queue_time.counts
         processing_time = self.metrics.event_processing_time.counts
         while True:
             item = await queue.get()
             done: list[tuple[asyncio.Future[Any] | None, Any]] = []
-            op_ends: list[int] = []
             drain_start = self.runtime.log_end_offset(self.partition)
-            timed = self.metrics.enabled
-            started = now = end = read_ns()
             try:
-                while True:
+                if not timed:
                     self._run_one(item, done)
-                    if timed:
+                    while not queue.empty():
+                        item = queue.get_nowait()
+                        self._run_one(item, done)
+                    self._flush()
+                    if self.runtime.fsync_always and self.runtime.written.pop(self.partition,
+                                                                              False):
+                        self.runtime.flush_shard(self.partition)
+                else:
+                    op_ends: list[int] = []
+                    started = now = read_ns()
+                    while True:
+                        self._run_one(item, done)
                         end = read_ns()
                         queue_time[bucket(BOUNDS_NS, now - item[4])] += 1
                         processing_time[bucket(BOUNDS_NS, end - now)] += 1
                         op_ends.append(end)
                         now = end
-                    if queue.empty():
-                        break
-                    item = queue.get_nowait()
-                self._flush()
-                self._sync_and_measure(started, end, op_ends)
+                        if queue.empty():
+                            break
+                        item = queue.get_nowait()
+                    self._flush()
+                    self._sync_and_measure(started, end, op_ends)
             except Exception as exc:
                 # The append (or its fsync) failed. Nothing drained so far was answered, so
                 # its records are cut off again: every caller gets the kind's answer for the
@@ -346,10 +358,17 @@ class ShardTask:
                 # once): they go in their own batch of the producer, after the pending one.
                 self._flush()
                 pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
-                flush_start = self.read_ns()
-                batch = encode_checked(records, self.runtime.clock.now_ms(), pid, epoch,
+                runtime, timed = self.runtime, self.timed
+                flush_start = self.read_ns() if timed else 0
+                batch = encode_checked(records, runtime.clock.now_ms(), pid, epoch,
                                        self._max_message_bytes(), self.topic, self.partition)
-                info = self._append(batch, flush_start)  # a failure: fail-stop and reload
+                # A failure here propagates to _main: fail-stop and reload. Appended inline,
+                # as in `_flush`: a call per write would cost an untimed task too.
+                info = runtime.append(self.topic, self.partition, batch,
+                                      runtime.clock.now_ms())
+                runtime.written[self.partition] = True
+                if timed:
+                    self._append_ns += self.read_ns() - flush_start
                 if txn is not None:
                     self.producers.observe(pid, epoch)
                 # Replay learns each record's log offset: a COMMIT marker keeps the later of
@@ -397,7 +416,8 @@ class ShardTask:
         if not self._rows:
             self._batch_base = self.runtime.log_end_offset(self.partition)
             self._batch_limit = limit
-            self._batch_started_ns = self.read_ns()
+            if self.timed:
+                self._batch_started_ns = self.read_ns()
         base = self._batch_base + len(self._rows)
         self._rows.extend(rows)
         self._rows_bound += bound
@@ -413,11 +433,18 @@ class ShardTask:
         if rows:
             self._rows = []
             self._rows_bound = 0
-            flush_start = self.read_ns()
-            if self.metrics.enabled:
+            flush_start, timed = 0, self.timed
+            if timed:
+                flush_start = self.read_ns()
                 self.metrics.batch_linger_time.record(flush_start - self._batch_started_ns)
-            # Every row was encodable when staged: a failure here is a fail-stop too.
-            info = self._append(build_batch(rows), flush_start)
+            # Every row was encodable when staged: a failure here is a fail-stop too. The
+            # append's time from `flush_start` (before encoding) counts in the drain's flush.
+            runtime = self.runtime
+            info = runtime.append(self.topic, self.partition, build_batch(rows),
+                                  runtime.clock.now_ms())
+            runtime.written[self.partition] = True
+            if timed:
+                self._append_ns += self.read_ns() - flush_start
             if info.base_offset != self._batch_base:
                 raise RuntimeError(
                     f"batch of {self.topic}-{self.partition} landed at offset "
@@ -427,18 +454,9 @@ class ShardTask:
             self._batch_events = []
             group_events.write(self.runtime.broker, events)
 
-    def _append(self, batch: bytes, flush_start_ns: int) -> Any:
-        """Append one batch of this shard; its time from `flush_start_ns` (before it was
-        encoded) counts in the drain's flush time."""
-        info = self.runtime.append(self.topic, self.partition, batch,
-                                   self.runtime.clock.now_ms())
-        self.runtime.written[self.partition] = True
-        self._append_ns += self.read_ns() - flush_start_ns
-        return info
-
     def _sync_and_measure(self, started_ns: int, last_end_ns: int,
                           op_ends_ns: list[int]) -> None:
-        """End of a drain (or of a `run_now`): fsync what it appended (`--fsync always`,
+        """End of a timed drain (or `run_now`): fsync what it appended (`--fsync always`,
         one fsync for the drain: a group commit), then record its flush, the time its
         replies waited for it and the time it held the loop."""
         runtime = self.runtime
@@ -447,11 +465,10 @@ class ShardTask:
             if runtime.fsync_always:
                 runtime.flush_shard(self.partition)
                 released = self.read_ns()
-            if self.metrics.enabled:
-                self.metrics.drain_released(started_ns, op_ends_ns,
-                                            self._append_ns + released - synced, released)
+            self.metrics.drain_released(started_ns, op_ends_ns,
+                                        self._append_ns + released - synced, released)
             self._append_ns = 0
-        elif self.metrics.enabled:
+        else:
             self.metrics.busy_ns += last_end_ns - started_ns
 
     def _drop_batch(self) -> None:
@@ -518,13 +535,19 @@ class ShardTask:
         it as Kafka does)."""
         self.check_active()
         start = self.runtime.log_end_offset(self.partition)
-        started = self.read_ns()
+        timed = self.timed
+        started = self.read_ns() if timed else 0
         result = self._call(op)
         try:
             applied = self._apply(result)
-            end = self.read_ns()
-            self.metrics.event_processing_time.record(end - started)
-            self._sync_and_measure(started, end, [])
+            if not timed:
+                if self.runtime.fsync_always and self.runtime.written.pop(self.partition,
+                                                                          False):
+                    self.runtime.flush_shard(self.partition)
+            else:
+                end = self.read_ns()
+                self.metrics.event_processing_time.record(end - started)
+                self._sync_and_measure(started, end, [])
         except WriteRefused as exc:
             log.warning("write refused on shard %s-%d: %s", self.topic, self.partition, exc)
             raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR) from None
@@ -566,7 +589,9 @@ class ShardTask:
 
     def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None,
                txn: Txn = None) -> None:
-        self.queue.put_nowait((op, op_ctx, fut, txn, self.read_ns()))
+        # An untimed task reads no clock: 0 where a timed one stamps when it queued (a
+        # branch costs less here than a method bound per task at creation).
+        self.queue.put_nowait((op, op_ctx, fut, txn, self.read_ns() if self.timed else 0))
 
     def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
         entry = self.timers.get(key)
