@@ -129,3 +129,51 @@ def test_prometheus_sees_lag_states_and_rebalance_causes(
     finally:
         first.close()
         kip848.close()
+
+
+def test_prometheus_sees_the_coordinator_runtime_metrics(
+        served: tuple[BrokerProcess, PrometheusServer]) -> None:
+    """Commits of a KIP-848 consumer while Prometheus scrapes every second: the runtime's
+    histograms, idle ratio, flush rate and shard counts of both coordinators have plausible
+    values (a histogram's figures cover the second since the previous scrape)."""
+    broker, prometheus = served
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(TOPIC, value=b"runtime", partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "runtime-g",
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([TOPIC])
+    _consume(consumer, 1)  # joined, with an epoch to commit under
+    kafka = "kafka_server_group_coordinator_metrics_"
+    seen: dict[str, float] = {}
+
+    def plausible() -> bool:
+        consumer.poll(0.1)
+        for offset in range(1, 21):
+            consumer.commit(offsets=[TopicPartition(TOPIC, 0, offset)], asynchronous=False)
+        for name in ("event_processing_time_ms_max", "event_queue_time_ms_p99",
+                     "event_purgatory_time_ms_max", "batch_flush_time_ms_p50",
+                     "batch_linger_time_ms_max", "batch_flush_rate"):
+            result = prometheus.query(f"max_over_time({kafka}{name}[1m])")
+            seen[name] = result[0][1] if result else -1.0
+        return all(v > 0 for k, v in seen.items() if k != "batch_linger_time_ms_max") \
+            and seen["batch_linger_time_ms_max"] >= 0
+
+    try:
+        assert poll_until(plausible, QUERY_TIMEOUT_S, interval=1.0), seen
+    finally:
+        consumer.close()
+    # Operations take microseconds to milliseconds here, never seconds.
+    assert seen["event_processing_time_ms_max"] < 1000, seen
+    assert seen["batch_flush_time_ms_p50"] < 1000, seen
+    (_, idle), = prometheus.query(kafka + "thread_idle_ratio_avg")
+    assert 0 < idle <= 1
+    (_, active), = prometheus.query(kafka + 'num_partitions{state="active"}')
+    assert active >= 1
+    assert prometheus.query(kafka + "partition_load_time_max")  # NaN after a quiet minute
+    share = "kafka_server_share_coordinator_metrics_"
+    (_, failed), = prometheus.query(share + 'num_partitions{state="failed"}')
+    assert failed == 0
+    (_, share_idle), = prometheus.query(share + "thread_idle_ratio_avg")
+    assert 0 < share_idle <= 1

@@ -84,6 +84,16 @@ def test_share_group_lag(endpoint: tuple[KafkaBroker, str]) -> None:
                      state="Stable") == 1
         assert value(samples, "groupcoord_group_state", group="workers", protocol="share",
                      state="Stable") == 1
+        # The member's join bumped the group epoch, and the initialized partition once more.
+        kafka = "kafka_server_group_coordinator_metrics_"
+        assert value(samples, kafka + "share_group_rebalance_count") >= 2
+        assert value(samples, "groupcoord_rebalances_total", protocol="share",
+                     cause="member_joined") == 1
+        # Each ShareFetch/ShareAcknowledge writes share state on the share coordinator.
+        assert value(samples, "kafka_server_share_coordinator_metrics_"
+                              "event_processing_time_ms_max") >= 0
+        assert value(samples, "kafka_server_share_coordinator_metrics_num_partitions",
+                     state="active") >= 1
         # Share groups are not consumer groups: klag's families leave them out.
         assert not any(dict(k)["group"] == "workers"
                        for k in samples.get("kafka_consumergroup_group_lag", {}))

@@ -108,13 +108,18 @@ def test_the_runtime_skips_work_superseded_before_it_starts(tmp_path: Path) -> N
     async def scenario() -> None:
         async with InProcBroker(tmp_path) as node:
             shard = node.broker.groups.shard(0)
-            shard._offload(task("A", "a"))
-            shard._offload(task("B", "b"))
-            shard._offload(task("C", "b"))
-            shard._offload(task("A2", "a"))  # A, already running, is superseded too
+            executor = node.broker.groups.offload_executor()
+
+            def offload(work: Offload) -> None:
+                shard.offloads.start(work, executor, lambda op: shard.submit(op, None, None))
+
+            offload(task("A", "a"))
+            offload(task("B", "b"))
+            offload(task("C", "b"))
+            offload(task("A2", "a"))  # A, already running, is superseded too
             release.set()
             # The worker thread computes; each loop turn lets finished work be applied.
-            await settle(lambda: sorted(applied) == ["A2", "C"] and not shard.offloads,
+            await settle(lambda: sorted(applied) == ["A2", "C"] and not shard.offloads.pending,
                          turns=1_000_000)
             assert sorted(computed) == ["A", "A2", "C"]
 

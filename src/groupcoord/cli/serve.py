@@ -194,6 +194,7 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         super_users=ns.super_users,
         allow_everyone_if_no_acl_found=ns.allow_everyone_if_no_acl_found,
         metrics_max_groups=ns.metrics_max_groups,
+        runtime_metrics=ns.metrics_listen is not None,
     )
 
 

@@ -95,6 +95,9 @@ class BrokerConfig(Settings):
     # Groups the metrics endpoint exports by name (docs/metrics.md); rebalance counts of
     # groups past it are kept together.
     metrics_max_groups: int = METRICS_MAX_GROUPS_DEFAULT
+    # Whether the coordinator runtimes time their operations (`runtime_metrics`): on when
+    # `/metrics` serves them, so a broker without it pays nothing per operation.
+    runtime_metrics: bool = False
 
     def __post_init__(self) -> None:
         if self.authorizer not in AUTHORIZERS:

@@ -44,6 +44,42 @@ def encode_records_batch(records: list[Any], now_ms: int, producer_id: int = NO_
                        base_sequence=0, transactional=True)
 
 
+class WriteRefused(Exception):
+    """An operation's records cannot be written (too large, or not encodable): that
+    operation fails, nothing is appended and the shard keeps serving."""
+
+
+def refuse_if_too_large(size: int, limit: int, topic: str, partition: int) -> None:
+    """Kafka's `RecordTooLargeException` of a batch over `max.message.bytes`."""
+    if size > limit:
+        raise WriteRefused(
+            f"Message batch size is {size} bytes in append to partition "
+            f"{topic}-{partition} which exceeds the maximum configured "
+            f"size of {limit}.")
+
+
+def encode_checked(records: list[Any], now_ms: int, pid: int, epoch: int, limit: int,
+                   topic: str, partition: int) -> bytes:
+    """An operation's own batch (`encode_records_batch`); WriteRefused when the log would
+    refuse it: a value its record version cannot hold, or a batch over `limit`."""
+    try:
+        batch = encode_records_batch(records, now_ms, pid, epoch)
+    except ValueError as exc:
+        raise WriteRefused(str(exc)) from exc
+    refuse_if_too_large(len(batch), limit, topic, partition)
+    return batch
+
+
+def build_checked(rows: list[Any]) -> bytes:
+    """`build_batch` of staged rows, WriteRefused for one it cannot encode."""
+    from groupcoord.logformat.batch import build_batch
+
+    try:
+        return build_batch(rows)
+    except ValueError as exc:
+        raise WriteRefused(str(exc)) from exc
+
+
 def encode_end_txn_marker(producer_id: int, producer_epoch: int, coordinator_epoch: int,
                           commit: bool, now_ms: int) -> bytes:
     """A control batch (control + transactional bits) with one EndTxnMarker record."""

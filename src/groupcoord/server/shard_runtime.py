@@ -24,6 +24,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.result import OpContext
 from groupcoord.coordinator.shard import Shard
+from groupcoord.server.runtime_metrics import RuntimeMetrics
 from groupcoord.server.shard_task import Operation, ShardState, ShardTask
 from groupcoord.wire.errors import ErrorCode
 
@@ -69,6 +70,9 @@ class ShardRuntime:
         # after a failed append rebuilds.
         self.coalesce_writes = True
         self.loading = asyncio.Lock()
+        # Kafka's runtime metrics of these shards (tests replace it, before any shard
+        # exists, with one reading a manual clock).
+        self.metrics = RuntimeMetrics(enabled=broker.config.runtime_metrics)
         self._tokens = itertools.count(1)
         self._executor: ThreadPoolExecutor | None = None
 

@@ -61,17 +61,21 @@ from groupcoord.server import group_events, heap
 from groupcoord.server.append_errors import AppendFailed, log_error
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.op_queue import OpQueue
+from groupcoord.server.runtime_metrics import BOUNDS_NS, bucket_of
 from groupcoord.server.shard_loader import ShardLoader
 from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
-    encode_records_batch,
+    WriteRefused,
+    build_checked,
+    encode_checked,
+    refuse_if_too_large,
     replay_log,
 )
+from groupcoord.server.shard_offload import Offloads
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.result import Offload
     from groupcoord.server.shard_runtime import ShardRuntime
 
 log = logging.getLogger("groupcoord.coordinator")
@@ -88,14 +92,11 @@ RECORD_OVERHEAD_BOUND = 32
 Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
-QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn]
+# (operation, op context, caller's future, txn, `RuntimeMetrics.read_ns` when queued: 0 on a
+# task that is not timed)
+QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn, int]
 # One record as `build_batch` takes it: (key, value, headers, timestamp).
 Row = tuple[bytes, "bytes | None", tuple[()], int]
-
-
-class WriteRefused(Exception):
-    """An operation's records cannot be written (too large, or not encodable): that
-    operation fails, nothing is appended and the shard keeps serving."""
 
 
 class ShardState(enum.Enum):
@@ -127,13 +128,18 @@ class ShardTask:
         # system call on every call.
         self.loop = asyncio.get_running_loop()
         self.queue = OpQueue[QueueItem](self.loop)
+        self.metrics = runtime.metrics
+        self.read_ns = runtime.metrics.read_ns
+        # Chosen once: an untimed task reads no clock and takes no branch per operation
+        # beyond one per drain and per append (`runtime_metrics`).
+        self.timed = runtime.metrics.enabled
+        self._load_started_ms = runtime.clock.now_ms()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
         # key -> (sequence, handle, deadline ms); the deadline is for describing state.
         self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
         self.parked: dict[int, asyncio.Future[Any]] = {}
-        # Offloaded work in flight: key -> the sequence number of the newest (`Offload`).
-        self.offloads: dict[tuple[Any, ...], int] = {}
+        self.offloads = Offloads(partition)
         self._timer_seq = itertools.count(1)
         # The pending write (Kafka's current `CoordinatorBatch`): rows of records already
         # replayed at offsets from `_batch_base` on, the bound of their encoded size, and
@@ -143,6 +149,9 @@ class ShardTask:
         self._batch_base = 0
         self._batch_limit = 0
         self._batch_events: list[Any] = []
+        # For `runtime_metrics`: when the batch's first row was staged; the drain's appends.
+        self._batch_started_ns = 0
+        self._append_ns = 0
         plog = runtime.broker.logs.get(self.topic, partition)
         # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
         # torn tail before recovery) is replayed.
@@ -158,6 +167,7 @@ class ShardTask:
 
     def _begin_load(self) -> None:
         rt = self.runtime
+        self._load_started_ms = rt.clock.now_ms()
         if self.state is not ShardState.RECOVERING:
             self.state = ShardState.LOADING
             self.loaded.clear()
@@ -197,6 +207,7 @@ class ShardTask:
         self._schedule_cleanup()
         self.state = ShardState.ACTIVE
         self.loaded.set()
+        self.metrics.partition_loaded(self._load_started_ms, self.runtime.clock.now_ms())
 
     def _schedule_cleanup(self) -> None:
         interval = self.runtime.cleanup_interval_ms
@@ -240,19 +251,39 @@ class ShardTask:
         self.shard.on_unloaded()
 
     async def _serve(self) -> None:
-        queue = self.queue
+        queue, read_ns, bucket, timed = self.queue, self.read_ns, bucket_of, self.timed
+        # Counted inline: a call per sample costs more than the sample (`runtime_metrics`).
+        queue_time = self.metrics.event_queue_time.counts
+        processing_time = self.metrics.event_processing_time.counts
         while True:
             item = await queue.get()
             done: list[tuple[asyncio.Future[Any] | None, Any]] = []
             drain_start = self.runtime.log_end_offset(self.partition)
             try:
-                self._run_one(item, done)
-                while not queue.empty():
-                    item = queue.get_nowait()
+                if not timed:
                     self._run_one(item, done)
-                self._flush()
-                if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
-                    self.runtime.flush_shard(self.partition)
+                    while not queue.empty():
+                        item = queue.get_nowait()
+                        self._run_one(item, done)
+                    self._flush()
+                    if self.runtime.fsync_always and self.runtime.written.pop(self.partition,
+                                                                              False):
+                        self.runtime.flush_shard(self.partition)
+                else:
+                    op_ends: list[int] = []
+                    started = now = read_ns()
+                    while True:
+                        self._run_one(item, done)
+                        end = read_ns()
+                        queue_time[bucket(BOUNDS_NS, now - item[4])] += 1
+                        processing_time[bucket(BOUNDS_NS, end - now)] += 1
+                        op_ends.append(end)
+                        now = end
+                        if queue.empty():
+                            break
+                        item = queue.get_nowait()
+                    self._flush()
+                    self._sync_and_measure(started, end, op_ends)
             except Exception as exc:
                 # The append (or its fsync) failed. Nothing drained so far was answered, so
                 # its records are cut off again: every caller gets the kind's answer for the
@@ -276,7 +307,7 @@ class ShardTask:
 
     def _run_one(self, item: QueueItem,
                  done: list[tuple[asyncio.Future[Any] | None, Any]]) -> None:
-        op, op_ctx, fut, txn = item
+        op, op_ctx, fut, txn, _queued_ns = item
         if fut is not None and fut.done():
             return
         error = 0 if txn is None else self.producers.check(*txn)
@@ -327,11 +358,17 @@ class ShardTask:
                 # once): they go in their own batch of the producer, after the pending one.
                 self._flush()
                 pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
-                batch = self._encode(records, pid, epoch)
-                # A failure here propagates to _main: fail-stop and reload.
-                info = self.runtime.append(self.topic, self.partition, batch,
-                                           self.runtime.clock.now_ms())
-                self.runtime.written[self.partition] = True
+                runtime, timed = self.runtime, self.timed
+                flush_start = self.read_ns() if timed else 0
+                batch = encode_checked(records, runtime.clock.now_ms(), pid, epoch,
+                                       self._max_message_bytes(), self.topic, self.partition)
+                # A failure here propagates to _main: fail-stop and reload. Appended inline,
+                # as in `_flush`: a call per write would cost an untimed task too.
+                info = runtime.append(self.topic, self.partition, batch,
+                                      runtime.clock.now_ms())
+                runtime.written[self.partition] = True
+                if timed:
+                    self._append_ns += self.read_ns() - flush_start
                 if txn is not None:
                     self.producers.observe(pid, epoch)
                 # Replay learns each record's log offset: a COMMIT marker keeps the later of
@@ -350,7 +387,8 @@ class ShardTask:
             else:
                 group_events.write(self.runtime.broker, events)
         for task in getattr(result, "offloads", ()):
-            self._offload(task)
+            self.offloads.start(task, self.runtime.offload_executor(),
+                                lambda op: self.submit(op, None, None))
         if not linger:
             self._flush()
         return result
@@ -371,13 +409,15 @@ class ShardTask:
         limit = self._batch_limit if self._rows else self._max_message_bytes()
         if HEADER_SIZE + bound > limit:
             # Maybe too large even alone: its exact size decides.
-            self._check_size(len(self._build(rows)), limit)
+            refuse_if_too_large(len(build_checked(rows)), limit, self.topic, self.partition)
         if self._rows and (len(self._rows) + len(rows) > MAX_BATCH_RECORDS
                            or HEADER_SIZE + self._rows_bound + bound > limit):
             self._flush()
         if not self._rows:
             self._batch_base = self.runtime.log_end_offset(self.partition)
             self._batch_limit = limit
+            if self.timed:
+                self._batch_started_ns = self.read_ns()
         base = self._batch_base + len(self._rows)
         self._rows.extend(rows)
         self._rows_bound += bound
@@ -393,10 +433,18 @@ class ShardTask:
         if rows:
             self._rows = []
             self._rows_bound = 0
-            # Every row was encodable when staged: a failure here is a fail-stop too.
-            info = self.runtime.append(self.topic, self.partition, build_batch(rows),
-                                       self.runtime.clock.now_ms())
-            self.runtime.written[self.partition] = True
+            flush_start, timed = 0, self.timed
+            if timed:
+                flush_start = self.read_ns()
+                self.metrics.batch_linger_time.record(flush_start - self._batch_started_ns)
+            # Every row was encodable when staged: a failure here is a fail-stop too. The
+            # append's time from `flush_start` (before encoding) counts in the drain's flush.
+            runtime = self.runtime
+            info = runtime.append(self.topic, self.partition, build_batch(rows),
+                                  runtime.clock.now_ms())
+            runtime.written[self.partition] = True
+            if timed:
+                self._append_ns += self.read_ns() - flush_start
             if info.base_offset != self._batch_base:
                 raise RuntimeError(
                     f"batch of {self.topic}-{self.partition} landed at offset "
@@ -406,68 +454,34 @@ class ShardTask:
             self._batch_events = []
             group_events.write(self.runtime.broker, events)
 
+    def _sync_and_measure(self, started_ns: int, last_end_ns: int,
+                          op_ends_ns: list[int]) -> None:
+        """End of a timed drain (or `run_now`): fsync what it appended (`--fsync always`,
+        one fsync for the drain: a group commit), then record its flush, the time its
+        replies waited for it and the time it held the loop."""
+        runtime = self.runtime
+        if runtime.written.pop(self.partition, False):
+            released = synced = self.read_ns()
+            if runtime.fsync_always:
+                runtime.flush_shard(self.partition)
+                released = self.read_ns()
+            self.metrics.drain_released(started_ns, op_ends_ns,
+                                        self._append_ns + released - synced, released)
+            self._append_ns = 0
+        else:
+            self.metrics.busy_ns += last_end_ns - started_ns
+
     def _drop_batch(self) -> None:
         """Forget the pending batch (its append failed, or the shard reloads)."""
         self._rows = []
         self._rows_bound = 0
         self._batch_events = []
-
-    @staticmethod
-    def _build(rows: list[Row]) -> bytes:
-        try:
-            return build_batch(rows)
-        except ValueError as exc:
-            raise WriteRefused(str(exc)) from exc
+        self._append_ns = 0
 
     def _max_message_bytes(self) -> int:
         # A missing partition is left to the append, which fail-stops the shard.
         plog = self.runtime.broker.topics.log(self.topic, self.partition)
         return plog.config.max_message_bytes if plog is not None else 1 << 62
-
-    def _check_size(self, size: int, limit: int) -> None:
-        if size > limit:
-            raise WriteRefused(
-                f"Message batch size is {size} bytes in append to partition "
-                f"{self.topic}-{self.partition} which exceeds the maximum configured "
-                f"size of {limit}.")
-
-    def _offload(self, task: Offload) -> None:
-        """Run `task.compute` on the runtime's worker thread, then `task.apply` with its
-        value as an operation on this shard's queue, unless a newer task took the key or
-        the shard failed meanwhile."""
-        seq = next(self._timer_seq)
-        self.offloads[task.key] = seq
-
-        def compute() -> Any:
-            # Superseded while it waited for the thread: skip the work (its value is dropped).
-            return None if self.offloads.get(task.key) != seq else task.compute()
-
-        running = asyncio.get_running_loop().run_in_executor(
-            self.runtime.offload_executor(), compute)
-
-        def done(fut: asyncio.Future[Any]) -> None:
-            if self.offloads.get(task.key) != seq:
-                return  # superseded, or dropped by a failure or unload
-            del self.offloads[task.key]
-            value = None
-            if not fut.cancelled():
-                if fut.exception() is not None:
-                    log.error("offloaded %s failed on shard %d", task.key, self.partition,
-                              exc_info=fut.exception())
-                else:
-                    value = fut.result()
-            self.submit(lambda shard, _ctx, now: task.apply(shard, value, now), None, None)
-
-        running.add_done_callback(done)
-
-    def _encode(self, records: list[Any], pid: int, epoch: int) -> bytes:
-        """The operation's batch; WriteRefused when the log would refuse it."""
-        try:
-            batch = encode_records_batch(records, self.runtime.clock.now_ms(), pid, epoch)
-        except ValueError as exc:
-            raise WriteRefused(str(exc)) from exc
-        self._check_size(len(batch), self._max_message_bytes())
-        return batch
 
     def _release(self, done: list[tuple[asyncio.Future[Any] | None, Any]],
                  result: Result | None, fut: asyncio.Future[Any] | None = None,
@@ -501,7 +515,7 @@ class ShardTask:
                 parked.set_exception(err)
         self.parked.clear()
         while not self.queue.empty():
-            _op, _ctx, fut, _txn = self.queue.get_nowait()
+            _op, _ctx, fut, _txn, _queued_ns = self.queue.get_nowait()
             if fut is not None and not fut.done():
                 fut.set_exception(err)
         for _seq, handle, _deadline in self.timers.values():
@@ -521,11 +535,19 @@ class ShardTask:
         it as Kafka does)."""
         self.check_active()
         start = self.runtime.log_end_offset(self.partition)
+        timed = self.timed
+        started = self.read_ns() if timed else 0
         result = self._call(op)
         try:
             applied = self._apply(result)
-            if self.runtime.fsync_always and self.runtime.written.pop(self.partition, False):
-                self.runtime.flush_shard(self.partition)
+            if not timed:
+                if self.runtime.fsync_always and self.runtime.written.pop(self.partition,
+                                                                          False):
+                    self.runtime.flush_shard(self.partition)
+            else:
+                end = self.read_ns()
+                self.metrics.event_processing_time.record(end - started)
+                self._sync_and_measure(started, end, [])
         except WriteRefused as exc:
             log.warning("write refused on shard %s-%d: %s", self.topic, self.partition, exc)
             raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR) from None
@@ -567,7 +589,9 @@ class ShardTask:
 
     def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None,
                txn: Txn = None) -> None:
-        self.queue.put_nowait((op, op_ctx, fut, txn))
+        # An untimed task reads no clock: 0 where a timed one stamps when it queued (a
+        # branch costs less here than a method bound per task at creation).
+        self.queue.put_nowait((op, op_ctx, fut, txn, self.read_ns() if self.timed else 0))
 
     def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
         entry = self.timers.get(key)

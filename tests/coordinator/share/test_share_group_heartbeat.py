@@ -10,6 +10,7 @@ from coord_harness import Harness
 from share_heartbeats import initialized_group, share_heartbeat
 
 from groupcoord.coordinator.topics import TopicsImage
+from groupcoord.server.metrics.counters import GroupCounters
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.join_group import JoinGroupRequest
 from groupcoord.wire.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
@@ -164,3 +165,31 @@ def test_replay_rebuilds_the_same_groups(h: Harness) -> None:
     hb(h, "m2", -1)
     h.advance(60_000)
     assert h.fresh_replay().snapshot() == h.shard.snapshot()
+
+
+def test_every_group_epoch_bump_is_a_group_event(h: Harness) -> None:
+    """Joins, a subscription change, a leave and a session timeout each bump the epoch and
+    write `group_epoch_bumped` (protocol share), which /metrics counts as Kafka's
+    share-group-rebalance sensor."""
+    h.events.clear()
+    hb(h, "m1", 0, ["a"])
+    hb(h, "m2", 0, ["a"])
+    hb(h, "m1", 1, ["a", "b"])
+    hb(h, "m1", -1)
+    h.advance(h.shard.share.session_timeout_ms + 1)  # m2 stops heartbeating
+    bumps = [(e.generation, e.member_id, e.reason, e.detail) for e in h.events
+             if e.kind == "group_epoch_bumped"]
+    share = {"protocol": "share"}
+    assert bumps == [(1, "m1", "member joined", share), (2, "m2", "member joined", share),
+                     (3, "m1", "member subscription changed", share),
+                     (4, "m1", "the member left the group", share),
+                     (5, "m2", "session timeout", share)]
+    group = h.shard.share.get(G)
+    assert group is not None and group.group_epoch == 5 and not group.members
+    counters = GroupCounters(max_groups=10)
+    counters.observe(h.events)
+    assert counters.totals["share-group-rebalance"] == 5
+    assert counters.rebalances[("share", "member_joined")] == 2
+    assert counters.rebalances[("share", "subscription_changed")] == 1
+    assert counters.rebalances[("share", "member_left")] == 1
+    assert counters.rebalances[("share", "session_timeout")] == 1

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.consumer.errors import is_blank
-from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.result import GroupEvent, OpContext, Result
 from groupcoord.coordinator.share import records as rec
 from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup, ShareMember
@@ -79,6 +79,7 @@ class ShareHeartbeat:
         self.ctx = ctx
         self.now = now_ms
         self.records: list[Any] = []
+        self.events: list[GroupEvent] = []
         self.session_ms = int(overrides.get("share.session.timeout.ms",
                                             manager.session_timeout_ms))
         self.interval_ms = int(overrides.get("share.heartbeat.interval.ms",
@@ -121,11 +122,13 @@ class ShareHeartbeat:
         if self.req.member_id not in group.members:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, _not_a_member(self.req))
         self.m.remove_member(group, self.req.member_id, self.now, self.records,
-                             self.assignment_interval_ms)
+                             self.assignment_interval_ms, self.events,
+                             "the member left the group")
         response = ShareGroupHeartbeatResponse(member_id=self.req.member_id,
                                                member_epoch=LEAVE_EPOCH,
                                                heartbeat_interval_ms=0)
-        return Result(records=self.records, response=HeartbeatReply(response))
+        return Result(records=self.records, response=HeartbeatReply(response),
+                      events=self.events)
 
     def _member(self, group: ShareGroup | None) -> tuple[ShareMember, bool]:
         req = self.req
@@ -178,12 +181,17 @@ class ShareHeartbeat:
         group_epoch = group.group_epoch
         resubscribed = names != member.subscribed_topic_names
         bump = is_new or resubscribed
-        if group.assignment_epoch >= group_epoch:
+        reason = ("member joined" if is_new else "member subscription changed"
+                  if resubscribed else "topic metadata changed")
+        if not bump and group.assignment_epoch >= group_epoch \
+                and self.m.initialized_assignment_pending(group):
             # Partitions initialized since the last target are assigned by a new one.
-            bump = bump or self.m.initialized_assignment_pending(group)
+            bump, reason = True, "share partitions initialized"
         if bump or hash_ != group.metadata_hash:
             group_epoch += 1
             self.records.append(rec.group_metadata(gid, group_epoch, hash_))
+            self.events.append(GroupEvent(gid, "group_epoch_bumped", req.member_id, reason,
+                                          group_epoch, self.now, {"protocol": "share"}))
         target = group.target
         assignment_epoch = group.assignment_epoch
         if group_epoch > assignment_epoch and self.m.can_compute_target(
@@ -235,7 +243,8 @@ class ShareHeartbeat:
                 TopicPartitions(topic_id=t, partitions=sorted(assigned[t]))
                 for t in sorted(assigned)])
         timer = self.m.session_timer(gid, req.member_id, self.now, self.session_ms)
-        return Result(records=self.records, response=response, timers=[timer])
+        return Result(records=self.records, response=response, timers=[timer],
+                      events=self.events)
 
 
 def _not_a_member(req: Any) -> str:

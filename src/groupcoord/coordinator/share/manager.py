@@ -27,7 +27,7 @@ from typing import Any
 from groupcoord.coordinator.assignment_interval import can_compute_next_target
 from groupcoord.coordinator.assignors import GroupSpec, MemberSpec
 from groupcoord.coordinator.assignors.simple import SimpleAssignor
-from groupcoord.coordinator.result import OpContext, Result, ScheduleTimer
+from groupcoord.coordinator.result import GroupEvent, OpContext, Result, ScheduleTimer
 from groupcoord.coordinator.share import group as grp
 from groupcoord.coordinator.share import records as rec
 from groupcoord.coordinator.share import state_metadata as smd
@@ -100,7 +100,7 @@ class ShareGroups:
             # remaining members see the new target only at their next heartbeat, which
             # computes it under the group's own interval anyway.
             self.remove_member(group, member_id, now_ms, result.records,
-                               self.assignment_interval_ms)
+                               self.assignment_interval_ms, result.events, "session timeout")
         return result
 
     # -- assignment interval (KIP-1263) -------------------------------------------------
@@ -164,9 +164,11 @@ class ShareGroups:
         return target
 
     def remove_member(self, group: ShareGroup, member_id: str, now_ms: int,
-                      records: list[Any], interval_ms: int) -> None:
-        """Tombstones in Kafka's order (`shareGroupFenceMember`), a group epoch bump, and a
-        new target when the assignment interval allows it."""
+                      records: list[Any], interval_ms: int, events: list[GroupEvent],
+                      reason: str) -> None:
+        """Tombstones in Kafka's order (`shareGroupFenceMember`), a group epoch bump (its
+        `group_epoch_bumped` event carries `reason`), and a new target when the assignment
+        interval allows it."""
         gid = group.group_id
         records.append(rec.current_assignment_tombstone(gid, member_id))
         records.append(rec.target_member_tombstone(gid, member_id))
@@ -175,6 +177,8 @@ class ShareGroups:
         epoch = group.group_epoch + 1
         names = {n for m in remaining.values() for n in m.subscribed_topic_names}
         records.append(rec.group_metadata(gid, epoch, self.metadata_hash(names)))
+        events.append(GroupEvent(gid, "group_epoch_bumped", member_id, reason, epoch, now_ms,
+                                 {"protocol": "share"}))
         if not remaining:
             records.append(rec.target_metadata(gid, epoch, 0))
         elif self.can_compute_target(group, interval_ms, now_ms):

@@ -3,7 +3,7 @@
 sensors with their windowed rates.
 
 A rebalance is a classic group's `rebalance_started` event, or a `group_epoch_bumped`
-event of a consumer (KIP-848) or streams group (docs/group-events.md). Its cause is the
+event of a consumer (KIP-848), streams or share group (docs/group-events.md). Its cause is the
 event's reason reduced to one of `CAUSES`: reasons carry member ids and client text, which
 would make a label without bound.
 """
@@ -34,6 +34,7 @@ CAUSE_RULES: tuple[tuple[str, str], ...] = (
     ("member metadata changed", "member_metadata_changed"),
     ("topic metadata changed", "metadata_changed"),
     ("topology validated", "topology_validated"),
+    ("partitions initialized", "partitions_initialized"),
     ("assignment configs changed", "assignment_configs_changed"),
     ("over capacity", "group_over_capacity"),
     ("downgraded", "protocol_downgraded"),

@@ -22,13 +22,13 @@ from groupcoord.server.metrics.counters import CAUSES, GroupCounters
 from groupcoord.server.metrics.exposition import Family, render
 from groupcoord.server.metrics.groups import GroupView, ShardGroups, read_groups
 from groupcoord.server.metrics.lag import PartitionLag, TimestampReader, partition_lag
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.metrics.runtime import GROUP_COORDINATOR, SHARE_COORDINATOR, runtime_families
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
     from groupcoord.server.metrics.http import MetricsOptions
 
-KAFKA = "kafka_server_group_coordinator_metrics_"
+KAFKA = GROUP_COORDINATOR
 # Every protocol and state Kafka 4.4 counts groups in (zeros are exported too, as Kafka's
 # gauges exist from start-up).
 GROUP_STATES: dict[str, tuple[str, ...]] = {
@@ -107,6 +107,8 @@ class BrokerMetrics:
                                          "Consumer (KIP-848) group epoch bumps"),
             "streams-group-rebalance": (counters.totals["streams-group-rebalance"],
                                         "Streams group epoch bumps"),
+            "share-group-rebalance": (counters.totals["share-group-rebalance"],
+                                      "Share group epoch bumps"),
         }
         for sensor, (total, help_text) in totals.items():
             base = KAFKA + sensor.replace("-", "_")
@@ -119,24 +121,10 @@ class BrokerMetrics:
         offsets = Family(KAFKA + "offset_count", "gauge", "Committed offsets (offset-count)")
         offsets.add(sum(s.offset_count for s in shards))
         out.append(offsets)
-        out += self._runtime()
+        out += runtime_families(KAFKA, self.broker.groups, counters, now_ms)
+        out += runtime_families(SHARE_COORDINATOR, self.broker.shares.state.runtime, counters,
+                                now_ms)
         return out
-
-    def _runtime(self) -> list[Family]:
-        runtime = self.broker.groups
-        states: Counter[str] = Counter()
-        queued = 0
-        for task in runtime.shards.values():
-            states[_runtime_state(task.state)] += 1
-            queued += len(task.queue)
-        partitions = Family(KAFKA + "num_partitions", "gauge",
-                            "Coordinator shards in each state (num-partitions)")
-        for state in ("loading", "active", "failed"):
-            partitions.add(states[state], state=state)
-        queue = Family(KAFKA + "event_queue_size", "gauge",
-                       "Operations waiting in the shards' queues (event-queue-size)")
-        queue.add(queued)
-        return [partitions, queue]
 
     # -- klag-exporter -------------------------------------------------------------------
 
@@ -179,9 +167,9 @@ class BrokerMetrics:
             state.add(1, group=g.group_id, protocol=g.protocol, state=g.state)
         counters = self.counters
         by_cause = Family("groupcoord_rebalances_total", "counter",
-                          "Rebalances (classic) and group epoch bumps (consumer, streams) "
-                          "by cause, every group")
-        for protocol in ("classic", "consumer", "streams"):
+                          "Rebalances (classic) and group epoch bumps (consumer, streams, "
+                          "share) by cause, every group")
+        for protocol in ("classic", "consumer", "streams", "share"):
             for cause in CAUSES:
                 by_cause.add(counters.rebalances[(protocol, cause)], protocol=protocol,
                              cause=cause)
@@ -343,8 +331,3 @@ class _KlagFamilies:
 
 def _bool(value: bool) -> str:
     return "true" if value else "false"
-
-
-def _runtime_state(state: ShardState) -> str:
-    # Kafka's runtime states: a shard recovering from a failed write counts as loading.
-    return "active" if state is ShardState.ACTIVE else "loading"
