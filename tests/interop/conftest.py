@@ -1,12 +1,15 @@
-"""Fixtures for the interop suite: the compiled Java harness per client (or a clear skip)."""
+"""Fixtures for the interop suite: the compiled Java harness per client (or a clear skip), and
+a reference Apache Kafka broker of the test's own for tests that run on both brokers."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import java
+from helpers.reference_broker import ReferenceBroker
 
 
 def _harness(client: java.JavaClient) -> Path:
@@ -30,3 +33,11 @@ def java_harness() -> Path:
 def java39_harness() -> Path:
     """The harness on the 3.9 client, kept for the share consumer's v0 RPCs."""
     return _harness(java.CLIENT_3_9)
+
+
+@pytest.fixture
+def kafka(tmp_path: Path) -> Iterator[ReferenceBroker]:
+    broker = ReferenceBroker(tmp_path / "kafka")
+    broker.start()
+    yield broker
+    broker.stop()

@@ -9,7 +9,6 @@ default) makes every close that much slower. The client reads 10 of 100 records
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 TOPIC = "closing"
 # Well under the 500 ms a held session-close fetch would add, well over a prompt close.
 PROMPT_CLOSE_MS = 400
-
-
-@pytest.fixture
-def kafka(tmp_path: Path) -> Iterator[ReferenceBroker]:
-    broker = ReferenceBroker(tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def close_times(bootstrap: str) -> list[int]:

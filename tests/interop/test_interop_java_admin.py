@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +41,6 @@ SHARE_IDS = [i for i in range(30) if i % 10 not in (2, 3)][:20]
 DELIVERY_LIMIT = 3
 CLASSIC, CONSUMER, SHARE = "adm4-classic", "adm4-consumer", "adm4-share"
 OURS = {CLASSIC, CONSUMER, SHARE}
-
-
-@pytest.fixture
-def kafka(tmp_path: Path) -> Iterator[ReferenceBroker]:
-    broker = ReferenceBroker(tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def test_java_admin_all_group_types(broker: Any, java_harness: Path, tmp_path: Path) -> None:

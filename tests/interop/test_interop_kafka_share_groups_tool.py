@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +36,6 @@ EXPECTED: dict[str, Any] = {
     "groupcoord reset": [[OURS, TOPIC, "0", "5"], [OURS, TOPIC, "1", "10"]],
     "describe ours": [[OURS, TOPIC, "0", "5", "5"], [OURS, TOPIC, "1", "10", "0"]],
 }
-
-
-@pytest.fixture
-def kafka(tmp_path: Path) -> Iterator[ReferenceBroker]:
-    broker = ReferenceBroker(tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def _tool(bootstrap: str, *args: str) -> str:

@@ -18,7 +18,7 @@ either broker), then reads with confluent-kafka (librdkafka) and the Java 4.4 cl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +41,6 @@ JAVA_KAFKA = ("Received exception when fetching the next record from damaged-0. 
               "please seek past the record to continue consumption.")
 JAVA_GROUPCOORD = f"Encountered corrupt message when fetching offset {DAMAGED} for " \
                   "topic-partition damaged-0"
-
-
-@pytest.fixture
-def kafka(tmp_path: Path) -> Iterator[ReferenceBroker]:
-    broker = ReferenceBroker(tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def prepare(bootstrap: str, stop: Callable[[], None], restart: Callable[[], str],

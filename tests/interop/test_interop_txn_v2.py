@@ -18,7 +18,6 @@ both brokers:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +53,6 @@ EXPECTED: dict[str, Any] = {
 # transaction.abort.timed.out.transaction.cleanup.interval.ms, groupcoord's too).
 TXN_TIMEOUT_MS = 2_000
 TIMEOUT_WAIT_MS = 15_000
-
-
-@pytest.fixture
-def kafka(tmp_path: Path) -> Iterator[ReferenceBroker]:
-    broker = ReferenceBroker(tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def _describe(bootstrap: str, tid: str) -> Any:

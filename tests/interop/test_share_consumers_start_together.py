@@ -16,7 +16,6 @@ import os
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,14 +81,6 @@ def check_shared(counts: Counter[str]) -> None:
     # Every consumer received records: none was left without partitions while the first
     # one drained the topic.
     assert [counts[f"consumer{i}"] > 0 for i in range(CONSUMERS)] == [True] * CONSUMERS, counts
-
-
-@pytest.fixture
-def kafka(tmp_path: Path) -> Iterator[ReferenceBroker]:
-    broker = ReferenceBroker(tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def test_four_share_consumers_started_together_share_the_work(
