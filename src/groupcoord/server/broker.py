@@ -21,6 +21,7 @@ again, so the broker serves again as soon as the disk does.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from importlib import import_module
@@ -31,7 +32,11 @@ from groupcoord.server.clock import SystemClock
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
+from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.fault_injection import FaultInjector
+from groupcoord.server.framing import API_VERSIONS_KEY
+from groupcoord.server.listener_setup import ListenerSetup
+from groupcoord.server.request_context import BrokerRequestContext
 from groupcoord.server.waiters import FetchWaiters
 
 if TYPE_CHECKING:
@@ -41,7 +46,6 @@ if TYPE_CHECKING:
     from groupcoord.security.scram_store import ScramCredentialStore
     from groupcoord.server.cluster_map import ClusterMap
     from groupcoord.server.coordinator_runtime import CoordinatorRuntime
-    from groupcoord.server.dispatch import Dispatcher
     from groupcoord.server.fetch_sessions import FetchSessionCache
     from groupcoord.server.listener_security import ListenerSecurity
     from groupcoord.server.log_cleaner import LogCleaner
@@ -165,15 +169,12 @@ class Broker:
         self.ready.set()
 
     async def _bind_and_load(self) -> None:
-        from groupcoord.server.dispatch import Dispatcher
-        from groupcoord.server.framing import API_VERSIONS_KEY
-        from groupcoord.server.listener_setup import ListenerSetup
-
         cfg = self.config
         # The first request of every client: its module loads now, uncontended by the
         # worker thread that preloads the rest after the bind.
         self.handlers.get(API_VERSIONS_KEY)
-        self.dispatcher = Dispatcher(self, self.handlers)
+        self.dispatcher = Dispatcher(self, self.handlers,
+                                     functools.partial(BrokerRequestContext, self))
         self._listener_setup = ListenerSetup(cfg, self.handlers, self.dispatcher.dispatch,
                                              self.scram_store)
         self.connection_limits = build_connection_limits(cfg)
@@ -233,7 +234,7 @@ class Broker:
         self._services.append(self.groups)
         await self.shares.start()
         self._services.append(self.shares)
-        self.transactions = TransactionRuntime(self)
+        self.transactions = TransactionRuntime(self, self.groups)
         await self.transactions.start()
         self._services.append(self.transactions)
 

@@ -31,6 +31,7 @@ from groupcoord.server.append_errors import (
 )
 from groupcoord.server.clock import sleep_ms
 from groupcoord.server.coordinator_txn import EndTxnWrite
+from groupcoord.server.group_caller import GroupCaller
 from groupcoord.server.shard_loader import (
     SNAPSHOT_AFTER_RECORDS,
     SNAPSHOT_INTERVAL_S,
@@ -40,8 +41,7 @@ from groupcoord.server.shard_runtime import ShardRuntime
 from groupcoord.server.shard_task import LOAD_SLICE_S, Operation, ShardState
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
-    from groupcoord.server.group_caller import GroupCaller
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 
 __all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
@@ -57,7 +57,7 @@ CALLER_CACHE_SIZE = 10_000
 class CoordinatorRuntime(ShardRuntime):
     """All group shards; handlers reach it through `ctx.groups` (a `GroupCaller`)."""
 
-    def __init__(self, broker: Broker, shard_factory: Callable[[int], Shard] | None = None
+    def __init__(self, broker: CoordinatorHost, shard_factory: Callable[[int], Shard] | None = None
                  ) -> None:
         super().__init__(broker, OFFSETS_TOPIC, broker.config.offsets_partitions,
                          OFFSETS_TOPIC_CONFIGS, shard_factory or self._default_factory)
@@ -196,8 +196,6 @@ class CoordinatorRuntime(ShardRuntime):
         key = (client_id or "", client_host, node_id)
         caller = self._callers.get(key)
         if caller is None:
-            from groupcoord.server.group_caller import GroupCaller
-
             if len(self._callers) >= CALLER_CACHE_SIZE:
                 self._callers.clear()
             caller = self._callers[key] = GroupCaller(self, *key)

@@ -31,7 +31,7 @@ from groupcoord.wire.errors import ErrorCode
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -42,7 +42,7 @@ OFFLOAD_SWITCH_INTERVAL_S = 0.0005
 class ShardRuntime:
     """The shards of `topic` (`num_partitions` partitions), made by `shard_factory`."""
 
-    def __init__(self, broker: Broker, topic: str, num_partitions: int,
+    def __init__(self, broker: CoordinatorHost, topic: str, num_partitions: int,
                  topic_configs: Mapping[str, str], shard_factory: Callable[[int], Shard]
                  ) -> None:
         self.broker = broker

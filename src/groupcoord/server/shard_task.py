@@ -62,6 +62,7 @@ from groupcoord.server.append_errors import AppendFailed, log_error
 from groupcoord.server.coordinator_txn import EndTxnWrite
 from groupcoord.server.op_queue import OpQueue
 from groupcoord.server.runtime_metrics import BOUNDS_NS, bucket_of
+from groupcoord.server.shard_host import Operation
 from groupcoord.server.shard_loader import ShardLoader
 from groupcoord.server.shard_log import (
     NO_PRODUCER_ID,
@@ -76,7 +77,7 @@ from groupcoord.server.shard_offload import Offloads
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.shard_runtime import ShardRuntime
+    from groupcoord.server.shard_host import ShardHost
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -88,8 +89,6 @@ MAX_BATCH_RECORDS = 4096
 # attributes, timestamp and offset deltas, key and value lengths, header count.
 RECORD_OVERHEAD_BOUND = 32
 
-# An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
-Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
 # (operation, op context, caller's future, txn, `RuntimeMetrics.read_ns` when queued: 0 on a
@@ -114,7 +113,7 @@ class ShardState(enum.Enum):
 class ShardTask:
     """One shard: its state object, queue, timers and parked replies."""
 
-    def __init__(self, runtime: ShardRuntime, partition: int) -> None:
+    def __init__(self, runtime: ShardHost, partition: int) -> None:
         self.runtime = runtime
         self.topic = runtime.topic
         self.partition = partition

@@ -37,7 +37,7 @@ from groupcoord.server.shard_runtime import ShardRuntime
 from groupcoord.server.shard_task import ShardState, ShardTask
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.share")
 
@@ -79,7 +79,7 @@ class ShareStates:
 class ShareStateLog:
     """The share-state shards, and the writes the share-partitions and admin APIs make."""
 
-    def __init__(self, broker: Broker, live: LiveSharePartitions) -> None:
+    def __init__(self, broker: CoordinatorHost, live: LiveSharePartitions) -> None:
         self.runtime = ShardRuntime(
             broker, STATE_TOPIC, STATE_TOPIC_PARTITIONS, STATE_TOPIC_CONFIGS,
             lambda partition: ShareStateShard(partition, STATE_TOPIC_PARTITIONS, live))
