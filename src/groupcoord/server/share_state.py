@@ -140,8 +140,8 @@ class ShareStateLog:
             return
         timer = lock_timer_key(key)
         if deadline_ms is None:
-            task.cancel(timer)
+            task.timers.cancel(timer)
         else:
             current = task.timers.get(timer)
             if current is None or current[2] != deadline_ms:
-                task.schedule(timer, deadline_ms)
+                task.timers.schedule(timer, deadline_ms)
