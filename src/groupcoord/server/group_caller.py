@@ -16,7 +16,7 @@ from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker_ports import CoordinatorHost
-    from groupcoord.server.shard_task import Operation
+    from groupcoord.server.runtime.shard_task import Operation
 
 _NOT_COORDINATOR = int(ErrorCode.NOT_COORDINATOR)
 

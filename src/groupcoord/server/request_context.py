@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from groupcoord.server.cluster_map import ClusterMap
     from groupcoord.server.config import BrokerConfig, Listener
     from groupcoord.server.connection import KafkaConnection, _Slot
-    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
     from groupcoord.server.fetch_sessions import FetchSessionCache
     from groupcoord.server.group_caller import GroupCaller
     from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
+    from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
     from groupcoord.server.share_runtime import ShareRuntime
     from groupcoord.server.topics import TopicStore
     from groupcoord.server.transactions import TransactionRuntime

@@ -33,8 +33,8 @@ from groupcoord.coordinator.share.state_store import (
     share_state_partition,
 )
 from groupcoord.logformat.internal_topics import SHARE_STATE_TOPIC as STATE_TOPIC
-from groupcoord.server.shard_runtime import ShardRuntime
-from groupcoord.server.shard_task import ShardState, ShardTask
+from groupcoord.server.runtime.shard_runtime import ShardRuntime
+from groupcoord.server.runtime.shard_task import ShardState, ShardTask
 
 if TYPE_CHECKING:
     from groupcoord.server.broker_ports import CoordinatorHost

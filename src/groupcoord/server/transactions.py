@@ -58,9 +58,9 @@ from groupcoord.coordinator.transactions.state import (
     TransactionState,
 )
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, TXN_TOPIC
-from groupcoord.server.append_errors import txn_append_error
-from groupcoord.server.shard_runtime import ShardRuntime
-from groupcoord.server.shard_task import ShardState, ShardTask
+from groupcoord.server.runtime.append_errors import txn_append_error
+from groupcoord.server.runtime.shard_runtime import ShardRuntime
+from groupcoord.server.runtime.shard_task import ShardState, ShardTask
 from groupcoord.server.txn_log import write_marker
 from groupcoord.storage.config import StorageError
 from groupcoord.wire.errors import ErrorCode

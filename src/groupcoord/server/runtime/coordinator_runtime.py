@@ -24,21 +24,21 @@ from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.stats import CoordinatorStats
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
-from groupcoord.server.append_errors import (
+from groupcoord.server.group_caller import GroupCaller
+from groupcoord.server.runtime.append_errors import (
     AppendFailed,
     coordinator_append_error,
     marker_append_error,
 )
-from groupcoord.server.clock import sleep_ms
-from groupcoord.server.coordinator_txn import EndTxnWrite
-from groupcoord.server.group_caller import GroupCaller
-from groupcoord.server.shard_loader import (
+from groupcoord.server.runtime.clock import sleep_ms
+from groupcoord.server.runtime.coordinator_txn import EndTxnWrite
+from groupcoord.server.runtime.shard_loader import (
     SNAPSHOT_AFTER_RECORDS,
     SNAPSHOT_INTERVAL_S,
     take_snapshot,
 )
-from groupcoord.server.shard_runtime import ShardRuntime
-from groupcoord.server.shard_task import LOAD_SLICE_S, Operation, ShardState
+from groupcoord.server.runtime.shard_runtime import ShardRuntime
+from groupcoord.server.runtime.shard_task import LOAD_SLICE_S, Operation, ShardState
 
 if TYPE_CHECKING:
     from groupcoord.server.broker_ports import CoordinatorHost

@@ -55,14 +55,15 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.result import Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
 from groupcoord.logformat.batch import HEADER_SIZE, build_batch
-from groupcoord.server import group_events, heap
-from groupcoord.server.append_errors import AppendFailed, log_error
-from groupcoord.server.coordinator_txn import EndTxnWrite
-from groupcoord.server.op_queue import OpQueue
-from groupcoord.server.runtime_metrics import BOUNDS_NS, bucket_of
-from groupcoord.server.shard_host import Operation
-from groupcoord.server.shard_loader import ShardLoader
-from groupcoord.server.shard_log import (
+from groupcoord.server import group_events
+from groupcoord.server.runtime import heap
+from groupcoord.server.runtime.append_errors import AppendFailed, log_error
+from groupcoord.server.runtime.coordinator_txn import EndTxnWrite
+from groupcoord.server.runtime.op_queue import OpQueue
+from groupcoord.server.runtime.runtime_metrics import BOUNDS_NS, bucket_of
+from groupcoord.server.runtime.shard_host import Operation
+from groupcoord.server.runtime.shard_loader import ShardLoader
+from groupcoord.server.runtime.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     WriteRefused,
@@ -71,12 +72,12 @@ from groupcoord.server.shard_log import (
     refuse_if_too_large,
     replay_log,
 )
-from groupcoord.server.shard_offload import Offloads
-from groupcoord.server.shard_timers import ShardTimers
+from groupcoord.server.runtime.shard_offload import Offloads
+from groupcoord.server.runtime.shard_timers import ShardTimers
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.shard_host import ShardHost
+    from groupcoord.server.runtime.shard_host import ShardHost
 
 log = logging.getLogger("groupcoord.coordinator")
 

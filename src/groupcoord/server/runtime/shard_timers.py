@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from groupcoord.coordinator.clock import TimerHandle
     from groupcoord.coordinator.shard import Shard
-    from groupcoord.server.shard_host import Operation, ShardHost
+    from groupcoord.server.runtime.shard_host import Operation, ShardHost
 
 TimerKey = tuple[Any, ...]
 # The periodic cleanup of expired offsets (every `ShardHost.cleanup_interval_ms`).

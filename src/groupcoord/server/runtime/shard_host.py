@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from groupcoord.coordinator.result import OpContext
     from groupcoord.coordinator.shard import Shard
     from groupcoord.server.broker_ports import CoordinatorHost
-    from groupcoord.server.runtime_metrics import RuntimeMetrics
+    from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
 
 # An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
 Operation = Callable[[Any, Any, int], Any]

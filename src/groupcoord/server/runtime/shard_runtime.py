@@ -24,8 +24,8 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.result import OpContext
 from groupcoord.coordinator.shard import Shard
-from groupcoord.server.runtime_metrics import RuntimeMetrics
-from groupcoord.server.shard_task import Operation, ShardState, ShardTask
+from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
+from groupcoord.server.runtime.shard_task import Operation, ShardState, ShardTask
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
