@@ -40,7 +40,8 @@ log = logging.getLogger("groupcoord.server")
 
 
 
-def load_producer_state(broker: CoordinatorHost, topic: str, partition: int) -> PartitionProducerState:
+def load_producer_state(broker: CoordinatorHost, topic: str,
+                        partition: int) -> PartitionProducerState:
     """Rebuild a partition's producer state from its log and heal its aborted index."""
     plog = broker.topics.log(topic, partition)
     if plog is None:
@@ -92,5 +93,6 @@ def write_marker(broker: CoordinatorHost, topic: str, partition: int, producer_i
     return 0
 
 
-def last_stable_offset(broker: CoordinatorHost, topic: str, partition: int, high_watermark: int) -> int:
+def last_stable_offset(broker: CoordinatorHost, topic: str, partition: int,
+                       high_watermark: int) -> int:
     return broker.producer_state(topic, partition).last_stable_offset(high_watermark)
