@@ -44,6 +44,8 @@ ContextFactory = Callable[["KafkaConnection", RequestHeader], Any]
 
 
 class ShareSessions(Protocol):
+    """The share runtime, which drops the share sessions of a closed connection."""
+
     def connection_closed(self, connection_id: str) -> None: ...
 
 
