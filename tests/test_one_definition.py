@@ -133,7 +133,7 @@ _REFLECTION_ALLOWED = {
     "apis/share_v0_codec.py",  # fields named by a schema
     "apis/authorization.py",  # resets a response struct slot by slot
     # The shard protocol's optional hooks; the shard runtime's own modules.
-    "server/shard_task.py", "server/coordinator_runtime.py",
+    "server/runtime/shard_task.py", "server/runtime/coordinator_runtime.py",
 }
 
 

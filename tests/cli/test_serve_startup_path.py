@@ -48,7 +48,7 @@ NOT_BEFORE_BIND = (
     "shutil", "bz2", "lzma", "zlib", "uuid", "platform", "cramjam", "json", "ipaddress",
     "multiprocessing", "hashlib", "dataclasses", "groupcoord.logformat", "groupcoord.storage.manager",
     "groupcoord.storage.log", "groupcoord.storage.config", "groupcoord.storage.memory_io",
-    "groupcoord.coordinator", "groupcoord.server.coordinator_runtime",
+    "groupcoord.coordinator", "groupcoord.server.runtime.coordinator_runtime",
     "groupcoord.server.share_runtime", "groupcoord.server.transactions",
     "groupcoord.server.topics", "groupcoord.server.authorization",
     "groupcoord.security.acl", "groupcoord.security.scram_store", "groupcoord.apis.metadata",
@@ -106,7 +106,7 @@ def test_the_heavy_modules_are_what_the_broker_loads_after_the_bind() -> None:
                          timeout=120, check=True, env=dict(os.environ, PYTHONPATH=SRC))
     after = set(out.stdout.split())
     for name in ("groupcoord.storage.manager", "groupcoord.logformat.batch", "cramjam",
-                 "groupcoord.server.coordinator_runtime", "groupcoord.server.transactions",
+                 "groupcoord.server.runtime.coordinator_runtime", "groupcoord.server.transactions",
                  "groupcoord.security.acl", "uuid", "groupcoord.wire.errors"):
         assert name in after, name
 
@@ -129,7 +129,7 @@ def test_a_started_broker_has_stored_its_cluster_id_and_collects_again(tmp_path:
     """The whole serve path: after the readiness line meta.properties names the id the
     broker serves, and the collector runs again."""
     code = ("import gc, runpy, sys, threading\n"
-            "from groupcoord.server import heap\n"
+            "from groupcoord.server.runtime import heap\n"
             "real = heap.settle_after_start\n"
             "def settle():\n"
             "    real()\n"

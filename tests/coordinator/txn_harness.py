@@ -19,7 +19,7 @@ from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.batch import set_base_offset
-from groupcoord.server.shard_log import (
+from groupcoord.server.runtime.shard_log import (
     ProducerEpochs,
     encode_end_txn_marker,
     encode_records_batch,

@@ -15,7 +15,7 @@ from groupcoord.coordinator.records import (
     offset_tombstone,
 )
 from groupcoord.logformat.batch import build_batch
-from groupcoord.server.shard_log import encode_end_txn_marker
+from groupcoord.server.runtime.shard_log import encode_end_txn_marker
 
 GROUPS = ("g0", "g1", "g2", "g3")
 TOPICS = ("t0", "t1")

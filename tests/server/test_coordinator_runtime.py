@@ -15,7 +15,7 @@ from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import GroupEvent, Reply, Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
-from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
+from groupcoord.server.runtime.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
 
 
 class FakeShard(Shard):

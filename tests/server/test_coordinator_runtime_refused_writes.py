@@ -17,7 +17,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard
-from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
+from groupcoord.server.runtime.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
 from groupcoord.wire.errors import ErrorCode as E
 
 

@@ -18,10 +18,10 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard
-from groupcoord.server import shard_task
-from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
-from groupcoord.server.shard_log import replay_log
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime import shard_task
+from groupcoord.server.runtime.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
+from groupcoord.server.runtime.shard_log import replay_log
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode as E
 
 GROUP = "coalesced"

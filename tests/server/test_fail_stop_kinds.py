@@ -17,9 +17,9 @@ from test_txn_offsets_runtime import add_offsets, init_producer
 
 from groupcoord.coordinator.transactions.coordinator import TransactionCoordinator
 from groupcoord.coordinator.transactions.state import S, TransactionMetadata
-from groupcoord.server.shard_log import replay_log
-from groupcoord.server.shard_runtime import ShardRuntime
-from groupcoord.server.shard_task import ShardState, ShardTask
+from groupcoord.server.runtime.shard_log import replay_log
+from groupcoord.server.runtime.shard_runtime import ShardRuntime
+from groupcoord.server.runtime.shard_task import ShardState, ShardTask
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated import offset_commit, offset_fetch
 from groupcoord.wire.generated.describe_transactions import (

@@ -11,8 +11,8 @@ from replay_log_support import random_log
 from groupcoord.coordinator.records import offset_commit_record, offset_tombstone
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.logformat.batch import CorruptRecordError, build_batch
-from groupcoord.server.fast_replay import FastReplay
-from groupcoord.server.shard_log import ProducerEpochs, replay_batch
+from groupcoord.server.runtime.fast_replay import FastReplay
+from groupcoord.server.runtime.shard_log import ProducerEpochs, replay_batch
 
 
 def _plain(batches: list[bytes]) -> tuple[GroupCoordinatorShard, ProducerEpochs]:

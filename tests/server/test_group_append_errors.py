@@ -14,8 +14,8 @@ import pytest
 from broker_inproc import InProcBroker, run, settle
 
 from groupcoord.apis.errors import ApiError
-from groupcoord.server.append_errors import coordinator_append_error
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.append_errors import coordinator_append_error
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated import offset_commit
 

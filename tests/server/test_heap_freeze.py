@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from groupcoord.server import heap
+from groupcoord.server.runtime import heap
 
 
 @pytest.fixture()

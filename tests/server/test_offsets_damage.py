@@ -22,8 +22,8 @@ from server.broker_inproc import RawClient, settle
 
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.logformat.batch import validate
-from groupcoord.server.coordinator_runtime import CoordinatorRuntime
-from groupcoord.server.shard_snapshot import SNAPSHOT_FILE
+from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.server.runtime.shard_snapshot import SNAPSHOT_FILE
 from groupcoord.storage.fileio import OS_FILE_IO
 from groupcoord.storage.segment import iter_file_batches
 from groupcoord.wire.generated import offset_commit, offset_fetch

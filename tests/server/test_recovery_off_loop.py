@@ -114,7 +114,7 @@ def test_the_collections_after_start_leave_the_loop_turns_between_them(tmp_path:
     that re-schedules itself on every turn runs between the young, the middle and the full
     collection, as ApiVersions is answered between them."""
     from groupcoord.cli.serve import serve
-    from groupcoord.server import heap
+    from groupcoord.server.runtime import heap
 
     turns = 0
     collections: list[tuple[int, int]] = []  # (generation, loop turns before it)

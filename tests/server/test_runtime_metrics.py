@@ -18,11 +18,11 @@ from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard
-from groupcoord.server.coordinator_runtime import CoordinatorRuntime
 from groupcoord.server.metrics.exposition import render
 from groupcoord.server.metrics.families import BrokerMetrics
 from groupcoord.server.metrics.http import MetricsOptions
-from groupcoord.server.runtime_metrics import (
+from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.server.runtime.runtime_metrics import (
     BOUNDS_NS,
     LatencyHistogram,
     RuntimeMetrics,

@@ -18,7 +18,7 @@ from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.result import Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
-from groupcoord.server.coordinator_runtime import CoordinatorRuntime, ShardState
+from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime, ShardState
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from groupcoord.coordinator.partitioning import partition_for
-from groupcoord.server import coordinator_runtime
-from groupcoord.server.op_queue import OpQueue
+from groupcoord.server.runtime import coordinator_runtime
+from groupcoord.server.runtime.op_queue import OpQueue
 from tests.server.broker_inproc import InProcBroker, run
 
 

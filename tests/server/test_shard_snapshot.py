@@ -17,9 +17,9 @@ from replay_log_support import random_log
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.logformat.batch import build_batch, parse_header, set_base_offset
-from groupcoord.server.shard_loader import ShardLoader, snapshot_pass
-from groupcoord.server.shard_log import ProducerEpochs, encode_end_txn_marker, replay_batch
-from groupcoord.server.shard_snapshot import SNAPSHOT_FILE, snapshot_path
+from groupcoord.server.runtime.shard_loader import ShardLoader, snapshot_pass
+from groupcoord.server.runtime.shard_log import ProducerEpochs, encode_end_txn_marker, replay_batch
+from groupcoord.server.runtime.shard_snapshot import SNAPSHOT_FILE, snapshot_path
 from groupcoord.storage.compaction import compact
 from groupcoord.storage.config import LogConfig
 from groupcoord.storage.faults import FaultInjectingFileIO, FaultRule
@@ -247,7 +247,7 @@ def test_the_runtime_snapshots_a_shard_once_its_log_grew_enough(tmp_path: Path) 
     from broker_inproc import InProcBroker, run
 
     from groupcoord.coordinator.partitioning import partition_for
-    from groupcoord.server.shard_snapshot import covered_offset
+    from groupcoord.server.runtime.shard_snapshot import covered_offset
     from groupcoord.wire.generated.offset_commit import (
         OffsetCommitRequest,
         OffsetCommitRequestPartition,
@@ -310,7 +310,7 @@ def test_records_this_broker_cannot_read_stay_in_the_snapshot(tmp_path: Path) ->
     from replay_log_support import UNKNOWN_KEY
 
     from groupcoord.logformat.batch import decode_records
-    from groupcoord.server.shard_snapshot import decode_snapshot
+    from groupcoord.server.runtime.shard_snapshot import decode_snapshot
 
     bad_value = offset_commit_record("g", "t", 1, 1, -1, "", 1_000, -1, bytes(16)).key_bytes()
     batches = [_commit(1),

@@ -26,7 +26,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.share.partition import AckType, RecordState
 from groupcoord.coordinator.share.state_shard import lock_timer_key
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.server.share_state import STATE_TOPIC
 from groupcoord.storage.faults import FaultInjectingFileIO, FaultRule
 from groupcoord.wire.errors import ErrorCode

@@ -34,7 +34,7 @@ from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.share.partition import RecordState
 from groupcoord.coordinator.share.sessions import ShareSession
 from groupcoord.logformat.batch import build_batch
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode
 
 MEMBERS = ("a", "b", "c")

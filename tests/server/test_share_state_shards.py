@@ -26,7 +26,7 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.share.partition import AckType, RecordState
 from groupcoord.coordinator.share.state_shard import ShareStateShard
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode
 
 

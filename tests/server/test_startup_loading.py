@@ -18,8 +18,8 @@ from broker_inproc import InProcBroker, RawClient, run, settle
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.logformat.batch import build_batch
-from groupcoord.server.shard_log import encode_records_batch
-from groupcoord.server.shard_snapshot import SNAPSHOT_FILE
+from groupcoord.server.runtime.shard_log import encode_records_batch
+from groupcoord.server.runtime.shard_snapshot import SNAPSHOT_FILE
 from groupcoord.storage.manager import LogManager
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse

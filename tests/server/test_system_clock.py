@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from groupcoord.coordinator.clock import ManualClock
-from groupcoord.server.clock import SystemClock, sleep_ms
+from groupcoord.server.runtime.clock import SystemClock, sleep_ms
 
 
 def test_timer_woken_early_by_clock_drift_waits_for_its_deadline() -> None:

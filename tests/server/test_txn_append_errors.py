@@ -17,8 +17,8 @@ from broker_inproc import InProcBroker, run
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.transactions.state import S
 from groupcoord.logformat.internal_topics import TXN_TOPIC
-from groupcoord.server.append_errors import log_error, txn_append_error
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.append_errors import log_error, txn_append_error
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.storage.config import (
     InvalidRecordError,
     KafkaStorageError,

@@ -16,8 +16,8 @@ from broker_inproc import InProcBroker, run
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.logformat.batch import control_record_type, decode_records, parse_header
-from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC
-from groupcoord.server.shard_log import decode_end_txn_marker
+from groupcoord.server.runtime.coordinator_runtime import OFFSETS_TOPIC
+from groupcoord.server.runtime.shard_log import decode_end_txn_marker
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.add_offsets_to_txn import (
     AddOffsetsToTxnRequest,

@@ -21,7 +21,7 @@ from test_txn_offsets_runtime import (
     txn_request,
 )
 
-from groupcoord.server.coordinator_runtime import OFFSETS_TOPIC
+from groupcoord.server.runtime.coordinator_runtime import OFFSETS_TOPIC
 from groupcoord.wire.errors import ErrorCode as E
 from groupcoord.wire.generated.end_txn import EndTxnRequest, EndTxnResponse
 from groupcoord.wire.generated.txn_offset_commit import TxnOffsetCommitResponse

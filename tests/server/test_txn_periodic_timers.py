@@ -15,7 +15,7 @@ from broker_inproc import InProcBroker, run, settle
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.transactions.coordinator import ABORT_TIMER, EXPIRATION_TIMER
 from groupcoord.coordinator.transactions.state import S
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode as E
 
 TID = "periodic-txn"

@@ -22,7 +22,7 @@ from test_fail_stop_kinds import durable, replayed
 from groupcoord.coordinator.clock import ManualClock
 from groupcoord.coordinator.transactions.coordinator import TransactionCoordinator
 from groupcoord.coordinator.transactions.state import S
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode as E
 
 TIDS = ("txn-a", "txn-b", "txn-c")

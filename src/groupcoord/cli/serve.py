@@ -304,7 +304,7 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
         if metrics is not None:
             await metrics.stop()
         raise
-    from groupcoord.server import heap
+    from groupcoord.server.runtime import heap
 
     for _ in heap.collect_young_first():
         await asyncio.sleep(0)  # requests are answered between the collections
@@ -344,7 +344,7 @@ def _run(main_coro: Coroutine[Any, Any, None]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from groupcoord.server import heap
+    from groupcoord.server.runtime import heap
 
     heap.pause_until_started()  # `serve` turns it on again once the broker has started
     try:

@@ -17,7 +17,7 @@ from groupcoord.logformat.generated.group_metadata import (
     MemberMetadata,
 )
 from groupcoord.logformat.generated.offset_commit import OffsetCommitKey, OffsetCommitValue
-from groupcoord.wire.primitives import WireStruct
+from groupcoord.wire.messages import WireStruct
 
 GROUP_METADATA_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION = 4

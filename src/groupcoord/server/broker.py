@@ -21,17 +21,22 @@ again, so the broker serves again as soon as the disk does.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
-from groupcoord.server.clock import SystemClock
 from groupcoord.server.config import BrokerConfig, Listener
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_limits import ConnectionLimits, build_connection_limits
+from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.fault_injection import FaultInjector
+from groupcoord.server.framing import API_VERSIONS_KEY
+from groupcoord.server.listener_setup import ListenerSetup
+from groupcoord.server.request_context import BrokerRequestContext
+from groupcoord.server.runtime.clock import SystemClock
 from groupcoord.server.waiters import FetchWaiters
 
 if TYPE_CHECKING:
@@ -40,13 +45,12 @@ if TYPE_CHECKING:
     from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.scram_store import ScramCredentialStore
     from groupcoord.server.cluster_map import ClusterMap
-    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
-    from groupcoord.server.dispatch import Dispatcher
     from groupcoord.server.fetch_sessions import FetchSessionCache
     from groupcoord.server.listener_security import ListenerSecurity
     from groupcoord.server.log_cleaner import LogCleaner
     from groupcoord.server.metrics.counters import GroupCounters
     from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
+    from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
     from groupcoord.server.share_runtime import ShareRuntime
     from groupcoord.server.topics import TopicStore
     from groupcoord.server.transactions import TransactionRuntime
@@ -66,7 +70,7 @@ LOADED_AFTER_BIND = (
     "groupcoord.server.log_cleaner",
     "groupcoord.server.txn_log",
     "groupcoord.server.topics",
-    "groupcoord.server.coordinator_runtime",
+    "groupcoord.server.runtime.coordinator_runtime",
     "groupcoord.server.share_runtime",
     "groupcoord.server.transactions",
 )
@@ -165,15 +169,12 @@ class Broker:
         self.ready.set()
 
     async def _bind_and_load(self) -> None:
-        from groupcoord.server.dispatch import Dispatcher
-        from groupcoord.server.framing import API_VERSIONS_KEY
-        from groupcoord.server.listener_setup import ListenerSetup
-
         cfg = self.config
         # The first request of every client: its module loads now, uncontended by the
         # worker thread that preloads the rest after the bind.
         self.handlers.get(API_VERSIONS_KEY)
-        self.dispatcher = Dispatcher(self, self.handlers)
+        self.dispatcher = Dispatcher(self, self.handlers,
+                                     functools.partial(BrokerRequestContext, self))
         self._listener_setup = ListenerSetup(cfg, self.handlers, self.dispatcher.dispatch,
                                              self.scram_store)
         self.connection_limits = build_connection_limits(cfg)
@@ -199,11 +200,11 @@ class Broker:
         """Kafka's start-up before it serves: log recovery, topic metadata, ACLs, producer
         state and the coordinator runtimes (their shards load lazily)."""
         from groupcoord.server.authorization import build_authorizer
-        from groupcoord.server.coordinator_runtime import CoordinatorRuntime
         from groupcoord.server.fetch_sessions import FetchSessionCache
         from groupcoord.server.log_cleaner import LogCleaner
         from groupcoord.server.metrics.counters import GroupCounters
         from groupcoord.server.producer_state import ProducerStateManager
+        from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
         from groupcoord.server.share_runtime import ShareRuntime
         from groupcoord.server.topics import TopicStore
         from groupcoord.server.transactions import TransactionRuntime
@@ -233,7 +234,7 @@ class Broker:
         self._services.append(self.groups)
         await self.shares.start()
         self._services.append(self.shares)
-        self.transactions = TransactionRuntime(self)
+        self.transactions = TransactionRuntime(self, self.groups)
         await self.transactions.start()
         self._services.append(self.transactions)
 

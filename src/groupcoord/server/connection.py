@@ -29,9 +29,40 @@ from groupcoord.security.client_address import java_host_address
 from groupcoord.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
+    import ssl
+
+    from groupcoord.server.config import Listener
     from groupcoord.server.connection_limits import ConnectionLimits
-    from groupcoord.server.dispatch import Dispatcher
-    from groupcoord.server.listener_security import ListenerSecurity
+
+
+class RequestRouter(Protocol):
+    """Where a connection's request frames go, and who learns it opened and closed
+    (`dispatch.Dispatcher`)."""
+
+    def connection_opened(self, conn: KafkaConnection) -> None: ...
+
+    def connection_closed(self, conn: KafkaConnection) -> None: ...
+
+    def dispatch(self, conn: KafkaConnection, buf: bytes, start: int, end: int) -> None: ...
+
+
+class ConnectionListener(Protocol):
+    """The listener a connection came in on (`listener_security.ListenerSecurity`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def security_protocol(self) -> str: ...
+
+    @property
+    def advertised(self) -> Listener: ...
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None: ...
+
+    def on_connect(self, conn: KafkaConnection, transport: asyncio.BaseTransport) -> None:
+        """Called once the transport is up (after the TLS handshake on TLS listeners)."""
 
 
 class FrameGate(Protocol):
@@ -69,9 +100,9 @@ class _Slot:
 class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client; the dispatcher does the per-request work."""
 
-    def __init__(self, dispatcher: Dispatcher, max_request_size: int,
+    def __init__(self, dispatcher: RequestRouter, max_request_size: int,
                  limits: ConnectionLimits | None = None, quota_address: str = "",
-                 listener: ListenerSecurity | None = None, node_id: int = 0) -> None:
+                 listener: ConnectionListener | None = None, node_id: int = 0) -> None:
         self._dispatcher = dispatcher
         # The node whose listener accepted this connection (`server.cluster_map`).
         self.node_id = node_id

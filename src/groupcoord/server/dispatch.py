@@ -15,8 +15,8 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.raw_response import RawResponse
@@ -34,22 +34,50 @@ from groupcoord.wire.headers import (
 
 if TYPE_CHECKING:
     from groupcoord.apis.registry import ApiSpec
-    from groupcoord.server.broker import Broker
+    from groupcoord.coordinator.clock import Clock
     from groupcoord.server.connection import KafkaConnection, _Slot
 
 log = logging.getLogger("groupcoord.server")
 
+# The context a handler gets for one request on a connection (`request_context`).
+ContextFactory = Callable[["KafkaConnection", RequestHeader], Any]
+
+
+class ShareSessions(Protocol):
+    """The share runtime, which drops the share sessions of a closed connection."""
+
+    def connection_closed(self, connection_id: str) -> None: ...
+
+
+class DispatchHost(Protocol):
+    """What the dispatcher uses of the broker (`broker.Broker`)."""
+
+    @property
+    def connections(self) -> set[KafkaConnection]: ...
+
+    # Set once every request can be served; until then only ApiVersions is answered.
+    @property
+    def ready(self) -> asyncio.Event: ...
+
+    @property
+    def faults(self) -> FaultInjector: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    # Read only once `ready` is set.
+    @property
+    def shares(self) -> ShareSessions: ...
 
 
 class Dispatcher:
     """Routes frames of every connection to the handler table."""
 
-    def __init__(self, broker: Broker, handlers: Mapping[int, ApiSpec]) -> None:
-        from groupcoord.server.request_context import BrokerRequestContext
-
+    def __init__(self, broker: DispatchHost, handlers: Mapping[int, ApiSpec],
+                 new_context: ContextFactory) -> None:
         self.broker = broker
         self.handlers = handlers
-        self._ctx_cls = BrokerRequestContext
+        self._new_context = new_context
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_conn = 0
         self.faults: FaultInjector = broker.faults
@@ -111,7 +139,7 @@ class Dispatcher:
                          fault.id, conn.connection_id, api_key)
                 conn.close()
                 return
-        ctx = self._ctx_cls(self.broker, conn, header)
+        ctx = self._new_context(conn, header)
         slot = conn.new_slot()
         ctx.slot = slot
         loop = self._loop or asyncio.get_running_loop()

@@ -8,16 +8,38 @@ that does not lead that `__consumer_offsets` partition answers."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.coordinator_runtime import CoordinatorRuntime, Operation
+    from groupcoord.server.broker_ports import CoordinatorHost
+    from groupcoord.server.runtime.shard_task import Operation
 
 _NOT_COORDINATOR = int(ErrorCode.NOT_COORDINATOR)
+
+
+class GroupShards(Protocol):
+    """What a caller uses of the group coordinator runtime (`coordinator_runtime`)."""
+
+    @property
+    def broker(self) -> CoordinatorHost: ...
+
+    @property
+    def num_partitions(self) -> int: ...
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def submit_shard(self, partition: int, op: Operation, client_id: str = "",
+                     client_host: str = "") -> asyncio.Future[Any]: ...
+
+    async def call_shard(self, partition: int, op: Operation, client_id: str = "",
+                         client_host: str = "") -> Any: ...
+
+    async def call_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 op: Operation, client_id: str, client_host: str) -> Any: ...
 
 
 class GroupCaller:
@@ -25,7 +47,7 @@ class GroupCaller:
 
     __slots__ = ("client_host", "client_id", "node_id", "runtime")
 
-    def __init__(self, runtime: CoordinatorRuntime, client_id: str, client_host: str,
+    def __init__(self, runtime: GroupShards, client_id: str, client_host: str,
                  node_id: int = 0) -> None:
         self.runtime = runtime
         self.client_id = client_id

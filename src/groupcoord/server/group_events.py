@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.logformat.internal_topics import GROUP_EVENTS_TOPIC
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -34,7 +34,7 @@ def encode_events(events: Iterable[Any]) -> bytes:
     return build_batch(rows)
 
 
-def write(broker: Broker, events: list[Any]) -> None:
+def write(broker: CoordinatorHost, events: list[Any]) -> None:
     broker.group_counters.observe(events)
     try:
         broker.topics.ensure_internal(GROUP_EVENTS_TOPIC, 1, GROUP_EVENTS_CONFIGS)

@@ -7,7 +7,9 @@ shared services reached through properties (cheaper than copying references per 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from groupcoord.server.broker_ports import CoordinatorHost
 
 if TYPE_CHECKING:
     from groupcoord.apis.context import RequestContext
@@ -15,13 +17,13 @@ if TYPE_CHECKING:
     from groupcoord.security.acl_store import DurableAuthorizer
     from groupcoord.security.principal import KafkaPrincipal
     from groupcoord.security.scram_store import ScramCredentialStore
-    from groupcoord.server.broker import Broker
     from groupcoord.server.cluster_map import ClusterMap
-    from groupcoord.server.config import BrokerConfig
+    from groupcoord.server.config import BrokerConfig, Listener
     from groupcoord.server.connection import KafkaConnection, _Slot
     from groupcoord.server.fetch_sessions import FetchSessionCache
     from groupcoord.server.group_caller import GroupCaller
     from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
+    from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
     from groupcoord.server.share_runtime import ShareRuntime
     from groupcoord.server.topics import TopicStore
     from groupcoord.server.transactions import TransactionRuntime
@@ -29,11 +31,42 @@ if TYPE_CHECKING:
     from groupcoord.wire.headers import RequestHeader
 
 
+class ServedBroker(CoordinatorHost, Protocol):
+    """The broker as a request sees it (`broker.Broker`): besides what the runtimes use, the
+    handler table, the authorizer, fetch sessions, the runtimes themselves, the advertised
+    endpoint and the SCRAM credentials."""
+
+    @property
+    def handlers(self) -> Mapping[int, ApiSpec]: ...
+
+    @property
+    def authorizer(self) -> DurableAuthorizer | None: ...
+
+    @property
+    def fetch_sessions(self) -> FetchSessionCache: ...
+
+    @property
+    def groups(self) -> CoordinatorRuntime: ...
+
+    @property
+    def shares(self) -> ShareRuntime: ...
+
+    @property
+    def transactions(self) -> TransactionRuntime: ...
+
+    @property
+    def advertised(self) -> Listener: ...
+
+    def scram_store(self) -> ScramCredentialStore: ...
+
+    def forget_partitions(self, topic: str, count: int) -> None: ...
+
+
 class BrokerRequestContext:
     __slots__ = ("api_key", "broker", "client_address", "client_host", "client_id", "conn",
                  "connection_id", "correlation_id", "slot")
 
-    def __init__(self, broker: Broker, conn: KafkaConnection, header: RequestHeader) -> None:
+    def __init__(self, broker: ServedBroker, conn: KafkaConnection, header: RequestHeader) -> None:
         self.broker = broker
         self.conn = conn
         self.api_key = header.api_key

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.coordinator.share.partition import TERMINAL
 
 if TYPE_CHECKING:
-    from groupcoord.server.share_runtime import ShareRuntime
+    from groupcoord.server.share_host import ShareHost
 
 TERMINAL_STATES = frozenset(int(s) for s in TERMINAL)
 
@@ -31,7 +31,7 @@ class PartitionSummary:
     lag: int
 
 
-def summary(rt: ShareRuntime, group_id: str, topic: Any, index: int) -> PartitionSummary:
+def summary(rt: ShareHost, group_id: str, topic: Any, index: int) -> PartitionSummary:
     """Start offset (-1 when never initialized), in-flight and acquired counts, and lag:
     records from the start offset to the log end that are not yet acknowledged or
     archived."""
@@ -54,7 +54,7 @@ def summary(rt: ShareRuntime, group_id: str, topic: Any, index: int) -> Partitio
                             max(0, end - persisted.start_offset - done))
 
 
-def groups_with_state(rt: ShareRuntime, group_id: str) -> dict[bytes, set[int]]:
+def groups_with_state(rt: ShareHost, group_id: str) -> dict[bytes, set[int]]:
     """Topic id -> partitions that have share state for `group_id`."""
     out: dict[bytes, set[int]] = {}
     for gid, topic_id, index in list(rt.store.states) + list(rt.partitions):
@@ -63,21 +63,21 @@ def groups_with_state(rt: ShareRuntime, group_id: str) -> dict[bytes, set[int]]:
     return out
 
 
-def reset_start_offset(rt: ShareRuntime, group_id: str, topic: Any, index: int,
+def reset_start_offset(rt: ShareHost, group_id: str, topic: Any, index: int,
                        offset: int) -> None:
     key = (group_id, bytes(topic.topic_id), index)
     rt.drop(key)
     rt.state.initialize(key, offset)
 
 
-def delete_state(rt: ShareRuntime, group_id: str, topic_id: bytes) -> None:
+def delete_state(rt: ShareHost, group_id: str, topic_id: bytes) -> None:
     for index in sorted(groups_with_state(rt, group_id).get(topic_id, ())):
         key = (group_id, topic_id, index)
         rt.drop(key)
         rt.state.delete(key)
 
 
-def initialize_state(rt: ShareRuntime, group_id: str, parts: dict[bytes, Any],
+def initialize_state(rt: ShareHost, group_id: str, parts: dict[bytes, Any],
                      state_epoch: int, start_offsets: Mapping[bytes, int]) -> None:
     """The persister's `initializeState` for a heartbeat (`GroupCoordinatorService
     .persisterInitialize`): an uninitialized share-partition gets a ShareSnapshot with the

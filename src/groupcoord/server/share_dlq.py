@@ -48,16 +48,15 @@ from groupcoord.logformat.batch import (
     record_size,
     records_payload,
 )
+from groupcoord.server.share_host import ShareHost, SPKey
 from groupcoord.storage.config import CorruptBatchError, RecordBatchTooLargeError
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.clock import TimerHandle
     from groupcoord.coordinator.share.partition import SharePartition
-    from groupcoord.server.share_runtime import ShareRuntime
 
 log = logging.getLogger("groupcoord.share.dlq")
 
-SPKey = tuple[str, bytes, int]
 # ARCHIVING records handled per flush, so that requests interleave with a long backlog.
 FLUSH_RECORDS = 500
 # A DLQ append that failed (storage error) is tried again this much later, and given up
@@ -84,7 +83,7 @@ class DlqTarget(NamedTuple):
 class ShareDlq:
     """Writes the DLQ records of every share-partition's ARCHIVING records."""
 
-    def __init__(self, runtime: ShareRuntime) -> None:
+    def __init__(self, runtime: ShareHost) -> None:
         self.runtime = runtime
         self.broker = runtime.broker
         self.clock = runtime.clock

@@ -46,25 +46,24 @@ from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCach
 from groupcoord.server import share_admin
 from groupcoord.server.share_configs import GroupConfigStore
 from groupcoord.server.share_dlq import ShareDlq, share_version_supports_dlq
+from groupcoord.server.share_host import SPKey
 from groupcoord.server.share_state import STATE_TOPIC, ShareStateLog
 from groupcoord.storage.config import CorruptBatchError
 from groupcoord.storage.transactions import collect_aborted_txns
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.share")
 
 __all__ = ["STATE_TOPIC", "ShareRuntime"]
 
-SPKey = tuple[str, bytes, int]
-
 
 class ShareRuntime:
     """All share-partitions and share sessions of the broker."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: CoordinatorHost) -> None:
         # `group.share.*` broker settings (`serve --group-config`): the share-session limit
         # and the defaults of group configs.
         settings = GroupCoordinatorConfig.from_properties(broker.config.extra)

@@ -33,11 +33,11 @@ from groupcoord.coordinator.share.state_store import (
     share_state_partition,
 )
 from groupcoord.logformat.internal_topics import SHARE_STATE_TOPIC as STATE_TOPIC
-from groupcoord.server.shard_runtime import ShardRuntime
-from groupcoord.server.shard_task import ShardState, ShardTask
+from groupcoord.server.runtime.shard_runtime import ShardRuntime
+from groupcoord.server.runtime.shard_task import ShardState, ShardTask
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.share")
 
@@ -79,7 +79,7 @@ class ShareStates:
 class ShareStateLog:
     """The share-state shards, and the writes the share-partitions and admin APIs make."""
 
-    def __init__(self, broker: Broker, live: LiveSharePartitions) -> None:
+    def __init__(self, broker: CoordinatorHost, live: LiveSharePartitions) -> None:
         self.runtime = ShardRuntime(
             broker, STATE_TOPIC, STATE_TOPIC_PARTITIONS, STATE_TOPIC_CONFIGS,
             lambda partition: ShareStateShard(partition, STATE_TOPIC_PARTITIONS, live))
@@ -140,8 +140,8 @@ class ShareStateLog:
             return
         timer = lock_timer_key(key)
         if deadline_ms is None:
-            task.cancel(timer)
+            task.timers.cancel(timer)
         else:
             current = task.timers.get(timer)
             if current is None or current[2] != deadline_ms:
-                task.schedule(timer, deadline_ms)
+                task.timers.schedule(timer, deadline_ms)

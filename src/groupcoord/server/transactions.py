@@ -40,7 +40,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.apis import features
 from groupcoord.apis.errors import ApiError
@@ -58,15 +58,15 @@ from groupcoord.coordinator.transactions.state import (
     TransactionState,
 )
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, TXN_TOPIC
-from groupcoord.server.append_errors import txn_append_error
-from groupcoord.server.shard_runtime import ShardRuntime
-from groupcoord.server.shard_task import ShardState, ShardTask
+from groupcoord.server.runtime.append_errors import txn_append_error
+from groupcoord.server.runtime.shard_runtime import ShardRuntime
+from groupcoord.server.runtime.shard_task import ShardState, ShardTask
 from groupcoord.server.txn_log import write_marker
 from groupcoord.storage.config import StorageError
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.transactions")
 
@@ -115,11 +115,23 @@ def txn_topic_partitions(extra: dict[str, str]) -> int:
     return _int(extra, TXN_PARTITIONS, 50)
 
 
+class OffsetsMarkers(Protocol):
+    """Where the markers for `__consumer_offsets` go: the group coordinator runtime, which
+    writes each on its shard's queue (`coordinator_runtime`)."""
+
+    @property
+    def num_partitions(self) -> int: ...
+
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
+                                   coordinator_epoch: int, commit: bool) -> int: ...
+
+
 class TransactionRuntime:
     """`broker.transactions`: what the transaction API handlers call."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: CoordinatorHost, groups: OffsetsMarkers) -> None:
         self.broker = broker
+        self.groups = groups
         self.clock = broker.clock
         extra = broker.config.extra
         self.num_partitions = txn_topic_partitions(extra)
@@ -281,12 +293,11 @@ class TransactionRuntime:
         topic, partition = tp
         try:
             if topic == OFFSETS_TOPIC:
-                groups: Any = self.broker.groups
+                groups = self.groups
                 if not 0 <= partition < groups.num_partitions:
                     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # no such offsets partition
-                result: int = await groups.complete_transaction(partition, pid, epoch,
-                                                                COORDINATOR_EPOCH, commit)
-                return result
+                return await groups.complete_transaction(partition, pid, epoch,
+                                                         COORDINATOR_EPOCH, commit)
             return write_marker(self.broker, topic, partition, pid, epoch, COORDINATOR_EPOCH,
                                 commit, self.clock.now_ms())
         except (OSError, StorageError):

@@ -34,13 +34,14 @@ from groupcoord.storage.txn_index import AbortedTxn
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.server")
 
 
 
-def load_producer_state(broker: Broker, topic: str, partition: int) -> PartitionProducerState:
+def load_producer_state(broker: CoordinatorHost, topic: str,
+                        partition: int) -> PartitionProducerState:
     """Rebuild a partition's producer state from its log and heal its aborted index."""
     plog = broker.topics.log(topic, partition)
     if plog is None:
@@ -75,7 +76,7 @@ def track_append(state: PartitionProducerState, plog: Any, data: Any,
             append_aborted_txn(plog, AbortedTxn(*aborted))
 
 
-def write_marker(broker: Broker, topic: str, partition: int, producer_id: int,
+def write_marker(broker: CoordinatorHost, topic: str, partition: int, producer_id: int,
                  producer_epoch: int, coordinator_epoch: int, commit: bool,
                  now_ms: int) -> int:
     """Append a COMMIT/ABORT marker to a data partition (WriteTxnMarkers); an error code."""
@@ -92,5 +93,6 @@ def write_marker(broker: Broker, topic: str, partition: int, producer_id: int,
     return 0
 
 
-def last_stable_offset(broker: Broker, topic: str, partition: int, high_watermark: int) -> int:
+def last_stable_offset(broker: CoordinatorHost, topic: str, partition: int,
+                       high_watermark: int) -> int:
     return broker.producer_state(topic, partition).last_stable_offset(high_watermark)

@@ -335,13 +335,3 @@ def write_tagged_fields(out: bytearray, tagged: list[tuple[int, Buffer]]) -> Non
 def raise_decode_error(message: str) -> None:
     """Raise :class:`DecodeError`; generated code calls this to keep its bodies short."""
     raise DecodeError(message)
-
-
-
-def __getattr__(name: str) -> Any:
-    # WireStruct lived here first; it moved to messages.py, which imports this module.
-    if name == "WireStruct":
-        from groupcoord.wire.messages import WireStruct
-
-        return WireStruct
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from groupcoord.server.config import METRICS_MAX_GROUPS_DEFAULT
 from groupcoord.server.metrics.counters import CAUSES, GroupCounters
 from groupcoord.server.metrics.exposition import Family, render
 from groupcoord.server.metrics.groups import GroupView, ShardGroups, read_groups
@@ -26,7 +28,6 @@ from groupcoord.server.metrics.runtime import GROUP_COORDINATOR, SHARE_COORDINAT
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
-    from groupcoord.server.metrics.http import MetricsOptions
 
 KAFKA = GROUP_COORDINATOR
 # Every protocol and state Kafka 4.4 counts groups in (zeros are exported too, as Kafka's
@@ -44,6 +45,12 @@ KLAG_STATES = {"PreparingRebalance": 1, "CompletingRebalance": 2, "Stable": 3, "
 TIMESTAMP_READS_PER_SCRAPE = 2000
 # Work done between two yields to the event loop: requests wait at most about this long.
 SLICE_S = 0.005
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsOptions:
+    cluster_name: str  # the `cluster_name` label of klag-exporter's families
+    max_groups: int = METRICS_MAX_GROUPS_DEFAULT
 
 
 class BrokerMetrics:

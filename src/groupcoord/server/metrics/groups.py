@@ -22,10 +22,10 @@ from groupcoord.coordinator.classic.consumer_protocol import (
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import GroupCoordinatorShard
-from groupcoord.server.shard_task import Operation, ShardState
+from groupcoord.server.runtime.shard_task import Operation, ShardState
 
 if TYPE_CHECKING:
-    from groupcoord.server.coordinator_runtime import CoordinatorRuntime
+    from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
 
 TopicPartition = tuple[str, int]
 

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from groupcoord.server.config import METRICS_MAX_GROUPS_DEFAULT
 from groupcoord.server.metrics.exposition import CONTENT_TYPE
+from groupcoord.server.metrics.families import BrokerMetrics, MetricsOptions
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
-    from groupcoord.server.metrics.families import BrokerMetrics
 
 log = logging.getLogger("groupcoord.metrics")
 
@@ -31,12 +29,6 @@ MAX_HEAD = 8192
 REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
            500: "Internal Server Error", 503: "Service Unavailable"}
 TEXT = "text/plain; charset=utf-8"
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsOptions:
-    cluster_name: str  # the `cluster_name` label of klag-exporter's families
-    max_groups: int = METRICS_MAX_GROUPS_DEFAULT
 
 
 class MetricsServer:
@@ -93,9 +85,6 @@ class MetricsServer:
         if path == "/ready":
             return 200, TEXT, b"ready\n", is_head
         if self._metrics is None:
-            # The coordinator's modules are loaded by now (the broker is ready).
-            from groupcoord.server.metrics.families import BrokerMetrics
-
             self._metrics = BrokerMetrics(self.broker, self.options)
         try:
             return 200, CONTENT_TYPE, await self._metrics.scrape(), is_head

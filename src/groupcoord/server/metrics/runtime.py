@@ -9,12 +9,12 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from groupcoord.server.metrics.exposition import Family
-from groupcoord.server.runtime_metrics import PERCENTILES
-from groupcoord.server.shard_task import ShardState
+from groupcoord.server.runtime.runtime_metrics import PERCENTILES
+from groupcoord.server.runtime.shard_task import ShardState
 
 if TYPE_CHECKING:
     from groupcoord.server.metrics.counters import GroupCounters
-    from groupcoord.server.shard_runtime import ShardRuntime
+    from groupcoord.server.runtime.shard_runtime import ShardRuntime
 
 GROUP_COORDINATOR = "kafka_server_group_coordinator_metrics_"
 SHARE_COORDINATOR = "kafka_server_share_coordinator_metrics_"

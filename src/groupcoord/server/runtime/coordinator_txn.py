@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.coordinator.result import Result
-from groupcoord.server.shard_log import encode_end_txn_marker
+from groupcoord.server.runtime.shard_log import encode_end_txn_marker
 
 
 @dataclass(frozen=True, slots=True)

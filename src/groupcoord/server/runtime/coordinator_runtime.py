@@ -24,24 +24,24 @@ from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.stats import CoordinatorStats
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
-from groupcoord.server.append_errors import (
+from groupcoord.server.group_caller import GroupCaller
+from groupcoord.server.runtime.append_errors import (
     AppendFailed,
     coordinator_append_error,
     marker_append_error,
 )
-from groupcoord.server.clock import sleep_ms
-from groupcoord.server.coordinator_txn import EndTxnWrite
-from groupcoord.server.shard_loader import (
+from groupcoord.server.runtime.clock import sleep_ms
+from groupcoord.server.runtime.coordinator_txn import EndTxnWrite
+from groupcoord.server.runtime.shard_loader import (
     SNAPSHOT_AFTER_RECORDS,
     SNAPSHOT_INTERVAL_S,
     take_snapshot,
 )
-from groupcoord.server.shard_runtime import ShardRuntime
-from groupcoord.server.shard_task import LOAD_SLICE_S, Operation, ShardState
+from groupcoord.server.runtime.shard_runtime import ShardRuntime
+from groupcoord.server.runtime.shard_task import LOAD_SLICE_S, Operation, ShardState
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
-    from groupcoord.server.group_caller import GroupCaller
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 
 __all__ = ["OFFSETS_TOPIC", "CoordinatorRuntime", "Operation", "ShardState"]
@@ -57,7 +57,7 @@ CALLER_CACHE_SIZE = 10_000
 class CoordinatorRuntime(ShardRuntime):
     """All group shards; handlers reach it through `ctx.groups` (a `GroupCaller`)."""
 
-    def __init__(self, broker: Broker, shard_factory: Callable[[int], Shard] | None = None
+    def __init__(self, broker: CoordinatorHost, shard_factory: Callable[[int], Shard] | None = None
                  ) -> None:
         super().__init__(broker, OFFSETS_TOPIC, broker.config.offsets_partitions,
                          OFFSETS_TOPIC_CONFIGS, shard_factory or self._default_factory)
@@ -196,8 +196,6 @@ class CoordinatorRuntime(ShardRuntime):
         key = (client_id or "", client_host, node_id)
         caller = self._callers.get(key)
         if caller is None:
-            from groupcoord.server.group_caller import GroupCaller
-
             if len(self._callers) >= CALLER_CACHE_SIZE:
                 self._callers.clear()
             caller = self._callers[key] = GroupCaller(self, *key)

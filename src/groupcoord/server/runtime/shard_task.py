@@ -11,9 +11,9 @@ batch when the drain ends (Kafka 4.4's default `group.coordinator.append.linger.
 adaptive: the batch is written when the event queue is empty), or earlier before a
 transactional write, when the batch would pass the partition's `max.message.bytes`, or at
 `MAX_BATCH_RECORDS`. No response or deferred reply of the drain is released before that
-append (with `--fsync always`, before one fsync covering the drain: a group commit). Timers are
-keyed soft state armed on the broker's `Clock` (which never fires one before its deadline);
-a fired timer is an ordinary queued operation. An append failure fail-stops the shard:
+append (with `--fsync always`, before one fsync covering the drain: a group commit).
+Timers are keyed soft state armed on the broker's `Clock` (`shard_timers`); a fired timer is
+an ordinary queued operation. An append failure fail-stops the shard:
 every pending caller of the drain gets the runtime's `append_error` for it (Kafka's
 `failCurrentBatch`, then the service's mapping: for groups a disk error is NOT_COORDINATOR),
 and the shard reloads from its log, so what the failed batch replayed is gone; requests
@@ -47,23 +47,23 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import itertools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
-from groupcoord.coordinator.clock import TimerHandle
 from groupcoord.coordinator.result import Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
 from groupcoord.logformat.batch import HEADER_SIZE, build_batch
-from groupcoord.server import group_events, heap
-from groupcoord.server.append_errors import AppendFailed, log_error
-from groupcoord.server.coordinator_txn import EndTxnWrite
-from groupcoord.server.op_queue import OpQueue
-from groupcoord.server.runtime_metrics import BOUNDS_NS, bucket_of
-from groupcoord.server.shard_loader import ShardLoader
-from groupcoord.server.shard_log import (
+from groupcoord.server import group_events
+from groupcoord.server.runtime import heap
+from groupcoord.server.runtime.append_errors import AppendFailed, log_error
+from groupcoord.server.runtime.coordinator_txn import EndTxnWrite
+from groupcoord.server.runtime.op_queue import OpQueue
+from groupcoord.server.runtime.runtime_metrics import BOUNDS_NS, bucket_of
+from groupcoord.server.runtime.shard_host import Operation
+from groupcoord.server.runtime.shard_loader import ShardLoader
+from groupcoord.server.runtime.shard_log import (
     NO_PRODUCER_ID,
     ProducerEpochs,
     WriteRefused,
@@ -72,11 +72,12 @@ from groupcoord.server.shard_log import (
     refuse_if_too_large,
     replay_log,
 )
-from groupcoord.server.shard_offload import Offloads
+from groupcoord.server.runtime.shard_offload import Offloads
+from groupcoord.server.runtime.shard_timers import ShardTimers
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.shard_runtime import ShardRuntime
+    from groupcoord.server.runtime.shard_host import ShardHost
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -88,8 +89,6 @@ MAX_BATCH_RECORDS = 4096
 # attributes, timestamp and offset deltas, key and value lengths, header count.
 RECORD_OVERHEAD_BOUND = 32
 
-# An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
-Operation = Callable[[Any, Any, int], Any]
 # (producer id, producer epoch) of a transactional operation; None for the others.
 Txn = tuple[int, int] | None
 # (operation, op context, caller's future, txn, `RuntimeMetrics.read_ns` when queued: 0 on a
@@ -114,7 +113,7 @@ class ShardState(enum.Enum):
 class ShardTask:
     """One shard: its state object, queue, timers and parked replies."""
 
-    def __init__(self, runtime: ShardRuntime, partition: int) -> None:
+    def __init__(self, runtime: ShardHost, partition: int) -> None:
         self.runtime = runtime
         self.topic = runtime.topic
         self.partition = partition
@@ -136,11 +135,9 @@ class ShardTask:
         self._load_started_ms = runtime.clock.now_ms()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
-        # key -> (sequence, handle, deadline ms); the deadline is for describing state.
-        self.timers: dict[tuple[Any, ...], tuple[int, TimerHandle, int]] = {}
+        self.timers = ShardTimers(runtime, lambda op: self.submit(op, None, None))
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self.offloads = Offloads(partition)
-        self._timer_seq = itertools.count(1)
         # The pending write (Kafka's current `CoordinatorBatch`): rows of records already
         # replayed at offsets from `_batch_base` on, the bound of their encoded size, and
         # the group events to write once they are appended (see `_flush`).
@@ -204,15 +201,10 @@ class ShardTask:
             log.info("loaded %d records into shard %s-%d", count, self.topic, self.partition)
             heap.settle_after_load(count)
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
-        self._schedule_cleanup()
+        self.timers.schedule_cleanup(self.shard)
         self.state = ShardState.ACTIVE
         self.loaded.set()
         self.metrics.partition_loaded(self._load_started_ms, self.runtime.clock.now_ms())
-
-    def _schedule_cleanup(self) -> None:
-        interval = self.runtime.cleanup_interval_ms
-        if interval > 0 and self.shard.periodic_cleanup:
-            self.schedule(("__cleanup__",), self.runtime.clock.now_ms() + interval)
 
     # -- the operation loop ----------------------------------------------------------------
 
@@ -377,9 +369,9 @@ class ShardTask:
                     self.shard.replay(record, info.base_offset + index, pid, epoch)
         for timer in result.timers:
             if isinstance(timer, ScheduleTimer):
-                self.schedule(timer.key, timer.deadline_ms)
+                self.timers.schedule(timer.key, timer.deadline_ms)
             else:
-                self.cancel(timer.key)
+                self.timers.cancel(timer.key)
         events = result.events
         if events:
             if self._rows:
@@ -518,9 +510,7 @@ class ShardTask:
             _op, _ctx, fut, _txn, _queued_ns = self.queue.get_nowait()
             if fut is not None and not fut.done():
                 fut.set_exception(err)
-        for _seq, handle, _deadline in self.timers.values():
-            handle.cancel()
-        self.timers.clear()
+        self.timers.cancel_all()
         self.offloads.clear()
 
     # -- operations run at once -------------------------------------------------------------
@@ -585,39 +575,10 @@ class ShardTask:
             self.task.cancel()
             self.task = asyncio.get_running_loop().create_task(self._main())
 
-    # -- submission and timers -------------------------------------------------------------
+    # -- submission ------------------------------------------------------------------------
 
     def submit(self, op: Operation, op_ctx: Any, fut: asyncio.Future[Any] | None,
                txn: Txn = None) -> None:
         # An untimed task reads no clock: 0 where a timed one stamps when it queued (a
         # branch costs less here than a method bound per task at creation).
         self.queue.put_nowait((op, op_ctx, fut, txn, self.read_ns() if self.timed else 0))
-
-    def schedule(self, key: tuple[Any, ...], deadline_ms: int) -> None:
-        entry = self.timers.get(key)
-        if entry is not None and entry[1].postpone(deadline_ms):
-            # Moved later before it fired (a session each heartbeat and commit extends):
-            # the clock keeps its timer, so a busy member costs no new one per request.
-            self.timers[key] = (entry[0], entry[1], deadline_ms)
-            return
-        self.cancel(key)
-        seq = next(self._timer_seq)
-        handle = self.runtime.clock.call_at(deadline_ms, lambda: self._fire(key, seq))
-        self.timers[key] = (seq, handle, deadline_ms)
-
-    def cancel(self, key: tuple[Any, ...]) -> None:
-        entry = self.timers.pop(key, None)
-        if entry is not None:
-            entry[1].cancel()
-
-    def _fire(self, key: tuple[Any, ...], seq: int) -> None:
-        def op(shard: Any, _ctx: Any, now: int) -> Any:
-            entry = self.timers.get(key)
-            if entry is None or entry[0] != seq:
-                return None  # replaced or cancelled after it fired
-            del self.timers[key]
-            if key == ("__cleanup__",):
-                self._schedule_cleanup()
-                return shard.cleanup_expired_offsets(now)
-            return shard.on_timer(key, now)
-        self.submit(op, None, None)

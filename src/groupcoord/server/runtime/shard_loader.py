@@ -26,9 +26,9 @@ from typing import Any
 
 from groupcoord.coordinator.shard import Shard
 from groupcoord.logformat.batch import parse_header
-from groupcoord.server.fast_replay import FastReplay
-from groupcoord.server.shard_log import ProducerEpochs, replay_log_in_steps
-from groupcoord.server.shard_snapshot import (
+from groupcoord.server.runtime.fast_replay import FastReplay
+from groupcoord.server.runtime.shard_log import ProducerEpochs, replay_log_in_steps
+from groupcoord.server.runtime.shard_snapshot import (
     SnapshotBuilder,
     SnapshotPoint,
     covered_offset,

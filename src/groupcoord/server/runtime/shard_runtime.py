@@ -24,14 +24,14 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
 from groupcoord.coordinator.result import OpContext
 from groupcoord.coordinator.shard import Shard
-from groupcoord.server.runtime_metrics import RuntimeMetrics
-from groupcoord.server.shard_task import Operation, ShardState, ShardTask
+from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
+from groupcoord.server.runtime.shard_task import Operation, ShardState, ShardTask
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from groupcoord.server.broker import Broker
+    from groupcoord.server.broker_ports import CoordinatorHost
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -42,7 +42,7 @@ OFFLOAD_SWITCH_INTERVAL_S = 0.0005
 class ShardRuntime:
     """The shards of `topic` (`num_partitions` partitions), made by `shard_factory`."""
 
-    def __init__(self, broker: Broker, topic: str, num_partitions: int,
+    def __init__(self, broker: CoordinatorHost, topic: str, num_partitions: int,
                  topic_configs: Mapping[str, str], shard_factory: Callable[[int], Shard]
                  ) -> None:
         self.broker = broker

@@ -39,7 +39,7 @@ from groupcoord.logformat.batch import (
     records_payload,
 )
 from groupcoord.logformat.coordinator_records import decode_record
-from groupcoord.server.shard_log import NO_PRODUCER_ID, ProducerEpochs, replay_batch
+from groupcoord.server.runtime.shard_log import NO_PRODUCER_ID, ProducerEpochs, replay_batch
 from groupcoord.wire.errors import DecodeError
 from groupcoord.wire.primitives import read_varlong
 

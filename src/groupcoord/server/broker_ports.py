@@ -1,0 +1,59 @@
+"""What the coordinator runtimes use of the broker, as a typed port.
+
+The group, share-state and transaction runtimes, their shards and the transaction-log helpers
+take a `CoordinatorHost` instead of `broker.Broker`: the broker (the composition root)
+imports them, none of them imports it. `Broker` satisfies the protocol structurally.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.clock import Clock
+    from groupcoord.server.cluster_map import ClusterMap
+    from groupcoord.server.config import BrokerConfig
+    from groupcoord.server.metrics.counters import GroupCounters
+    from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
+    from groupcoord.server.topics import TopicStore
+    from groupcoord.server.waiters import FetchWaiters
+    from groupcoord.storage import AppendInfo, LogManager
+
+
+class CoordinatorHost(Protocol):
+    """The broker as a coordinator runtime sees it: its settings and clock, the logs and
+    topics, the one append path, producer states, fetch waiters, what group events count, and
+    who serves what with several nodes."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def logs(self) -> LogManager: ...
+
+    @property
+    def topics(self) -> TopicStore: ...
+
+    @property
+    def producers(self) -> ProducerStateManager: ...
+
+    @property
+    def waiters(self) -> FetchWaiters: ...
+
+    @property
+    def group_counters(self) -> GroupCounters: ...
+
+    @property
+    def broker_configs(self) -> dict[str, str]: ...
+
+    @property
+    def cluster(self) -> ClusterMap | None: ...
+
+    def append(self, topic: str, partition: int, data: bytes | memoryview,
+               now_ms: int | None = None, *, allow_control: bool = False,
+               trusted: bool = False) -> AppendInfo: ...
+
+    def producer_state(self, topic: str, partition: int) -> PartitionProducerState: ...
