@@ -1,4 +1,5 @@
-"""Share-group membership of one shard: ShareGroupHeartbeat, describe, list, delete.
+"""The share groups of one shard: their state, the steps ShareGroupHeartbeat (`heartbeat`)
+and the session timer share, list and delete.
 
 Mirrors the share half of Kafka's `GroupMetadataManager` (`shareGroupHeartbeat`,
 `shareGroupLeave`, the session timer, `ShareGroup.asDescribedGroup`) with the `simple`
@@ -27,12 +28,11 @@ from typing import Any
 from groupcoord.coordinator.assignment_interval import can_compute_next_target
 from groupcoord.coordinator.assignors import GroupSpec, MemberSpec
 from groupcoord.coordinator.assignors.simple import SimpleAssignor
-from groupcoord.coordinator.result import GroupEvent, OpContext, Result, ScheduleTimer
+from groupcoord.coordinator.result import GroupEvent, Result, ScheduleTimer
 from groupcoord.coordinator.share import group as grp
 from groupcoord.coordinator.share import records as rec
 from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup, ShareGroupState, ShareMember
-from groupcoord.coordinator.share.heartbeat import ShareHeartbeat
 from groupcoord.coordinator.topics import TopicsImage, group_hash, topic_hash
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_groups import ListedGroup
@@ -82,14 +82,7 @@ class ShareGroups:
         timeout = self.session_timeout_ms if timeout_ms is None else timeout_ms
         return ScheduleTimer((SESSION_TIMER, group_id, member_id), now_ms + timeout)
 
-    # -- RPCs ---------------------------------------------------------------------------
-
-    def share_group_heartbeat(self, request: Any, version: int, ctx: OpContext, now_ms: int,
-                              image: TopicsImage | None = None,
-                              overrides: Mapping[str, str] | None = None) -> Result:
-        if image is not None:
-            self.image = image
-        return ShareHeartbeat(self, request, ctx, now_ms, overrides or {}).run()
+    # -- timers -------------------------------------------------------------------------
 
     def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Result:
         _kind, group_id, member_id = key

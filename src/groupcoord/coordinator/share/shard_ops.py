@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup
-from groupcoord.coordinator.share.heartbeat import error_reply
+from groupcoord.coordinator.share.heartbeat import error_reply, share_group_heartbeat
 from groupcoord.coordinator.share.manager import ASSIGNOR_NAME
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
@@ -48,7 +48,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpC
     if version == 0 and request.member_epoch == 0 and not request.member_id:
         # v0 (Kafka 3.9/4.0 early access): the coordinator generates the member id.
         request.member_id = kafka_uuid(shard.ids.member_id(""))
-    return shard.share.share_group_heartbeat(request, version, ctx, now_ms, image, overrides)
+    return share_group_heartbeat(shard.share, request, version, ctx, now_ms, image, overrides)
 
 
 def kafka_uuid(source_id: str) -> str:
