@@ -21,7 +21,7 @@ back on a failed write; here there is nothing to roll back).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -41,17 +41,10 @@ class Window(Protocol):
     """What a plan reads of a share-partition (`SharePartition`): its in-flight records
     from `start_offset` to `end_offset`, and the settings it obeys."""
 
-    @property
-    def records(self) -> Mapping[int, InFlight]: ...
-
-    @property
-    def start_offset(self) -> int: ...
-
-    @property
-    def end_offset(self) -> int: ...
-
-    @property
-    def config(self) -> ShareConfig: ...
+    records: dict[int, InFlight]
+    start_offset: int
+    end_offset: int
+    config: ShareConfig
 
 
 class Draft:
