@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 from groupcoord.coordinator.classic import admin
@@ -409,20 +410,13 @@ class GroupCoordinatorShard(ShardGroups, Shard):
         streams_ops.cleanup_expired_offsets(self, fx, retention)
         return fx.result()
 
-    def _cleanup_consumer_groups(self, fx: Any, retention: int) -> None:
+    def _cleanup_consumer_groups(self, fx: Effects, retention: int) -> None:
         for group_id in sorted(self.consumer.groups):
             group = self.consumer.groups[group_id]
-            before = len(fx.records)
-            all_expired = expiry.cleanup_consumer_group(
-                self.offsets, group_id, group.subscribed_topic_names(), fx.now_ms, retention,
-                fx.records)
-            if len(fx.records) > before:
-                fx.event(group_id, "offsets_expired", group.group_epoch,
-                         partitions=len(fx.records) - before)
-            if all_expired and not group.members:
-                self.consumer.delete_records(group, fx.records)
-                fx.event(group_id, "group_deleted", group.group_epoch,
-                         reason="empty group with no offsets left")
+            expiry.cleanup_modern_group(
+                self.offsets, group_id, group.group_epoch, group.subscribed_topic_names(),
+                bool(group.members), partial(self.consumer.delete_records, group), fx,
+                retention)
 
     def on_client_disconnect(self, reply_tokens: list[int]) -> Result:
         # Kafka keeps a disconnected member until its session expires; replies to the

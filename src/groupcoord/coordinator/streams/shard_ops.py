@@ -10,6 +10,7 @@ offsets.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
@@ -98,13 +99,7 @@ def cleanup_expired_offsets(shard: ShardGroups, fx: Effects,
     group left with none is deleted (`maybeDeleteGroup`)."""
     for group_id in sorted(shard.streams.groups):
         group = shard.streams.groups[group_id]
-        before = len(fx.records)
-        all_expired = expiry.cleanup_consumer_group(shard.offsets, group_id, _subscribed(group),
-                                                    fx.now_ms, retention_ms, fx.records)
-        if len(fx.records) > before:
-            fx.event(group_id, "offsets_expired", group.group_epoch,
-                     partitions=len(fx.records) - before)
-        if all_expired and not group.members:
-            shard.streams.delete_records(group, fx.records)
-            fx.event(group_id, "group_deleted", group.group_epoch,
-                     reason="empty group with no offsets left")
+        expiry.cleanup_modern_group(shard.offsets, group_id, group.group_epoch,
+                                    _subscribed(group), bool(group.members),
+                                    partial(shard.streams.delete_records, group), fx,
+                                    retention_ms)
