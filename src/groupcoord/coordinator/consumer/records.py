@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember
+from groupcoord.coordinator.modern_records import ModernGroupRecords
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated import consumer_group_current_member_assignment as cur
 from groupcoord.logformat.generated import consumer_group_member_metadata as meta
@@ -17,15 +18,24 @@ from groupcoord.logformat.generated import consumer_group_regular_expression as 
 from groupcoord.logformat.generated import consumer_group_target_assignment_member as tmem
 from groupcoord.logformat.generated import consumer_group_target_assignment_metadata as tmeta
 
+# The records built from the keys alone (tombstones, target metadata, removals).
+RECORDS = ModernGroupRecords(
+    gmeta.ConsumerGroupMetadataKey, meta.ConsumerGroupMemberMetadataKey,
+    tmem.ConsumerGroupTargetAssignmentMemberKey, tmeta.ConsumerGroupTargetAssignmentMetadataKey,
+    tmeta.ConsumerGroupTargetAssignmentMetadataValue, cur.ConsumerGroupCurrentMemberAssignmentKey)
+group_metadata_tombstone = RECORDS.group_metadata_tombstone
+member_metadata_tombstone = RECORDS.member_metadata_tombstone
+target_member_tombstone = RECORDS.target_member_tombstone
+target_metadata = RECORDS.target_metadata
+target_metadata_tombstone = RECORDS.target_metadata_tombstone
+current_assignment_tombstone = RECORDS.current_assignment_tombstone
+member_removal = RECORDS.member_removal
+
 
 def group_metadata(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
     return CoordinatorRecord(gmeta.ConsumerGroupMetadataKey(group_id=group_id),
                              gmeta.ConsumerGroupMetadataValue(epoch=epoch,
                                                               metadata_hash=metadata_hash), 0)
-
-
-def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(gmeta.ConsumerGroupMetadataKey(group_id=group_id), None, None)
 
 
 def member_metadata(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
@@ -45,11 +55,6 @@ def member_metadata(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
     return CoordinatorRecord(key, value, 0)
 
 
-def member_metadata_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = meta.ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
 def target_member(group_id: str, member_id: str, assignment: Mapping[bytes, Iterable[int]]
                   ) -> CoordinatorRecord:
     value = tmem.ConsumerGroupTargetAssignmentMemberValue(topic_partitions=[
@@ -57,23 +62,6 @@ def target_member(group_id: str, member_id: str, assignment: Mapping[bytes, Iter
         for t, ps in sorted(assignment.items()) if ps])
     key = tmem.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
     return CoordinatorRecord(key, value, 0)
-
-
-def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = tmem.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
-def target_metadata(group_id: str, epoch: int, timestamp_ms: int) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        tmeta.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-        tmeta.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
-                                                         assignment_timestamp=timestamp_ms), 0)
-
-
-def target_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(tmeta.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-                             None, None)
 
 
 def _epoch_topics(assignment: Mapping[bytes, Mapping[int, int]]) -> list[cur.TopicPartitions]:
@@ -95,11 +83,6 @@ def current_assignment(group_id: str, m: ConsumerGroupMember) -> CoordinatorReco
     return CoordinatorRecord(key, value, 0)
 
 
-def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = cur.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
 def regex_record(group_id: str, regex: str, topics: Iterable[str], version: int,
                  timestamp_ms: int) -> CoordinatorRecord:
     key = rx.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex)
@@ -112,9 +95,3 @@ def regex_tombstone(group_id: str, regex: str) -> CoordinatorRecord:
     key = rx.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex)
     return CoordinatorRecord(key, None, None)
 
-
-def member_removal(group_id: str, member_id: str) -> list[CoordinatorRecord]:
-    """The three tombstones of a removed member, in Kafka's order (`removeMember`)."""
-    return [current_assignment_tombstone(group_id, member_id),
-            target_member_tombstone(group_id, member_id),
-            member_metadata_tombstone(group_id, member_id)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from groupcoord.coordinator.modern_records import ModernGroupRecords
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated.share_group_current_member_assignment import (
     ShareGroupCurrentMemberAssignmentKey,
@@ -47,6 +48,20 @@ RECORD_TYPES = frozenset(range(10, 16))
 Assignment = Mapping[bytes, Iterable[int]]
 
 
+# The records built from the keys alone (tombstones, target metadata, removals).
+RECORDS = ModernGroupRecords(
+    ShareGroupMetadataKey, ShareGroupMemberMetadataKey, ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue,
+    ShareGroupCurrentMemberAssignmentKey)
+group_metadata_tombstone = RECORDS.group_metadata_tombstone
+member_metadata_tombstone = RECORDS.member_metadata_tombstone
+target_member_tombstone = RECORDS.target_member_tombstone
+target_metadata = RECORDS.target_metadata
+target_metadata_tombstone = RECORDS.target_metadata_tombstone
+current_assignment_tombstone = RECORDS.current_assignment_tombstone
+member_removal = RECORDS.member_removal
+
+
 def _sorted_topics(assignment: Assignment) -> list[tuple[bytes, list[int]]]:
     return [(t, sorted(assignment[t])) for t in sorted(assignment) if assignment[t]]
 
@@ -60,29 +75,9 @@ def member_metadata(group_id: str, member_id: str, rack_id: str | None, client_i
                                       subscribed_topic_names=sorted(topics)), 0)
 
 
-def member_metadata_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(ShareGroupMemberMetadataKey(group_id=group_id, member_id=member_id),
-                             None)
-
-
 def group_metadata(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
     return CoordinatorRecord(ShareGroupMetadataKey(group_id=group_id),
                              ShareGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash), 0)
-
-
-def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(ShareGroupMetadataKey(group_id=group_id), None)
-
-
-def target_metadata(group_id: str, epoch: int, now_ms: int) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        ShareGroupTargetAssignmentMetadataKey(group_id=group_id),
-        ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
-                                                assignment_timestamp=now_ms), 0)
-
-
-def target_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(ShareGroupTargetAssignmentMetadataKey(group_id=group_id), None)
 
 
 def target_member(group_id: str, member_id: str, assignment: Assignment) -> CoordinatorRecord:
@@ -91,11 +86,6 @@ def target_member(group_id: str, member_id: str, assignment: Assignment) -> Coor
         ShareGroupTargetAssignmentMemberValue(topic_partitions=[
             TargetTopicPartition(topic_id=t, partitions=ps)
             for t, ps in _sorted_topics(assignment)]), 0)
-
-
-def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
 
 
 def current_assignment(group_id: str, member_id: str, epoch: int, previous_epoch: int,
@@ -107,7 +97,3 @@ def current_assignment(group_id: str, member_id: str, epoch: int, previous_epoch
             assigned_partitions=[CurrentTopicPartitions(topic_id=t, partitions=ps)
                                  for t, ps in _sorted_topics(assignment)]), 0)
 
-
-def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        ShareGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)

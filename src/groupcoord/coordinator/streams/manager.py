@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from groupcoord.coordinator import modern_groups
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.consumer.errors import HeartbeatError
 from groupcoord.coordinator.result import OpContext, Result
@@ -17,7 +18,6 @@ from groupcoord.coordinator.streams import describe, membership, timers
 from groupcoord.coordinator.streams import records as rec
 from groupcoord.coordinator.streams.group import (
     StreamsGroup,
-    StreamsGroupState,
     replay_current_assignment,
     replay_member_metadata,
     target_from_record,
@@ -170,34 +170,16 @@ class StreamsGroups(StreamsGroupsState):
         return describe.described(group)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[ListedGroup]:
-        if types and GROUP_TYPE not in types:
-            return []
-        out = []
-        for group_id, group in sorted(self.groups.items()):
-            state = group.state().value
-            if states and state.lower() not in states:
-                continue
-            out.append(ListedGroup(group_id=group_id, protocol_type=PROTOCOL_TYPE,
-                                   group_state=state, group_type=GROUP_TYPE))
-        return out
-
+        return modern_groups.list_groups(self.groups, states, types, GROUP_TYPE, PROTOCOL_TYPE)
     def validate_delete(self, group: StreamsGroup) -> int:
         """`StreamsGroup.validateDeleteGroup`: only an empty group."""
-        if group.state() != StreamsGroupState.EMPTY:
-            return ErrorCode.NON_EMPTY_GROUP
-        return ErrorCode.NONE
-
+        return modern_groups.validate_delete(group)
     def delete_records(self, group: StreamsGroup, records: list[Any]) -> None:
-        """`StreamsGroup.createGroupTombstoneRecords`, in Kafka's order."""
+        """`StreamsGroup.createGroupTombstoneRecords`, in Kafka's order: targets by member,
+        in membership order, and the topology last."""
         gid = group.group_id
-        for mid in group.members:
-            records.append(rec.current_assignment_tombstone(gid, mid))
-        for mid in group.members:
-            records.append(rec.target_member_tombstone(gid, mid))
-        records.append(rec.target_metadata_tombstone(gid))
-        for mid in group.members:
-            records.append(rec.member_metadata_tombstone(gid, mid))
-        records.append(rec.group_metadata_tombstone(gid))
+        records.extend(rec.RECORDS.group_tombstones(gid, list(group.members),
+                                                    list(group.members)))
         records.append(rec.topology_tombstone(gid))
 
     def canonical(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from groupcoord.coordinator.modern_records import ModernGroupRecords
 from groupcoord.coordinator.streams.member import StreamsGroupMember
 from groupcoord.coordinator.streams.tasks import EpochTasks, Tasks, TasksTuple
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
@@ -16,6 +17,19 @@ from groupcoord.logformat.generated import streams_group_metadata as gmeta
 from groupcoord.logformat.generated import streams_group_target_assignment_member as tmem
 from groupcoord.logformat.generated import streams_group_target_assignment_metadata as tmeta
 from groupcoord.logformat.generated import streams_group_topology as topo
+
+# The records built from the keys alone (tombstones, target metadata, removals).
+RECORDS = ModernGroupRecords(
+    gmeta.StreamsGroupMetadataKey, meta.StreamsGroupMemberMetadataKey,
+    tmem.StreamsGroupTargetAssignmentMemberKey, tmeta.StreamsGroupTargetAssignmentMetadataKey,
+    tmeta.StreamsGroupTargetAssignmentMetadataValue, cur.StreamsGroupCurrentMemberAssignmentKey)
+group_metadata_tombstone = RECORDS.group_metadata_tombstone
+member_metadata_tombstone = RECORDS.member_metadata_tombstone
+target_member_tombstone = RECORDS.target_member_tombstone
+target_metadata = RECORDS.target_metadata
+target_metadata_tombstone = RECORDS.target_metadata_tombstone
+current_assignment_tombstone = RECORDS.current_assignment_tombstone
+member_removal = RECORDS.member_removal
 
 
 def group_metadata(group_id: str, epoch: int, metadata_hash: int,
@@ -30,10 +44,6 @@ def group_metadata(group_id: str, epoch: int, metadata_hash: int,
         stored_description_topology_epoch=stored_description_epoch,
         failed_description_topology_epoch=failed_description_epoch)
     return CoordinatorRecord(gmeta.StreamsGroupMetadataKey(group_id=group_id), value, 0)
-
-
-def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(gmeta.StreamsGroupMetadataKey(group_id=group_id), None, None)
 
 
 def topology(group_id: str, value: topo.StreamsGroupTopologyValue) -> CoordinatorRecord:
@@ -56,11 +66,6 @@ def member_metadata(group_id: str, m: StreamsGroupMember) -> CoordinatorRecord:
     return CoordinatorRecord(key, value, 0)
 
 
-def member_metadata_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = meta.StreamsGroupMemberMetadataKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
 def _target_ids(tasks: Tasks) -> list[tmem.TaskIds]:
     return [tmem.TaskIds(subtopology_id=s, partitions=sorted(p))
             for s, p in sorted(tasks.items()) if p]
@@ -72,23 +77,6 @@ def target_member(group_id: str, member_id: str, target: TasksTuple) -> Coordina
         warmup_tasks=_target_ids(target.warmup))
     key = tmem.StreamsGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
     return CoordinatorRecord(key, value, 0)
-
-
-def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = tmem.StreamsGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
-def target_metadata(group_id: str, epoch: int, timestamp_ms: int) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        tmeta.StreamsGroupTargetAssignmentMetadataKey(group_id=group_id),
-        tmeta.StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
-                                                        assignment_timestamp=timestamp_ms), 0)
-
-
-def target_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(tmeta.StreamsGroupTargetAssignmentMetadataKey(group_id=group_id),
-                             None, None)
 
 
 def _current_ids(tasks: Tasks) -> list[cur.TaskIds]:
@@ -120,13 +108,3 @@ def current_assignment(group_id: str, m: StreamsGroupMember) -> CoordinatorRecor
     return CoordinatorRecord(key, value, 0)
 
 
-def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = cur.StreamsGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
-def member_removal(group_id: str, member_id: str) -> list[CoordinatorRecord]:
-    """`removeStreamsMember`: current assignment, target, then metadata."""
-    return [current_assignment_tombstone(group_id, member_id),
-            target_member_tombstone(group_id, member_id),
-            member_metadata_tombstone(group_id, member_id)]

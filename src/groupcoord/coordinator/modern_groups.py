@@ -1,0 +1,42 @@
+"""What the shard asks of every modern group kind (consumer, share and streams groups)
+alike: ListGroups entries and whether DeleteGroups may delete a group.
+
+In each kind the group state is derived, and it is Empty exactly when the group has no
+members (`ConsumerGroup`, `ShareGroup`, `StreamsGroup.state`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import Protocol
+
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.list_groups import ListedGroup
+
+
+class ModernGroup(Protocol):
+    @property
+    def members(self) -> Mapping[str, object]: ...
+
+    def state(self) -> Enum: ...
+
+
+def list_groups(groups: Mapping[str, ModernGroup], states: set[str], types: set[str],
+                group_type: str, protocol_type: str) -> list[ListedGroup]:
+    """`states` and `types` lower-case; empty sets match every group."""
+    if types and group_type not in types:
+        return []
+    out = []
+    for group_id, group in sorted(groups.items()):
+        state = group.state().value
+        if states and state.lower() not in states:
+            continue
+        out.append(ListedGroup(group_id=group_id, protocol_type=protocol_type,
+                               group_state=state, group_type=group_type))
+    return out
+
+
+def validate_delete(group: ModernGroup) -> int:
+    """`validateDeleteGroup`: only an Empty group may be deleted."""
+    return ErrorCode.NON_EMPTY_GROUP if group.members else ErrorCode.NONE
