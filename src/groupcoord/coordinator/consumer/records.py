@@ -18,17 +18,14 @@ from groupcoord.logformat.generated import consumer_group_regular_expression as 
 from groupcoord.logformat.generated import consumer_group_target_assignment_member as tmem
 from groupcoord.logformat.generated import consumer_group_target_assignment_metadata as tmeta
 
-# The records built from the keys alone (tombstones, target metadata, removals).
+# The records built from the keys alone (tombstones, target metadata, removals);
+# those called by name elsewhere are named here too.
 RECORDS = ModernGroupRecords(
     gmeta.ConsumerGroupMetadataKey, meta.ConsumerGroupMemberMetadataKey,
     tmem.ConsumerGroupTargetAssignmentMemberKey, tmeta.ConsumerGroupTargetAssignmentMetadataKey,
     tmeta.ConsumerGroupTargetAssignmentMetadataValue, cur.ConsumerGroupCurrentMemberAssignmentKey)
 group_metadata_tombstone = RECORDS.group_metadata_tombstone
-member_metadata_tombstone = RECORDS.member_metadata_tombstone
-target_member_tombstone = RECORDS.target_member_tombstone
 target_metadata = RECORDS.target_metadata
-target_metadata_tombstone = RECORDS.target_metadata_tombstone
-current_assignment_tombstone = RECORDS.current_assignment_tombstone
 member_removal = RECORDS.member_removal
 
 

@@ -52,7 +52,3 @@ class ConsumerGroupState(str, Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    @property
-    def lower_name(self) -> str:
-        return self.value.lower()

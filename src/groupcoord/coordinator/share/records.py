@@ -48,17 +48,13 @@ RECORD_TYPES = frozenset(range(10, 16))
 Assignment = Mapping[bytes, Iterable[int]]
 
 
-# The records built from the keys alone (tombstones, target metadata, removals).
+# The records built from the keys alone (tombstones, target metadata, removals);
+# those called by name elsewhere are named here too.
 RECORDS = ModernGroupRecords(
     ShareGroupMetadataKey, ShareGroupMemberMetadataKey, ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue,
     ShareGroupCurrentMemberAssignmentKey)
-group_metadata_tombstone = RECORDS.group_metadata_tombstone
-member_metadata_tombstone = RECORDS.member_metadata_tombstone
-target_member_tombstone = RECORDS.target_member_tombstone
 target_metadata = RECORDS.target_metadata
-target_metadata_tombstone = RECORDS.target_metadata_tombstone
-current_assignment_tombstone = RECORDS.current_assignment_tombstone
 member_removal = RECORDS.member_removal
 
 

@@ -18,17 +18,13 @@ from groupcoord.logformat.generated import streams_group_target_assignment_membe
 from groupcoord.logformat.generated import streams_group_target_assignment_metadata as tmeta
 from groupcoord.logformat.generated import streams_group_topology as topo
 
-# The records built from the keys alone (tombstones, target metadata, removals).
+# The records built from the keys alone (tombstones, target metadata, removals);
+# those called by name elsewhere are named here too.
 RECORDS = ModernGroupRecords(
     gmeta.StreamsGroupMetadataKey, meta.StreamsGroupMemberMetadataKey,
     tmem.StreamsGroupTargetAssignmentMemberKey, tmeta.StreamsGroupTargetAssignmentMetadataKey,
     tmeta.StreamsGroupTargetAssignmentMetadataValue, cur.StreamsGroupCurrentMemberAssignmentKey)
-group_metadata_tombstone = RECORDS.group_metadata_tombstone
-member_metadata_tombstone = RECORDS.member_metadata_tombstone
-target_member_tombstone = RECORDS.target_member_tombstone
 target_metadata = RECORDS.target_metadata
-target_metadata_tombstone = RECORDS.target_metadata_tombstone
-current_assignment_tombstone = RECORDS.current_assignment_tombstone
 member_removal = RECORDS.member_removal
 
 
