@@ -1,5 +1,6 @@
-"""What the shard asks of every modern group kind (consumer, share and streams groups)
-alike: ListGroups entries and whether DeleteGroups may delete a group.
+"""What every modern group kind (consumer, share and streams groups) has alike: members'
+stored reconciliation states, ListGroups entries and whether DeleteGroups may delete a
+group.
 
 In each kind the group state is derived, and it is Empty exactly when the group has no
 members (`ConsumerGroup`, `ShareGroup`, `StreamsGroup.state`).
@@ -8,11 +9,26 @@ members (`ConsumerGroup`, `ShareGroup`, `StreamsGroup.state`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
-from typing import Protocol
+from enum import Enum, IntEnum
+from typing import Protocol, Self
 
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_groups import ListedGroup
+
+UNKNOWN_MEMBER_STATE = 127
+
+
+class StoredMemberState(IntEnum):
+    """A member's reconciliation state as its current-assignment record stores it (int8);
+    each kind names its own states, and any byte Kafka does not know reads as UNKNOWN
+    (`MemberState.fromValue`)."""
+
+    @classmethod
+    def of(cls, value: int) -> Self:
+        try:
+            return cls(value)
+        except ValueError:
+            return cls(UNKNOWN_MEMBER_STATE)
 
 
 class ModernGroup(Protocol):
