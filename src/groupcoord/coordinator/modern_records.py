@@ -9,12 +9,27 @@ deletion are built the same way for each kind (`GroupCoordinatorRecordHelpers`,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.wire.messages import WireStruct
+
+Key = TypeVar("Key")
+
+
+def sorted_partitions(assignment: Mapping[Key, Iterable[int]]) -> list[tuple[Key, list[int]]]:
+    """An assignment as records list it: (topic id or subtopology, partitions), both
+    ascending, empty entries left out."""
+    return [(key, sorted(parts)) for key, parts in sorted(assignment.items()) if parts]
+
+
+def sorted_partitions_with_epochs(assignment: Mapping[Key, Mapping[int, int]]
+                                  ) -> list[tuple[Key, list[int], list[int]]]:
+    """`sorted_partitions` with each partition's assignment epoch beside it (KIP-1251)."""
+    return [(key, parts, [assignment[key][p] for p in parts])
+            for key, parts in sorted_partitions(assignment)]
 
 
 class GroupKey(Protocol):

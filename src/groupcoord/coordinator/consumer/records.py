@@ -9,7 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember
-from groupcoord.coordinator.modern_records import ModernGroupRecords
+from groupcoord.coordinator.modern_records import (
+    ModernGroupRecords,
+    sorted_partitions,
+    sorted_partitions_with_epochs,
+)
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated import consumer_group_current_member_assignment as cur
 from groupcoord.logformat.generated import consumer_group_member_metadata as meta
@@ -55,20 +59,14 @@ def member_metadata(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
 def target_member(group_id: str, member_id: str, assignment: Mapping[bytes, Iterable[int]]
                   ) -> CoordinatorRecord:
     value = tmem.ConsumerGroupTargetAssignmentMemberValue(topic_partitions=[
-        tmem.TopicPartition(topic_id=t, partitions=sorted(ps))
-        for t, ps in sorted(assignment.items()) if ps])
+        tmem.TopicPartition(topic_id=t, partitions=ps) for t, ps in sorted_partitions(assignment)])
     key = tmem.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
     return CoordinatorRecord(key, value, 0)
 
 
 def _epoch_topics(assignment: Mapping[bytes, Mapping[int, int]]) -> list[cur.TopicPartitions]:
-    out = []
-    for topic_id, parts in sorted(assignment.items()):
-        if parts:
-            ordered = sorted(parts)
-            out.append(cur.TopicPartitions(topic_id=topic_id, partitions=ordered,
-                                           assignment_epochs=[parts[p] for p in ordered]))
-    return out
+    return [cur.TopicPartitions(topic_id=t, partitions=ps, assignment_epochs=epochs)
+            for t, ps, epochs in sorted_partitions_with_epochs(assignment)]
 
 
 def current_assignment(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:

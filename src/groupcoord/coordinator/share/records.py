@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from groupcoord.coordinator.modern_records import ModernGroupRecords
+from groupcoord.coordinator.modern_records import ModernGroupRecords, sorted_partitions
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated.share_group_current_member_assignment import (
     ShareGroupCurrentMemberAssignmentKey,
@@ -58,10 +58,6 @@ target_metadata = RECORDS.target_metadata
 member_removal = RECORDS.member_removal
 
 
-def _sorted_topics(assignment: Assignment) -> list[tuple[bytes, list[int]]]:
-    return [(t, sorted(assignment[t])) for t in sorted(assignment) if assignment[t]]
-
-
 def member_metadata(group_id: str, member_id: str, rack_id: str | None, client_id: str,
                     client_host: str, topics: Iterable[str]) -> CoordinatorRecord:
     return CoordinatorRecord(
@@ -81,7 +77,7 @@ def target_member(group_id: str, member_id: str, assignment: Assignment) -> Coor
         ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
         ShareGroupTargetAssignmentMemberValue(topic_partitions=[
             TargetTopicPartition(topic_id=t, partitions=ps)
-            for t, ps in _sorted_topics(assignment)]), 0)
+            for t, ps in sorted_partitions(assignment)]), 0)
 
 
 def current_assignment(group_id: str, member_id: str, epoch: int, previous_epoch: int,
@@ -91,5 +87,5 @@ def current_assignment(group_id: str, member_id: str, epoch: int, previous_epoch
         ShareGroupCurrentMemberAssignmentValue(
             member_epoch=epoch, previous_member_epoch=previous_epoch, state=0,
             assigned_partitions=[CurrentTopicPartitions(topic_id=t, partitions=ps)
-                                 for t, ps in _sorted_topics(assignment)]), 0)
+                                 for t, ps in sorted_partitions(assignment)]), 0)
 

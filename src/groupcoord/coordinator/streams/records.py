@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from groupcoord.coordinator.modern_records import ModernGroupRecords
+from groupcoord.coordinator.modern_records import (
+    ModernGroupRecords,
+    sorted_partitions,
+    sorted_partitions_with_epochs,
+)
 from groupcoord.coordinator.streams.member import StreamsGroupMember
 from groupcoord.coordinator.streams.tasks import EpochTasks, Tasks, TasksTuple
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
@@ -63,8 +67,7 @@ def member_metadata(group_id: str, m: StreamsGroupMember) -> CoordinatorRecord:
 
 
 def _target_ids(tasks: Tasks) -> list[tmem.TaskIds]:
-    return [tmem.TaskIds(subtopology_id=s, partitions=sorted(p))
-            for s, p in sorted(tasks.items()) if p]
+    return [tmem.TaskIds(subtopology_id=s, partitions=p) for s, p in sorted_partitions(tasks)]
 
 
 def target_member(group_id: str, member_id: str, target: TasksTuple) -> CoordinatorRecord:
@@ -76,18 +79,12 @@ def target_member(group_id: str, member_id: str, target: TasksTuple) -> Coordina
 
 
 def _current_ids(tasks: Tasks) -> list[cur.TaskIds]:
-    return [cur.TaskIds(subtopology_id=s, partitions=sorted(p))
-            for s, p in sorted(tasks.items()) if p]
+    return [cur.TaskIds(subtopology_id=s, partitions=p) for s, p in sorted_partitions(tasks)]
 
 
 def _current_ids_with_epochs(tasks: EpochTasks) -> list[cur.TaskIds]:
-    out = []
-    for s, parts in sorted(tasks.items()):
-        if parts:
-            ordered = sorted(parts)
-            out.append(cur.TaskIds(subtopology_id=s, partitions=ordered,
-                                   assignment_epochs=[parts[p] for p in ordered]))
-    return out
+    return [cur.TaskIds(subtopology_id=s, partitions=p, assignment_epochs=epochs)
+            for s, p, epochs in sorted_partitions_with_epochs(tasks)]
 
 
 def current_assignment(group_id: str, m: StreamsGroupMember) -> CoordinatorRecord:
