@@ -12,7 +12,7 @@ Kafka. `snapshot()` is the canonical durable state used to check replay equivale
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
@@ -210,22 +210,26 @@ class GroupCoordinatorShard(ShardGroups, Shard):
         return self.classic.join_group(request, version, ctx, now_ms)
 
     def sync_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
-        self.last_now_ms = now_ms
-        if request.group_id in self.consumer.groups:
-            return migration.sync_group(self, request, version, ctx, now_ms)
-        return self.classic.sync_group(request, version, ctx, now_ms)
+        return self._classic_rpc(migration.sync_group, self.classic.sync_group, request,
+                                 version, ctx, now_ms)
 
     def heartbeat(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
-        self.last_now_ms = now_ms
-        if request.group_id in self.consumer.groups:
-            return migration.heartbeat(self, request, version, ctx, now_ms)
-        return self.classic.heartbeat(request, version, ctx, now_ms)
+        return self._classic_rpc(migration.heartbeat, self.classic.heartbeat, request, version,
+                                 ctx, now_ms)
 
     def leave_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+        return self._classic_rpc(migration.leave_group, self.classic.leave_group, request,
+                                 version, ctx, now_ms)
+
+    def _classic_rpc(self, in_consumer_group: Callable[[Any, Any, int, OpContext, int], Result],
+                     in_classic_group: Callable[[Any, int, OpContext, int], Result],
+                     request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+        """A classic-protocol RPC goes to the consumer group of its group id (a classic
+        member inside it), else to the classic groups."""
         self.last_now_ms = now_ms
         if request.group_id in self.consumer.groups:
-            return migration.leave_group(self, request, version, ctx, now_ms)
-        return self.classic.leave_group(request, version, ctx, now_ms)
+            return in_consumer_group(self, request, version, ctx, now_ms)
+        return in_classic_group(request, version, ctx, now_ms)
 
     # -- offsets -------------------------------------------------------------------------
     def offset_commit(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
