@@ -1,6 +1,6 @@
 """What every modern group kind (consumer, share and streams groups) has alike: members'
-stored reconciliation states, ListGroups entries and whether DeleteGroups may delete a
-group.
+stored reconciliation states, member timers, ListGroups entries and whether DeleteGroups
+may delete a group.
 
 In each kind the group state is derived, and it is Empty exactly when the group has no
 members (`ConsumerGroup`, `ShareGroup`, `StreamsGroup.state`).
@@ -9,9 +9,11 @@ members (`ConsumerGroup`, `ShareGroup`, `StreamsGroup.state`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import Protocol, Self
 
+from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_groups import ListedGroup
 
@@ -29,6 +31,30 @@ class StoredMemberState(IntEnum):
             return cls(value)
         except ValueError:
             return cls(UNKNOWN_MEMBER_STATE)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberTimers:
+    """A kind's two member timers, keyed (kind, group id, member id): the session timer,
+    renewed by every heartbeat, and the rebalance timer, armed while the member revokes
+    at the member epoch its manager keeps in `rebalance_epochs`."""
+
+    session: str
+    rebalance: str
+
+    def session_key(self, group_id: str, member_id: str) -> tuple[str, str, str]:
+        return (self.session, group_id, member_id)
+
+    def rebalance_key(self, group_id: str, member_id: str) -> tuple[str, str, str]:
+        return (self.rebalance, group_id, member_id)
+
+    def cancel(self, group_id: str, member_id: str, fx: Effects,
+               rebalance_epochs: dict[tuple[str, str], int] | None) -> None:
+        """A removed member's timers, and the epoch its rebalance timer was armed at."""
+        fx.cancel(self.session_key(group_id, member_id))
+        fx.cancel(self.rebalance_key(group_id, member_id))
+        if rebalance_epochs is not None:
+            rebalance_epochs.pop((group_id, member_id), None)
 
 
 class ModernGroup(Protocol):

@@ -160,9 +160,9 @@ class ConsumerGroups:
         kind, group_id, member_id = key
         group = self.groups.get(group_id)
         if group is not None:
-            if kind == timers.SESSION:
+            if kind == timers.TIMERS.session:
                 membership.on_session_timeout(self, group, member_id, fx)
-            elif kind == timers.REBALANCE:
+            elif kind == timers.TIMERS.rebalance:
                 membership.on_rebalance_timeout(self, group, member_id, fx)
         if kind == timers.REGEX_REFRESH:
             regex_refresh.on_refresh(self, group_id, fx)
@@ -180,7 +180,7 @@ class ConsumerGroups:
             for m in group.members.values():
                 timers.schedule_session(self, gid, m, fx)
                 if m.state == MemberState.UNREVOKED_PARTITIONS:
-                    fx.schedule(timers.rebalance_key(gid, m.member_id),
+                    fx.schedule(timers.TIMERS.rebalance_key(gid, m.member_id),
                                 max(0, m.rebalance_timeout_ms))
                     self.rebalance_epochs[(gid, m.member_id)] = m.member_epoch
         return fx.result()

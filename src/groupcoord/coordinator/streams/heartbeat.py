@@ -90,7 +90,7 @@ def heartbeat(mgr: StreamsGroupsState, request: Any, version: int, client_id: st
                                          configured, topology, configs, fx, statuses)
     reconciled = _reconcile(mgr, group, updated, target_epoch,
                             target.get(member_id, TasksTuple()), request, fx)
-    fx.schedule(timers.session_key(group_id, member_id), settings.session_timeout_ms)
+    fx.schedule(timers.TIMERS.session_key(group_id, member_id), settings.session_timeout_ms)
     if request.shutdown_application and group.shutdown_requester is None:
         group.shutdown_requester = member_id
     if endpoints.endpoint_changed(member, reconciled) or (
@@ -375,7 +375,7 @@ def _reconcile(mgr: StreamsGroupsState, group: StreamsGroup, member: StreamsGrou
         raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from exc
     if updated != member:
         fx.records.append(rec.current_assignment(group.group_id, updated))
-        key = timers.rebalance_key(group.group_id, updated.member_id)
+        key = timers.TIMERS.rebalance_key(group.group_id, updated.member_id)
         if updated.state == MemberState.UNREVOKED_TASKS:
             fx.schedule(key, max(0, updated.rebalance_timeout_ms))
             mgr.rebalance_epochs[(group.group_id, updated.member_id)] = updated.member_epoch

@@ -117,10 +117,10 @@ class StreamsGroups(StreamsGroupsState):
         fx = Effects(self.config, now_ms)
         for group_id, group in sorted(self.groups.items()):
             for member_id, member in sorted(group.members.items()):
-                fx.schedule(timers.session_key(group_id, member_id),
+                fx.schedule(timers.TIMERS.session_key(group_id, member_id),
                             self.settings(group_id).session_timeout_ms)
                 if member.state == MemberState.UNREVOKED_TASKS:
-                    fx.schedule(timers.rebalance_key(group_id, member_id),
+                    fx.schedule(timers.TIMERS.rebalance_key(group_id, member_id),
                                 max(0, member.rebalance_timeout_ms))
                     self.rebalance_epochs[(group_id, member_id)] = member.member_epoch
         return fx.result()
@@ -149,9 +149,9 @@ class StreamsGroups(StreamsGroupsState):
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
             return fx.result()
-        if kind == timers.SESSION:
+        if kind == timers.TIMERS.session:
             membership.fence(self, group, member, fx, "member_expired", "session timeout")
-        elif kind == timers.REBALANCE:
+        elif kind == timers.TIMERS.rebalance:
             armed = self.rebalance_epochs.pop((group_id, member_id), None)
             if armed == member.member_epoch:
                 membership.fence(self, group, member, fx, "member_removed",

@@ -158,6 +158,4 @@ def fence(mgr: StreamsGroupsState, group: StreamsGroup, member: StreamsGroupMemb
     fx.event(group_id, kind, epoch, member_id=member.member_id, reason=reason,
              instance_id=member.instance_id)
     fx.event(group_id, "group_epoch_bumped", epoch, reason=reason, protocol="streams")
-    fx.cancel(timers.session_key(group_id, member.member_id))
-    fx.cancel(timers.rebalance_key(group_id, member.member_id))
-    mgr.rebalance_epochs.pop((group_id, member.member_id), None)
+    timers.TIMERS.cancel(group_id, member.member_id, fx, mgr.rebalance_epochs)
