@@ -58,6 +58,8 @@ class MemberTimers:
 
 
 class ModernGroup(Protocol):
+    """What listing and deletion read of a consumer, share or streams group."""
+
     @property
     def members(self) -> Mapping[str, object]: ...
 
