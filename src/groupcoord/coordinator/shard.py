@@ -12,19 +12,18 @@ Kafka. `snapshot()` is the canonical durable state used to check replay equivale
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 from groupcoord.coordinator.classic import admin
 from groupcoord.coordinator.classic.effects import Effects
-from groupcoord.coordinator.classic.manager import ClassicGroups
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer import migration
 from groupcoord.coordinator.consumer import timers as consumer_timers
 from groupcoord.coordinator.consumer.manager import RECORD_TYPES as CONSUMER_RECORD_TYPES
-from groupcoord.coordinator.consumer.manager import ConsumerGroups
-from groupcoord.coordinator.ids import IdSource, SequentialIds
+from groupcoord.coordinator.ids import IdSource
 from groupcoord.coordinator.offsets import (
     commit,
     delete,
@@ -33,18 +32,17 @@ from groupcoord.coordinator.offsets import (
     member_epoch,
     txn_commit,
 )
-from groupcoord.coordinator.offsets.store import NO_PRODUCER_ID, OffsetStore
+from groupcoord.coordinator.offsets.store import NO_PRODUCER_ID
 from groupcoord.coordinator.records import group_tombstone, offset_tombstone
 from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.shard_groups import ShardGroups
 from groupcoord.coordinator.share import shard_ops as share_ops
 from groupcoord.coordinator.share.manager import SESSION_TIMER as SHARE_SESSION_TIMER
-from groupcoord.coordinator.share.manager import ShareGroups
 from groupcoord.coordinator.share.records import RECORD_TYPES as SHARE_RECORD_TYPES
 from groupcoord.coordinator.stats import CoordinatorStats
 from groupcoord.coordinator.streams import shard_ops as streams_ops
 from groupcoord.coordinator.streams import timers as streams_timers
 from groupcoord.coordinator.streams.manager import RECORD_TYPES as STREAMS_RECORD_TYPES
-from groupcoord.coordinator.streams.manager import StreamsGroups
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.logformat.coordinator_records import GROUP, RecordTypes, decode_record
 from groupcoord.wire.errors import ErrorCode
@@ -105,28 +103,15 @@ class Shard(ABC):
         return None
 
 
-class GroupCoordinatorShard(Shard):
+class GroupCoordinatorShard(ShardGroups, Shard):
     periodic_cleanup = True
 
     def __init__(self, partition: int, config: GroupCoordinatorConfig | None = None,
                  ids: IdSource | None = None, stats: CoordinatorStats | None = None) -> None:
+        super().__init__(config, ids)
         self.partition = partition
         # Shared by the runtime's shards (`coordinator.stats`); a shard of its own in tests.
         self.stats = stats if stats is not None else CoordinatorStats()
-        self.config = config or GroupCoordinatorConfig()
-        # Tests may omit the id source; the server always injects a random one.
-        self.ids: IdSource = ids or SequentialIds()
-        self.classic = ClassicGroups(self.config, self.ids)
-        self.consumer = ConsumerGroups(self.config, self.ids, self.classic)
-        migration.install(self)
-        self.streams = StreamsGroups(self.config)
-        self.offsets = OffsetStore()
-        self.share = ShareGroups(
-            session_timeout_ms=self.config.group_share_session_timeout_ms,
-            heartbeat_interval_ms=self.config.group_share_heartbeat_interval_ms,
-            max_size=self.config.group_share_max_size,
-            assignment_interval_ms=self.config.group_share_assignment_interval_ms,
-            initialize_retry_interval_ms=self.config.share_initialize_retry_interval_ms)
         # False while the log is being replayed at start-up; set by on_loaded.
         self.live = False
         # The time of the latest operation: replay has no clock of its own.
@@ -225,22 +210,26 @@ class GroupCoordinatorShard(Shard):
         return self.classic.join_group(request, version, ctx, now_ms)
 
     def sync_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
-        self.last_now_ms = now_ms
-        if request.group_id in self.consumer.groups:
-            return migration.sync_group(self, request, version, ctx, now_ms)
-        return self.classic.sync_group(request, version, ctx, now_ms)
+        return self._classic_rpc(migration.sync_group, self.classic.sync_group, request,
+                                 version, ctx, now_ms)
 
     def heartbeat(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
-        self.last_now_ms = now_ms
-        if request.group_id in self.consumer.groups:
-            return migration.heartbeat(self, request, version, ctx, now_ms)
-        return self.classic.heartbeat(request, version, ctx, now_ms)
+        return self._classic_rpc(migration.heartbeat, self.classic.heartbeat, request, version,
+                                 ctx, now_ms)
 
     def leave_group(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+        return self._classic_rpc(migration.leave_group, self.classic.leave_group, request,
+                                 version, ctx, now_ms)
+
+    def _classic_rpc(self, in_consumer_group: Callable[[Any, Any, int, OpContext, int], Result],
+                     in_classic_group: Callable[[Any, int, OpContext, int], Result],
+                     request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+        """A classic-protocol RPC goes to the consumer group of its group id (a classic
+        member inside it), else to the classic groups."""
         self.last_now_ms = now_ms
         if request.group_id in self.consumer.groups:
-            return migration.leave_group(self, request, version, ctx, now_ms)
-        return self.classic.leave_group(request, version, ctx, now_ms)
+            return in_consumer_group(self, request, version, ctx, now_ms)
+        return in_classic_group(request, version, ctx, now_ms)
 
     # -- offsets -------------------------------------------------------------------------
     def offset_commit(self, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
@@ -391,17 +380,6 @@ class GroupCoordinatorShard(Shard):
         self.delete_offsets(group_id, records)
         records.append(group_tombstone(group_id))
 
-    def delete_offsets(self, group_id: str, records: list[Any]) -> None:
-        """`OffsetMetadataManager.deleteAllOffsets`: committed offsets, then partitions
-        that only have pending transactional offsets."""
-        committed = self.offsets.group(group_id)
-        for topic, parts in sorted(committed.items()):
-            for partition in sorted(parts):
-                records.append(offset_tombstone(group_id, topic, partition))
-        for topic, partition in self.offsets.pending.partitions(group_id):
-            if partition not in committed.get(topic, {}):
-                records.append(offset_tombstone(group_id, topic, partition))
-
     # -- timers and retention ------------------------------------------------------------
     def on_timer(self, key: tuple, now_ms: int) -> Result:
         self.last_now_ms = now_ms
@@ -436,20 +414,13 @@ class GroupCoordinatorShard(Shard):
         streams_ops.cleanup_expired_offsets(self, fx, retention)
         return fx.result()
 
-    def _cleanup_consumer_groups(self, fx: Any, retention: int) -> None:
+    def _cleanup_consumer_groups(self, fx: Effects, retention: int) -> None:
         for group_id in sorted(self.consumer.groups):
             group = self.consumer.groups[group_id]
-            before = len(fx.records)
-            all_expired = expiry.cleanup_consumer_group(
-                self.offsets, group_id, group.subscribed_topic_names(), fx.now_ms, retention,
-                fx.records)
-            if len(fx.records) > before:
-                fx.event(group_id, "offsets_expired", group.group_epoch,
-                         partitions=len(fx.records) - before)
-            if all_expired and not group.members:
-                self.consumer.delete_records(group, fx.records)
-                fx.event(group_id, "group_deleted", group.group_epoch,
-                         reason="empty group with no offsets left")
+            expiry.cleanup_modern_group(
+                self.offsets, group_id, group.group_epoch, group.subscribed_topic_names(),
+                bool(group.members), partial(self.consumer.delete_records, group), fx,
+                retention)
 
     def on_client_disconnect(self, reply_tokens: list[int]) -> Result:
         # Kafka keeps a disconnected member until its session expires; replies to the

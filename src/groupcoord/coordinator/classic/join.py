@@ -10,47 +10,13 @@ from __future__ import annotations
 from groupcoord.coordinator.classic import rebalance, responses, static
 from groupcoord.coordinator.classic.effects import Effects, heartbeat_key
 from groupcoord.coordinator.classic.group import ClassicGroup, ClassicGroupMember
+from groupcoord.coordinator.classic.join_request import JoinArgs, park_join, update_member
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.ids import IdSource
 from groupcoord.coordinator.result import OpContext
 from groupcoord.wire.errors import ErrorCode
 
 S = ClassicGroupState
-
-
-class JoinArgs:
-    """A JoinGroup request normalised across versions."""
-
-    __slots__ = (
-        "group_id",
-        "instance_id",
-        "member_id",
-        "protocol_type",
-        "protocols",
-        "reason",
-        "rebalance_timeout_ms",
-        "session_timeout_ms",
-        "version",
-    )
-
-    def __init__(self, request, version: int) -> None:
-        self.group_id: str = request.group_id
-        self.member_id: str = request.member_id or ""
-        self.instance_id: str | None = request.group_instance_id if version >= 5 else None
-        self.session_timeout_ms: int = request.session_timeout_ms
-        # v0 has no rebalance timeout: Kafka uses the session timeout.
-        rebalance = request.rebalance_timeout_ms
-        self.rebalance_timeout_ms: int = (self.session_timeout_ms
-                                          if version == 0 or rebalance < 0 else rebalance)
-        self.protocol_type: str = request.protocol_type
-        self.protocols: list[tuple[str, bytes]] = [
-            (p.name, bytes(p.metadata)) for p in request.protocols]
-        self.reason: str = (request.reason if version >= 8 else None) or "not provided"
-        self.version = version
-
-    @property
-    def protocol_names(self) -> list[str]:
-        return [n for n, _ in self.protocols]
 
 
 def accept_joining_member(group: ClassicGroup, args: JoinArgs, max_size: int) -> bool:
@@ -152,11 +118,6 @@ def validate_existing_member(group: ClassicGroup, member_id: str,
     return ErrorCode.NONE
 
 
-def park_join(member: ClassicGroupMember, ctx: OpContext, version: int) -> None:
-    member.join_token = ctx.reply_token
-    member.join_version = version
-
-
 def add_member_and_rebalance(group: ClassicGroup, args: JoinArgs, member_id: str,
                              ctx: OpContext, fx: Effects) -> object | None:
     """Add a new member and rebalance; the join is parked (returns None)."""
@@ -178,14 +139,6 @@ def add_member_and_rebalance(group: ClassicGroup, args: JoinArgs, member_id: str
         group, fx, f"Adding new member {member_id} with group instance id "
                    f"{args.instance_id}; client reason: {args.reason}")
     return None
-
-
-def update_member(member: ClassicGroupMember, args: JoinArgs, ctx: OpContext | None) -> None:
-    member.protocols = args.protocols
-    member.rebalance_timeout_ms = args.rebalance_timeout_ms
-    member.session_timeout_ms = args.session_timeout_ms
-    if ctx is not None:
-        park_join(member, ctx, args.version)
 
 
 def update_member_and_rebalance(group: ClassicGroup, member: ClassicGroupMember,

@@ -12,7 +12,8 @@ from groupcoord.coordinator.classic import loading, rebalance, responses
 from groupcoord.coordinator.classic import sync as sync_mod
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.group import ClassicGroup
-from groupcoord.coordinator.classic.join import JoinArgs, join
+from groupcoord.coordinator.classic.join import join
+from groupcoord.coordinator.classic.join_request import JoinArgs
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.ids import IdSource

@@ -11,10 +11,10 @@ older leader is told the previous leader id so it behaves as a follower.
 
 from __future__ import annotations
 
-from groupcoord.coordinator.classic import join as join_mod
 from groupcoord.coordinator.classic import rebalance, responses
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.group import ClassicGroup
+from groupcoord.coordinator.classic.join_request import update_member
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.result import OpContext
 from groupcoord.wire.errors import ErrorCode
@@ -43,7 +43,7 @@ def replace_static_member_and_rebalance(group: ClassicGroup, args, new_id: str,
     # The old id's heartbeat timer fires harmlessly; arm the new id's.
     fx.cancel(("heartbeat", group.group_id, old_id))
     rebalance.schedule_heartbeat(fx, group, member)
-    join_mod.update_member(member, args, ctx)
+    update_member(member, args, ctx)
     if group.is_in(S.STABLE):
         if (group.protocol_name or "") == group.select_protocol():
             return _persist_replacement(group, member, args.version, previous_leader, fx)

@@ -17,7 +17,7 @@ from typing import Any
 
 from groupcoord.coordinator.classic import responses
 from groupcoord.coordinator.classic.effects import Effects
-from groupcoord.coordinator.classic.join import JoinArgs
+from groupcoord.coordinator.classic.join_request import JoinArgs
 from groupcoord.coordinator.consumer import timers
 from groupcoord.coordinator.consumer.classic_protocol import (
     MalformedProtocol,

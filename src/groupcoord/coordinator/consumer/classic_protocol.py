@@ -5,8 +5,9 @@ written for classic members inside a consumer group (Kafka's `ConsumerProtocol` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.generated.consumer_protocol_assignment import (
@@ -18,6 +19,7 @@ from groupcoord.wire.generated.consumer_protocol_assignment import (
 from groupcoord.wire.generated.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
+from groupcoord.wire.messages import WireStruct
 
 MAX_VERSION = 3
 
@@ -40,31 +42,35 @@ def _version(raw: bytes) -> int:
     return min(int.from_bytes(raw[:2], "big", signed=True), MAX_VERSION)
 
 
-def parse_subscription(raw: bytes) -> Subscription:
+def _decode(message: type[WireStruct], raw: bytes) -> Any:
+    """The struct after the int16 version (a version past ours reads as ours)."""
     try:
         version = _version(raw)
-        sub, _ = ConsumerProtocolSubscription.decode(bytes(raw), 2, max(version, 0))
+        decoded, _ = message.decode(bytes(raw), 2, max(version, 0))
     except Exception as exc:
         raise MalformedProtocol(str(exc)) from exc
-    owned: dict[str, set[int]] = {}
-    for tp in sub.owned_partitions or []:
-        owned.setdefault(tp.topic, set()).update(tp.partitions)
-    return Subscription(tuple(sub.topics), {t: frozenset(p) for t, p in owned.items()},
+    return decoded
+
+
+def _by_topic(topic_partitions: Iterable[Any]) -> dict[str, frozenset[int]]:
+    """Topic name -> partitions, a topic listed twice merged."""
+    parts: dict[str, set[int]] = {}
+    for tp in topic_partitions:
+        parts.setdefault(tp.topic, set()).update(tp.partitions)
+    return {t: frozenset(p) for t, p in parts.items()}
+
+
+def parse_subscription(raw: bytes) -> Subscription:
+    sub = _decode(ConsumerProtocolSubscription, raw)
+    return Subscription(tuple(sub.topics), _by_topic(sub.owned_partitions or []),
                         sub.rack_id or None, sub.user_data)
 
 
 def parse_assignment(raw: bytes) -> tuple[dict[str, frozenset[int]], bytes | None]:
     if not raw:
         return {}, None
-    try:
-        version = _version(raw)
-        assignment, _ = ConsumerProtocolAssignment.decode(bytes(raw), 2, max(version, 0))
-    except Exception as exc:
-        raise MalformedProtocol(str(exc)) from exc
-    parts: dict[str, set[int]] = {}
-    for tp in assignment.assigned_partitions:
-        parts.setdefault(tp.topic, set()).update(tp.partitions)
-    return {t: frozenset(p) for t, p in parts.items()}, assignment.user_data
+    assignment = _decode(ConsumerProtocolAssignment, raw)
+    return _by_topic(assignment.assigned_partitions), assignment.user_data
 
 
 def encode_assignment(assignment: Mapping[bytes, object], image: TopicsImage,

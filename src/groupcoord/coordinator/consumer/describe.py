@@ -21,7 +21,6 @@ from groupcoord.wire.generated.consumer_group_describe import (
     Member,
     TopicPartitions,
 )
-from groupcoord.wire.generated.list_groups import ListedGroup
 
 GROUP_TYPE = "consumer"
 PROTOCOL_TYPE = "consumer"
@@ -63,16 +62,3 @@ def describe(mgr: Any, group_id: str, version: int) -> DescribedGroup:
         group_id=group_id, group_state=group.state().value, group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
         assignor_name=group.preferred_assignor(default), members=members)
-
-
-def list_groups(mgr: Any, states: set[str], types: set[str]) -> list[ListedGroup]:
-    if types and GROUP_TYPE not in types:
-        return []
-    out = []
-    for gid in sorted(mgr.groups):
-        state = mgr.groups[gid].state()
-        if states and state.lower_name not in states:
-            continue
-        out.append(ListedGroup(group_id=gid, protocol_type=PROTOCOL_TYPE,
-                               group_state=state.value, group_type=GROUP_TYPE))
-    return out

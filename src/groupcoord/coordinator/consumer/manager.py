@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from groupcoord.coordinator import modern_groups
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer import (
@@ -33,7 +34,7 @@ from groupcoord.coordinator.consumer.errors import (
 from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.group_config import ConsumerGroupSettings
 from groupcoord.coordinator.consumer.heartbeat import join_or_heartbeat
-from groupcoord.coordinator.consumer.state import ConsumerGroupState, MemberState
+from groupcoord.coordinator.consumer.state import MemberState
 from groupcoord.coordinator.ids import IdSource
 from groupcoord.coordinator.result import OpContext, Result
 from groupcoord.coordinator.topics import TopicsImage
@@ -159,9 +160,9 @@ class ConsumerGroups:
         kind, group_id, member_id = key
         group = self.groups.get(group_id)
         if group is not None:
-            if kind == timers.SESSION:
+            if kind == timers.TIMERS.session:
                 membership.on_session_timeout(self, group, member_id, fx)
-            elif kind == timers.REBALANCE:
+            elif kind == timers.TIMERS.rebalance:
                 membership.on_rebalance_timeout(self, group, member_id, fx)
         if kind == timers.REGEX_REFRESH:
             regex_refresh.on_refresh(self, group_id, fx)
@@ -179,7 +180,7 @@ class ConsumerGroups:
             for m in group.members.values():
                 timers.schedule_session(self, gid, m, fx)
                 if m.state == MemberState.UNREVOKED_PARTITIONS:
-                    fx.schedule(timers.rebalance_key(gid, m.member_id),
+                    fx.schedule(timers.TIMERS.rebalance_key(gid, m.member_id),
                                 max(0, m.rebalance_timeout_ms))
                     self.rebalance_epochs[(gid, m.member_id)] = m.member_epoch
         return fx.result()
@@ -203,26 +204,16 @@ class ConsumerGroups:
         return describe.describe(self, group_id, version)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[Any]:
-        return describe.list_groups(self, states, types)
-
+        return modern_groups.list_groups(self.groups, states, types, describe.GROUP_TYPE,
+                                         describe.PROTOCOL_TYPE)
     def validate_delete(self, group: ConsumerGroup) -> int:
-        if group.state() != ConsumerGroupState.EMPTY:
-            return ErrorCode.NON_EMPTY_GROUP
-        return ErrorCode.NONE
-
+        return modern_groups.validate_delete(group)
     def delete_records(self, group: ConsumerGroup, records: list[Any]) -> None:
         """Group tombstones in Kafka's order (`ConsumerGroup.createGroupTombstoneRecords`)."""
         gid = group.group_id
-        for mid in sorted(group.members):
-            records.append(rec.current_assignment_tombstone(gid, mid))
-        for mid in sorted(group.target):
-            records.append(rec.target_member_tombstone(gid, mid))
-        records.append(rec.target_metadata_tombstone(gid))
-        for mid in sorted(group.members):
-            records.append(rec.member_metadata_tombstone(gid, mid))
-        for rx in sorted(group.regexes):
-            records.append(rec.regex_tombstone(gid, rx))
-        records.append(rec.group_metadata_tombstone(gid))
+        records.extend(rec.RECORDS.group_tombstones(
+            gid, sorted(group.members), sorted(group.target),
+            [rec.regex_tombstone(gid, rx) for rx in sorted(group.regexes)]))
 
     def canonical(self) -> dict[str, Any]:
         return {g: grp.canonical() for g, grp in sorted(self.groups.items())}

@@ -65,7 +65,7 @@ def temporary_leave(mgr: Any, group: ConsumerGroup, member: ConsumerGroupMember,
                    previous_member_epoch=member.member_epoch, pending_revocation={},
                    assigned={t: dict.fromkeys(ps, 0) for t, ps in member.assigned.items()})
     fx.records.append(rec.current_assignment(group.group_id, left))
-    fx.cancel(timers.rebalance_key(group.group_id, member.member_id))
+    fx.cancel(timers.TIMERS.rebalance_key(group.group_id, member.member_id))
     mgr.rebalance_epochs.pop((group.group_id, member.member_id), None)
     fx.event(group.group_id, "member_left", group.group_epoch, member.member_id,
              "static member left temporarily", instance_id=member.instance_id)

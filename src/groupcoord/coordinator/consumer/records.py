@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember
+from groupcoord.coordinator.modern_records import (
+    ModernGroupRecords,
+    sorted_partitions,
+    sorted_partitions_with_epochs,
+)
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated import consumer_group_current_member_assignment as cur
 from groupcoord.logformat.generated import consumer_group_member_metadata as meta
@@ -17,15 +22,21 @@ from groupcoord.logformat.generated import consumer_group_regular_expression as 
 from groupcoord.logformat.generated import consumer_group_target_assignment_member as tmem
 from groupcoord.logformat.generated import consumer_group_target_assignment_metadata as tmeta
 
+# The records built from the keys alone (tombstones, target metadata, removals);
+# those called by name elsewhere are named here too.
+RECORDS = ModernGroupRecords(
+    gmeta.ConsumerGroupMetadataKey, meta.ConsumerGroupMemberMetadataKey,
+    tmem.ConsumerGroupTargetAssignmentMemberKey, tmeta.ConsumerGroupTargetAssignmentMetadataKey,
+    tmeta.ConsumerGroupTargetAssignmentMetadataValue, cur.ConsumerGroupCurrentMemberAssignmentKey)
+group_metadata_tombstone = RECORDS.group_metadata_tombstone
+target_metadata = RECORDS.target_metadata
+member_removal = RECORDS.member_removal
+
 
 def group_metadata(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
     return CoordinatorRecord(gmeta.ConsumerGroupMetadataKey(group_id=group_id),
                              gmeta.ConsumerGroupMetadataValue(epoch=epoch,
                                                               metadata_hash=metadata_hash), 0)
-
-
-def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(gmeta.ConsumerGroupMetadataKey(group_id=group_id), None, None)
 
 
 def member_metadata(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
@@ -45,45 +56,17 @@ def member_metadata(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
     return CoordinatorRecord(key, value, 0)
 
 
-def member_metadata_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = meta.ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
 def target_member(group_id: str, member_id: str, assignment: Mapping[bytes, Iterable[int]]
                   ) -> CoordinatorRecord:
     value = tmem.ConsumerGroupTargetAssignmentMemberValue(topic_partitions=[
-        tmem.TopicPartition(topic_id=t, partitions=sorted(ps))
-        for t, ps in sorted(assignment.items()) if ps])
+        tmem.TopicPartition(topic_id=t, partitions=ps) for t, ps in sorted_partitions(assignment)])
     key = tmem.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
     return CoordinatorRecord(key, value, 0)
 
 
-def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = tmem.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
-def target_metadata(group_id: str, epoch: int, timestamp_ms: int) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        tmeta.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-        tmeta.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
-                                                         assignment_timestamp=timestamp_ms), 0)
-
-
-def target_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(tmeta.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-                             None, None)
-
-
 def _epoch_topics(assignment: Mapping[bytes, Mapping[int, int]]) -> list[cur.TopicPartitions]:
-    out = []
-    for topic_id, parts in sorted(assignment.items()):
-        if parts:
-            ordered = sorted(parts)
-            out.append(cur.TopicPartitions(topic_id=topic_id, partitions=ordered,
-                                           assignment_epochs=[parts[p] for p in ordered]))
-    return out
+    return [cur.TopicPartitions(topic_id=t, partitions=ps, assignment_epochs=epochs)
+            for t, ps, epochs in sorted_partitions_with_epochs(assignment)]
 
 
 def current_assignment(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
@@ -93,11 +76,6 @@ def current_assignment(group_id: str, m: ConsumerGroupMember) -> CoordinatorReco
         partitions_pending_revocation=_epoch_topics(m.pending_revocation))
     key = cur.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=m.member_id)
     return CoordinatorRecord(key, value, 0)
-
-
-def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = cur.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
 
 
 def regex_record(group_id: str, regex: str, topics: Iterable[str], version: int,
@@ -112,9 +90,3 @@ def regex_tombstone(group_id: str, regex: str) -> CoordinatorRecord:
     key = rx.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex)
     return CoordinatorRecord(key, None, None)
 
-
-def member_removal(group_id: str, member_id: str) -> list[CoordinatorRecord]:
-    """The three tombstones of a removed member, in Kafka's order (`removeMember`)."""
-    return [current_assignment_tombstone(group_id, member_id),
-            target_member_tombstone(group_id, member_id),
-            member_metadata_tombstone(group_id, member_id)]

@@ -7,24 +7,18 @@ maybeUpdateGroupState`), so it has no transitions of its own.
 
 from __future__ import annotations
 
-from enum import Enum, IntEnum
+from enum import Enum
+
+from groupcoord.coordinator.modern_groups import UNKNOWN_MEMBER_STATE, StoredMemberState
 
 
-class MemberState(IntEnum):
+class MemberState(StoredMemberState):
     """Stored as an int8 in ConsumerGroupCurrentMemberAssignmentValue.State."""
 
     STABLE = 0
     UNREVOKED_PARTITIONS = 1
     UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 127
-
-    @classmethod
-    def of(cls, value: int) -> MemberState:
-        # Any byte Kafka does not know reads as UNKNOWN (`MemberState.fromValue`).
-        try:
-            return cls(value)
-        except ValueError:
-            return cls.UNKNOWN
+    UNKNOWN = UNKNOWN_MEMBER_STATE
 
 
 M = MemberState
@@ -52,7 +46,3 @@ class ConsumerGroupState(str, Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    @property
-    def lower_name(self) -> str:
-        return self.value.lower()

@@ -20,19 +20,11 @@ from typing import Any
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember
 from groupcoord.coordinator.consumer.state import MemberState
+from groupcoord.coordinator.modern_groups import MemberTimers
 
-SESSION = "consumer-session"
-REBALANCE = "consumer-rebalance"
+TIMERS = MemberTimers(session="consumer-session", rebalance="consumer-rebalance")
 REGEX_REFRESH = "consumer-regex-refresh"
-KINDS = (SESSION, REBALANCE, REGEX_REFRESH)
-
-
-def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (SESSION, group_id, member_id)
-
-
-def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (REBALANCE, group_id, member_id)
+KINDS = (TIMERS.session, TIMERS.rebalance, REGEX_REFRESH)
 
 
 def regex_refresh_key(group_id: str) -> tuple[str, str, str]:
@@ -49,12 +41,12 @@ def session_timeout_ms(mgr: Any, group_id: str, member: ConsumerGroupMember) -> 
 
 def schedule_session(mgr: Any, group_id: str, member: ConsumerGroupMember, fx: Effects) -> None:
     timeout = session_timeout_ms(mgr, group_id, member)
-    fx.schedule(session_key(group_id, member.member_id), timeout)
+    fx.schedule(TIMERS.session_key(group_id, member.member_id), timeout)
 
 
 def after_reconcile(mgr: Any, group_id: str, before: ConsumerGroupMember,
                     after: ConsumerGroupMember, fx: Effects) -> None:
-    key = rebalance_key(group_id, after.member_id)
+    key = TIMERS.rebalance_key(group_id, after.member_id)
     if after.state == MemberState.UNREVOKED_PARTITIONS:
         if before.state != MemberState.UNREVOKED_PARTITIONS \
                 or before.member_epoch != after.member_epoch:
@@ -66,7 +58,4 @@ def after_reconcile(mgr: Any, group_id: str, before: ConsumerGroupMember,
 
 
 def cancel_member(group_id: str, member_id: str, fx: Effects, mgr: Any = None) -> None:
-    fx.cancel(session_key(group_id, member_id))
-    fx.cancel(rebalance_key(group_id, member_id))
-    if mgr is not None:
-        mgr.rebalance_epochs.pop((group_id, member_id), None)
+    TIMERS.cancel(group_id, member_id, fx, None if mgr is None else mgr.rebalance_epochs)

@@ -34,7 +34,8 @@ _METADATA_TOO_LARGE = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
 
 
 def validate_classic_commit(group: ClassicGroup, member_id: str, instance_id: str | None,
-                            generation: int) -> int:
+                            generation: int, transactional: bool = False) -> int:
+    """`ClassicGroup.validateOffsetCommit`, for OffsetCommit and TxnOffsetCommit."""
     if group.is_in(S.DEAD):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if generation < 0 and group.is_in(S.EMPTY):
@@ -46,9 +47,9 @@ def validate_classic_commit(group: ClassicGroup, member_id: str, instance_id: st
             return error
         if generation != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-    elif not group.is_in(S.EMPTY):
+    elif not transactional and not group.is_in(S.EMPTY):
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if group.is_in(S.COMPLETING_REBALANCE):
+    if not transactional and group.is_in(S.COMPLETING_REBALANCE):
         # The member has its new generation but no assignment yet: let it finish syncing.
         return ErrorCode.REBALANCE_IN_PROGRESS
     return ErrorCode.NONE

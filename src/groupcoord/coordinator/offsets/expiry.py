@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.group import ClassicGroup
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.offsets.store import OffsetAndMetadata, OffsetStore
@@ -86,3 +87,21 @@ def cleanup_consumer_group(store: OffsetStore, group_id: str, subscribed: set[st
             else:
                 all_expired = False
     return all_expired and not store.has_open_transactions(group_id)
+
+
+def cleanup_modern_group(store: OffsetStore, group_id: str, group_epoch: int,
+                         subscribed: set[str], has_members: bool,
+                         delete_group: Callable[[list[Any]], None], fx: Effects,
+                         retention_ms: int) -> None:
+    """A KIP-848 consumer or streams group's clean-up: its expired offsets, then the group
+    itself when it is empty and has none left (`maybeDeleteGroup`); `delete_group` writes
+    the group's tombstones."""
+    before = len(fx.records)
+    all_expired = cleanup_consumer_group(store, group_id, subscribed, fx.now_ms, retention_ms,
+                                         fx.records)
+    if len(fx.records) > before:
+        fx.event(group_id, "offsets_expired", group_epoch, partitions=len(fx.records) - before)
+    if all_expired and not has_members:
+        delete_group(fx.records)
+        fx.event(group_id, "group_deleted", group_epoch,
+                 reason="empty group with no offsets left")

@@ -11,13 +11,50 @@ STALE_MEMBER_EPOCH.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from groupcoord.wire.errors import ErrorCode
 
 E = ErrorCode
 PartitionCheck = Callable[[bytes | None, int], int]
+Key = TypeVar("Key")
+
+
+class EpochMember(Protocol):
+    @property
+    def member_epoch(self) -> int: ...
+
+
+Member = TypeVar("Member", bound=EpochMember)
+
+
+def assigned_by(epoch: int, key: Key, partition: int, assigned: Mapping[Key, Mapping[int, int]],
+                revoking: Mapping[Key, Mapping[int, int]]) -> bool:
+    """Whether the member holds `partition` of `key` (a topic id, or a subtopology's task),
+    or is revoking it, with an assignment epoch no newer than `epoch`
+    (`getAssignmentEpochForPartition`, `getAssignmentEpochForTask`)."""
+    found = assigned.get(key, {}).get(partition)
+    if found is None:
+        found = revoking.get(key, {}).get(partition)
+    return found is not None and found <= epoch
+
+
+def validate_member_fetch(members: Mapping[str, Member], member_id: str | None, epoch: int,
+                          stale_error: Callable[[Member], int]) -> int:
+    """`validateOffsetFetch`: a fetch outside the group (no member id, epoch < 0) passes;
+    else the member must exist and be at `epoch` (`stale_error` when it is not)."""
+    if member_id is None and epoch < 0:
+        return E.NONE
+    member = members.get(member_id or "")
+    if member is None:
+        return E.UNKNOWN_MEMBER_ID
+    return E.NONE if epoch == member.member_epoch else stale_error(member)
+
+
+def _stale_error(member: Any) -> int:
+    """Classic members inside a consumer group speak in generations."""
+    return E.ILLEGAL_GENERATION if member.classic is not None else E.STALE_MEMBER_EPOCH
 
 
 def validate_commit(group: Any, member_id: str, epoch: int, version: int
@@ -30,28 +67,19 @@ def validate_commit(group: Any, member_id: str, epoch: int, version: int
         return E.UNKNOWN_MEMBER_ID, None
     if member.classic is None and version < 9:
         return E.UNSUPPORTED_VERSION, None
-    stale = E.ILLEGAL_GENERATION if member.classic is not None else E.STALE_MEMBER_EPOCH
+    stale = _stale_error(member)
     if epoch == member.member_epoch:
         return E.NONE, None
     if epoch > member.member_epoch:
         return stale, None
 
     def check(topic_id: bytes | None, partition: int) -> int:
-        if topic_id is None:
+        if topic_id is None or not assigned_by(epoch, topic_id, partition, member.assigned,
+                                               member.pending_revocation):
             return stale
-        assigned = member.assigned.get(topic_id, {}).get(partition)
-        if assigned is None:
-            assigned = member.pending_revocation.get(topic_id, {}).get(partition)
-        return E.NONE if assigned is not None and assigned <= epoch else stale
+        return E.NONE
     return E.NONE, check
 
 
 def validate_fetch(group: Any, member_id: str | None, epoch: int) -> int:
-    if member_id is None and epoch < 0:
-        return E.NONE
-    member = group.members.get(member_id or "")
-    if member is None:
-        return E.UNKNOWN_MEMBER_ID
-    if epoch != member.member_epoch:
-        return E.ILLEGAL_GENERATION if member.classic is not None else E.STALE_MEMBER_EPOCH
-    return E.NONE
+    return validate_member_fetch(group.members, member_id, epoch, _stale_error)

@@ -26,9 +26,8 @@ from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.group import ClassicGroup
-from groupcoord.coordinator.classic.join import validate_existing_member
-from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.offsets import member_epoch
+from groupcoord.coordinator.offsets.commit import validate_classic_commit
 from groupcoord.coordinator.offsets.member_epoch import PartitionCheck
 from groupcoord.coordinator.records import UUID_ZERO, offset_commit_record
 from groupcoord.coordinator.result import Result
@@ -40,7 +39,6 @@ from groupcoord.wire.generated.txn_offset_commit import (
 )
 
 E = ErrorCode
-S = ClassicGroupState
 # A version past OffsetCommit's v9 floor: transactional commits are not held to it.
 _NO_VERSION_FLOOR = 9
 # First version answering GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH as themselves
@@ -65,17 +63,8 @@ def validate_classic(group: ClassicGroup | None, member_id: str, instance_id: st
             return E.NONE
         return (E.GROUP_ID_NOT_FOUND if version >= FIRST_PRECISE_ERRORS_VERSION
                 else E.ILLEGAL_GENERATION)
-    if group.is_in(S.DEAD):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if generation < 0 and group.is_in(S.EMPTY):
-        return E.NONE
-    if generation >= 0 or member_id or instance_id is not None:
-        error = validate_existing_member(group, member_id, instance_id)
-        if error != E.NONE:
-            return error
-        if generation != group.generation_id:
-            return E.ILLEGAL_GENERATION
-    return E.NONE
+    return validate_classic_commit(group, member_id, instance_id, generation,
+                                   transactional=True)
 
 
 def validate_consumer(group: Any, member_id: str, instance_id: str | None,

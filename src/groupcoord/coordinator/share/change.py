@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from groupcoord.coordinator.share.configs import ShareConfig
 from groupcoord.coordinator.share.dlq import DlqCause
 from groupcoord.coordinator.share.records_state import (
     TERMINAL,
@@ -35,14 +36,21 @@ from groupcoord.coordinator.share.records_state import (
     runs,
 )
 
-if TYPE_CHECKING:
-    from groupcoord.coordinator.share.partition import SharePartition
+
+class Window(Protocol):
+    """What a plan reads of a share-partition (`SharePartition`): its in-flight records
+    from `start_offset` to `end_offset`, and the settings it obeys."""
+
+    records: dict[int, InFlight]
+    start_offset: int
+    end_offset: int
+    config: ShareConfig
 
 
 class Draft:
     """Copy-on-write view of one share-partition for one operation."""
 
-    def __init__(self, sp: SharePartition) -> None:
+    def __init__(self, sp: Window) -> None:
         self.sp = sp
         self.start = sp.start_offset
         self.end = sp.end_offset

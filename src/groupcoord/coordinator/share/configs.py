@@ -13,13 +13,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from groupcoord.coordinator.config import INT32_MAX, GroupCoordinatorConfig
-from groupcoord.coordinator.share.partition import ShareConfig
 
 DEFAULT_BROKER = GroupCoordinatorConfig()
 
 
 DLQ_TOPIC_NAME = "errors.deadletterqueue.topic.name"
 DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable"
+
+
+@dataclass(frozen=True, slots=True)
+class ShareConfig:
+    """The share-group settings one partition obeys (group config over broker default)."""
+
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2_000
+    auto_offset_reset: str = "latest"
+    # `share.isolation.level`: read_committed reads up to the last stable offset and never
+    # delivers records of aborted transactions (`SharePartition` archives them).
+    read_committed: bool = False
+    # The group has a dead-letter topic and share.version >= 2 (`isDLQEnabledForGroup`).
+    dlq: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,23 +23,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.coordinator.consumer.errors import is_blank
 from groupcoord.coordinator.result import GroupEvent, OpContext, Result
 from groupcoord.coordinator.share import records as rec
 from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup, ShareMember
+from groupcoord.coordinator.share.manager import ShareGroups
 from groupcoord.coordinator.share.state_metadata import InitializeRequest
+from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_heartbeat import (
     Assignment,
     ShareGroupHeartbeatResponse,
     TopicPartitions,
 )
-
-if TYPE_CHECKING:
-    from groupcoord.coordinator.share.manager import ShareGroups
 
 LEAVE_EPOCH = -1
 MAX_MEMBER_ID_LENGTH = 36
@@ -67,6 +66,15 @@ def error_response(code: int, message: str | None = None) -> ShareGroupHeartbeat
 
 def error_reply(code: int, message: str | None = None) -> HeartbeatReply:
     return HeartbeatReply(error_response(code, message))
+
+
+def share_group_heartbeat(groups: ShareGroups, request: Any, version: int, ctx: OpContext,
+                          now_ms: int, image: TopicsImage | None = None,
+                          overrides: Mapping[str, str] | None = None) -> Result:
+    """ShareGroupHeartbeat on the shard's share groups; a given `image` replaces theirs."""
+    if image is not None:
+        groups.image = image
+    return ShareHeartbeat(groups, request, ctx, now_ms, overrides or {}).run()
 
 
 class ShareHeartbeat:

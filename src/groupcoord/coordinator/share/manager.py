@@ -1,4 +1,5 @@
-"""Share-group membership of one shard: ShareGroupHeartbeat, describe, list, delete.
+"""The share groups of one shard: their state, the steps ShareGroupHeartbeat (`heartbeat`)
+and the session timer share, list and delete.
 
 Mirrors the share half of Kafka's `GroupMetadataManager` (`shareGroupHeartbeat`,
 `shareGroupLeave`, the session timer, `ShareGroup.asDescribedGroup`) with the `simple`
@@ -24,18 +25,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from groupcoord.coordinator import modern_groups
 from groupcoord.coordinator.assignment_interval import can_compute_next_target
 from groupcoord.coordinator.assignors import GroupSpec, MemberSpec
 from groupcoord.coordinator.assignors.simple import SimpleAssignor
-from groupcoord.coordinator.result import GroupEvent, OpContext, Result, ScheduleTimer
+from groupcoord.coordinator.result import GroupEvent, Result, ScheduleTimer
 from groupcoord.coordinator.share import group as grp
 from groupcoord.coordinator.share import records as rec
 from groupcoord.coordinator.share import state_metadata as smd
-from groupcoord.coordinator.share.group import ShareGroup, ShareGroupState, ShareMember
-from groupcoord.coordinator.share.heartbeat import ShareHeartbeat
+from groupcoord.coordinator.share.group import ShareGroup, ShareMember
 from groupcoord.coordinator.topics import TopicsImage, group_hash, topic_hash
-from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.list_groups import ListedGroup
 
 SESSION_TIMER = "share-session"
 SIMPLE_ASSIGNOR = SimpleAssignor()
@@ -82,14 +81,7 @@ class ShareGroups:
         timeout = self.session_timeout_ms if timeout_ms is None else timeout_ms
         return ScheduleTimer((SESSION_TIMER, group_id, member_id), now_ms + timeout)
 
-    # -- RPCs ---------------------------------------------------------------------------
-
-    def share_group_heartbeat(self, request: Any, version: int, ctx: OpContext, now_ms: int,
-                              image: TopicsImage | None = None,
-                              overrides: Mapping[str, str] | None = None) -> Result:
-        if image is not None:
-            self.image = image
-        return ShareHeartbeat(self, request, ctx, now_ms, overrides or {}).run()
+    # -- timers -------------------------------------------------------------------------
 
     def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Result:
         _kind, group_id, member_id = key
@@ -170,9 +162,7 @@ class ShareGroups:
         `group_epoch_bumped` event carries `reason`), and a new target when the assignment
         interval allows it."""
         gid = group.group_id
-        records.append(rec.current_assignment_tombstone(gid, member_id))
-        records.append(rec.target_member_tombstone(gid, member_id))
-        records.append(rec.member_metadata_tombstone(gid, member_id))
+        records.extend(rec.member_removal(gid, member_id))
         remaining = {m: v for m, v in group.members.items() if m != member_id}
         epoch = group.group_epoch + 1
         names = {n for m in remaining.values() for n in m.subscribed_topic_names}
@@ -187,34 +177,14 @@ class ShareGroups:
     # -- admin ----------------------------------------------------------------------------
 
     def list_groups(self, states: set[str], types: set[str]) -> list[Any]:
-        if types and "share" not in types:
-            return []
-        out = []
-        for gid in sorted(self.groups):
-            state = self.groups[gid].state().value
-            if states and state.lower() not in states:
-                continue
-            out.append(ListedGroup(group_id=gid, protocol_type=grp.PROTOCOL_TYPE,
-                                   group_state=state, group_type="share"))
-        return out
-
+        return modern_groups.list_groups(self.groups, states, types, "share", grp.PROTOCOL_TYPE)
     def validate_delete(self, group: ShareGroup) -> int:
-        if group.state() != ShareGroupState.EMPTY:
-            return ErrorCode.NON_EMPTY_GROUP
-        return ErrorCode.NONE
-
+        return modern_groups.validate_delete(group)
     def delete_records(self, group: ShareGroup, records: list[Any]) -> None:
         """`ShareGroup.createGroupTombstoneRecords` order."""
         gid = group.group_id
-        for mid in sorted(group.members):
-            records.append(rec.current_assignment_tombstone(gid, mid))
-        for mid in sorted(group.target):
-            records.append(rec.target_member_tombstone(gid, mid))
-        records.append(rec.target_metadata_tombstone(gid))
-        for mid in sorted(group.members):
-            records.append(rec.member_metadata_tombstone(gid, mid))
-        records.append(smd.tombstone(gid))
-        records.append(rec.group_metadata_tombstone(gid))
+        records.extend(rec.RECORDS.group_tombstones(gid, sorted(group.members),
+                                                    sorted(group.target), [smd.tombstone(gid)]))
 
     def canonical(self) -> dict[str, Any]:
         return {g: grp_.canonical() for g, grp_ in sorted(self.groups.items())}

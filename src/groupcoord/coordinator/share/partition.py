@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from groupcoord.coordinator.share.change import Draft, ShareChange, covered
+from groupcoord.coordinator.share.configs import ShareConfig
 from groupcoord.coordinator.share.dlq import DlqCause, resumed_cause
 from groupcoord.coordinator.share.records_state import (
     TERMINAL,
@@ -52,21 +53,6 @@ from groupcoord.wire.errors import ErrorCode
 __all__ = ["TERMINAL", "TRANSITIONS", "AckType", "Acquired", "InFlight", "InvalidTransition",
            "RecordState", "ShareChange", "ShareConfig", "SharePartition", "StateBatch",
            "check_transition"]
-
-
-@dataclass(frozen=True, slots=True)
-class ShareConfig:
-    """The share-group settings one partition obeys (group config over broker default)."""
-
-    record_lock_duration_ms: int = 30_000
-    delivery_count_limit: int = 5
-    max_record_locks: int = 2_000
-    auto_offset_reset: str = "latest"
-    # `share.isolation.level`: read_committed reads up to the last stable offset and never
-    # delivers records of aborted transactions (`SharePartition` archives them).
-    read_committed: bool = False
-    # The group has a dead-letter topic and share.version >= 2 (`isDLQEnabledForGroup`).
-    dlq: bool = False
 
 
 @dataclass(frozen=True, slots=True)

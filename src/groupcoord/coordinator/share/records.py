@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from groupcoord.coordinator.modern_records import ModernGroupRecords, sorted_partitions
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated.share_group_current_member_assignment import (
     ShareGroupCurrentMemberAssignmentKey,
@@ -47,8 +48,14 @@ RECORD_TYPES = frozenset(range(10, 16))
 Assignment = Mapping[bytes, Iterable[int]]
 
 
-def _sorted_topics(assignment: Assignment) -> list[tuple[bytes, list[int]]]:
-    return [(t, sorted(assignment[t])) for t in sorted(assignment) if assignment[t]]
+# The records built from the keys alone (tombstones, target metadata, removals);
+# those called by name elsewhere are named here too.
+RECORDS = ModernGroupRecords(
+    ShareGroupMetadataKey, ShareGroupMemberMetadataKey, ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue,
+    ShareGroupCurrentMemberAssignmentKey)
+target_metadata = RECORDS.target_metadata
+member_removal = RECORDS.member_removal
 
 
 def member_metadata(group_id: str, member_id: str, rack_id: str | None, client_id: str,
@@ -60,29 +67,9 @@ def member_metadata(group_id: str, member_id: str, rack_id: str | None, client_i
                                       subscribed_topic_names=sorted(topics)), 0)
 
 
-def member_metadata_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(ShareGroupMemberMetadataKey(group_id=group_id, member_id=member_id),
-                             None)
-
-
 def group_metadata(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
     return CoordinatorRecord(ShareGroupMetadataKey(group_id=group_id),
                              ShareGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash), 0)
-
-
-def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(ShareGroupMetadataKey(group_id=group_id), None)
-
-
-def target_metadata(group_id: str, epoch: int, now_ms: int) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        ShareGroupTargetAssignmentMetadataKey(group_id=group_id),
-        ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
-                                                assignment_timestamp=now_ms), 0)
-
-
-def target_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(ShareGroupTargetAssignmentMetadataKey(group_id=group_id), None)
 
 
 def target_member(group_id: str, member_id: str, assignment: Assignment) -> CoordinatorRecord:
@@ -90,12 +77,7 @@ def target_member(group_id: str, member_id: str, assignment: Assignment) -> Coor
         ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
         ShareGroupTargetAssignmentMemberValue(topic_partitions=[
             TargetTopicPartition(topic_id=t, partitions=ps)
-            for t, ps in _sorted_topics(assignment)]), 0)
-
-
-def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
+            for t, ps in sorted_partitions(assignment)]), 0)
 
 
 def current_assignment(group_id: str, member_id: str, epoch: int, previous_epoch: int,
@@ -105,9 +87,5 @@ def current_assignment(group_id: str, member_id: str, epoch: int, previous_epoch
         ShareGroupCurrentMemberAssignmentValue(
             member_epoch=epoch, previous_member_epoch=previous_epoch, state=0,
             assigned_partitions=[CurrentTopicPartitions(topic_id=t, partitions=ps)
-                                 for t, ps in _sorted_topics(assignment)]), 0)
+                                 for t, ps in sorted_partitions(assignment)]), 0)
 
-
-def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        ShareGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.shard_groups import ShardGroups
 from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup
-from groupcoord.coordinator.share.heartbeat import error_reply
+from groupcoord.coordinator.share.heartbeat import error_reply, share_group_heartbeat
 from groupcoord.coordinator.share.manager import ASSIGNOR_NAME
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
@@ -28,18 +29,13 @@ from groupcoord.wire.generated.share_group_describe import (
     TopicPartitions,
 )
 
-if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import GroupCoordinatorShard
+
+def _other_kind(shard: ShardGroups, group_id: str) -> bool:
+    return shard.consumer.get(group_id) is not None or shard.classic.get(group_id) is not None \
+        or group_id in shard.streams.groups
 
 
-def _other_kind(shard: GroupCoordinatorShard, group_id: str) -> bool:
-    consumer = getattr(shard, "consumer", None)
-    if consumer is not None and consumer.get(group_id) is not None:
-        return True
-    return shard.classic.get(group_id) is not None or group_id in shard.streams.groups
-
-
-def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpContext,
+def heartbeat(shard: ShardGroups, request: Any, version: int, ctx: OpContext,
               now_ms: int, image: TopicsImage | None,
               overrides: dict[str, str] | None) -> Result:
     if request.group_id and _other_kind(shard, request.group_id):
@@ -48,7 +44,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpC
     if version == 0 and request.member_epoch == 0 and not request.member_id:
         # v0 (Kafka 3.9/4.0 early access): the coordinator generates the member id.
         request.member_id = kafka_uuid(shard.ids.member_id(""))
-    return shard.share.share_group_heartbeat(request, version, ctx, now_ms, image, overrides)
+    return share_group_heartbeat(shard.share, request, version, ctx, now_ms, image, overrides)
 
 
 def kafka_uuid(source_id: str) -> str:
@@ -64,7 +60,7 @@ def kafka_uuid(source_id: str) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
-def describe(shard: GroupCoordinatorShard, group_id: str) -> DescribedGroup:
+def describe(shard: ShardGroups, group_id: str) -> DescribedGroup:
     if not group_id:
         return DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID)
     group = shard.share.get(group_id)
@@ -91,7 +87,7 @@ def described(group: ShareGroup, image: TopicsImage) -> DescribedGroup:
                           assignor_name=ASSIGNOR_NAME, members=members)
 
 
-def delete_group(shard: GroupCoordinatorShard, group_id: str, fx: Any) -> DeletableGroupResult:
+def delete_group(shard: ShardGroups, group_id: str, fx: Any) -> DeletableGroupResult:
     group = shard.share.groups[group_id]
     error = shard.share.validate_delete(group)
     if error == ErrorCode.NONE:

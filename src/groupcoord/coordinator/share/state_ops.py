@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.shard_groups import ShardGroups
 from groupcoord.coordinator.share import state_metadata as smd
 from groupcoord.coordinator.share.group import ShareGroup
 from groupcoord.coordinator.share.state_metadata import (
@@ -26,9 +26,6 @@ from groupcoord.coordinator.share.state_metadata import (
     TopicInits,
 )
 from groupcoord.wire.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import GroupCoordinatorShard
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +42,13 @@ class DeleteOffsetsPlan:
 LEGACY_STATE = "legacy-state"
 
 
-def _other_kind(shard: GroupCoordinatorShard, group_id: str) -> bool:
+def _other_kind(shard: ShardGroups, group_id: str) -> bool:
     consumer = getattr(shard, "consumer", None)
     return shard.classic.get(group_id) is not None or (
         consumer is not None and consumer.get(group_id) is not None)
 
 
-def _empty_share_group(shard: GroupCoordinatorShard, group_id: str
+def _empty_share_group(shard: ShardGroups, group_id: str
                        ) -> tuple[int, ShareGroup | None]:
     """`GroupMetadataManager.shareGroup` + `ShareGroup.validateEmptyGroup`."""
     group = shard.share.get(group_id)
@@ -73,7 +70,7 @@ def _nothing() -> Result:
 
 # -- heartbeat-driven initialization ------------------------------------------------------
 
-def complete_initialize(shard: GroupCoordinatorShard, group_id: str,
+def complete_initialize(shard: ShardGroups, group_id: str,
                         done: TopicInits) -> Result:
     """`initializeShareGroupState`: the state is written; mark the partitions initialized."""
     group = shard.share.get(group_id)
@@ -82,7 +79,7 @@ def complete_initialize(shard: GroupCoordinatorShard, group_id: str,
     return _write(group, smd.with_initialized(group.state_metadata, done))
 
 
-def uninitialize(shard: GroupCoordinatorShard, group_id: str, failed: PartitionMap) -> Result:
+def uninitialize(shard: ShardGroups, group_id: str, failed: PartitionMap) -> Result:
     """`uninitializeShareGroupState`: initialization failed; forget the attempt."""
     group = shard.share.get(group_id)
     if group is None or group.state_metadata is None or not group.state_metadata.initializing:
@@ -92,7 +89,7 @@ def uninitialize(shard: GroupCoordinatorShard, group_id: str, failed: PartitionM
 
 # -- admin ------------------------------------------------------------------------------------
 
-def begin_alter_offsets(shard: GroupCoordinatorShard, group_id: str,
+def begin_alter_offsets(shard: ShardGroups, group_id: str,
                         parts: TopicInits) -> Result:
     """`alterShareGroupOffsets`: an existing share group must be empty; a missing one is
     created (`getOrMaybeCreateShareGroup(groupId, true)`, KAFKA-19662) by the record 15
@@ -112,7 +109,7 @@ def begin_alter_offsets(shard: GroupCoordinatorShard, group_id: str,
     return result
 
 
-def begin_delete_offsets(shard: GroupCoordinatorShard, group_id: str,
+def begin_delete_offsets(shard: ShardGroups, group_id: str,
                          topic_ids: list[bytes],
                          untracked: Mapping[bytes, set[int]]) -> Result:
     """`initiateDeleteShareGroupOffsets`: initialized (or still deleting) topics move to
@@ -134,7 +131,7 @@ def begin_delete_offsets(shard: GroupCoordinatorShard, group_id: str,
     return result
 
 
-def complete_delete_offsets(shard: GroupCoordinatorShard, group_id: str,
+def complete_delete_offsets(shard: ShardGroups, group_id: str,
                             topic_ids: list[bytes]) -> Result:
     group = shard.share.get(group_id)
     if group is None or group.state_metadata is None:
@@ -142,7 +139,7 @@ def complete_delete_offsets(shard: GroupCoordinatorShard, group_id: str,
     return _write(group, smd.complete_deleting(group.state_metadata, topic_ids))
 
 
-def initialized_partitions(shard: GroupCoordinatorShard, group_id: str) -> Result:
+def initialized_partitions(shard: ShardGroups, group_id: str) -> Result:
     """`initializedShareGroupPartitions`. The response is never None (that would park the
     caller): `LEGACY_STATE` for a share group without record 15, whose state predates it,
     and an empty map for no group at all, as Kafka answers an unknown group."""

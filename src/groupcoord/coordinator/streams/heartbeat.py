@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.consumer.errors import HeartbeatError
@@ -32,6 +32,7 @@ from groupcoord.coordinator.streams.configure import (
     configure_topics,
 )
 from groupcoord.coordinator.streams.group import METADATA_REFRESH_INTERVAL_MS, StreamsGroup
+from groupcoord.coordinator.streams.groups_state import StreamsGroupsState
 from groupcoord.coordinator.streams.member import MemberState, StreamsGroupMember
 from groupcoord.coordinator.streams.membership import get_or_create_member
 from groupcoord.coordinator.streams.reconcile import FencedMember, Reconciler
@@ -43,9 +44,6 @@ from groupcoord.coordinator.topics import group_hash, topic_hash
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated import streams_group_heartbeat as wire
 
-if TYPE_CHECKING:
-    from groupcoord.coordinator.streams.manager import StreamsGroups
-
 
 @dataclass(slots=True)
 class HeartbeatResult:
@@ -55,12 +53,12 @@ class HeartbeatResult:
     topics_to_create: dict[str, InternalTopic] = field(default_factory=dict)
 
 
-def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
+def heartbeat(mgr: StreamsGroupsState, request: Any, version: int, client_id: str,
               client_host: str, fx: Effects) -> HeartbeatResult:
     group_id, member_id = request.group_id, request.member_id
     statuses: list[wire.Status] = []
     joining = request.member_epoch == JOIN_EPOCH
-    group = mgr.group_for_heartbeat(group_id, joining, request.instance_id, member_id)
+    group = _group_for_heartbeat(mgr, group_id, joining, request.instance_id, member_id)
     member, replaced = get_or_create_member(mgr, group, request, fx.records)
     updated = _updated_member(member, request, joining, client_id, client_host)
     recompute = _write_member(group, request.instance_id, member, updated, replaced, fx)
@@ -92,7 +90,7 @@ def heartbeat(mgr: StreamsGroups, request: Any, version: int, client_id: str,
                                          configured, topology, configs, fx, statuses)
     reconciled = _reconcile(mgr, group, updated, target_epoch,
                             target.get(member_id, TasksTuple()), request, fx)
-    fx.schedule(timers.session_key(group_id, member_id), settings.session_timeout_ms)
+    fx.schedule(timers.TIMERS.session_key(group_id, member_id), settings.session_timeout_ms)
     if request.shutdown_application and group.shutdown_requester is None:
         group.shutdown_requester = member_id
     if endpoints.endpoint_changed(member, reconciled) or (
@@ -122,7 +120,27 @@ def _bump_group_epoch(group: StreamsGroup, member: StreamsGroupMember,
     return epoch
 
 
-def _arm_initial_delay(mgr: StreamsGroups, group: StreamsGroup, delay_ms: int,
+def _group_for_heartbeat(mgr: StreamsGroupsState, group_id: str, joining: bool,
+                         instance_id: str | None, member_id: str) -> StreamsGroup:
+    """`getOrCreateStreamsGroup` (not stored until its records replay) and
+    `throwIfStreamsGroupIsFull`."""
+    group = mgr.groups.get(group_id)
+    if group is None:
+        if not joining:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"Streams group {group_id} not found.")
+        group = StreamsGroup(group_id)
+    if joining and group.static_member(instance_id) is None \
+            and len(group.members) >= mgr.config.group_streams_max_size \
+            and member_id not in group.members:
+        raise HeartbeatError(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            "The streams group has reached its maximum capacity of "
+            f"{mgr.config.group_streams_max_size} members.")
+    return group
+
+
+def _arm_initial_delay(mgr: StreamsGroupsState, group: StreamsGroup, delay_ms: int,
                        fx: Effects) -> None:
     """The first join of an empty group waits for more members (`scheduleIfAbsent`)."""
     if not group.members and delay_ms > 0 and group.group_id not in mgr.initial_delays:
@@ -223,14 +241,14 @@ def _maybe_update_topology(group: StreamsGroup, topology: Any, records: list[Any
     return group.topology
 
 
-def metadata_hash(mgr: StreamsGroups, topology: StreamsTopology) -> int:
+def metadata_hash(mgr: StreamsGroupsState, topology: StreamsTopology) -> int:
     """`StreamsGroup.computeMetadataHash` over the required topics that exist."""
     image = mgr.image
     return group_hash({t: topic_hash(image, t) for t in topology.required_topics()
                        if t in image.by_name})
 
 
-def _configured(mgr: StreamsGroups, group: StreamsGroup, topology: StreamsTopology,
+def _configured(mgr: StreamsGroupsState, group: StreamsGroup, topology: StreamsTopology,
                 now_ms: int) -> tuple[ConfiguredTopology, int, bool]:
     """Step 3: (configured topology, metadata hash, whether the hash changed)."""
     reconfigure = group.topology is None
@@ -301,7 +319,7 @@ def _bump_reason(member: StreamsGroupMember, updated: StreamsGroupMember, hash_c
     return "assignment configs changed"
 
 
-def update_target(mgr: StreamsGroups, group: StreamsGroup, group_epoch: int,
+def update_target(mgr: StreamsGroupsState, group: StreamsGroup, group_epoch: int,
                   members: dict[str, StreamsGroupMember], current_target: dict[str, TasksTuple],
                   configured: ConfiguredTopology, topology: StreamsTopology | None,
                   configs: dict[str, str], fx: Effects, statuses: list[wire.Status] | None
@@ -343,7 +361,7 @@ def owned_tasks(request: Any) -> TasksWithEpochs | None:
                            tasks_of((t.subtopology_id, t.partitions) for t in request.warmup_tasks))
 
 
-def _reconcile(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMember,
+def _reconcile(mgr: StreamsGroupsState, group: StreamsGroup, member: StreamsGroupMember,
                target_epoch: int, target: TasksTuple, request: Any, fx: Effects
                ) -> StreamsGroupMember:
     """Step 5 (`maybeReconcile`)."""
@@ -357,7 +375,7 @@ def _reconcile(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMemb
         raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from exc
     if updated != member:
         fx.records.append(rec.current_assignment(group.group_id, updated))
-        key = timers.rebalance_key(group.group_id, updated.member_id)
+        key = timers.TIMERS.rebalance_key(group.group_id, updated.member_id)
         if updated.state == MemberState.UNREVOKED_TASKS:
             fx.schedule(key, max(0, updated.rebalance_timeout_ms))
             mgr.rebalance_epochs[(group.group_id, updated.member_id)] = updated.member_epoch
@@ -372,7 +390,7 @@ def _task_ids(tasks: dict[str, Any]) -> list[wire.TaskIds]:
             for s, p in sorted(tasks.items())]
 
 
-def _response(mgr: StreamsGroups, group: StreamsGroup, before: StreamsGroupMember,
+def _response(mgr: StreamsGroupsState, group: StreamsGroup, before: StreamsGroupMember,
               member: StreamsGroupMember, joining: bool, configured: ConfiguredTopology,
               statuses: list[wire.Status], request: Any) -> HeartbeatResult:
     settings = mgr.settings(group.group_id)

@@ -1,9 +1,8 @@
 """The streams groups of one shard (the streams half of Kafka's `GroupMetadataManager`):
-RPC entry points, replay, timers, loading, describe/list/delete.
+RPC entry points, replay, timers, loading, describe/list/delete, over the groups and
+soft state of `groups_state`.
 
-`replay` is the one mutation path of durable streams-group state. Soft state kept here:
-the topics image (input from the runtime), the epochs rebalance timers were armed at, and
-the groups whose initial rebalance delay is pending.
+`replay` is the one mutation path of durable streams-group state.
 """
 
 from __future__ import annotations
@@ -11,23 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from groupcoord.coordinator import modern_groups
 from groupcoord.coordinator.classic.effects import Effects
-from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer.errors import HeartbeatError
 from groupcoord.coordinator.result import OpContext, Result
-from groupcoord.coordinator.streams import describe, group_config, membership, timers
+from groupcoord.coordinator.streams import describe, membership, timers
 from groupcoord.coordinator.streams import records as rec
 from groupcoord.coordinator.streams.group import (
     StreamsGroup,
-    StreamsGroupState,
     replay_current_assignment,
     replay_member_metadata,
     target_from_record,
 )
-from groupcoord.coordinator.streams.group_config import StreamsGroupSettings
+from groupcoord.coordinator.streams.groups_state import StreamsGroupsState
 from groupcoord.coordinator.streams.heartbeat import HeartbeatResult, heartbeat, update_target
 from groupcoord.coordinator.streams.member import MemberState
-from groupcoord.coordinator.streams.target import NUM_STANDBY_REPLICAS, RACK_AWARE_ASSIGNMENT_TAGS
 from groupcoord.coordinator.streams.topology import StreamsTopology
 from groupcoord.coordinator.streams.validate import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, validate
 from groupcoord.coordinator.topics import TopicsImage
@@ -44,36 +41,8 @@ GROUP_TYPE = "streams"
 PROTOCOL_TYPE = "streams"
 
 
-class StreamsGroups:
-    def __init__(self, config: GroupCoordinatorConfig) -> None:
-        self.config = config
-        self.groups: dict[str, StreamsGroup] = {}
-        self.image = TopicsImage()
-        self.rebalance_epochs: dict[tuple[str, str], int] = {}
-        self.initial_delays: set[str] = set()
-        # Groups with `streams.*` overrides (GroupConfigManager's view), as the last
-        # heartbeat brought them; soft state, like the timers that use them.
-        self.group_settings: dict[str, StreamsGroupSettings] = {}
-        self.broker_settings = group_config.settings(config, None)
-
-    def settings(self, group_id: str) -> StreamsGroupSettings:
-        """The group's effective settings: its overrides, else the broker's."""
-        return self.group_settings.get(group_id, self.broker_settings)
-
-    def _set_overrides(self, group_id: str, overrides: Mapping[str, str]) -> None:
-        current = group_config.settings(self.config, overrides)
-        if current == self.broker_settings:
-            self.group_settings.pop(group_id, None)
-        else:
-            self.group_settings[group_id] = current
-
-    def assignment_configs(self, group_id: str) -> dict[str, str]:
-        """`streamsGroupAssignmentConfigs`."""
-        found = self.settings(group_id)
-        configs = {NUM_STANDBY_REPLICAS: str(found.num_standby_replicas)}
-        if found.rack_aware_assignment_tags:
-            configs[RACK_AWARE_ASSIGNMENT_TAGS] = ",".join(found.rack_aware_assignment_tags)
-        return configs
+class StreamsGroups(StreamsGroupsState):
+    """The operations of the shard's streams groups."""
 
     # -- StreamsGroupHeartbeat -----------------------------------------------------------
     def streams_group_heartbeat(self, request: Any, version: int, ctx: OpContext,
@@ -95,25 +64,6 @@ class StreamsGroups:
             return Result(response=HeartbeatResult(wire.StreamsGroupHeartbeatResponse(
                 error_code=exc.code, error_message=exc.message)))
         return fx.result(result)
-
-    def group_for_heartbeat(self, group_id: str, joining: bool, instance_id: str | None,
-                            member_id: str) -> StreamsGroup:
-        """`getOrCreateStreamsGroup` (not stored until its records replay) and
-        `throwIfStreamsGroupIsFull`."""
-        group = self.groups.get(group_id)
-        if group is None:
-            if not joining:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
-                                     f"Streams group {group_id} not found.")
-            group = StreamsGroup(group_id)
-        if joining and group.static_member(instance_id) is None \
-                and len(group.members) >= self.config.group_streams_max_size \
-                and member_id not in group.members:
-            raise HeartbeatError(
-                ErrorCode.GROUP_MAX_SIZE_REACHED,
-                "The streams group has reached its maximum capacity of "
-                f"{self.config.group_streams_max_size} members.")
-        return group
 
     # -- replay ----------------------------------------------------------------------------
     def replay(self, key: Any, value: Any) -> None:
@@ -167,10 +117,10 @@ class StreamsGroups:
         fx = Effects(self.config, now_ms)
         for group_id, group in sorted(self.groups.items()):
             for member_id, member in sorted(group.members.items()):
-                fx.schedule(timers.session_key(group_id, member_id),
+                fx.schedule(timers.TIMERS.session_key(group_id, member_id),
                             self.settings(group_id).session_timeout_ms)
                 if member.state == MemberState.UNREVOKED_TASKS:
-                    fx.schedule(timers.rebalance_key(group_id, member_id),
+                    fx.schedule(timers.TIMERS.rebalance_key(group_id, member_id),
                                 max(0, member.rebalance_timeout_ms))
                     self.rebalance_epochs[(group_id, member_id)] = member.member_epoch
         return fx.result()
@@ -199,9 +149,9 @@ class StreamsGroups:
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
             return fx.result()
-        if kind == timers.SESSION:
+        if kind == timers.TIMERS.session:
             membership.fence(self, group, member, fx, "member_expired", "session timeout")
-        elif kind == timers.REBALANCE:
+        elif kind == timers.TIMERS.rebalance:
             armed = self.rebalance_epochs.pop((group_id, member_id), None)
             if armed == member.member_epoch:
                 membership.fence(self, group, member, fx, "member_removed",
@@ -220,34 +170,16 @@ class StreamsGroups:
         return describe.described(group)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[ListedGroup]:
-        if types and GROUP_TYPE not in types:
-            return []
-        out = []
-        for group_id, group in sorted(self.groups.items()):
-            state = group.state().value
-            if states and state.lower() not in states:
-                continue
-            out.append(ListedGroup(group_id=group_id, protocol_type=PROTOCOL_TYPE,
-                                   group_state=state, group_type=GROUP_TYPE))
-        return out
-
+        return modern_groups.list_groups(self.groups, states, types, GROUP_TYPE, PROTOCOL_TYPE)
     def validate_delete(self, group: StreamsGroup) -> int:
         """`StreamsGroup.validateDeleteGroup`: only an empty group."""
-        if group.state() != StreamsGroupState.EMPTY:
-            return ErrorCode.NON_EMPTY_GROUP
-        return ErrorCode.NONE
-
+        return modern_groups.validate_delete(group)
     def delete_records(self, group: StreamsGroup, records: list[Any]) -> None:
-        """`StreamsGroup.createGroupTombstoneRecords`, in Kafka's order."""
+        """`StreamsGroup.createGroupTombstoneRecords`, in Kafka's order: targets by member,
+        in membership order, and the topology last."""
         gid = group.group_id
-        for mid in group.members:
-            records.append(rec.current_assignment_tombstone(gid, mid))
-        for mid in group.members:
-            records.append(rec.target_member_tombstone(gid, mid))
-        records.append(rec.target_metadata_tombstone(gid))
-        for mid in group.members:
-            records.append(rec.member_metadata_tombstone(gid, mid))
-        records.append(rec.group_metadata_tombstone(gid))
+        records.extend(rec.RECORDS.group_tombstones(gid, list(group.members),
+                                                    list(group.members)))
         records.append(rec.topology_tombstone(gid))
 
     def canonical(self) -> dict[str, Any]:

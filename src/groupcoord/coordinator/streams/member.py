@@ -7,24 +7,17 @@ carry every field, so replaying the records rebuilds the same member.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field, replace
 
+from groupcoord.coordinator.modern_groups import UNKNOWN_MEMBER_STATE, StoredMemberState
 from groupcoord.coordinator.streams.tasks import NO_TASKS, TasksWithEpochs
 
 
-class MemberState(enum.IntEnum):
+class MemberState(StoredMemberState):
     STABLE = 1
     UNREVOKED_TASKS = 2
     UNRELEASED_TASKS = 3
-    UNKNOWN = 127
-
-    @classmethod
-    def of(cls, value: int) -> MemberState:
-        try:
-            return cls(value)
-        except ValueError:
-            return cls.UNKNOWN
+    UNKNOWN = UNKNOWN_MEMBER_STATE
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,21 +11,19 @@ and current tasks once the old one has left with epoch -2.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.consumer.errors import HeartbeatError
 from groupcoord.coordinator.streams import records as rec
 from groupcoord.coordinator.streams import timers
 from groupcoord.coordinator.streams.group import StreamsGroup
+from groupcoord.coordinator.streams.groups_state import StreamsGroupsState
 from groupcoord.coordinator.streams.member import StreamsGroupMember
 from groupcoord.coordinator.streams.tasks import NO_TASKS
 from groupcoord.coordinator.streams.validate import JOIN_EPOCH, STATIC_LEAVE_EPOCH
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated import streams_group_heartbeat as wire
-
-if TYPE_CHECKING:
-    from groupcoord.coordinator.streams.manager import StreamsGroups
 
 
 def _fenced(message: str) -> HeartbeatError:
@@ -63,7 +61,7 @@ def unknown_member(group_id: str, member_id: str) -> HeartbeatError:
                           f"Member {member_id} is not a member of group {group_id}.")
 
 
-def get_or_create_member(mgr: StreamsGroups, group: StreamsGroup, request: Any,
+def get_or_create_member(mgr: StreamsGroupsState, group: StreamsGroup, request: Any,
                          records: list[Any]) -> tuple[StreamsGroupMember,
                                                       StreamsGroupMember | None]:
     """(the member, the static member it replaces or None)."""
@@ -105,7 +103,8 @@ def get_or_create_member(mgr: StreamsGroups, group: StreamsGroup, request: Any,
     return existing, None
 
 
-def leave(mgr: StreamsGroups, request: Any, fx: Effects) -> wire.StreamsGroupHeartbeatResponse:
+def leave(mgr: StreamsGroupsState, request: Any,
+          fx: Effects) -> wire.StreamsGroupHeartbeatResponse:
     """`streamsGroupLeave`: epoch -1 removes the member, -2 keeps a static member's place."""
     group = mgr.groups.get(request.group_id)
     if group is None:
@@ -142,7 +141,7 @@ def leave(mgr: StreamsGroups, request: Any, fx: Effects) -> wire.StreamsGroupHea
     return response
 
 
-def fence(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMember, fx: Effects,
+def fence(mgr: StreamsGroupsState, group: StreamsGroup, member: StreamsGroupMember, fx: Effects,
           kind: str, reason: str) -> None:
     """`streamsGroupFenceMember`: tombstones, then a group epoch bump; the last member
     also moves the assignment epoch (timestamp 0, so no interval delays the next one)."""
@@ -159,6 +158,4 @@ def fence(mgr: StreamsGroups, group: StreamsGroup, member: StreamsGroupMember, f
     fx.event(group_id, kind, epoch, member_id=member.member_id, reason=reason,
              instance_id=member.instance_id)
     fx.event(group_id, "group_epoch_bumped", epoch, reason=reason, protocol="streams")
-    fx.cancel(timers.session_key(group_id, member.member_id))
-    fx.cancel(timers.rebalance_key(group_id, member.member_id))
-    mgr.rebalance_epochs.pop((group_id, member.member_id), None)
+    timers.TIMERS.cancel(group_id, member.member_id, fx, mgr.rebalance_epochs)

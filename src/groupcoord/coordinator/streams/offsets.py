@@ -10,14 +10,17 @@ epoch no newer than the commit's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from groupcoord.coordinator.offsets.member_epoch import (
+    PartitionCheck,
+    assigned_by,
+    validate_member_fetch,
+)
 from groupcoord.coordinator.streams.group import StreamsGroup
+from groupcoord.coordinator.streams.member import StreamsGroupMember
 from groupcoord.coordinator.topics import TopicsImage
 from groupcoord.wire.errors import ErrorCode
 
 E = ErrorCode
-PartitionCheck = Callable[[bytes | None, int], int]
 
 
 def validate_commit(group: StreamsGroup, member_id: str, instance_id: str | None, epoch: int,
@@ -47,17 +50,16 @@ def validate_commit(group: StreamsGroup, member_id: str, instance_id: str | None
         subtopology = source_of.get(name or "")
         if subtopology is None:
             return E.STALE_MEMBER_EPOCH
-        assigned = member.assigned.active.get(subtopology, {}).get(partition)
-        if assigned is None:
-            assigned = member.pending_revocation.active.get(subtopology, {}).get(partition)
-        return E.NONE if assigned is not None and assigned <= epoch else E.STALE_MEMBER_EPOCH
+        if not assigned_by(epoch, subtopology, partition, member.assigned.active,
+                           member.pending_revocation.active):
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
     return E.NONE, check
 
 
 def validate_fetch(group: StreamsGroup, member_id: str | None, epoch: int) -> int:
-    if member_id is None and epoch < 0:
-        return E.NONE
-    member = group.members.get(member_id or "")
-    if member is None:
-        return E.UNKNOWN_MEMBER_ID
-    return E.NONE if epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
+    return validate_member_fetch(group.members, member_id, epoch, _stale)
+
+
+def _stale(member: StreamsGroupMember) -> int:
+    return E.STALE_MEMBER_EPOCH

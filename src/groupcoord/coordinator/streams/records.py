@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from groupcoord.coordinator.modern_records import (
+    ModernGroupRecords,
+    sorted_partitions,
+    sorted_partitions_with_epochs,
+)
 from groupcoord.coordinator.streams.member import StreamsGroupMember
 from groupcoord.coordinator.streams.tasks import EpochTasks, Tasks, TasksTuple
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
@@ -16,6 +21,15 @@ from groupcoord.logformat.generated import streams_group_metadata as gmeta
 from groupcoord.logformat.generated import streams_group_target_assignment_member as tmem
 from groupcoord.logformat.generated import streams_group_target_assignment_metadata as tmeta
 from groupcoord.logformat.generated import streams_group_topology as topo
+
+# The records built from the keys alone (tombstones, target metadata, removals);
+# those called by name elsewhere are named here too.
+RECORDS = ModernGroupRecords(
+    gmeta.StreamsGroupMetadataKey, meta.StreamsGroupMemberMetadataKey,
+    tmem.StreamsGroupTargetAssignmentMemberKey, tmeta.StreamsGroupTargetAssignmentMetadataKey,
+    tmeta.StreamsGroupTargetAssignmentMetadataValue, cur.StreamsGroupCurrentMemberAssignmentKey)
+target_metadata = RECORDS.target_metadata
+member_removal = RECORDS.member_removal
 
 
 def group_metadata(group_id: str, epoch: int, metadata_hash: int,
@@ -30,10 +44,6 @@ def group_metadata(group_id: str, epoch: int, metadata_hash: int,
         stored_description_topology_epoch=stored_description_epoch,
         failed_description_topology_epoch=failed_description_epoch)
     return CoordinatorRecord(gmeta.StreamsGroupMetadataKey(group_id=group_id), value, 0)
-
-
-def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(gmeta.StreamsGroupMetadataKey(group_id=group_id), None, None)
 
 
 def topology(group_id: str, value: topo.StreamsGroupTopologyValue) -> CoordinatorRecord:
@@ -56,14 +66,8 @@ def member_metadata(group_id: str, m: StreamsGroupMember) -> CoordinatorRecord:
     return CoordinatorRecord(key, value, 0)
 
 
-def member_metadata_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = meta.StreamsGroupMemberMetadataKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
 def _target_ids(tasks: Tasks) -> list[tmem.TaskIds]:
-    return [tmem.TaskIds(subtopology_id=s, partitions=sorted(p))
-            for s, p in sorted(tasks.items()) if p]
+    return [tmem.TaskIds(subtopology_id=s, partitions=p) for s, p in sorted_partitions(tasks)]
 
 
 def target_member(group_id: str, member_id: str, target: TasksTuple) -> CoordinatorRecord:
@@ -74,36 +78,13 @@ def target_member(group_id: str, member_id: str, target: TasksTuple) -> Coordina
     return CoordinatorRecord(key, value, 0)
 
 
-def target_member_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = tmem.StreamsGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
-def target_metadata(group_id: str, epoch: int, timestamp_ms: int) -> CoordinatorRecord:
-    return CoordinatorRecord(
-        tmeta.StreamsGroupTargetAssignmentMetadataKey(group_id=group_id),
-        tmeta.StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
-                                                        assignment_timestamp=timestamp_ms), 0)
-
-
-def target_metadata_tombstone(group_id: str) -> CoordinatorRecord:
-    return CoordinatorRecord(tmeta.StreamsGroupTargetAssignmentMetadataKey(group_id=group_id),
-                             None, None)
-
-
 def _current_ids(tasks: Tasks) -> list[cur.TaskIds]:
-    return [cur.TaskIds(subtopology_id=s, partitions=sorted(p))
-            for s, p in sorted(tasks.items()) if p]
+    return [cur.TaskIds(subtopology_id=s, partitions=p) for s, p in sorted_partitions(tasks)]
 
 
 def _current_ids_with_epochs(tasks: EpochTasks) -> list[cur.TaskIds]:
-    out = []
-    for s, parts in sorted(tasks.items()):
-        if parts:
-            ordered = sorted(parts)
-            out.append(cur.TaskIds(subtopology_id=s, partitions=ordered,
-                                   assignment_epochs=[parts[p] for p in ordered]))
-    return out
+    return [cur.TaskIds(subtopology_id=s, partitions=p, assignment_epochs=epochs)
+            for s, p, epochs in sorted_partitions_with_epochs(tasks)]
 
 
 def current_assignment(group_id: str, m: StreamsGroupMember) -> CoordinatorRecord:
@@ -120,13 +101,3 @@ def current_assignment(group_id: str, m: StreamsGroupMember) -> CoordinatorRecor
     return CoordinatorRecord(key, value, 0)
 
 
-def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
-    key = cur.StreamsGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id)
-    return CoordinatorRecord(key, None, None)
-
-
-def member_removal(group_id: str, member_id: str) -> list[CoordinatorRecord]:
-    """`removeStreamsMember`: current assignment, target, then metadata."""
-    return [current_assignment_tombstone(group_id, member_id),
-            target_member_tombstone(group_id, member_id),
-            member_metadata_tombstone(group_id, member_id)]

@@ -10,7 +10,8 @@ offsets.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import Any
 
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.responses import join_error
@@ -18,6 +19,7 @@ from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.offsets import expiry
 from groupcoord.coordinator.records import group_tombstone
 from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.shard_groups import ShardGroups
 from groupcoord.coordinator.streams.group import StreamsGroup, StreamsGroupState
 from groupcoord.coordinator.streams.heartbeat import HeartbeatResult
 from groupcoord.coordinator.streams.offsets import validate_commit
@@ -25,11 +27,8 @@ from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_groups import DeletableGroupResult
 from groupcoord.wire.generated.streams_group_heartbeat import StreamsGroupHeartbeatResponse
 
-if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import GroupCoordinatorShard
 
-
-def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpContext,
+def heartbeat(shard: ShardGroups, request: Any, version: int, ctx: OpContext,
               now_ms: int, overrides: Mapping[str, str] | None) -> Result:
     """The response is a `HeartbeatResult` (response + internal topics to create)."""
     group_id = request.group_id
@@ -46,7 +45,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpC
     return result
 
 
-def classic_join(shard: GroupCoordinatorShard, request: Any, version: int, ctx: OpContext,
+def classic_join(shard: ShardGroups, request: Any, version: int, ctx: OpContext,
                  now_ms: int) -> Result:
     """JoinGroup on a streams group's id (`GroupMetadataManager.classicGroupJoin`): a
     group with members answers INCONSISTENT_GROUP_PROTOCOL; an empty one is deleted and
@@ -61,13 +60,13 @@ def classic_join(shard: GroupCoordinatorShard, request: Any, version: int, ctx: 
     return result
 
 
-def describe(shard: GroupCoordinatorShard, group_id: str) -> Result:
+def describe(shard: ShardGroups, group_id: str) -> Result:
     other = group_id in shard.consumer.groups or group_id in shard.share.groups \
         or group_id in shard.classic.groups
     return Result(response=shard.streams.describe(group_id, other))
 
 
-def delete_group(shard: GroupCoordinatorShard, group: StreamsGroup,
+def delete_group(shard: ShardGroups, group: StreamsGroup,
                  fx: Effects) -> DeletableGroupResult:
     error = shard.streams.validate_delete(group)
     if error == ErrorCode.NONE:
@@ -78,7 +77,7 @@ def delete_group(shard: GroupCoordinatorShard, group: StreamsGroup,
     return DeletableGroupResult(group_id=group.group_id, error_code=int(error))
 
 
-def commit_verdict(shard: GroupCoordinatorShard, group: StreamsGroup, member_id: str,
+def commit_verdict(shard: ShardGroups, group: StreamsGroup, member_id: str,
                    instance_id: str | None, epoch: int, version: int,
                    transactional: bool) -> tuple[int, Any]:
     return validate_commit(group, member_id, instance_id, epoch, version, transactional,
@@ -94,19 +93,13 @@ def _subscribed(group: StreamsGroup) -> set[str]:
             for topic in [*s.source_topics, *(t.name for t in s.repartition_source_topics)]}
 
 
-def cleanup_expired_offsets(shard: GroupCoordinatorShard, fx: Effects,
+def cleanup_expired_offsets(shard: ShardGroups, fx: Effects,
                             retention_ms: int) -> None:
     """Offsets expire by commit time (`StreamsGroup.offsetExpirationCondition`); an empty
     group left with none is deleted (`maybeDeleteGroup`)."""
     for group_id in sorted(shard.streams.groups):
         group = shard.streams.groups[group_id]
-        before = len(fx.records)
-        all_expired = expiry.cleanup_consumer_group(shard.offsets, group_id, _subscribed(group),
-                                                    fx.now_ms, retention_ms, fx.records)
-        if len(fx.records) > before:
-            fx.event(group_id, "offsets_expired", group.group_epoch,
-                     partitions=len(fx.records) - before)
-        if all_expired and not group.members:
-            shard.streams.delete_records(group, fx.records)
-            fx.event(group_id, "group_deleted", group.group_epoch,
-                     reason="empty group with no offsets left")
+        expiry.cleanup_modern_group(shard.offsets, group_id, group.group_epoch,
+                                    _subscribed(group), bool(group.members),
+                                    partial(shard.streams.delete_records, group), fx,
+                                    retention_ms)

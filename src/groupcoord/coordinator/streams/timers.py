@@ -13,18 +13,11 @@
 
 from __future__ import annotations
 
-SESSION = "streams-session"
-REBALANCE = "streams-rebalance"
+from groupcoord.coordinator.modern_groups import MemberTimers
+
+TIMERS = MemberTimers(session="streams-session", rebalance="streams-rebalance")
 INITIAL_DELAY = "streams-initial-delay"
-KINDS = (SESSION, REBALANCE, INITIAL_DELAY)
-
-
-def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (SESSION, group_id, member_id)
-
-
-def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (REBALANCE, group_id, member_id)
+KINDS = (TIMERS.session, TIMERS.rebalance, INITIAL_DELAY)
 
 
 def initial_delay_key(group_id: str) -> tuple[str, str, str]:
