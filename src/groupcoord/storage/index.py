@@ -58,10 +58,7 @@ class _IndexFile:
             logger.error("%s: index write failed (%s); the index will be rebuilt", self.path,
                          exc)
             self.close()
-            try:
-                self.io.unlink(self.path)
-            except OSError:
-                pass
+            self.io.unlink_quietly(self.path)
 
     def replace_with(self, data: bytes) -> None:
         reopen = self._fd >= 0
@@ -71,10 +68,7 @@ class _IndexFile:
         except OSError as exc:
             logger.error("%s: index rewrite failed (%s); the index will be rebuilt", self.path,
                          exc)
-            try:
-                self.io.unlink(self.path)
-            except OSError:
-                pass
+            self.io.unlink_quietly(self.path)
             return
         if reopen:
             self.open_for_append()
