@@ -9,7 +9,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
-from groupcoord.apis.group_support import UUID_ZERO, call_group, topic_info
+from groupcoord.apis.group_support import UUID_ZERO, call_group, groups_with_error, topic_info
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_fetch import (
@@ -32,9 +32,8 @@ MAX_VERSION = 10
 
 def error_response(request: Any, version: int, code: int) -> OffsetFetchResponse:
     if version >= 8:
-        return OffsetFetchResponse(groups=[
-            OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
-            for g in request.groups])
+        return OffsetFetchResponse(groups=groups_with_error(
+            OffsetFetchResponseGroup, (g.group_id for g in request.groups), code))
     # v1 has no top-level error: report it on every requested partition.
     topics = [] if version >= 2 else [
         OffsetFetchResponseTopic(name=t.name, partitions=[
