@@ -20,6 +20,8 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = 69
 MIN_VERSION = 0
 MAX_VERSION = 1
+REQUEST = ConsumerGroupDescribeRequest
+RESPONSE = ConsumerGroupDescribeResponse
 
 
 def error_response(request: Any, version: int, code: int) -> ConsumerGroupDescribeResponse:

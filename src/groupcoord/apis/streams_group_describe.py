@@ -22,6 +22,8 @@ API_KEY = 89
 TOPOLOGY_DESCRIPTION_STATUS_NOT_STORED = 1
 MIN_VERSION = 0
 MAX_VERSION = 1
+REQUEST = StreamsGroupDescribeRequest
+RESPONSE = StreamsGroupDescribeResponse
 
 
 def error_response(request: Any, version: int, code: int) -> StreamsGroupDescribeResponse:
