@@ -11,7 +11,7 @@ from groupcoord.apis import share_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_describe import describe_groups
 from groupcoord.apis.group_support import groups_with_error
-from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.apis.share_v0_codec import as_version, with_v0
 from groupcoord.wire.generated.share_group_describe import (
     DescribedGroup,
     ShareGroupDescribeRequest,
@@ -22,8 +22,8 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = 77
 MIN_VERSION = share_support.SHARE_MIN_VERSION
 MAX_VERSION = 1
-REQUEST = share_support.versioned_request(ShareGroupDescribeRequest)
-RESPONSE = share_support.versioned_response(ShareGroupDescribeResponse)
+REQUEST = with_v0(ShareGroupDescribeRequest)
+RESPONSE = with_v0(ShareGroupDescribeResponse)
 
 
 def error_response(request: Any, version: int, code: int) -> ShareGroupDescribeResponse:
