@@ -13,7 +13,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import gen_served
 
-from groupcoord.apis.registry import HandlerTable, load_handlers, version_range
+from groupcoord.apis.api_spec import HandlerTable, version_range
+from groupcoord.apis.registry import load_handlers
 from groupcoord.apis.served import SERVED
 
 

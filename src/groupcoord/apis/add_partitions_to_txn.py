@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
-from groupcoord.apis import features
+from groupcoord.apis import features, txn_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
@@ -84,9 +84,8 @@ def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_
     # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4+ is sent for TV2 producers.
     client_tv = features.TRANSACTION_VERSION_2 if version >= 4 else 0
     code = ctx.transactions.add_partitions(tid, pid, epoch, partitions, client_tv)
-    if code == ErrorCode.PRODUCER_FENCED and version < 2:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH
-    return _results(dict.fromkeys(partitions, code))
+    return _results(dict.fromkeys(partitions, txn_support.fenced_as_known(
+        code, version, first_fenced_version=2)))
 
 
 def error_response(request: AddPartitionsToTxnRequest, version: int,

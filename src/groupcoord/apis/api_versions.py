@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from groupcoord.apis import features
-from groupcoord.apis.registry import ApiSpec, version_range
+from groupcoord.apis.api_spec import ApiSpec, version_range
 from groupcoord.wire import api_key_numbers
 from groupcoord.wire import error_code_numbers as codes
 from groupcoord.wire.generated.api_versions import (

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from groupcoord.apis import topic_configs as cfg
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
@@ -178,11 +179,11 @@ def hide_undescribable_topics(ctx: RequestContext, groups: list[Any], assignment
 # ConfigResource.Type -> the resource Kafka authorizes and its error (BROKER, BROKER_LOGGER
 # and CLIENT_METRICS are cluster-wide), as `ConfigHelper` / `ControllerApis.authorizeAlterResource`.
 _CONFIG_RESOURCES = {
-    2: (TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
-    4: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-    8: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-    16: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-    32: (GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    cfg.RESOURCE_TOPIC: (TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    cfg.RESOURCE_BROKER: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    cfg.RESOURCE_BROKER_LOGGER: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    cfg.RESOURCE_CLIENT_METRICS: (CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    cfg.RESOURCE_GROUP: (GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
 }
 # `Errors.message()` of the authorization errors, which Kafka's `ApiError(Errors)` carries.
 MESSAGES = {

@@ -9,6 +9,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_describe import describe_groups
+from groupcoord.apis.group_support import groups_with_error
 from groupcoord.wire.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -24,15 +25,14 @@ RESPONSE = ConsumerGroupDescribeResponse
 
 
 def error_response(request: Any, version: int, code: int) -> ConsumerGroupDescribeResponse:
-    return ConsumerGroupDescribeResponse(groups=[DescribedGroup(group_id=g, error_code=code)
-                                                 for g in request.group_ids])
+    return ConsumerGroupDescribeResponse(
+        groups=groups_with_error(DescribedGroup, request.group_ids, code))
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ConsumerGroupDescribeRequest,
                  version: int) -> ConsumerGroupDescribeResponse:
     groups = await describe_groups(
-        ctx, request.group_ids, DescribedGroup,
-        lambda shard, group_id: shard.consumer_group_describe(group_id, version),
-        request.include_authorized_operations)
+        ctx, request, DescribedGroup,
+        lambda shard, group_id: shard.consumer_group_describe(group_id, version))
     authz.hide_undescribable_topics(ctx, groups, lambda m: (m.assignment, m.target_assignment))
     return ConsumerGroupDescribeResponse(groups=groups)

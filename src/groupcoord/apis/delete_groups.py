@@ -18,7 +18,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
-from groupcoord.apis.group_support import by_partition
+from groupcoord.apis.group_support import by_partition, groups_with_error
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_groups import (
     DeletableGroupResult,
@@ -33,8 +33,8 @@ MAX_VERSION = 3
 
 
 def error_response(request: Any, version: int, code: int) -> DeleteGroupsResponse:
-    return DeleteGroupsResponse(results=[DeletableGroupResult(group_id=g, error_code=code)
-                                         for g in dict.fromkeys(request.groups_names)])
+    return DeleteGroupsResponse(results=groups_with_error(
+        DeletableGroupResult, dict.fromkeys(request.groups_names), code))
 
 
 def _delete_op(group_ids: list[str]) -> Any:

@@ -18,6 +18,9 @@ from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.topic_configs import (
     BROKER_CONFIGS,
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
     ResolvedConfig,
     describe_topic,
     resolve_broker_config,
@@ -38,8 +41,6 @@ API_KEY = ApiKey.DESCRIBE_CONFIGS
 MIN_VERSION = 1
 MAX_VERSION = 4
 
-TOPIC, BROKER, GROUP = 2, 4, 32
-
 
 def _entry(c: ResolvedConfig, synonyms: bool) -> DescribeConfigsResourceResult:
     return DescribeConfigsResourceResult(
@@ -54,7 +55,7 @@ def _entry(c: ResolvedConfig, synonyms: bool) -> DescribeConfigsResourceResult:
 
 def _configs_for(ctx: RequestContext, resource: Any) -> list[ResolvedConfig]:
     static = static_broker_configs(ctx.config)
-    if resource.resource_type == TOPIC:
+    if resource.resource_type == RESOURCE_TOPIC:
         problem = topic_name_error(resource.resource_name)
         if problem:
             raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
@@ -75,7 +76,7 @@ def _describe(ctx: RequestContext, resource: Any, synonyms: bool) -> DescribeCon
     result = DescribeConfigsResult(error_code=0, resource_type=resource.resource_type,
                                    resource_name=resource.resource_name, configs=[])
     try:
-        if resource.resource_type not in (TOPIC, BROKER):
+        if resource.resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER):
             raise ApiError(ErrorCode.INVALID_REQUEST,
                            f"Unsupported resource type {resource.resource_type}")
         configs = _configs_for(ctx, resource)
@@ -100,7 +101,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeCo
                 error_code=error, error_message=authz.MESSAGES[error], configs=[],
                 resource_type=resource.resource_type, resource_name=resource.resource_name))
             continue
-        if resource.resource_type == GROUP:
+        if resource.resource_type == RESOURCE_GROUP:
             # Imported with the first GROUP resource: its coordinator config parsing is
             # no cost to topic and broker requests.
             from groupcoord.apis import group_configs

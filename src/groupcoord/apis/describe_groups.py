@@ -10,6 +10,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
+from groupcoord.apis.group_support import groups_with_error
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_groups import (
     DescribedGroup,
@@ -24,8 +25,7 @@ MAX_VERSION = 6
 
 
 def error_response(request: Any, version: int, code: int) -> DescribeGroupsResponse:
-    return DescribeGroupsResponse(groups=[DescribedGroup(group_id=g, error_code=code)
-                                          for g in request.groups])
+    return DescribeGroupsResponse(groups=groups_with_error(DescribedGroup, request.groups, code))
 
 
 def _describe_op(group_id: str, version: int) -> Any:

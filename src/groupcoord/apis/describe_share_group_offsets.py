@@ -15,6 +15,7 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_group_members
 from groupcoord.apis.context import RequestContext
+from groupcoord.apis.group_support import groups_with_error
 from groupcoord.coordinator.share import state_ops
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_share_group_offsets import (
@@ -36,9 +37,8 @@ Partition = DescribeShareGroupOffsetsResponsePartition
 
 
 def error_response(request: Any, version: int, code: int) -> DescribeShareGroupOffsetsResponse:
-    return DescribeShareGroupOffsetsResponse(groups=[
-        DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, error_code=code)
-        for g in request.groups])
+    return DescribeShareGroupOffsetsResponse(groups=groups_with_error(
+        DescribeShareGroupOffsetsResponseGroup, (g.group_id for g in request.groups), code))
 
 
 def _topic(ctx: RequestContext, name: str, partitions: list[int] | None, group_id: str

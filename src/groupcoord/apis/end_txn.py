@@ -12,12 +12,9 @@ INVALID_PRODUCER_EPOCH before v2.
 
 from __future__ import annotations
 
-from groupcoord.apis import authorization as authz
-from groupcoord.apis import features
+from groupcoord.apis import features, txn_support
 from groupcoord.apis.context import RequestContext
-from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
-from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.end_txn import EndTxnRequest, EndTxnResponse
 from groupcoord.wire.headers import RequestHeader
 
@@ -28,18 +25,14 @@ MAX_VERSION = 5
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: EndTxnRequest,
                  version: int) -> EndTxnResponse:
-    if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
-        return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if not coordinates(ctx, TRANSACTION_KEY, request.transactional_id):
-        return EndTxnResponse(error_code=ErrorCode.NOT_COORDINATOR, producer_id=-1,
-                              producer_epoch=-1)
+    code = txn_support.coordinator_error(ctx, request.transactional_id)
+    if code:
+        return EndTxnResponse(error_code=code, producer_id=-1, producer_epoch=-1)
     # TransactionVersion.transactionVersionForEndTxn.
     client_tv = features.TRANSACTION_VERSION_2 if version > 4 else 0
     op = await ctx.transactions.end_txn(request.transactional_id, request.producer_id,
                                         request.producer_epoch, request.committed, client_tv)
-    code = op.error
-    if code == ErrorCode.PRODUCER_FENCED and version < 2:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    code = txn_support.fenced_as_known(op.error, version, first_fenced_version=2)
     if code:
         return EndTxnResponse(error_code=code, producer_id=-1, producer_epoch=-1)
     return EndTxnResponse(error_code=0, producer_id=op.producer_id,

@@ -37,8 +37,8 @@ from groupcoord.apis.services import FetchPartition
 from groupcoord.logformat.batch import iter_batches
 from groupcoord.storage.config import CorruptBatchError, OffsetOutOfRangeError
 from groupcoord.storage.transactions import collect_aborted_txns
+from groupcoord.wire import error_code_numbers as codes
 from groupcoord.wire.api_keys import ApiKey
-from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.fetch import (
     AbortedTransaction,
     FetchableTopicResponse,
@@ -53,12 +53,6 @@ MIN_VERSION = 4
 MAX_VERSION = 17
 
 READ_COMMITTED = 1
-_E_OUT_OF_RANGE = int(ErrorCode.OFFSET_OUT_OF_RANGE)
-_E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-_E_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-_E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
-_E_TOPIC_AUTH = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-_E_CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
 EMPTY = b""
 
 
@@ -119,14 +113,15 @@ def _read_one(ctx: RequestContext, cp: Any, topic: Any, plog: Any, want: int, mi
         try:
             data = plog.read(cp.fetch_offset, want, upper)
         except OffsetOutOfRangeError:
-            error = _E_OUT_OF_RANGE
+            error = codes.OFFSET_OUT_OF_RANGE
         except CorruptBatchError:
             # Kafka's answer to a read error (`readFromLog`): no offsets, no data.
-            return PartitionRead(cp, topic.name, topic.topic_id, _E_CORRUPT, -1, -1, EMPTY)
+            return PartitionRead(cp, topic.name, topic.topic_id, codes.CORRUPT_MESSAGE, -1, -1,
+                                 EMPTY)
         if not min_one and len(data) > want:
             data = EMPTY
     elif cp.fetch_offset > hw or cp.fetch_offset < start:
-        error = _E_OUT_OF_RANGE
+        error = codes.OFFSET_OUT_OF_RANGE
     aborted = None
     if read_committed:
         aborted = _aborted(plog, cp.fetch_offset, data, lso) if len(data) else []
@@ -151,17 +146,19 @@ def read_partitions(ctx: RequestContext, partitions: Sequence[FetchPartition], m
         topic = _resolve(ctx, topic_key, uses_ids)
         if topic_key in denied and (topic is not None or not uses_ids):
             reads.append(PartitionRead(cp, topic.name if topic is not None else key_name,
-                                       key_id, _E_TOPIC_AUTH, -1, -1, EMPTY, aborted=[]))
+                                       key_id, codes.TOPIC_AUTHORIZATION_FAILED, -1, -1, EMPTY,
+                                       aborted=[]))
             continue
         plog = None if topic is None else ctx.topics.log(topic.name, index)
         if plog is None:
-            error = _E_UNKNOWN_ID if uses_ids and topic is None else _E_UNKNOWN_TP
+            error = (codes.UNKNOWN_TOPIC_ID if uses_ids and topic is None
+                     else codes.UNKNOWN_TOPIC_OR_PARTITION)
             reads.append(PartitionRead(cp, key_name, key_id, error, -1, -1, EMPTY,
                                        aborted=[]))
             continue
         if cluster is not None and cluster.owner(topic.name, index) != node:
-            reads.append(PartitionRead(cp, topic.name, topic.topic_id, _E_NOT_LEADER, -1, -1,
-                                       EMPTY, aborted=[]))
+            reads.append(PartitionRead(cp, topic.name, topic.topic_id,
+                                       codes.NOT_LEADER_OR_FOLLOWER, -1, -1, EMPTY, aborted=[]))
             continue
         read = _read_one(ctx, cp, topic, plog, min(cp.max_bytes, limit), min_one,
                          read_committed)

@@ -13,10 +13,8 @@ import struct
 from typing import Any
 
 from groupcoord.apis.raw_response import RawResponse
-from groupcoord.wire.primitives import write_uvarint
+from groupcoord.wire.primitives import write_int16, write_int32, write_uvarint
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _HEAD_V7 = struct.Struct(">ihi")
 _PART_V4 = struct.Struct(">ihqq")
 _PART_V5 = struct.Struct(">ihqqq")
@@ -24,23 +22,33 @@ _ABORTED = struct.Struct(">qq")
 _SMALL = 4096
 
 
+def _length(out: bytearray, count: int, flexible: bool) -> None:
+    """An array's or a byte string's length: a compact (+1) uvarint or an int32."""
+    if flexible:
+        write_uvarint(out, count + 1)
+    else:
+        write_int32(out, count)
+
+
+def _null(out: bytearray, flexible: bool) -> None:
+    """A null array or byte string: compact length 0, or int32 -1."""
+    out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+
+
 def _string(out: bytearray, text: str, flexible: bool) -> None:
     raw = text.encode("utf-8")
     if flexible:
         write_uvarint(out, len(raw) + 1)
     else:
-        out += _I16.pack(len(raw))
+        write_int16(out, len(raw))
     out += raw
 
 
 def _aborted(out: bytearray, aborted: list[Any] | None, flexible: bool) -> None:
     if aborted is None:
-        out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+        _null(out, flexible)
         return
-    if flexible:
-        write_uvarint(out, len(aborted) + 1)
-    else:
-        out += _I32.pack(len(aborted))
+    _length(out, len(aborted), flexible)
     for entry in aborted:
         out += _ABORTED.pack(entry.producer_id, entry.first_offset)
         if flexible:
@@ -57,16 +65,13 @@ def _partition(out: bytearray, parts: list[Any], p: Any, version: int) -> bytear
                              p.last_stable_offset)
     _aborted(out, p.aborted_transactions, flexible)
     if version >= 11:
-        out += _I32.pack(p.preferred_read_replica)
+        write_int32(out, p.preferred_read_replica)
     records = p.records
     if records is None:
-        out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+        _null(out, flexible)
     else:
         size = len(records)
-        if flexible:
-            write_uvarint(out, size + 1)
-        else:
-            out += _I32.pack(size)
+        _length(out, size, flexible)
         if size >= _SMALL:
             parts.append(out)
             parts.append(records)
@@ -86,21 +91,15 @@ def encode_fetch_response(response: Any, version: int) -> RawResponse:
     if version >= 7:
         out += _HEAD_V7.pack(response.throttle_time_ms, response.error_code, response.session_id)
     else:
-        out += _I32.pack(response.throttle_time_ms)
+        write_int32(out, response.throttle_time_ms)
     topics = response.responses
-    if flexible:
-        write_uvarint(out, len(topics) + 1)
-    else:
-        out += _I32.pack(len(topics))
+    _length(out, len(topics), flexible)
     for topic in topics:
         if version >= 13:
             out += topic.topic_id
         else:
             _string(out, topic.topic, flexible)
-        if flexible:
-            write_uvarint(out, len(topic.partitions) + 1)
-        else:
-            out += _I32.pack(len(topic.partitions))
+        _length(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             out = _partition(out, parts, p, version)
         if flexible:

@@ -7,7 +7,7 @@ the error it raised), with the authorized operations when asked for."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
@@ -18,8 +18,16 @@ from groupcoord.wire.errors import ErrorCode
 ReadGroup = Callable[[Any, str], Any]
 
 
-async def describe_groups(ctx: RequestContext, group_ids: list[str], described: type,
-                          read: ReadGroup, include_authorized_operations: bool) -> list[Any]:
+class DescribeRequest(Protocol):
+    """What the three describe requests have in common."""
+
+    group_ids: list[str]
+    include_authorized_operations: bool
+
+
+async def describe_groups(ctx: RequestContext, request: DescribeRequest, described: type,
+                          read: ReadGroup) -> list[Any]:
+    group_ids = request.group_ids
     visible = authz.authorized(ctx, authz.Op.DESCRIBE, authz.GROUP, group_ids)
     groups = [described(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
               for g in group_ids if g not in visible]
@@ -27,7 +35,7 @@ async def describe_groups(ctx: RequestContext, group_ids: list[str], described: 
         if group_id not in visible:
             continue
         group = await _describe(ctx, group_id, described, read)
-        if include_authorized_operations and group.error_code == 0:
+        if request.include_authorized_operations and group.error_code == 0:
             group.authorized_operations = authz.operations(ctx, authz.GROUP, group_id)
         groups.append(group)
     return groups

@@ -4,7 +4,7 @@ a request reaches the coordinator."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.context import RequestContext
@@ -41,6 +41,12 @@ async def call_or_error(ctx: RequestContext, group_id: str, fn: Callable[[Any, A
         return await ctx.groups.call(group_id, fn), 0
     except ApiError as exc:
         return None, exc.code
+
+
+def groups_with_error(result: type, group_ids: Iterable[str], code: int) -> list[Any]:
+    """One `result` (a generated per-group entry with `group_id` and `error_code`) for each
+    group, all answering `code`: the group APIs' `error_response`."""
+    return [result(group_id=g, error_code=code) for g in group_ids]
 
 
 def by_partition(ctx: RequestContext, group_ids: list[str]) -> dict[int, list[str]]:

@@ -21,6 +21,9 @@ from groupcoord.apis.errors import ApiError
 from groupcoord.apis.topic_configs import (
     BROKER_CONFIGS,
     READ_ONLY_BROKER_CONFIGS,
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
     TOPIC_CONFIGS,
     TYPE_LIST,
     validate_value,
@@ -37,8 +40,6 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
 MAX_VERSION = 1
-
-TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -73,7 +74,7 @@ def _apply_ops(current: dict[str, str], ops: list[Any], defs: dict[str, Any]) ->
 
 
 def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
-    if resource.resource_type == TOPIC:
+    if resource.resource_type == RESOURCE_TOPIC:
         topic = ctx.topics.get(resource.resource_name)
         if topic is None:
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -83,7 +84,7 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
         if not validate_only:
             ctx.topics.set_configs(topic.name, changes)
         return
-    if resource.resource_type != BROKER:
+    if resource.resource_type != RESOURCE_BROKER:
         raise ApiError(ErrorCode.INVALID_REQUEST,
                        f"Unsupported resource type {resource.resource_type}")
     if resource.resource_name not in ("", str(ctx.node_id)):
@@ -133,7 +134,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: Incrementa
                                                  resource.resource_type, resource.resource_name)
             if denied:
                 raise ApiError(denied, authz.MESSAGES[denied])
-            if resource.resource_type == GROUP:
+            if resource.resource_type == RESOURCE_GROUP:
                 from groupcoord.apis import group_configs
 
                 await group_configs.alter(ctx, resource, request.validate_only)

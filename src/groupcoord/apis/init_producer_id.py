@@ -13,6 +13,7 @@ INVALID_TRANSACTION_TIMEOUT; v3+ (ProducerId, ProducerEpoch) must be both -1 or 
 from __future__ import annotations
 
 from groupcoord.apis import authorization as authz
+from groupcoord.apis import txn_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
 from groupcoord.wire.api_keys import ApiKey
@@ -53,9 +54,6 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: InitProduc
             expected = (pid, epoch)
     op = await ctx.transactions.init_producer_id(tid, request.transaction_timeout_ms, expected)
     if op.error:
-        code = op.error
-        if code == ErrorCode.PRODUCER_FENCED and version < 4:
-            code = ErrorCode.INVALID_PRODUCER_EPOCH
-        return _error(code)
+        return _error(txn_support.fenced_as_known(op.error, version, first_fenced_version=4))
     return InitProducerIdResponse(error_code=0, producer_id=op.producer_id,
                                   producer_epoch=op.producer_epoch)

@@ -9,7 +9,9 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
-from groupcoord.apis.group_support import UUID_ZERO, call_group, topic_info
+from groupcoord.apis.group_support import UUID_ZERO, call_group, groups_with_error, topic_info
+from groupcoord.coordinator.offsets.fetch import FetchedPartition, FetchedTopic
+from groupcoord.coordinator.offsets.fetch_request import group_response, legacy_response
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_fetch import (
@@ -18,10 +20,6 @@ from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
 )
 from groupcoord.wire.headers import RequestHeader
 
@@ -32,17 +30,19 @@ MAX_VERSION = 10
 
 def error_response(request: Any, version: int, code: int) -> OffsetFetchResponse:
     if version >= 8:
-        return OffsetFetchResponse(groups=[
-            OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
-            for g in request.groups])
+        return OffsetFetchResponse(groups=groups_with_error(
+            OffsetFetchResponseGroup, (g.group_id for g in request.groups), code))
     # v1 has no top-level error: report it on every requested partition.
-    topics = [] if version >= 2 else [
-        OffsetFetchResponseTopic(name=t.name, partitions=[
-            OffsetFetchResponsePartition(partition_index=p, committed_offset=-1,
-                                         metadata="", error_code=code)
-            for p in t.partition_indexes])
-        for t in request.topics or []]
-    return OffsetFetchResponse(error_code=code, topics=topics)
+    topics = [] if version >= 2 else [_failed(t.name, UUID_ZERO, t.partition_indexes, code)
+                                      for t in request.topics or []]
+    return legacy_response(version, code, topics)
+
+
+def _failed(name: str, topic_id: bytes, partitions: list[int], code: int) -> FetchedTopic:
+    """A requested topic answered `code` on each of its partitions, with no offset; the
+    coordinator's response builders turn it into the version's wire entries."""
+    return FetchedTopic(name, topic_id, [FetchedPartition(p, -1, -1, "", code)
+                                         for p in partitions])
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetFetchRequest,
@@ -74,11 +74,9 @@ async def _fetch_single_group(ctx: RequestContext, request: Any, version: int) -
     if topics is None:
         ok = authz.authorized(ctx, authz.Op.DESCRIBE, authz.TOPIC, (t.name for t in response.topics))
         response.topics = [t for t in response.topics if t.name in ok]
-    for t in denied:
-        response.topics.append(OffsetFetchResponseTopic(name=t.name, partitions=[
-            OffsetFetchResponsePartition(partition_index=p, committed_offset=-1, metadata="",
-                                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            for p in t.partition_indexes]))
+    response.topics += legacy_response(version, 0, [
+        _failed(t.name, UUID_ZERO, t.partition_indexes, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        for t in denied]).topics
     return response
 
 
@@ -125,12 +123,9 @@ async def _fetch_group(ctx: RequestContext, request: Any, group: Any, version: i
         result.topics = [t for t in result.topics if t.name in ok]
     if version >= 10:
         _fill_topic_ids(ctx, result)
-    for t, code in failed:
-        result.topics.append(OffsetFetchResponseTopics(
-            name=t.name if version < 10 else "", topic_id=t.topic_id, partitions=[
-                OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1,
-                                              metadata="", error_code=code)
-                for p in t.partition_indexes]))
+    result.topics += group_response(group.group_id, 0, [
+        _failed(t.name if version < 10 else "", t.topic_id, t.partition_indexes, code)
+        for t, code in failed]).topics
     return result
 
 

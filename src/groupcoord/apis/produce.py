@@ -49,6 +49,7 @@ from groupcoord.storage.config import (
     KafkaStorageError,
     RecordBatchTooLargeError,
 )
+from groupcoord.wire import error_code_numbers as codes
 from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.produce import (
@@ -69,19 +70,6 @@ MAX_VERSION = 12
 FIRST_ADD_PARTITION_VERSION = 12
 
 _LENGTH = struct.Struct(">i")
-_E_NONE = 0
-_E_CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
-_E_INVALID_RECORD = int(ErrorCode.INVALID_RECORD)
-_E_TOO_LARGE = int(ErrorCode.MESSAGE_TOO_LARGE)
-_E_UNKNOWN_TP = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-_E_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
-_E_INVALID_TOPIC = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
-_E_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-_E_ACKS = int(ErrorCode.INVALID_REQUIRED_ACKS)
-_E_COMPRESSION = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-_E_TXN_AUTH = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-_E_TOPIC_AUTH = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-_E_STORAGE = int(ErrorCode.KAFKA_STORAGE_ERROR)
 ZSTD = 4
 # Verification answers translated for the producer (ReplicaManager, KIP-890).
 _VERIFY_RETRIABLE = frozenset({int(ErrorCode.CONCURRENT_TRANSACTIONS),
@@ -99,13 +87,13 @@ def _one_batch_error(records: Any) -> int:
     """Kafka's ProduceRequest.validateRecords for v3+: one whole magic-2 batch."""
     size = len(records) if records is not None else 0
     if size < HEADER_SIZE:
-        return _E_CORRUPT if size else _E_INVALID_RECORD
+        return codes.CORRUPT_MESSAGE if size else codes.INVALID_RECORD
     (length,) = _LENGTH.unpack_from(records, 8)
     if length + LOG_OVERHEAD != size:
-        return _E_INVALID_RECORD if length + LOG_OVERHEAD < size else _E_CORRUPT
+        return codes.INVALID_RECORD if length + LOG_OVERHEAD < size else codes.CORRUPT_MESSAGE
     if records[MAGIC_OFFSET] != MAGIC:
-        return _E_INVALID_RECORD
-    return _E_NONE
+        return codes.INVALID_RECORD
+    return codes.NONE
 
 
 def _verify_error(ctx: RequestContext, state: Any, header: Any, topic: str, partition: int,
@@ -167,13 +155,13 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
     if topic is None or not 0 <= partition < topic.num_partitions:
-        resp.error_code = _E_UNKNOWN_TP
+        resp.error_code = codes.UNKNOWN_TOPIC_OR_PARTITION
         return resp
     if topic.internal:
-        resp.error_code = _E_INVALID_TOPIC
+        resp.error_code = codes.INVALID_TOPIC_EXCEPTION
         return resp
     if not leads(ctx, topic.name, partition):
-        resp.error_code = _E_NOT_LEADER
+        resp.error_code = codes.NOT_LEADER_OR_FOLLOWER
         return resp
     error = _one_batch_error(records)
     if error:
@@ -181,7 +169,7 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
         return resp
     header = parse_header(records, 0)
     if header.compression == ZSTD and version < 7:
-        resp.error_code = _E_COMPRESSION
+        resp.error_code = codes.UNSUPPORTED_COMPRESSION_TYPE
         return resp
     state = None
     if header.producer_id >= 0 and (header.base_sequence >= 0 or header.is_transactional):
@@ -191,15 +179,15 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     try:
         info = ctx.append(topic.name, partition, records, now_ms)
     except RecordBatchTooLargeError:
-        resp.error_code = _E_TOO_LARGE
+        resp.error_code = codes.MESSAGE_TOO_LARGE
         return resp
     except InvalidRecordError:
-        resp.error_code = _E_CORRUPT
+        resp.error_code = codes.CORRUPT_MESSAGE
         return resp
     except KafkaStorageError as exc:
         # Nothing of the batch stayed in the log; the producer retries (a retriable error).
         log.warning("produce to %s-%d: %s", topic.name, partition, exc)
-        resp.error_code = _E_STORAGE
+        resp.error_code = codes.KAFKA_STORAGE_ERROR
         return resp
     if state is not None and header.base_sequence >= 0:
         state.record(header.producer_id, header.producer_epoch, header.base_sequence,
@@ -260,21 +248,21 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
         parts = []
         for pd in td.partition_data:
             if acks not in (0, 1, -1):
-                parts.append(_refused(pd.index, _E_ACKS))
+                parts.append(_refused(pd.index, codes.INVALID_REQUIRED_ACKS))
                 continue
             if txn_denied:
-                parts.append(_refused(pd.index, _E_TXN_AUTH))
+                parts.append(_refused(pd.index, codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
                 continue
             if writable is not None and name is not None and name not in writable:
-                parts.append(_refused(pd.index, _E_TOPIC_AUTH))
+                parts.append(_refused(pd.index, codes.TOPIC_AUTHORIZATION_FAILED))
                 continue
             if tid is None and _is_transactional(pd.records):
                 # Kafka refuses the whole request (handleProduceRequest).
-                parts.append(_refused(pd.index, _E_TXN_AUTH))
+                parts.append(_refused(pd.index, codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
                 continue
             resp = produce_partition(ctx, topic, pd.index, pd.records, now, version, tid)
             if topic is None and version >= 13:
-                resp.error_code = _E_UNKNOWN_ID
+                resp.error_code = codes.UNKNOWN_TOPIC_ID
             parts.append(resp)
         responses.append(TopicProduceResponse(name=td.name, topic_id=td.topic_id,
                                               partition_responses=parts))

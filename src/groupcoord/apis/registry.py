@@ -16,10 +16,10 @@ and running it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 
 from groupcoord.apis import served
-from groupcoord.apis.api_spec import ApiSpec, ErrorResponse, Handler, ServedApi
+from groupcoord.apis.api_spec import ApiSpec, ErrorResponse, Handler, HandlerTable, version_range
 
 __all__ = ["ApiSpec", "ErrorResponse", "Handler", "HandlerTable", "handlers",
            "load_handlers", "version_range"]
@@ -34,42 +34,6 @@ def load_handlers(modules: Iterable[str] | None = None) -> dict[int, ApiSpec]:
         spec = served.SERVED[name].load()
         table[spec.api_key] = spec
     return table
-
-
-class HandlerTable(Mapping[int, ApiSpec]):
-    """Api key -> ApiSpec, each handler module imported on its first lookup."""
-
-    def __init__(self, served: Mapping[str, ServedApi]) -> None:
-        self._rows = {row.api_key: row for row in served.values()}
-        self._specs: dict[int, ApiSpec] = {}
-
-    def version_range(self, api_key: int) -> tuple[int, int]:
-        row = self._rows[api_key]
-        return row.min_version, row.max_version
-
-    def __getitem__(self, api_key: int) -> ApiSpec:
-        spec = self._specs.get(api_key)
-        if spec is None:
-            spec = self._specs[api_key] = self._rows[api_key].load()
-        return spec
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __contains__(self, api_key: object) -> bool:
-        return api_key in self._rows
-
-
-def version_range(table: Mapping[int, ApiSpec], api_key: int) -> tuple[int, int]:
-    """The served versions of `api_key`, without importing its handler when `table` is
-    the lazy broker table."""
-    if isinstance(table, HandlerTable):
-        return table.version_range(api_key)
-    spec = table[api_key]
-    return spec.min_version, spec.max_version
 
 
 _HANDLERS: HandlerTable | None = None

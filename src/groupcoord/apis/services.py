@@ -1,13 +1,14 @@
 """The broker services a handler reaches through its `RequestContext`, as protocols: the
-share-partitions, the transaction coordinator, the producer state of the partitions and
-the fetch sessions. The server implements them (`server.share_runtime`,
-`server.transactions`, `server.producer_state`, `server.fetch_sessions`); handlers see
-only what they use, so `apis` never imports `server`."""
+topics and their logs, the share-partitions, the transaction coordinator, the producer
+state of the partitions and the fetch sessions. The server implements them
+(`server.topics`, `server.share_runtime`, `server.transactions`, `server.producer_state`,
+`server.fetch_sessions`); handlers see only what they use, so `apis` never imports
+`server`."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from groupcoord.coordinator.share.partition import Acquired, SharePartition
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
@@ -15,8 +16,42 @@ from groupcoord.coordinator.share.state_store import PersistedState, SharePartit
 from groupcoord.coordinator.transactions.coordinator import TxnReply
 from groupcoord.coordinator.transactions.state import TopicPartition, TransactionMetadata
 
-if TYPE_CHECKING:
-    from groupcoord.apis.context import TopicInfo
+# -- topics -------------------------------------------------------------------------------
+
+
+class PartitionLogView(Protocol):
+    """The part of `storage.PartitionLog` handlers read."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    def read(self, offset: int, max_bytes: int,
+             max_offset: int | None = None) -> memoryview: ...
+    def offset_for_timestamp(self, timestamp: int) -> Any: ...
+
+
+class TopicInfo(Protocol):
+    name: str
+    topic_id: bytes
+    num_partitions: int
+    internal: bool
+    configs: dict[str, str]
+
+
+class TopicMetadata(Protocol):
+    """Topics of the broker (`server.topics.TopicStore`)."""
+
+    def get(self, name: str) -> TopicInfo | None: ...
+    def by_id(self, topic_id: bytes) -> TopicInfo | None: ...
+    def all(self) -> Iterable[TopicInfo]: ...
+    def create(self, name: str, num_partitions: int, configs: dict[str, str]) -> TopicInfo: ...
+    def delete(self, name: str) -> None: ...
+    def add_partitions(self, name: str, total: int) -> None: ...
+    def set_configs(self, name: str, changes: dict[str, str | None]) -> None: ...
+    def log(self, name: str, partition: int) -> PartitionLogView | None: ...
+    def delete_records(self, name: str, partition: int, offset: int) -> int: ...
+
 
 # -- share groups -------------------------------------------------------------------------
 

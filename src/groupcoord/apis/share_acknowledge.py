@@ -13,7 +13,7 @@ from typing import Any
 
 from groupcoord.apis import share_support as support
 from groupcoord.apis.context import RequestContext
-from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.apis.share_v0_codec import as_version, with_v0
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_acknowledge import (
@@ -27,8 +27,8 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = 79
 MIN_VERSION = support.SHARE_MIN_VERSION
 MAX_VERSION = 2
-REQUEST = support.versioned_request(ShareAcknowledgeRequest)
-RESPONSE = support.versioned_response(ShareAcknowledgeResponse)
+REQUEST = with_v0(ShareAcknowledgeRequest)
+RESPONSE = with_v0(ShareAcknowledgeResponse)
 
 
 def error_response(request: Any, version: int, code: int) -> ShareAcknowledgeResponse:

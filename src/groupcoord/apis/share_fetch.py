@@ -17,7 +17,7 @@ from typing import Any
 from groupcoord.apis import share_support as support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
-from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.apis.share_v0_codec import as_version, with_v0
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionError
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_fetch import (
@@ -32,8 +32,8 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = 78
 MIN_VERSION = support.SHARE_MIN_VERSION
 MAX_VERSION = 2
-REQUEST = support.versioned_request(ShareFetchRequest)
-RESPONSE = support.versioned_response(ShareFetchResponse)
+REQUEST = with_v0(ShareFetchRequest)
+RESPONSE = with_v0(ShareFetchResponse)
 DEFAULT_MAX_RECORDS = 500
 RECORD_LIMIT_MODE = 1  # ShareAcquireMode: 0 batch-optimized, 1 record-limit
 

@@ -10,7 +10,8 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_describe import describe_groups
-from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.apis.group_support import groups_with_error
+from groupcoord.apis.share_v0_codec import as_version, with_v0
 from groupcoord.wire.generated.share_group_describe import (
     DescribedGroup,
     ShareGroupDescribeRequest,
@@ -21,20 +22,19 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = 77
 MIN_VERSION = share_support.SHARE_MIN_VERSION
 MAX_VERSION = 1
-REQUEST = share_support.versioned_request(ShareGroupDescribeRequest)
-RESPONSE = share_support.versioned_response(ShareGroupDescribeResponse)
+REQUEST = with_v0(ShareGroupDescribeRequest)
+RESPONSE = with_v0(ShareGroupDescribeResponse)
 
 
 def error_response(request: Any, version: int, code: int) -> ShareGroupDescribeResponse:
     return as_version(ShareGroupDescribeResponse(
-        groups=[DescribedGroup(group_id=g, error_code=code) for g in request.group_ids]), version)
+        groups=groups_with_error(DescribedGroup, request.group_ids, code)), version)
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupDescribeRequest,
                  version: int) -> ShareGroupDescribeResponse:
     groups = await describe_groups(
-        ctx, request.group_ids, DescribedGroup,
-        lambda shard, group_id: shard.share_group_describe(group_id),
-        request.include_authorized_operations)
+        ctx, request, DescribedGroup,
+        lambda shard, group_id: shard.share_group_describe(group_id))
     authz.hide_undescribable_topics(ctx, groups, lambda m: (m.assignment,))
     return as_version(ShareGroupDescribeResponse(groups=groups), version)

@@ -16,7 +16,7 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis import share_state_init, share_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_support import group_overrides
-from groupcoord.apis.share_v0_codec import as_version
+from groupcoord.apis.share_v0_codec import as_version, with_v0
 from groupcoord.coordinator.share.heartbeat import HeartbeatReply
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.share_group_heartbeat import (
@@ -28,8 +28,8 @@ from groupcoord.wire.headers import RequestHeader
 API_KEY = 76
 MIN_VERSION = share_support.SHARE_MIN_VERSION
 MAX_VERSION = 1
-REQUEST = share_support.versioned_request(ShareGroupHeartbeatRequest)
-RESPONSE = share_support.versioned_response(ShareGroupHeartbeatResponse)
+REQUEST = with_v0(ShareGroupHeartbeatRequest)
+RESPONSE = with_v0(ShareGroupHeartbeatResponse)
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ShareGroupHeartbeatRequest,

@@ -64,19 +64,6 @@ def validate_ack_batches(batches: Sequence[Any], renew_allowed: bool, is_renew_a
     return ErrorCode.NONE
 
 
-def versioned_request(cls: Any) -> Any:
-    """`cls`, decoding v0 with the hand-written Kafka 3.9 layouts."""
-    from groupcoord.apis import share_v0_codec
-
-    return share_v0_codec.with_v0(cls)
-
-
-def versioned_response(cls: Any) -> Any:
-    from groupcoord.apis import share_v0_codec
-
-    return share_v0_codec.with_v0(cls)
-
-
 def unreadable(ctx: RequestContext, topic_ids: Iterable[bytes]) -> frozenset[bytes]:
     """The known topic ids the principal may not READ (share consumers need READ)."""
     if not authz.enabled(ctx):

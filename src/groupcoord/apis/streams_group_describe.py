@@ -9,6 +9,7 @@ from typing import Any
 
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.group_describe import describe_groups
+from groupcoord.apis.group_support import groups_with_error
 from groupcoord.wire.generated.streams_group_describe import (
     DescribedGroup,
     StreamsGroupDescribeRequest,
@@ -26,16 +27,15 @@ RESPONSE = StreamsGroupDescribeResponse
 
 
 def error_response(request: Any, version: int, code: int) -> StreamsGroupDescribeResponse:
-    return StreamsGroupDescribeResponse(groups=[DescribedGroup(group_id=g, error_code=code)
-                                                for g in request.group_ids])
+    return StreamsGroupDescribeResponse(
+        groups=groups_with_error(DescribedGroup, request.group_ids, code))
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: StreamsGroupDescribeRequest,
                  version: int) -> StreamsGroupDescribeResponse:
     groups = await describe_groups(
-        ctx, request.group_ids, DescribedGroup,
-        lambda shard, group_id: shard.streams_group_describe(group_id),
-        request.include_authorized_operations)
+        ctx, request, DescribedGroup,
+        lambda shard, group_id: shard.streams_group_describe(group_id))
     if request.include_topology_description:
         for group in groups:
             if group.error_code == 0:

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from groupcoord.apis.context import BrokerSettings
 
+# ConfigResource.Type
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
+RESOURCE_CLIENT_METRICS, RESOURCE_GROUP = 16, 32
+
 # DescribeConfigsResponse.ConfigSource
 SOURCE_TOPIC = 1
 SOURCE_DYNAMIC_BROKER = 2

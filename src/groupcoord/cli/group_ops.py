@@ -77,6 +77,20 @@ def describe_group(client: WireClient, group: str) -> dict[str, Any]:
     }
 
 
+def group_summary(described: Any, kind: str) -> dict[str, Any]:
+    """What `describe` shows of every KIP-848 group kind (a DescribedGroup of
+    ConsumerGroupDescribe, ShareGroupDescribe or StreamsGroupDescribe)."""
+    return {
+        "group": described.group_id,
+        "type": kind,
+        "state": described.group_state,
+        "protocol_type": kind,
+        "assignment_strategy": described.assignor_name,
+        "group_epoch": described.group_epoch,
+        "assignment_epoch": described.assignment_epoch,
+    }
+
+
 def describe_consumer_group(client: WireClient, group: str) -> dict[str, Any] | None:
     """None when the group is not a consumer group (or the broker lacks the API)."""
     try:
@@ -88,13 +102,7 @@ def describe_consumer_group(client: WireClient, group: str) -> dict[str, Any] | 
         return None
     check(described.error_code, f"ConsumerGroupDescribe {group}")
     return {
-        "group": described.group_id,
-        "type": "consumer",
-        "state": described.group_state,
-        "protocol_type": "consumer",
-        "assignment_strategy": described.assignor_name,
-        "group_epoch": described.group_epoch,
-        "assignment_epoch": described.assignment_epoch,
+        **group_summary(described, "consumer"),
         "members": [_consumer_member(m, described.assignment_epoch) for m in described.members],
     }
 

@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from groupcoord.cli import action_options, groups_args, reset_plan
@@ -472,12 +471,9 @@ def _reset_partitions(client: WireClient, args: argparse.Namespace
 def _reset_targets(client: WireClient, args: argparse.Namespace,
                    partitions: list[ops.TopicPartition]) -> dict[ops.TopicPartition, int]:
     """`GroupOffsetsResetter`'s reset scenarios for a consumer or classic group."""
-    if args.from_file is not None:
-        return reset_plan.planned_offsets(client, args.from_file, args.group)
-    if not partitions:
-        return {}
-    if args.to_earliest:
-        return ops.list_offsets(client, partitions, ops.EARLIEST)
+    targets = reset_plan.shared_targets(client, args, partitions)
+    if targets is not None:
+        return targets
     latest = ops.list_offsets(client, partitions, ops.LATEST)
     if args.to_latest:
         return latest
@@ -489,9 +485,7 @@ def _reset_targets(client: WireClient, args: argparse.Namespace,
             return {tp: current.get(tp, latest[tp]) for tp in partitions}
         return reset_plan.offsets_in_range(
             client, {tp: current.get(tp, latest[tp]) + args.shift_by for tp in partitions})
-    ts = int(datetime.fromisoformat(args.to_datetime).timestamp() * 1000)
-    by_time = ops.list_offsets(client, partitions, ts)
-    return {tp: (o if o >= 0 else latest[tp]) for tp, o in by_time.items()}
+    return reset_plan.offsets_at_datetime(client, partitions, args.to_datetime, latest)
 
 
 def _resolve_partitions(client: WireClient, specs: list[str]) -> list[ops.TopicPartition]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
 from typing import Any
 
 from groupcoord.cli import group_ops as ops
@@ -81,12 +80,9 @@ def _ensure_inactive(client: WireClient, group: str) -> None:
 def _targets(client: WireClient, args: argparse.Namespace,
              partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
     """`GroupOffsetsResetter`'s scenarios for a share group (`prepareOffsetsToReset`)."""
-    if args.from_file is not None:
-        return reset_plan.planned_offsets(client, args.from_file, args.group)
-    if not partitions:
-        return {}
-    if args.to_earliest:
-        return ops.list_offsets(client, partitions, ops.EARLIEST)
+    targets = reset_plan.shared_targets(client, args, partitions)
+    if targets is not None:
+        return targets
     if args.to_offset is not None:
         return reset_plan.offsets_in_range(client, dict.fromkeys(partitions, args.to_offset))
     latest = ops.list_offsets(client, partitions, ops.LATEST)
@@ -97,9 +93,7 @@ def _targets(client: WireClient, args: argparse.Namespace,
                    for r in share_ops.share_offsets(client, args.group)
                    if r["start_offset"] is not None}
         return {tp: started.get(tp, latest[tp]) for tp in partitions}
-    ts = int(datetime.fromisoformat(args.to_datetime).timestamp() * 1000)
-    by_time = ops.list_offsets(client, partitions, ts)
-    return {tp: (o if o >= 0 else latest[tp]) for tp, o in by_time.items()}
+    return reset_plan.offsets_at_datetime(client, partitions, args.to_datetime, latest)
 
 
 def cmd_delete_offsets(client: WireClient, args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """Offset reset plans in the CSV format of `kafka-consumer-groups.sh` and
 `kafka-share-groups.sh` (`--reset-offsets --from-file`, `--export`; KIP-1323 for share
-groups), and the range check every reset target goes through.
+groups), the range check every reset target goes through, and the reset scenarios every
+group type answers alike.
 
 Mirrors `GroupOffsetsResetter.parseResetPlan` / `resetFromFile` / `checkOffsetsRange` and
 `CsvUtils`: a plan is one line per partition, either `topic,partition,offset` (one group:
@@ -13,8 +14,10 @@ with Kafka's warning.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 
 from groupcoord.cli import group_ops as ops
@@ -131,3 +134,25 @@ def planned_offsets(client: WireClient, path: str, group: str) -> dict[TopicPart
     except ResetPlanError as exc:
         raise SystemExit(f"Error: reset plan {path}: {exc}") from exc
     return offsets_in_range(client, plan)
+
+
+def shared_targets(client: WireClient, args: argparse.Namespace,
+                   partitions: list[TopicPartition]) -> dict[TopicPartition, int] | None:
+    """`GroupOffsetsResetter`'s scenarios alike for consumer and share groups: `--from-file`,
+    nothing to reset, `--to-earliest`; None for the others."""
+    if args.from_file is not None:
+        return planned_offsets(client, args.from_file, args.group)
+    if not partitions:
+        return {}
+    if args.to_earliest:
+        return ops.list_offsets(client, partitions, ops.EARLIEST)
+    return None
+
+
+def offsets_at_datetime(client: WireClient, partitions: list[TopicPartition], when: str,
+                        latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """`--to-datetime`: each partition's first offset at or after `when`, its log end
+    (`latest`) where no record is that recent."""
+    ts = int(datetime.fromisoformat(when).timestamp() * 1000)
+    by_time = ops.list_offsets(client, partitions, ts)
+    return {tp: (o if o >= 0 else latest[tp]) for tp, o in by_time.items()}

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from groupcoord.cli import group_ops as ops
 from groupcoord.cli.wire_client import KafkaError, WireClient, check
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated import alter_share_group_offsets as asgo
@@ -46,13 +47,7 @@ def describe_share_group(client: WireClient, group: str) -> dict[str, Any]:
     described = response.groups[0]
     check(described.error_code, f"ShareGroupDescribe {group}")
     return {
-        "group": described.group_id,
-        "type": "share",
-        "state": described.group_state,
-        "protocol_type": "share",
-        "assignment_strategy": described.assignor_name,
-        "group_epoch": described.group_epoch,
-        "assignment_epoch": described.assignment_epoch,
+        **ops.group_summary(described, "share"),
         "members": [_member(m) for m in described.members],
     }
 

@@ -30,13 +30,7 @@ def describe_streams_group(client: WireClient, group: str) -> dict[str, Any]:
             inputs[s.subtopology_id] = sorted(
                 list(s.source_topics) + [t.name for t in s.repartition_source_topics])
     return {
-        "group": described.group_id,
-        "type": "streams",
-        "state": described.group_state,
-        "protocol_type": "streams",
-        "assignment_strategy": described.assignor_name,
-        "group_epoch": described.group_epoch,
-        "assignment_epoch": described.assignment_epoch,
+        **ops.group_summary(described, "streams"),
         "topology_epoch": described.topology.epoch if described.topology else None,
         "inputs": inputs,
         "members": [{

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from groupcoord.security.acl import (
     AclBinding,
@@ -30,6 +31,8 @@ from groupcoord.wire.errors import ErrorCode
 
 ACL_FILE = "acls.json"
 _FORMAT_VERSION = 1
+# An ACL binding or filter, checked before a change.
+_Checked = TypeVar("_Checked", AclBinding, AclBindingFilter)
 # `QuorumController.MAX_RECORDS_PER_USER_OP`: one request adds or removes at most this many.
 MAX_RECORDS_PER_USER_OP = 10_000
 TOO_LARGE = "Unable to perform excessively large batch operation."
@@ -92,10 +95,9 @@ class DurableAuthorizer(StandardAuthorizer):
         new: list[AclBinding] = []
         pending: set[AclBinding] = set()
         for acl in bindings:
-            try:
-                validate_new_acl(acl)
-            except InvalidAcl as exc:
-                results.append(CreateResult(ErrorCode.INVALID_REQUEST, str(exc)))
+            problem = _invalid(validate_new_acl, acl)
+            if problem is not None:
+                results.append(CreateResult(ErrorCode.INVALID_REQUEST, problem))
                 continue
             if acl not in self and acl not in pending:  # a set: a 10,001-ACL request is linear
                 pending.add(acl)
@@ -118,10 +120,9 @@ class DurableAuthorizer(StandardAuthorizer):
         doomed: set[AclBinding] = set()
         current = self.acls()
         for acl_filter in filters:
-            try:
-                validate_filter(acl_filter)
-            except InvalidAcl as exc:
-                results.append(DeleteResult(ErrorCode.INVALID_REQUEST, str(exc)))
+            problem = _invalid(validate_filter, acl_filter)
+            if problem is not None:
+                results.append(DeleteResult(ErrorCode.INVALID_REQUEST, problem))
                 continue
             matching = [a for a in current if acl_filter.matches(a)]
             doomed.update(matching)
@@ -148,3 +149,12 @@ class DurableAuthorizer(StandardAuthorizer):
         except OSError as exc:
             return ErrorCode.UNKNOWN_SERVER_ERROR, f"Unable to persist the ACLs: {exc}"
         return None
+
+
+def _invalid(validate: Callable[[_Checked], None], item: _Checked) -> str | None:
+    """Why `validate` refuses `item` (the controller's INVALID_REQUEST message), or None."""
+    try:
+        validate(item)
+    except InvalidAcl as exc:
+        return str(exc)
+    return None

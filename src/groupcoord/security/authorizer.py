@@ -23,7 +23,7 @@ property test compares the index with a scan of every ACL.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from groupcoord.security.acl import (
     SUPPORTED_OPERATIONS,
@@ -170,15 +170,23 @@ class StandardAuthorizer:
         """`StandardAuthorizerData.authorize` for a LITERAL resource."""
         if principal in self.super_users:
             return True
-        rtype = int(resource_type)
         has_acls = allowed = False
-        bucket = self._literal.get((rtype, name))
-        if bucket is not None:
+        for bucket in self._matching_buckets(int(resource_type), name):
             has_acls = True
             result = _bucket_result(bucket, principal, host, operation)
             if result == _DENY:
                 return False
-            allowed = result == _ALLOW
+            allowed = allowed or result == _ALLOW
+        if allowed:
+            return True
+        return not has_acls and self.allow_if_no_acl
+
+    def _matching_buckets(self, rtype: int, name: str) -> Iterator[_Bucket]:
+        """The ACL buckets whose resource pattern matches `name`: its literal bucket, the
+        prefixed ones (shortest prefix first), then the literal wildcard's."""
+        bucket = self._literal.get((rtype, name))
+        if bucket is not None:
+            yield bucket
         lengths = self._prefix_lengths.get(rtype)
         if lengths:
             prefixed = self._prefixed[rtype]
@@ -188,22 +196,11 @@ class StandardAuthorizer:
                     break
                 bucket = prefixed.get(name[:length])
                 if bucket is not None:
-                    has_acls = True
-                    result = _bucket_result(bucket, principal, host, operation)
-                    if result == _DENY:
-                        return False
-                    allowed = allowed or result == _ALLOW
+                    yield bucket
         if name != WILDCARD:
             bucket = self._literal.get((rtype, WILDCARD))
             if bucket is not None:
-                has_acls = True
-                result = _bucket_result(bucket, principal, host, operation)
-                if result == _DENY:
-                    return False
-                allowed = allowed or result == _ALLOW
-        if allowed:
-            return True
-        return not has_acls and self.allow_if_no_acl
+                yield bucket
 
     def denial_rule(self, principal: str, host: str, operation: AclOperation,
                     resource_type: ResourceType, name: str) -> str:

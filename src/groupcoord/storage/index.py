@@ -24,6 +24,7 @@ import logging
 import os
 import struct
 from bisect import bisect_right
+from collections.abc import Iterator
 
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 
@@ -58,10 +59,16 @@ class _IndexFile:
             logger.error("%s: index write failed (%s); the index will be rebuilt", self.path,
                          exc)
             self.close()
-            try:
-                self.io.unlink(self.path)
-            except OSError:
-                pass
+            self.io.unlink_quietly(self.path)
+
+    def read_entries(self, entry: struct.Struct) -> Iterator[tuple[int, int]]:
+        """The file's entries; ``IndexCorruptError`` if its size is not a whole number of
+        them."""
+        data = self.io.read_bytes(self.path)
+        if len(data) % entry.size:
+            raise IndexCorruptError(f"{self.path}: size {len(data)} not a multiple of "
+                                    f"{entry.size}")
+        return entry.iter_unpack(data)
 
     def replace_with(self, data: bytes) -> None:
         reopen = self._fd >= 0
@@ -71,10 +78,7 @@ class _IndexFile:
         except OSError as exc:
             logger.error("%s: index rewrite failed (%s); the index will be rebuilt", self.path,
                          exc)
-            try:
-                self.io.unlink(self.path)
-            except OSError:
-                pass
+            self.io.unlink_quietly(self.path)
             return
         if reopen:
             self.open_for_append()
@@ -88,8 +92,6 @@ class _IndexFile:
 class OffsetIndex(_IndexFile):
     """Relative offset -> file position, sparse."""
 
-    ENTRY_SIZE = _OFFSET_ENTRY.size
-
     def __init__(self, path: str, base_offset: int, io: FileIO = OS_FILE_IO) -> None:
         super().__init__(path, io)
         self.base_offset = base_offset
@@ -98,12 +100,9 @@ class OffsetIndex(_IndexFile):
 
     def load(self, log_size: int) -> None:
         """Read entries from disk; raise ``IndexCorruptError`` if inconsistent."""
-        data = self.io.read_bytes(self.path)
-        if len(data) % self.ENTRY_SIZE:
-            raise IndexCorruptError(f"{self.path}: size {len(data)} not a multiple of 8")
         offsets: list[int] = []
         positions: list[int] = []
-        for rel, pos in _OFFSET_ENTRY.iter_unpack(data):
+        for rel, pos in self.read_entries(_OFFSET_ENTRY):
             if (offsets and (rel <= offsets[-1] or pos <= positions[-1])) or pos >= log_size:
                 raise IndexCorruptError(f"{self.path}: entries not monotonic or past the log")
             offsets.append(rel)
@@ -140,8 +139,6 @@ class OffsetIndex(_IndexFile):
 class TimeIndex(_IndexFile):
     """Timestamp -> relative offset, sparse and monotonic in timestamp."""
 
-    ENTRY_SIZE = _TIME_ENTRY.size
-
     def __init__(self, path: str, base_offset: int, io: FileIO = OS_FILE_IO) -> None:
         super().__init__(path, io)
         self.base_offset = base_offset
@@ -149,12 +146,9 @@ class TimeIndex(_IndexFile):
         self.offsets: list[int] = []  # relative offsets
 
     def load(self) -> None:
-        data = self.io.read_bytes(self.path)
-        if len(data) % self.ENTRY_SIZE:
-            raise IndexCorruptError(f"{self.path}: size {len(data)} not a multiple of 12")
         timestamps: list[int] = []
         offsets: list[int] = []
-        for ts, rel in _TIME_ENTRY.iter_unpack(data):
+        for ts, rel in self.read_entries(_TIME_ENTRY):
             if timestamps and (ts < timestamps[-1] or rel < offsets[-1]):
                 raise IndexCorruptError(f"{self.path}: entries not monotonic")
             if timestamps and ts == timestamps[-1]:

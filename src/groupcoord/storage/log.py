@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
@@ -165,28 +165,21 @@ class PartitionLog:
                           max_ts, self.log_start_offset, headers)
 
     def _validate_all(self, buf: bytearray, allow_control: bool) -> list[BatchHeader]:
-        headers: list[BatchHeader] = []
-        pos = 0
+        def checked(pos: int, size: int) -> BatchHeader:
+            return validate(memoryview(buf)[pos : pos + size], check_offsets=True)
         try:
-            while pos < len(buf):
-                size = batch_size_at(buf, pos)
-                if size is None or pos + size > len(buf):
-                    raise InvalidRecordError("partial record batch in append")
-                if size > self.config.max_message_bytes:
-                    raise RecordBatchTooLargeError(f"batch of {size} bytes exceeds limit")
-                header = validate(memoryview(buf)[pos : pos + size], check_offsets=True)
-                if header.is_control and not allow_control:
-                    raise InvalidRecordError("control batches may not be produced")
-                headers.append(header)
-                pos += size
+            return self._split_batches(buf, allow_control, checked)
         except CorruptRecordError as exc:
             raise InvalidRecordError(str(exc)) from exc
-        if not headers:
-            raise InvalidRecordError("append with no record batches")
-        return headers
 
     def _frame_all(self, buf: bytearray, allow_control: bool) -> list[BatchHeader]:
         """The headers of broker-built batches: sizes and the control bit, no CRC pass."""
+        return self._split_batches(buf, allow_control, lambda pos, _size: parse_header(buf, pos))
+
+    def _split_batches(self, buf: bytearray, allow_control: bool,
+                       read_header: Callable[[int, int], BatchHeader]) -> list[BatchHeader]:
+        """The header of every batch in `buf`, read by `read_header(position, size)`, after
+        the framing and size checks every append makes."""
         headers: list[BatchHeader] = []
         pos = 0
         while pos < len(buf):
@@ -195,7 +188,7 @@ class PartitionLog:
                 raise InvalidRecordError("partial record batch in append")
             if size > self.config.max_message_bytes:
                 raise RecordBatchTooLargeError(f"batch of {size} bytes exceeds limit")
-            header = parse_header(buf, pos)
+            header = read_header(pos, size)
             if header.is_control and not allow_control:
                 raise InvalidRecordError("control batches may not be produced")
             headers.append(header)

@@ -136,10 +136,7 @@ class TransactionIndex:
         logger.error("%s: write failed (%s); the index will be rebuilt from the log", self.path,
                      exc)
         self.close()
-        try:
-            self.io.unlink(self.path)
-        except OSError:
-            pass
+        self.io.unlink_quietly(self.path)
 
     def close(self) -> None:
         if self._fd >= 0:
