@@ -37,8 +37,8 @@ from bench.machine import cpu_model
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.records import offset_commit_record
 from groupcoord.logformat.batch import build_batch
-from groupcoord.server.shard_log import encode_records_batch
-from groupcoord.server.shard_snapshot import SNAPSHOT_FILE
+from groupcoord.server.runtime.shard_log import encode_records_batch
+from groupcoord.server.runtime.shard_snapshot import SNAPSHOT_FILE
 from groupcoord.storage.manager import CLEAN_SHUTDOWN_FILE, LogManager
 from groupcoord.wire.generated import api_versions, fetch, metadata, offset_fetch, produce
 
@@ -186,8 +186,8 @@ def replay_in_process(data: Path, partition: int) -> dict[str, float]:
     loader (`shard_log.replay_log`, every record decoded) and the fast one (cold, no
     snapshot); the best of two runs each."""
     from groupcoord.coordinator.shard import GroupCoordinatorShard
-    from groupcoord.server.fast_replay import FastReplay
-    from groupcoord.server.shard_log import ProducerEpochs, replay_log
+    from groupcoord.server.runtime.fast_replay import FastReplay
+    from groupcoord.server.runtime.shard_log import ProducerEpochs, replay_log
 
     mgr = LogManager(str(data))
     mgr.load_all()

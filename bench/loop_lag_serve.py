@@ -25,7 +25,7 @@ import sys
 import time
 
 from groupcoord.cli.serve import _run, config_from_args, parse_args, serve
-from groupcoord.server import heap
+from groupcoord.server.runtime import heap
 
 PERIOD_MS = 10.0
 

@@ -83,7 +83,7 @@ class ClusterView(Protocol):
 
 
 class GroupRuntime(Protocol):
-    """The coordinator runtime (`server.coordinator_runtime.CoordinatorRuntime`)."""
+    """The coordinator runtime (`server.runtime.coordinator_runtime.CoordinatorRuntime`)."""
 
     @property
     def num_partitions(self) -> int: ...

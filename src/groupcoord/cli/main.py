@@ -95,7 +95,7 @@ def _dispatch(args: list[str]) -> int:
     if name == "serve":
         # Before the serve module and asyncio are imported: start-up allocates long-lived
         # objects only, and `serve` collects once and resumes the collector when the broker
-        # has started (`server.heap`).
+        # has started (`server.runtime.heap`).
         from groupcoord.server.runtime import heap
 
         heap.pause_until_started()

@@ -7,7 +7,7 @@ every log before exiting 0.
 
 Start-up time to the first ApiVersions answer is part of the contract (tests start many
 brokers, clients retry sooner than a slow start): the cyclic collector is paused before
-asyncio is imported (`server.heap`; `cli.main` already pauses it when it dispatches to
+asyncio is imported (`server.runtime.heap`; `cli.main` already pauses it when it dispatches to
 `serve`), and what the broker needs only after its listeners are
 bound is imported there (`Broker.start`), not here. `tests/cli/test_serve_startup_path.py`
 names what may not be imported before the bind.

@@ -8,7 +8,7 @@ its timer wheel (`CoordinatorTimerImpl` over `SystemTimer`).
 
 `ManualClock` is the clock of tests and virtual time: it stands still until `advance`,
 which runs the due timers in deadline order (ties in arming order), each seeing
-`now_ms()` equal to its deadline. The system implementation lives in `server.clock`
+`now_ms()` equal to its deadline. The system implementation lives in `server.runtime.clock`
 (this layer reads no time).
 """
 

@@ -54,7 +54,7 @@ GROUP_METADATA_RECORD_TYPE = 2
 
 
 class Shard(ABC):
-    """What the generic runtime (`server.shard_task`) runs: Kafka's `CoordinatorShard`.
+    """What the generic runtime (`server.runtime.shard_task`) runs: Kafka's `CoordinatorShard`.
 
     Operations are callables the runtime applies to the shard; each returns a `Result`
     (or None: nothing to do). `replay` is the one mutation path of durable state, used
