@@ -415,13 +415,15 @@ class Broker:
 
     def append(self, topic: str, partition: int, data: bytes | memoryview,
                now_ms: int | None = None, *, allow_control: bool = False,
-               trusted: bool = False) -> AppendInfo:
+               trusted: bool = False, expected_end_offset: int | None = None) -> AppendInfo:
         """Append batches to a partition, apply the fsync policy and wake fetchers.
 
         Raises the storage errors (`InvalidRecordError`, `RecordBatchTooLargeError`,
         `KafkaStorageError` with nothing of the batch left in the log) and `KeyError` for an
         unknown partition. `trusted` skips the CRC pass for batches the broker encoded
-        itself (the coordinator runtimes; never Produce).
+        itself (the coordinator runtimes; never Produce). A writer that names
+        `expected_end_offset` gets `AppendPreconditionFailed`, nothing written, if the log
+        ends elsewhere.
         """
         from groupcoord.server.txn_log import track_append
         from groupcoord.storage.config import KafkaStorageError
@@ -433,8 +435,9 @@ class Broker:
         # as Kafka stamps the leader's epoch (clients use it for KIP-320 validation).
         # Loaded before the append: the rebuild must not see this batch as well.
         state = self.producer_state(topic, partition)
-        info = plog.append(data, now_ms=now_ms, leader_epoch=LEADER_EPOCH,
-                           allow_control=allow_control, trusted=trusted)
+        info = plog.append(data, expected_end_offset=expected_end_offset, now_ms=now_ms,
+                           leader_epoch=LEADER_EPOCH, allow_control=allow_control,
+                           trusted=trusted)
         policy = self.config.fsync
         if policy == "always":
             try:

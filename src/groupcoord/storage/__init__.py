@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from groupcoord.storage.config import (
         AppendInfo,
+        AppendPreconditionFailed,
         InvalidRecordError,
         KafkaStorageError,
         LogConfig,
@@ -23,9 +24,12 @@ if TYPE_CHECKING:
     )
     from groupcoord.storage.log import PartitionLog
     from groupcoord.storage.manager import LogManager, TopicInfo
+    from groupcoord.storage.memory_store import InMemoryPartitionStore
+    from groupcoord.storage.partition_store import LogSnapshot, PartitionStore
 
 _HOMES = {
     "AppendInfo": "config",
+    "AppendPreconditionFailed": "config",
     "InvalidRecordError": "config",
     "KafkaStorageError": "config",
     "LogConfig": "config",
@@ -36,16 +40,23 @@ _HOMES = {
     "PartitionLog": "log",
     "LogManager": "manager",
     "TopicInfo": "manager",
+    "InMemoryPartitionStore": "memory_store",
+    "LogSnapshot": "partition_store",
+    "PartitionStore": "partition_store",
 }
 
 __all__ = [
     "AppendInfo",
+    "AppendPreconditionFailed",
+    "InMemoryPartitionStore",
     "InvalidRecordError",
     "KafkaStorageError",
     "LogConfig",
     "LogManager",
+    "LogSnapshot",
     "OffsetOutOfRangeError",
     "PartitionLog",
+    "PartitionStore",
     "RecordBatchTooLargeError",
     "RecoveryReport",
     "StorageError",

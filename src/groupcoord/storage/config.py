@@ -115,3 +115,13 @@ class InvalidRecordError(StorageError):
 
 class RecordBatchTooLargeError(StorageError):
     """A produced batch exceeds max.message.bytes (MESSAGE_TOO_LARGE)."""
+
+
+class AppendPreconditionFailed(StorageError):
+    """An append named the log end offset it expected and the log ends elsewhere: another
+    writer appended (or truncated) since this one last looked. Nothing was appended."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__(f"expected log end offset {expected}, the log ends at {actual}")
+        self.expected = expected
+        self.actual = actual

@@ -26,32 +26,28 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
     BatchHeader,
     CorruptRecordError,
-    batch_size_at,
     decode_records,
     parse_header,
-    set_base_offset,
-    set_max_timestamp,
-    set_partition_leader_epoch,
     validate,
 )
+from groupcoord.storage.appending import prepare_append
 from groupcoord.storage.config import (
     AppendInfo,
     CorruptBatchError,
-    InvalidRecordError,
     KafkaStorageError,
     LogConfig,
     OffsetOutOfRangeError,
-    RecordBatchTooLargeError,
     RecoveryReport,
 )
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.metadata import read_partition_metadata, write_partition_metadata
+from groupcoord.storage.partition_store import LogSnapshot, require_end_offset
 from groupcoord.storage.segment import LogSegment, iter_file_batches
 
 _INT32_MAX = 0x7FFFFFFF
@@ -126,76 +122,25 @@ class PartitionLog:
 
     # -- appending -------------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
+    def append(self, data: bytes | bytearray | memoryview, *,
+               expected_end_offset: int | None = None, assign_offsets: bool = True,
                now_ms: int | None = None, leader_epoch: int | None = None,
                allow_control: bool = False, trusted: bool = False) -> AppendInfo:
-        """Validate and append one or more whole batches.
+        """Validate and append one or more whole batches (``storage.appending``).
 
-        With ``assign_offsets`` (produce) base offsets are rewritten from the log end; without
-        it (internal writers, the cleaner) batches must already start at or after it.
-        ``trusted`` is for batches the broker encoded itself (coordinator writes, never
-        Produce): their framing and size are checked, not their CRC and record count.
+        A non-None ``expected_end_offset`` other than the log end offset raises
+        ``AppendPreconditionFailed`` before anything is written.
         """
-        buf = bytearray(data)
-        headers = (self._frame_all(buf, allow_control) if trusted
-                   else self._validate_all(buf, allow_control))
+        require_end_offset(expected_end_offset, self.log_end_offset)
         now = _now_ms() if now_ms is None else now_ms
-        log_append = self.config.message_timestamp_type == LOG_APPEND_TIME
-        next_offset = self.log_end_offset
-        pos = 0
-        for i, header in enumerate(headers):
-            if assign_offsets:
-                set_base_offset(buf, pos, next_offset)
-            elif header.base_offset < next_offset:
-                raise InvalidRecordError(
-                    f"batch offset {header.base_offset} below log end offset {next_offset}")
-            if leader_epoch is not None:
-                set_partition_leader_epoch(buf, pos, leader_epoch)
-            if log_append:
-                set_max_timestamp(buf, pos, LOG_APPEND_TIME, now)
-            headers[i] = header = parse_header(buf, pos)
-            next_offset = header.last_offset + 1
-            pos += header.size
-        first, last = headers[0], headers[-1]
+        prepared = prepare_append(data, self.config, self.log_end_offset, now,
+                                  assign_offsets=assign_offsets, leader_epoch=leader_epoch,
+                                  allow_control=allow_control, trusted=trusted)
+        buf, headers = prepared.buf, prepared.headers
         self.active.repair_torn_tail()
-        self._maybe_roll(len(buf), first.base_offset, last.last_offset, now)
+        self._maybe_roll(len(buf), headers[0].base_offset, headers[-1].last_offset, now)
         self.active.append(buf, headers)
-        max_ts = max(h.max_timestamp for h in headers)
-        return AppendInfo(first.base_offset, last.last_offset, now if log_append else -1,
-                          max_ts, self.log_start_offset, headers)
-
-    def _validate_all(self, buf: bytearray, allow_control: bool) -> list[BatchHeader]:
-        def checked(pos: int, size: int) -> BatchHeader:
-            return validate(memoryview(buf)[pos : pos + size], check_offsets=True)
-        try:
-            return self._split_batches(buf, allow_control, checked)
-        except CorruptRecordError as exc:
-            raise InvalidRecordError(str(exc)) from exc
-
-    def _frame_all(self, buf: bytearray, allow_control: bool) -> list[BatchHeader]:
-        """The headers of broker-built batches: sizes and the control bit, no CRC pass."""
-        return self._split_batches(buf, allow_control, lambda pos, _size: parse_header(buf, pos))
-
-    def _split_batches(self, buf: bytearray, allow_control: bool,
-                       read_header: Callable[[int, int], BatchHeader]) -> list[BatchHeader]:
-        """The header of every batch in `buf`, read by `read_header(position, size)`, after
-        the framing and size checks every append makes."""
-        headers: list[BatchHeader] = []
-        pos = 0
-        while pos < len(buf):
-            size = batch_size_at(buf, pos)
-            if size is None or pos + size > len(buf):
-                raise InvalidRecordError("partial record batch in append")
-            if size > self.config.max_message_bytes:
-                raise RecordBatchTooLargeError(f"batch of {size} bytes exceeds limit")
-            header = read_header(pos, size)
-            if header.is_control and not allow_control:
-                raise InvalidRecordError("control batches may not be produced")
-            headers.append(header)
-            pos += size
-        if not headers:
-            raise InvalidRecordError("append with no record batches")
-        return headers
+        return prepared.info(self.log_start_offset)
 
     def _maybe_roll(self, size: int, base_offset: int, last_offset: int, now: int) -> None:
         seg = self.active
@@ -339,6 +284,11 @@ class PartitionLog:
         else:
             seg.offset_index.close()
             seg.time_index.close()
+
+    def snapshot(self) -> LogSnapshot:
+        """The log's offsets and its batches from the log start (``iter_batches``)."""
+        return LogSnapshot(self.log_start_offset, self.log_end_offset, self.recovery_point,
+                           b"".join(self.iter_batches()))
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """First offset whose timestamp is >= ``timestamp`` (ListOffsets), as (offset, ts).

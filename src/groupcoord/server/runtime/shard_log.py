@@ -20,9 +20,12 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groupcoord.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from groupcoord.storage.partition_store import PartitionStore
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -122,7 +125,8 @@ class ProducerEpochs:
         self.entries[producer_id] = (epoch, current_coordinator)
 
 
-def replay_log(plog: Any, shard: Any, producers: ProducerEpochs | None = None) -> int:
+def replay_log(plog: PartitionStore | None, shard: Any,
+               producers: ProducerEpochs | None = None) -> int:
     """Replay every record of the partition into `shard`; return how many were applied."""
     count = 0
     for count in replay_log_in_steps(plog, shard, producers):
@@ -130,8 +134,9 @@ def replay_log(plog: Any, shard: Any, producers: ProducerEpochs | None = None) -
     return count
 
 
-def replay_log_in_steps(plog: Any, shard: Any, producers: ProducerEpochs | None = None,
-                        step_batches: int = 256) -> Iterator[int]:
+def replay_log_in_steps(plog: PartitionStore | None, shard: Any,
+                        producers: ProducerEpochs | None = None, step_batches: int = 256
+                        ) -> Iterator[int]:
     """`replay_log` that yields the running record count every `step_batches` batches (and
     once at the end), so a loader can give the event loop back between steps."""
     if plog is None:

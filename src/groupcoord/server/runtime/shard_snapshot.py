@@ -30,9 +30,12 @@ import logging
 import os
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groupcoord.logformat.batch import NO_TIMESTAMP, Record, build_batch, iter_batches
+
+if TYPE_CHECKING:
+    from groupcoord.storage.partition_store import PartitionStore
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -129,7 +132,7 @@ def decode_snapshot(data: bytes, partition: int) -> tuple[SnapshotPoint, list[me
     return SnapshotPoint(covered, base, crc), batches
 
 
-def verify_against_log(point: SnapshotPoint, plog: Any) -> None:
+def verify_against_log(point: SnapshotPoint, plog: PartitionStore) -> None:
     """SnapshotRejected unless the log still holds the batch ending at the covered offset."""
     if plog.log_start_offset > point.batch_base:
         raise SnapshotRejected(f"the log starts at {plog.log_start_offset}, after the "

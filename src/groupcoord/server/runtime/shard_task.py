@@ -420,7 +420,9 @@ class ShardTask:
     def _flush(self) -> None:
         """Append the pending batch, whose records are replayed already, then write its
         group events. A failed append propagates (fail-stop: the reload drops what the
-        batch replayed), as does a batch that did not land at the offsets replay used."""
+        batch replayed), and so does a log that no longer ends where the batch's replay
+        began: the append names that end, and the log refuses the batch, writing nothing,
+        if another writer moved it."""
         rows = self._rows
         if rows:
             self._rows = []
@@ -432,15 +434,11 @@ class ShardTask:
             # Every row was encodable when staged: a failure here is a fail-stop too. The
             # append's time from `flush_start` (before encoding) counts in the drain's flush.
             runtime = self.runtime
-            info = runtime.append(self.topic, self.partition, build_batch(rows),
-                                  runtime.clock.now_ms())
+            runtime.append(self.topic, self.partition, build_batch(rows),
+                           runtime.clock.now_ms(), expected_end_offset=self._batch_base)
             runtime.written[self.partition] = True
             if timed:
                 self._append_ns += self.read_ns() - flush_start
-            if info.base_offset != self._batch_base:
-                raise RuntimeError(
-                    f"batch of {self.topic}-{self.partition} landed at offset "
-                    f"{info.base_offset}, replayed at {self._batch_base}")
         events = self._batch_events
         if events:
             self._batch_events = []
