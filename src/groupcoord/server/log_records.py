@@ -14,13 +14,18 @@ from typing import Any
 from groupcoord.logformat.batch import decode_records, parse_header
 
 
-def keyed_records(plog: Any) -> Iterator[Any]:
-    """Every record with a key in the data batches of ``plog`` (None: nothing)."""
+def data_records(plog: Any) -> Iterator[Any]:
+    """Every record in the data batches of ``plog`` (None: nothing), in log order."""
     if plog is None:
         return
     for view in plog.iter_batches():
         if parse_header(view).is_control:
             continue
-        for rec in decode_records(view):
-            if rec.key is not None:
-                yield rec
+        yield from decode_records(view)
+
+
+def keyed_records(plog: Any) -> Iterator[Any]:
+    """Every record with a key in the data batches of ``plog`` (None: nothing)."""
+    for rec in data_records(plog):
+        if rec.key is not None:
+            yield rec

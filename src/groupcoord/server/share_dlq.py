@@ -44,10 +44,10 @@ from groupcoord.logformat.batch import (
     build_batch,
     decode_records,
     iter_batches,
-    parse_header,
     record_size,
     records_payload,
 )
+from groupcoord.server.log_records import data_records
 from groupcoord.server.share_host import ShareHost, SPKey
 from groupcoord.storage.config import CorruptBatchError, RecordBatchTooLargeError
 
@@ -264,25 +264,19 @@ class ShareDlq:
         return self._written.setdefault(key, set())
 
     def _scan(self, dlq_topic_name: str, part: int) -> Iterable[tuple[SPKey, int]]:
-        plog = self.broker.topics.log(dlq_topic_name, part)
-        if plog is None:
-            return
-        for view in plog.iter_batches():
-            if parse_header(view).is_control:
+        for rec in data_records(self.broker.topics.log(dlq_topic_name, part)):
+            named = origin(rec.headers)
+            if named is None:
                 continue
-            for rec in decode_records(view):
-                named = origin(rec.headers)
-                if named is None:
-                    continue
-                group_id, topic_name, partition, offset = named
-                topic = self.broker.topics.get(topic_name)
-                if topic is None:
-                    continue
-                key = (group_id, bytes(topic.topic_id), partition)
-                state = self.runtime.store.get(key)
-                if state is not None and state.offsets.get(offset, (None,))[0] \
-                        == RecordState.ARCHIVING:
-                    yield key, offset
+            group_id, topic_name, partition, offset = named
+            topic = self.broker.topics.get(topic_name)
+            if topic is None:
+                continue
+            key = (group_id, bytes(topic.topic_id), partition)
+            state = self.runtime.store.get(key)
+            if state is not None and state.offsets.get(offset, (None,))[0] \
+                    == RecordState.ARCHIVING:
+                yield key, offset
 
     def _sources(self, topic_name: str, partition: int, offsets: list[int],
                  limit: int) -> dict[int, tuple[bytes | None, bytes | None]]:
