@@ -57,3 +57,11 @@ class CoordinatorHost(Protocol):
                trusted: bool = False) -> AppendInfo: ...
 
     def producer_state(self, topic: str, partition: int) -> PartitionProducerState: ...
+
+
+class BrokerRuntime(Protocol):
+    """A runtime of the broker, as its parts use it: the broker that hosts it (whose clock
+    it reads)."""
+
+    @property
+    def broker(self) -> CoordinatorHost: ...

@@ -8,27 +8,21 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from groupcoord.server.broker_ports import BrokerRuntime
+
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from groupcoord.coordinator.clock import Clock
     from groupcoord.coordinator.result import OpContext
     from groupcoord.coordinator.shard import Shard
-    from groupcoord.server.broker_ports import CoordinatorHost
     from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
 
 # An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
 Operation = Callable[[Any, Any, int], Any]
 
 
-class ShardHost(Protocol):
+class ShardHost(BrokerRuntime, Protocol):
     """The runtime of a topic's shards, as each of its shard tasks uses it."""
-
-    @property
-    def broker(self) -> CoordinatorHost: ...
-
-    @property
-    def clock(self) -> Clock: ...
 
     @property
     def topic(self) -> str: ...
