@@ -48,7 +48,7 @@ from groupcoord.logformat.batch import (
     record_size,
     records_payload,
 )
-from groupcoord.server.log_records import data_records
+from groupcoord.server.log_records import data_batches
 from groupcoord.server.share_host import ShareHost
 from groupcoord.storage.config import CorruptBatchError, RecordBatchTooLargeError
 
@@ -266,19 +266,20 @@ class ShareDlq:
         return self._written.setdefault(key, set())
 
     def _scan(self, dlq_topic_name: str, part: int) -> Iterable[tuple[SharePartitionKey, int]]:
-        for rec in data_records(self.broker.topics.log(dlq_topic_name, part)):
-            named = origin(rec.headers)
-            if named is None:
-                continue
-            group_id, topic_name, partition, offset = named
-            topic = self.broker.topics.get(topic_name)
-            if topic is None:
-                continue
-            key = (group_id, bytes(topic.topic_id), partition)
-            state = self.runtime.store.get(key)
-            if state is not None and state.offsets.get(offset, (None,))[0] \
-                    == RecordState.ARCHIVING:
-                yield key, offset
+        for view in data_batches(self.broker.topics.log(dlq_topic_name, part)):
+            for rec in decode_records(view):
+                named = origin(rec.headers)
+                if named is None:
+                    continue
+                group_id, topic_name, partition, offset = named
+                topic = self.broker.topics.get(topic_name)
+                if topic is None:
+                    continue
+                key = (group_id, bytes(topic.topic_id), partition)
+                state = self.runtime.store.get(key)
+                if state is not None and state.offsets.get(offset, (None,))[0] \
+                        == RecordState.ARCHIVING:
+                    yield key, offset
 
     def _sources(self, topic_name: str, partition: int, offsets: list[int],
                  limit: int) -> dict[int, tuple[bytes | None, bytes | None]]:
