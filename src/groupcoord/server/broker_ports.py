@@ -1,4 +1,4 @@
-"""What the coordinator runtimes use of the broker, as a typed port.
+"""What the coordinator runtimes use of the broker, as typed ports.
 
 The group, share-state and transaction runtimes, their shards and the transaction-log helpers
 take a `CoordinatorHost` instead of `broker.Broker`: the broker (the composition root)
@@ -25,32 +25,15 @@ class CoordinatorHost(Protocol):
     topics, the one append path, producer states, fetch waiters, what group events count, and
     who serves what with several nodes."""
 
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def logs(self) -> LogManager: ...
-
-    @property
-    def topics(self) -> TopicStore: ...
-
-    @property
-    def producers(self) -> ProducerStateManager: ...
-
-    @property
-    def waiters(self) -> FetchWaiters: ...
-
-    @property
-    def group_counters(self) -> GroupCounters: ...
-
-    @property
-    def broker_configs(self) -> dict[str, str]: ...
-
-    @property
-    def cluster(self) -> ClusterMap | None: ...
+    config: BrokerConfig
+    clock: Clock
+    logs: LogManager
+    topics: TopicStore
+    producers: ProducerStateManager
+    waiters: FetchWaiters
+    group_counters: GroupCounters
+    broker_configs: dict[str, str]
+    cluster: ClusterMap | None
 
     def append(self, topic: str, partition: int, data: bytes | memoryview,
                now_ms: int | None = None, *, allow_control: bool = False,
@@ -58,3 +41,10 @@ class CoordinatorHost(Protocol):
                ) -> AppendInfo: ...
 
     def producer_state(self, topic: str, partition: int) -> PartitionProducerState: ...
+
+
+class BrokerRuntime(Protocol):
+    """A runtime of the broker, as its parts use it: the broker that hosts it (whose clock
+    it reads)."""
+
+    broker: CoordinatorHost

@@ -36,26 +36,13 @@ class ServedBroker(CoordinatorHost, Protocol):
     handler table, the authorizer, fetch sessions, the runtimes themselves, the advertised
     endpoint and the SCRAM credentials."""
 
-    @property
-    def handlers(self) -> Mapping[int, ApiSpec]: ...
-
-    @property
-    def authorizer(self) -> DurableAuthorizer | None: ...
-
-    @property
-    def fetch_sessions(self) -> FetchSessionCache: ...
-
-    @property
-    def groups(self) -> CoordinatorRuntime: ...
-
-    @property
-    def shares(self) -> ShareRuntime: ...
-
-    @property
-    def transactions(self) -> TransactionRuntime: ...
-
-    @property
-    def advertised(self) -> Listener: ...
+    handlers: Mapping[int, ApiSpec]
+    authorizer: DurableAuthorizer | None
+    fetch_sessions: FetchSessionCache
+    groups: CoordinatorRuntime
+    shares: ShareRuntime
+    transactions: TransactionRuntime
+    advertised: Listener
 
     def scram_store(self) -> ScramCredentialStore: ...
 

@@ -39,16 +39,17 @@ from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.share.configs import dlq_copy_record, dlq_topic
 from groupcoord.coordinator.share.dlq import DlqCause, context_headers, dlq_partition, origin
 from groupcoord.coordinator.share.records_state import RecordState
+from groupcoord.coordinator.share.state_store import SharePartitionKey
 from groupcoord.logformat.batch import (
     HEADER_SIZE,
     build_batch,
     decode_records,
     iter_batches,
-    parse_header,
     record_size,
     records_payload,
 )
-from groupcoord.server.share_host import ShareHost, SPKey
+from groupcoord.server.log_records import data_batches
+from groupcoord.server.share_host import ShareHost
 from groupcoord.storage.config import CorruptBatchError, RecordBatchTooLargeError
 
 if TYPE_CHECKING:
@@ -86,15 +87,15 @@ class ShareDlq:
     def __init__(self, runtime: ShareHost) -> None:
         self.runtime = runtime
         self.broker = runtime.broker
-        self.clock = runtime.clock
-        self._pending: dict[SPKey, TimerHandle] = {}
-        self._attempts: dict[SPKey, int] = {}
+        self.clock = runtime.broker.clock
+        self._pending: dict[SharePartitionKey, TimerHandle] = {}
+        self._attempts: dict[SharePartitionKey, int] = {}
         # Offsets whose DLQ record is written but whose ARCHIVED is not yet.
-        self._written: dict[SPKey, set[int]] = {}
-        self._scanned: set[tuple[SPKey, str, int]] = set()
+        self._written: dict[SharePartitionKey, set[int]] = {}
+        self._scanned: set[tuple[SharePartitionKey, str, int]] = set()
         # Share-partitions loaded with ARCHIVING records: their DLQ records may have been
         # written before the crash, so their DLQ partition is scanned once.
-        self._loaded_archiving: set[SPKey] = set()
+        self._loaded_archiving: set[SharePartitionKey] = set()
 
     def settings(self) -> GroupCoordinatorConfig:
         """The DLQ's broker settings: dynamic broker configs (IncrementalAlterConfigs on
@@ -140,7 +141,7 @@ class ShareDlq:
             handle.cancel()
         self._pending.clear()
 
-    def forget(self, key: SPKey) -> None:
+    def forget(self, key: SharePartitionKey) -> None:
         handle = self._pending.pop(key, None)
         if handle is not None:
             handle.cancel()
@@ -150,7 +151,7 @@ class ShareDlq:
 
     # -- one flush ----------------------------------------------------------------------
 
-    def _flush(self, key: SPKey, topic_name: str) -> None:
+    def _flush(self, key: SharePartitionKey, topic_name: str) -> None:
         self._pending.pop(key, None)
         sp = self.runtime.partitions.get(key)
         if sp is None:
@@ -249,7 +250,8 @@ class ShareDlq:
             log.info("created DLQ topic %s for share group %s", name, group_id)
         return DlqTarget(name, topic.num_partitions, dlq_copy_record(overrides))
 
-    def _already_written(self, key: SPKey, dlq_topic_name: str, part: int) -> set[int]:
+    def _already_written(self, key: SharePartitionKey, dlq_topic_name: str,
+                         part: int) -> set[int]:
         """The key's ARCHIVING offsets that already have a DLQ record: those written in
         this process, and, for a share-partition loaded with ARCHIVING records, those found
         in the DLQ partition (written before a crash that came before their ARCHIVED),
@@ -263,13 +265,8 @@ class ShareDlq:
                     self._written.setdefault(found_key, set()).add(offset)
         return self._written.setdefault(key, set())
 
-    def _scan(self, dlq_topic_name: str, part: int) -> Iterable[tuple[SPKey, int]]:
-        plog = self.broker.topics.log(dlq_topic_name, part)
-        if plog is None:
-            return
-        for view in plog.iter_batches():
-            if parse_header(view).is_control:
-                continue
+    def _scan(self, dlq_topic_name: str, part: int) -> Iterable[tuple[SharePartitionKey, int]]:
+        for view in data_batches(self.broker.topics.log(dlq_topic_name, part)):
             for rec in decode_records(view):
                 named = origin(rec.headers)
                 if named is None:

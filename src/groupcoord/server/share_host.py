@@ -4,30 +4,20 @@ only this."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from groupcoord.apis.services import Shares
+from groupcoord.server.broker_ports import BrokerRuntime
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.clock import Clock
     from groupcoord.coordinator.share.partition import ShareChange, SharePartition
-    from groupcoord.server.broker_ports import CoordinatorHost
-    from groupcoord.server.share_configs import GroupConfigStore
+    from groupcoord.coordinator.share.state_store import SharePartitionKey
     from groupcoord.server.share_state import ShareStateLog, ShareStates
 
-# A share-partition: (group id, topic id, partition).
-SPKey = tuple[str, bytes, int]
 
-
-class ShareHost(Protocol):
-    """The live share-partitions, their persisted state and the writes that change it."""
-
-    @property
-    def broker(self) -> CoordinatorHost: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def partitions(self) -> dict[SPKey, SharePartition]: ...
+class ShareHost(Shares, BrokerRuntime, Protocol):
+    """The share runtime as handlers use it (`apis.services.Shares`), with every persisted
+    state, the log that writes them, and the writes that change a share-partition."""
 
     @property
     def store(self) -> ShareStates: ...
@@ -35,11 +25,6 @@ class ShareHost(Protocol):
     @property
     def state(self) -> ShareStateLog: ...
 
-    @property
-    def group_configs(self) -> GroupConfigStore: ...
-
-    def partition(self, group_id: str, topic: Any, index: int) -> SharePartition: ...
-
-    def drop(self, key: SPKey) -> None: ...
+    def drop(self, key: SharePartitionKey) -> None: ...
 
     def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int: ...

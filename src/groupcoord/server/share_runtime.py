@@ -43,10 +43,10 @@ from groupcoord.coordinator.share.partition import (
     SharePartition,
 )
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
+from groupcoord.coordinator.share.state_store import SharePartitionKey
 from groupcoord.server import share_admin
 from groupcoord.server.share_configs import GroupConfigStore
 from groupcoord.server.share_dlq import ShareDlq, share_version_supports_dlq
-from groupcoord.server.share_host import SPKey
 from groupcoord.server.share_state import STATE_TOPIC, ShareStateLog
 from groupcoord.storage.config import CorruptBatchError
 from groupcoord.storage.transactions import collect_aborted_txns
@@ -69,7 +69,7 @@ class ShareRuntime:
         settings = GroupCoordinatorConfig.from_properties(broker.config.extra)
         self.broker = broker
         self.clock: Clock = broker.clock
-        self.partitions: dict[SPKey, SharePartition] = {}
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self.state = ShareStateLog(broker, self)
         self.store = self.state.store
         self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
@@ -115,7 +115,7 @@ class ShareRuntime:
             sp = self._initialize(key, topic.name)
         return sp
 
-    def _initialize(self, key: SPKey, topic_name: str) -> SharePartition:
+    def _initialize(self, key: SharePartitionKey, topic_name: str) -> SharePartition:
         config = self.config_of(key[0])
         persisted = self.store.get(key)
         if persisted is None or persisted.start_offset < 0:
@@ -145,13 +145,13 @@ class ShareRuntime:
                 return int(found[0])
         return int(plog.log_end_offset)
 
-    def live(self, key: SPKey) -> SharePartition | None:
+    def live(self, key: SharePartitionKey) -> SharePartition | None:
         return self.partitions.get(key)
 
-    def live_keys(self) -> list[SPKey]:
+    def live_keys(self) -> list[SharePartitionKey]:
         return list(self.partitions)
 
-    def drop(self, key: SPKey) -> None:
+    def drop(self, key: SharePartitionKey) -> None:
         """Forget a live share-partition (its state was reset or deleted)."""
         self.partitions.pop(key, None)
         self.dlq.forget(key)

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from groupcoord.server.broker import Broker
+from groupcoord.server.http_server import READ_TIMEOUT_S, HttpServer, write_answer
 from groupcoord.testing import faults
 from groupcoord.testing.group_state import describe_group
 from groupcoord.testing.virtual_clock import LoopManualClock, advance_broker
@@ -37,9 +38,6 @@ from groupcoord.testing.virtual_clock import LoopManualClock, advance_broker
 log = logging.getLogger("groupcoord.control")
 
 MAX_BODY = 1 << 16
-READ_TIMEOUT_S = 10.0
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           409: "Conflict", 413: "Payload Too Large", 503: "Service Unavailable"}
 
 
 class HttpError(Exception):
@@ -52,25 +50,14 @@ Answer = dict[str, Any]
 Handler = Callable[["ControlServer", str, bytes], Awaitable[Answer]]
 
 
-class ControlServer:
+class ControlServer(HttpServer):
     """`clock` is the broker's manual clock, or None for a broker on the system clock."""
 
     def __init__(self, clock: LoopManualClock | None,
                  broker: Callable[[], Broker | None]) -> None:
+        super().__init__()
         self.clock = clock
         self.broker = broker
-        self.server: asyncio.Server | None = None
-        self.port = 0
-
-    async def start(self, host: str, port: int) -> int:
-        self.server = await asyncio.start_server(self._serve, host, port)
-        self.port = int(self.server.sockets[0].getsockname()[1])
-        return self.port
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -80,16 +67,7 @@ class ControlServer:
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, ValueError):
             writer.close()
             return
-        data = json.dumps(body).encode()
-        head = (f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n")
-        try:
-            writer.write(head.encode() + data)
-            await writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
+        await write_answer(writer, status, "application/json", json.dumps(body).encode())
 
     async def _answer(self, reader: asyncio.StreamReader) -> tuple[int, Answer]:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)

@@ -16,6 +16,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from groupcoord.server.http_server import READ_TIMEOUT_S, HttpServer, write_answer
 from groupcoord.server.metrics.exposition import CONTENT_TYPE
 from groupcoord.server.metrics.families import BrokerMetrics, MetricsOptions
 
@@ -24,30 +25,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("groupcoord.metrics")
 
-READ_TIMEOUT_S = 10.0
 MAX_HEAD = 8192
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           500: "Internal Server Error", 503: "Service Unavailable"}
 TEXT = "text/plain; charset=utf-8"
 
 
-class MetricsServer:
+class MetricsServer(HttpServer):
+    read_limit = MAX_HEAD
+
     def __init__(self, broker: Broker, options: MetricsOptions) -> None:
+        super().__init__()
         self.broker = broker
         self.options = options
         self._metrics: BrokerMetrics | None = None
-        self._server: asyncio.Server | None = None
-        self.port = 0
-
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_HEAD)
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        return self.port
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -57,15 +46,7 @@ class MetricsServer:
                 ConnectionError):
             writer.close()
             return
-        head_bytes = (f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Type: {content_type}"
-                      f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
-        try:
-            writer.write(head_bytes if is_head else head_bytes + body)
-            await writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
+        await write_answer(writer, status, content_type, body, is_head)
 
     async def _answer(self, head: bytes) -> tuple[int, str, bytes, bool]:
         parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")

@@ -8,56 +8,35 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from groupcoord.server.broker_ports import BrokerRuntime
+
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from groupcoord.coordinator.clock import Clock
     from groupcoord.coordinator.result import OpContext
     from groupcoord.coordinator.shard import Shard
-    from groupcoord.server.broker_ports import CoordinatorHost
     from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
 
 # An operation: (shard, op context, now ms) -> a Result, an EndTxnWrite or None.
 Operation = Callable[[Any, Any, int], Any]
 
 
-class ShardHost(Protocol):
-    """The runtime of a topic's shards, as each of its shard tasks uses it."""
+class ShardHost(BrokerRuntime, Protocol):
+    """The runtime of a topic's shards, as each of its shard tasks uses it. The members are
+    the runtime's plain attributes; its owner sets some after building it (the append path
+    and its error answer, whether writes coalesce)."""
 
-    @property
-    def broker(self) -> CoordinatorHost: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def topic(self) -> str: ...
-
-    @property
-    def metrics(self) -> RuntimeMetrics: ...
-
+    topic: str
+    metrics: RuntimeMetrics
     # One shard replays at a time.
-    @property
-    def loading(self) -> asyncio.Lock: ...
-
-    @property
-    def cleanup_interval_ms(self) -> int: ...
-
-    @property
-    def coalesce_writes(self) -> bool: ...
-
-    @property
-    def fsync_always(self) -> bool: ...
-
+    loading: asyncio.Lock
+    cleanup_interval_ms: int
+    coalesce_writes: bool
+    fsync_always: bool
     # Partitions appended to since their last fsync.
-    @property
-    def written(self) -> dict[int, bool]: ...
-
-    @property
-    def append(self) -> Callable[..., Any]: ...
-
-    @property
-    def append_error(self) -> Callable[[BaseException], int]: ...
+    written: dict[int, bool]
+    append: Callable[..., Any]
+    append_error: Callable[[BaseException], int]
 
     def new_shard(self, partition: int) -> Shard: ...
 

@@ -115,6 +115,7 @@ class ShardTask:
 
     def __init__(self, runtime: ShardHost, partition: int) -> None:
         self.runtime = runtime
+        self.clock = runtime.broker.clock
         self.topic = runtime.topic
         self.partition = partition
         self.shard: Shard = runtime.new_shard(partition)
@@ -132,7 +133,7 @@ class ShardTask:
         # Chosen once: an untimed task reads no clock and takes no branch per operation
         # beyond one per drain and per append (`runtime_metrics`).
         self.timed = runtime.metrics.enabled
-        self._load_started_ms = runtime.clock.now_ms()
+        self._load_started_ms = self.clock.now_ms()
         # Soft state re-derived from the log at each load, like Kafka's producer state.
         self.producers = ProducerEpochs()
         self.timers = ShardTimers(runtime, lambda op: self.submit(op, None, None))
@@ -164,7 +165,7 @@ class ShardTask:
 
     def _begin_load(self) -> None:
         rt = self.runtime
-        self._load_started_ms = rt.clock.now_ms()
+        self._load_started_ms = self.clock.now_ms()
         if self.state is not ShardState.RECOVERING:
             self.state = ShardState.LOADING
             self.loaded.clear()
@@ -204,7 +205,7 @@ class ShardTask:
         self.timers.schedule_cleanup(self.shard)
         self.state = ShardState.ACTIVE
         self.loaded.set()
-        self.metrics.partition_loaded(self._load_started_ms, self.runtime.clock.now_ms())
+        self.metrics.partition_loaded(self._load_started_ms, self.clock.now_ms())
 
     # -- the operation loop ----------------------------------------------------------------
 
@@ -327,7 +328,7 @@ class ShardTask:
     def _call(self, op: Operation, op_ctx: Any = None) -> Any:
         if op_ctx is None:
             op_ctx = self.runtime.op_context("", "", 0)
-        return op(self.shard, op_ctx, self.runtime.clock.now_ms())
+        return op(self.shard, op_ctx, self.clock.now_ms())
 
     def _apply(self, result: Result | EndTxnWrite | None, txn: Txn = None, *,
                linger: bool = False) -> Result | None:
@@ -340,7 +341,7 @@ class ShardTask:
         if isinstance(result, EndTxnWrite):
             # A failed append propagates to _main, as for records: fail-stop and reload.
             self._flush()
-            return result.write(self, self.runtime.clock.now_ms())
+            return result.write(self, self.clock.now_ms())
         records = result.records
         if records:
             if txn is None and linger and self.runtime.coalesce_writes:
@@ -352,12 +353,12 @@ class ShardTask:
                 pid, epoch = txn if txn is not None else (NO_PRODUCER_ID, -1)
                 runtime, timed = self.runtime, self.timed
                 flush_start = self.read_ns() if timed else 0
-                batch = encode_checked(records, runtime.clock.now_ms(), pid, epoch,
+                batch = encode_checked(records, self.clock.now_ms(), pid, epoch,
                                        self._max_message_bytes(), self.topic, self.partition)
                 # A failure here propagates to _main: fail-stop and reload. Appended inline,
                 # as in `_flush`: a call per write would cost an untimed task too.
                 info = runtime.append(self.topic, self.partition, batch,
-                                      runtime.clock.now_ms())
+                                      self.clock.now_ms())
                 runtime.written[self.partition] = True
                 if timed:
                     self._append_ns += self.read_ns() - flush_start
@@ -389,7 +390,7 @@ class ShardTask:
         """Add an operation's records to the pending batch and replay them at the offsets
         they will get; WriteRefused (nothing staged or replayed) when the log would refuse
         them even alone. The pending batch is appended first if they would not fit in it."""
-        now = self.runtime.clock.now_ms()
+        now = self.clock.now_ms()
         try:
             rows: list[Row] = [(r.key_bytes(), r.value_bytes(), (), now) for r in records]
         except ValueError as exc:
@@ -435,7 +436,7 @@ class ShardTask:
             # append's time from `flush_start` (before encoding) counts in the drain's flush.
             runtime = self.runtime
             runtime.append(self.topic, self.partition, build_batch(rows),
-                           runtime.clock.now_ms(), expected_end_offset=self._batch_base)
+                           self.clock.now_ms(), expected_end_offset=self._batch_base)
             runtime.written[self.partition] = True
             if timed:
                 self._append_ns += self.read_ns() - flush_start

@@ -24,6 +24,7 @@ class ShardTimers(dict[TimerKey, tuple[int, "TimerHandle", int]]):
     def __init__(self, host: ShardHost, submit: Callable[[Operation], None]) -> None:
         super().__init__()
         self._host = host
+        self._clock = host.broker.clock
         self._submit = submit
         self._seq = itertools.count(1)
 
@@ -36,7 +37,7 @@ class ShardTimers(dict[TimerKey, tuple[int, "TimerHandle", int]]):
             return
         self.cancel(key)
         seq = next(self._seq)
-        handle = self._host.clock.call_at(deadline_ms, lambda: self._fire(key, seq))
+        handle = self._clock.call_at(deadline_ms, lambda: self._fire(key, seq))
         self[key] = (seq, handle, deadline_ms)
 
     def cancel(self, key: TimerKey) -> None:
@@ -52,7 +53,7 @@ class ShardTimers(dict[TimerKey, tuple[int, "TimerHandle", int]]):
     def schedule_cleanup(self, shard: Shard) -> None:
         interval = self._host.cleanup_interval_ms
         if interval > 0 and shard.periodic_cleanup:
-            self.schedule(CLEANUP_KEY, self._host.clock.now_ms() + interval)
+            self.schedule(CLEANUP_KEY, self._clock.now_ms() + interval)
 
     def _fire(self, key: TimerKey, seq: int) -> None:
         def op(shard: Any, _ctx: Any, now: int) -> Any:
