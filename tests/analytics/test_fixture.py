@@ -17,8 +17,7 @@ from groupcoord.analytics.burrow import BurrowConfig
 from groupcoord.analytics.lag import burrow_timeline, partition_lag
 from groupcoord.analytics.pipeline import eval_ticks
 from groupcoord.analytics.reader import iter_raw_records
-from groupcoord.analytics.run import topic_names
-from groupcoord.analytics.segments import TxnResolver, scan_headers
+from groupcoord.analytics.segments import TxnResolver, scan_batches, topic_names
 from groupcoord.logformat.batch import validate
 
 Fixture = tuple[Path, dict[str, Any]]
@@ -45,10 +44,10 @@ def test_every_batch_is_valid(fixture_dir: Fixture) -> None:
     root, _ = fixture_dir
     for seg in root.glob("*/*.log"):
         raw = seg.read_bytes()
-        headers = list(scan_headers(seg))
-        assert sum(h.size for h in headers) == len(raw)
-        for h in headers:
-            validate(raw[h.position : h.position + h.size])
+        batches = list(scan_batches(seg))
+        assert sum(h.size for _, h in batches) == len(raw)
+        for pos, h in batches:
+            validate(raw[pos : pos + h.size])
 
 
 def test_counts_reconcile(fixture_dir: Fixture, tables: dict[str, pd.DataFrame]) -> None:

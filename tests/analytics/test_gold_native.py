@@ -18,7 +18,7 @@ import pytest
 
 from groupcoord.analytics import gold, lag, lag_sql
 from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.columns import END_OFFSETS
+from groupcoord.analytics.table_schemas import END_OFFSETS
 
 pytestmark = pytest.mark.spark
 

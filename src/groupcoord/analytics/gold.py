@@ -17,7 +17,7 @@ from typing import Any
 
 from groupcoord.analytics import lag, lag_sql
 from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.columns import ddl
+from groupcoord.analytics.table_schemas import ddl
 
 _COMMIT_COLS = ["group_id", "topic", "partition", "record_ts_ms", "log_offset",
                 "committed_offset", "tombstone"]
