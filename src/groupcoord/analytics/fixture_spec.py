@@ -15,6 +15,10 @@ ANOMALIES = ("stop", "stall", "slow", "rewind", "rewind-unrecovered", "rebalance
 
 @dataclass
 class FixtureSpec:
+    """The ``gen-fixture`` options: how long the log runs, each data topic's partitions and
+    records per second, ``__consumer_offsets`` partitions, healthy groups besides the
+    anomalies' groups, and which anomalies are injected."""
+
     seconds: int = 600
     partitions: int = 4
     rate: int = 10
@@ -26,6 +30,8 @@ class FixtureSpec:
 
 @dataclass
 class FixtureGroup:
+    """One group of the fixture: its commits, and the verdicts the pipeline must reach."""
+
     name: str
     anomaly: str
     partitions: int

@@ -152,19 +152,18 @@ def decode_share_state(key: bytes, value: bytes | None) -> DecodedRecord | None:
 
 def decode_subscription(data: bytes | None) -> dict[str, Any] | None:
     """A classic member's ConsumerProtocolSubscription; None when empty or not that protocol."""
-    if not data:
-        return None
-    try:
-        return decode_versioned(CONSUMER_SUBSCRIPTION, data)[1]
-    except CodecError:
-        return None  # a non-consumer protocol (connect, streams) keeps its own format
+    return _consumer_protocol(CONSUMER_SUBSCRIPTION, data)
 
 
 def decode_assignment(data: bytes | None) -> dict[str, Any] | None:
     """A classic member's ConsumerProtocolAssignment; None when empty or not that protocol."""
+    return _consumer_protocol(CONSUMER_ASSIGNMENT, data)
+
+
+def _consumer_protocol(layout: Layout, data: bytes | None) -> dict[str, Any] | None:
     if not data:
         return None
     try:
-        return decode_versioned(CONSUMER_ASSIGNMENT, data)[1]
+        return decode_versioned(layout, data)[1]
     except CodecError:
-        return None
+        return None  # a non-consumer protocol (connect, streams) keeps its own format
