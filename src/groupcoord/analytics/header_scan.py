@@ -1,9 +1,9 @@
 """numba-compiled walk over the batch headers of a segment slice in memory.
 
-The header layout is ``groupcoord.logformat.batch``'s (its field offsets are used here, and
-the tests check this walk against ``logformat.batch.iter_log_batches``). Used by the offset
-commit decoder (``fastpath``) and, for transaction markers, by ``segments``; importing this
-module needs numba.
+The header layout is ``groupcoord.logformat.batch``'s: its field offsets are used here, and
+the tests check the walk against logformat's header parse. Used by the offset commit decoder
+(``fastpath``) and, for transaction markers, by ``segments``; importing this module needs
+numba.
 """
 
 from __future__ import annotations
