@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from groupcoord.analytics.reader import RawRecord, decode_offset_commit, iter_raw_records
-from groupcoord.analytics.segments import TxnResolver, scan_headers
+from groupcoord.analytics.segments import TxnResolver, scan_batches
 from groupcoord.analytics.table_schemas import COORD_RECORDS, END_OFFSETS, OFFSET_COMMITS
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC
 
@@ -164,4 +164,4 @@ def end_offset_batches(
     """One row per batch of a data segment, from its header alone (never decompressed)."""
     return _batched(END_OFFSETS, (
         (topic, partition, h.max_timestamp, h.base_offset, h.last_offset + 1, h.records_count,
-         h.size, h.is_control) for h in scan_headers(path, start, end)))
+         h.size, h.is_control) for _, h in scan_batches(path, start, end)))

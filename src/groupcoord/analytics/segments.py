@@ -17,6 +17,7 @@ kept:
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,15 +95,17 @@ def scan_batches(path: str | Path, start: int = 0, end: int | None = None
     from header to header (no record reads); ends where ``logformat.batch.iter_log_batches``
     would."""
     with open(path, "rb") as fh:
+        file_size = os.fstat(fh.fileno()).st_size
         pos = start
         while end is None or pos < end:
             fh.seek(pos)
             header = log_header_at(fh.read(HEADER_SIZE))
             if header is None:
                 return
-            fh.seek(pos + header.size - 1)
-            if not fh.read(1):  # torn tail
-                return
+            if pos + header.size > file_size:
+                file_size = os.fstat(fh.fileno()).st_size  # a live log may have grown
+                if pos + header.size > file_size:  # torn tail
+                    return
             yield pos, header
             pos += header.size
 
