@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics.fixture import FixtureSpec, generate
+from groupcoord.analytics.fixture import generate
+from groupcoord.analytics.fixture_spec import FixtureSpec
 
 # Without the [spark] extra (pyarrow, pandas, numba) only the pure-Python tests can run.
 _PURE = ["test_burrow.py", "test_codec.py", "test_dump.py"]

@@ -8,14 +8,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from groupcoord.analytics import columns, splits
+from groupcoord.analytics import columns, splits, table_schemas
 from groupcoord.analytics.logwriter import PartitionWriter
-from groupcoord.analytics.segments import TxnResolver, scan_headers
+from groupcoord.analytics.segments import TxnResolver, scan_batches
 from groupcoord.logformat import batch as lb
 from groupcoord.logformat import coordinator_records as cr
 from groupcoord.logformat.generated import coordinator_records as gen
 
 fastpath = pytest.importorskip("groupcoord.analytics.fastpath")
+header_scan = pytest.importorskip("groupcoord.analytics.header_scan")
 
 
 def _table(root: Path, decoder: str) -> pa.Table:
@@ -24,7 +25,7 @@ def _table(root: Path, decoder: str) -> pa.Table:
         txns = TxnResolver.from_list(list(s.txn_markers))
         batches += list(columns.offset_commit_batches(s.path, s.start, s.end, s.partition, txns,
                                                       decoder))
-    return pa.Table.from_batches(batches, schema=columns.OFFSET_COMMITS).combine_chunks()
+    return pa.Table.from_batches(batches, schema=table_schemas.OFFSET_COMMITS).combine_chunks()
 
 
 def test_fixture_decodes_identically(fixture_dir: tuple[Path, dict[str, Any]]) -> None:
@@ -71,11 +72,11 @@ def test_header_scan_matches(fixture_dir: tuple[Path, dict[str, Any]]) -> None:
 
     root, _ = fixture_dir
     for seg in list(root.glob("t-slowpoke-*/*.log"))[:2]:
-        arr = fastpath.scan_headers_array(np.frombuffer(seg.read_bytes(), dtype=np.uint8))
-        ref = list(scan_headers(seg))
-        assert arr[:, 0].tolist() == [h.position for h in ref]
-        assert arr[:, 3].tolist() == [h.base_offset for h in ref]
-        assert arr[:, 8].tolist() == [h.records_count for h in ref]
+        arr = header_scan.scan_headers_array(np.frombuffer(seg.read_bytes(), dtype=np.uint8))
+        ref = list(scan_batches(seg))
+        assert arr[:, 0].tolist() == [pos for pos, _ in ref]
+        assert arr[:, 3].tolist() == [h.base_offset for _, h in ref]
+        assert arr[:, 8].tolist() == [h.records_count for _, h in ref]
 
 
 def _bronze(root: Path, monkeypatch: pytest.MonkeyPatch, with_numba: bool) -> pa.Table:
@@ -85,7 +86,7 @@ def _bronze(root: Path, monkeypatch: pytest.MonkeyPatch, with_numba: bool) -> pa
         txns = TxnResolver.from_list(list(s.txn_markers))
         batches += list(columns.coord_record_batches(s.path, s.start, s.end, s.topic,
                                                      s.partition, txns, frozenset({0, 1})))
-    return pa.Table.from_batches(batches, schema=columns.COORD_RECORDS).combine_chunks()
+    return pa.Table.from_batches(batches, schema=table_schemas.COORD_RECORDS).combine_chunks()
 
 
 def test_bronze_prefilter_keeps_every_wanted_record(
@@ -124,7 +125,7 @@ def test_header_columns_follow_the_logformat_layout() -> None:
         lb.build_batch([lb.SimpleRecord(None, b"x", (), 5)], base_offset=2**40,
                        timestamp_type=lb.LOG_APPEND_TIME, max_timestamp=2**41),
     ]
-    arr = fastpath.scan_headers_array(np.frombuffer(b"".join(built), dtype=np.uint8))
+    arr = header_scan.scan_headers_array(np.frombuffer(b"".join(built), dtype=np.uint8))
     refs = list(lb.iter_batches(b"".join(built)))
     assert len(arr) == len(refs) == 2
     position = 0

@@ -14,11 +14,10 @@ import pytest
 
 from groupcoord.analytics import columns, membership, rebalance, splits
 from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.lag import burrow_timeline, partition_lag
+from groupcoord.analytics.keyed_gold import burrow_timeline_of, partition_lag_of
 from groupcoord.analytics.pipeline import eval_ticks
 from groupcoord.analytics.reader import iter_raw_records
-from groupcoord.analytics.run import topic_names
-from groupcoord.analytics.segments import TxnResolver, scan_headers
+from groupcoord.analytics.segments import TxnResolver, scan_batches, topic_names
 from groupcoord.logformat.batch import validate
 
 Fixture = tuple[Path, dict[str, Any]]
@@ -45,10 +44,10 @@ def test_every_batch_is_valid(fixture_dir: Fixture) -> None:
     root, _ = fixture_dir
     for seg in root.glob("*/*.log"):
         raw = seg.read_bytes()
-        headers = list(scan_headers(seg))
-        assert sum(h.size for h in headers) == len(raw)
-        for h in headers:
-            validate(raw[h.position : h.position + h.size])
+        batches = list(scan_batches(seg))
+        assert sum(h.size for _, h in batches) == len(raw)
+        for pos, h in batches:
+            validate(raw[pos : pos + h.size])
 
 
 def test_counts_reconcile(fixture_dir: Fixture, tables: dict[str, pd.DataFrame]) -> None:
@@ -72,7 +71,7 @@ def _statuses(m: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[tuple[
     out = {}
     for (topic, part), c in commits.groupby(["topic", "partition"]):
         e = ends[(ends.topic == topic) & (ends.partition == part)]
-        res = burrow_timeline(_arrow(c), _arrow(e), ticks, BurrowConfig()).to_pandas()
+        res = burrow_timeline_of(_arrow(c), _arrow(e), ticks, BurrowConfig()).to_pandas()
         last = res[res.eval_ts_ms == m["end_ms"]]
         out.update({(r.group_id, r.partition): r.status for r in last.itertuples()})
     return out
@@ -92,14 +91,14 @@ def test_partition_lag_rows(fixture_dir: Fixture, tables: dict[str, pd.DataFrame
     rate = m["spec"]["rate"]
     c = commits[(commits.topic == "t-slowpoke") & (commits.partition == 0)]
     e = ends[(ends.topic == "t-slowpoke") & (ends.partition == 0)]
-    lag = partition_lag(_arrow(c), _arrow(e), 10_000, m["end_ms"]).to_pandas()
+    lag = partition_lag_of(_arrow(c), _arrow(e), 10_000, m["end_ms"]).to_pandas()
     at_commit = lag[lag.kind == "commit"]
     assert len(at_commit) == len(c)
     end = (at_commit.ts_ms - m["t0_ms"]) // 1000 * rate + rate
     assert (at_commit.lag_records == end - end * 4 // 5).all()
     assert (at_commit.lag_seconds > 0).iloc[-1]
     healthy = commits[(commits.topic == "t-healthy-0") & (commits.partition == 0)]
-    hl = partition_lag(_arrow(healthy),
+    hl = partition_lag_of(_arrow(healthy),
                        _arrow(ends[(ends.topic == "t-healthy-0") & (ends.partition == 0)]),
                        10_000, m["end_ms"]).to_pandas()
     assert (hl[hl.kind == "commit"].lag_records == 0).all()

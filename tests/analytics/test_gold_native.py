@@ -1,6 +1,6 @@
 """The Spark-native gold steps equal their Arrow references on awkward histories.
 
-``lag_sql.lag_rows`` must give the rows of ``lag.partition_lag`` (per (topic, partition),
+``lag_sql.lag_rows`` must give the rows of ``keyed_gold.partition_lag_of`` (per (topic, partition),
 all groups), and Burrow over ``gold.ring_commits`` (only the commits some evaluation can
 see) must give the statuses of Burrow over every commit: same-millisecond commits, commits
 on a tick, tombstones, end offsets equal to a committed offset, partitions with no end
@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from groupcoord.analytics import gold, lag, lag_sql
+from groupcoord.analytics import gold, keyed_gold, lag_sql
 from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.columns import END_OFFSETS
+from groupcoord.analytics.table_schemas import END_OFFSETS
 
 pytestmark = pytest.mark.spark
 
@@ -88,7 +88,7 @@ def test_lag_rows_equal_the_arrow_reference(spark: Any, seed: int) -> None:
     if not seed:  # a log dir without data partitions: no end offsets at all
         ends = ends.slice(0, 0)
     until = T0 + 130_000
-    want = _per_partition(commits, ends, lambda c, e: lag.partition_lag(c, e, 7_000, until))
+    want = _per_partition(commits, ends, lambda c, e: keyed_gold.partition_lag_of(c, e, 7_000, until))
     got = lag_sql.lag_rows(spark.createDataFrame(commits),
                            spark.createDataFrame(ends), 7_000, until)
     assert _spark_rows(got) == want
@@ -107,9 +107,9 @@ def test_burrow_over_ring_commits_equals_every_commit(spark: Any, ticks: list[in
                                                       intervals: int) -> None:
     commits, ends = _history(7)
     cfg = BurrowConfig(intervals=intervals)
-    want = _per_partition(commits, ends, lambda c, e: lag.burrow_timeline(c, e, ticks, cfg))
+    want = _per_partition(commits, ends, lambda c, e: keyed_gold.burrow_timeline_of(c, e, ticks, cfg))
     kept = gold.ring_commits(spark.createDataFrame(commits), ticks, cfg)
     rows = kept.toArrow().cast(COMMITS)
-    assert _per_partition(rows, ends, lambda c, e: lag.burrow_timeline(c, e, ticks, cfg)) == want
+    assert _per_partition(rows, ends, lambda c, e: keyed_gold.burrow_timeline_of(c, e, ticks, cfg)) == want
     if len(ticks) < 4:
         assert rows.num_rows < commits.num_rows  # the filter did drop commits

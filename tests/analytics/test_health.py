@@ -14,7 +14,8 @@ import pytest
 from groupcoord.analytics import fixture_scenarios as fs
 from groupcoord.analytics import fixture_story, health
 from groupcoord.analytics.cli import main
-from groupcoord.analytics.fixture import ANOMALIES, SCENARIO_ANOMALIES, FixtureSpec, generate
+from groupcoord.analytics.fixture import SCENARIO_ANOMALIES, generate
+from groupcoord.analytics.fixture_spec import ANOMALIES, FixtureSpec
 from groupcoord.analytics.health_data import load, window
 from groupcoord.analytics.story import LagPoint
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from groupcoord.analytics import fixture_records as fr
 from groupcoord.analytics import health, story
-from groupcoord.analytics.fixture import T0, LogWriters, coordinator_partition, topic_id_for
+from groupcoord.analytics.fixture import T0, coordinator_partition, topic_id_for
 from groupcoord.analytics.health_data import load, trend_grid_from
+from groupcoord.analytics.logwriter import LogWriters
 
 YEAR_MS = 365 * 86_400_000
 GRID_MS = 10_000

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics.segments import list_partitions, scan_headers
+from groupcoord.analytics.segments import list_partitions, scan_batches, scan_headers
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -27,12 +27,11 @@ def _log_as_of(full: Path, dst: Path, at_ms: int) -> None:
     for part in list_partitions(full):
         kept: list[tuple[Path, int, bool]] = []
         for seg in part.segments():
-            headers = list(scan_headers(seg))
-            cut = next((h for h in headers if h.max_timestamp > at_ms), None)
-            size = cut.position if cut else seg.stat().st_size
+            cut = next((pos for pos, h in scan_batches(seg) if h.max_timestamp > at_ms), None)
+            size = seg.stat().st_size if cut is None else cut
             if size:
                 kept.append((seg, size, cut is None))
-            if cut:
+            if cut is not None:
                 break
         if not kept:
             continue

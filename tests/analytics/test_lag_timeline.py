@@ -1,4 +1,4 @@
-"""Burrow's ring at each evaluation tick (``lag._rings``): the indexed shortcut taken with
+"""Burrow's ring at each evaluation tick (``lag.burrow_rings``): the indexed shortcut taken with
 ``min_distance_ms`` 0 equals folding every commit into the ring, for random histories."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.analytics import lag
+from groupcoord.analytics import keyed_gold, lag
 from groupcoord.analytics.burrow import BurrowConfig, Commit, build_window
 
 history = st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 1_000), st.booleans()),
@@ -36,7 +36,7 @@ def test_ring_at_each_tick_equals_the_fold(rows: list[tuple[int, int, bool]], ti
     lags = committed % 7
     cfg = BurrowConfig(intervals=intervals, min_distance_ms=min_distance)
     ticks = sorted(set(ticks))
-    got = dict(lag._rings(ts, committed, lags, tomb, ticks, cfg))
+    got = dict(lag.burrow_rings(ts, committed, lags, tomb, ticks, cfg))
     for tick in ticks:
         assert got.get(tick, []) == _folded(ts, committed, lags, tomb, tick, cfg)
 
@@ -46,7 +46,7 @@ def test_timeline_skips_ticks_after_a_tombstone() -> None:
                         "record_ts_ms": [1_000, 2_000, 3_000], "log_offset": [1, 2, 3],
                         "committed_offset": [5, 9, None], "tombstone": [False, False, True]})
     ends = pa.table({"ts_ms": [500], "end_offset": [10]})
-    out = lag.burrow_timeline(commits, ends, [1_500, 2_500, 3_500], BurrowConfig())
+    out = keyed_gold.burrow_timeline_of(commits, ends, [1_500, 2_500, 3_500], BurrowConfig())
     assert out.column("eval_ts_ms").to_pylist() == [1_500, 2_500]
     assert out.column("current_lag").to_pylist() == [5, 1]
 
@@ -59,7 +59,7 @@ def test_lag_rows_per_group_at_commits_and_on_the_grid() -> None:
                         "log_offset": [1, 2, 3, 4], "committed_offset": [4, 2, 8, 6],
                         "tombstone": [False] * 4})
     ends = pa.table({"ts_ms": [0, 2_000], "end_offset": [5, 10]})
-    out = lag.partition_lag(commits, ends, 2_000, 4_000).to_pylist()
+    out = keyed_gold.partition_lag_of(commits, ends, 2_000, 4_000).to_pylist()
     got = {(r["group_id"], r["kind"], r["ts_ms"]): (r["committed_offset"], r["lag_records"])
            for r in out}
     assert got == {("a", "commit", 1_500): (2, 3), ("a", "commit", 3_000): (6, 4),

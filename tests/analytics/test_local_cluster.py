@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics.fixture import FixtureSpec, generate
+from groupcoord.analytics.fixture import generate
+from groupcoord.analytics.fixture_spec import FixtureSpec
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

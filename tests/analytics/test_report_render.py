@@ -26,7 +26,8 @@ from helpers.broker import REPO_ROOT
 from helpers.chromium import WINDOW_WIDTH, dump_probe, run_chromium
 
 from groupcoord.analytics import fixture_scenarios, fixture_story
-from groupcoord.analytics.fixture import ANOMALIES, SCENARIO_ANOMALIES, FixtureSpec, generate
+from groupcoord.analytics.fixture import SCENARIO_ANOMALIES, generate
+from groupcoord.analytics.fixture_spec import ANOMALIES, FixtureSpec
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

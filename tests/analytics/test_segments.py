@@ -15,11 +15,10 @@ from groupcoord.analytics.logwriter import PartitionWriter
 from groupcoord.analytics.reader import iter_raw_records
 from groupcoord.analytics.segments import (
     PartitionTxns,
-    iter_batches,
     iter_records,
     list_partitions,
-    records_payload,
     resolve_transactions,
+    scan_batches,
     scan_headers,
 )
 from groupcoord.logformat import batch as lb
@@ -32,10 +31,10 @@ def _records(n: int, ts: int = 1000) -> list[lb.SimpleRecord]:
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
 def test_records_of_every_compression_match_logformat(codec: int) -> None:
     raw = lb.build_batch(_records(5), base_offset=100, compression=codec)
-    (info,) = list(iter_batches(raw))
+    (info,) = [h for _, h in lb.iter_log_batches(raw)]
     assert (info.base_offset, info.last_offset, info.compression) == (100, 104, codec)
     ours = [(r.offset, r.timestamp, r.key, r.value)
-            for r in iter_records(records_payload(raw, info, 0), info)]
+            for r in iter_records(lb.records_payload(raw, info), info)]
     theirs = [(100 + r.offset_delta, 1000 + r.timestamp_delta, r.key, r.value)
               for r in lb.decode_records(raw)]
     assert ours == theirs
@@ -43,8 +42,8 @@ def test_records_of_every_compression_match_logformat(codec: int) -> None:
 
 def test_log_append_time_uses_batch_max_timestamp() -> None:
     raw = lb.build_batch(_records(3), timestamp_type=lb.LOG_APPEND_TIME, max_timestamp=9999)
-    (info,) = list(iter_batches(raw))
-    assert [r.timestamp for r in iter_records(records_payload(raw, info, 0), info)] == [9999] * 3
+    info = lb.parse_header(raw)
+    assert [r.timestamp for r in iter_records(lb.records_payload(raw, info), info)] == [9999] * 3
 
 
 def test_torn_tail_ends_scan(tmp_path: Path) -> None:
@@ -52,7 +51,7 @@ def test_torn_tail_ends_scan(tmp_path: Path) -> None:
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(good + good[:-7])
     assert len(list(scan_headers(seg))) == 1
-    assert len(list(iter_batches(seg.read_bytes()))) == 1
+    assert len(list(lb.iter_log_batches(seg.read_bytes()))) == 1
 
 
 def test_transactions_resolved_and_aborted_dropped(tmp_path: Path) -> None:
@@ -106,7 +105,7 @@ def test_writer_segments_index_and_splits(tmp_path: Path) -> None:
         assert lb.validate(s.read_bytes()[: next(scan_headers(s)).size])
         starts = splits.batch_starts(s)
         assert starts == sorted(starts) and starts[0] == 0
-        assert set(starts) <= {h.position for h in scan_headers(s)}
+        assert set(starts) <= {pos for pos, _ in scan_batches(s)}
         ranges = splits.segment_ranges(s, 500)
         assert len(ranges) > 1
         rows = sum(b.num_rows for a, e in ranges

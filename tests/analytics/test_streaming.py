@@ -87,7 +87,7 @@ def _batch_rows(spark: Any, data_dir: Path, table: str, columns: list[str],
 @pytest.mark.slow
 def test_two_incremental_runs_equal_one_batch_run(spark: Any, fixture_dir: Fixture,
                                                   tmp_path: Path) -> None:
-    from groupcoord.analytics import columns
+    from groupcoord.analytics import table_schemas
     from groupcoord.analytics.incremental import append_new, make_ingest
     from groupcoord.analytics.pipeline import RunConfig, Stages
     from groupcoord.analytics.run import run
@@ -109,7 +109,7 @@ def test_two_incremental_runs_equal_one_batch_run(spark: Any, fixture_dir: Fixtu
              ("coord_records", "bronze/coord_records",
               {"exclude_types": "0,1", "topic": internal})]
     for table, path, opts in cases:
-        cols = list(columns.SCHEMAS[table].names)
+        cols = list(table_schemas.SCHEMAS[table].names)
         got = _rows(spark, out / path, cols)
         assert len(got) == len(set(got)), f"{table}: duplicate rows"
         assert got == _batch_rows(spark, full, table, cols, **opts), table

@@ -38,7 +38,7 @@ def test_lag_rows_of_many_partitions_equal_the_per_partition_reference(seed: int
     if not seed:
         ends = ends.slice(0, 0)
     until = T0 + 130_000
-    want = _per_partition(commits, ends, lambda c, e: lag.partition_lag(c, e, 7_000, until))
+    want = _per_partition(commits, ends, lambda c, e: keyed_gold.partition_lag_of(c, e, 7_000, until))
     got = keyed_gold.partition_lag(commits, _live_ends(ends), 7_000, until)
     assert sorted(_rows(got)) == want
     assert len({(r["topic"], r["partition"]) for r in got.to_pylist()}) == 3
@@ -55,7 +55,7 @@ def test_lag_rows_of_many_partitions_equal_the_per_partition_reference(seed: int
 def test_burrow_of_many_partitions_equals_the_per_partition_reference(
         ticks: list[int], cfg: BurrowConfig) -> None:
     commits, ends = _history(7)
-    want = _per_partition(commits, ends, lambda c, e: lag.burrow_timeline(c, e, ticks, cfg))
+    want = _per_partition(commits, ends, lambda c, e: keyed_gold.burrow_timeline_of(c, e, ticks, cfg))
     got = keyed_gold.burrow_timeline(commits, _live_ends(ends), ticks, cfg)
     assert sorted(_rows(got)) == want
 

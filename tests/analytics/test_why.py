@@ -39,7 +39,8 @@ STORY = [
 @pytest.fixture(scope="module")
 def short_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """240 s, as the report test: the story's times above are for that length."""
-    from groupcoord.analytics.fixture import FixtureSpec, generate
+    from groupcoord.analytics.fixture import generate
+    from groupcoord.analytics.fixture_spec import FixtureSpec
 
     root = tmp_path_factory.mktemp("why-fixture")
     generate(root, FixtureSpec(seconds=240))

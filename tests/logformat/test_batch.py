@@ -23,7 +23,11 @@ from groupcoord.logformat.batch import (
     control_record_type,
     decode_records,
     iter_batches,
+    iter_log_batches,
+    iter_record_fields,
+    log_header_at,
     parse_header,
+    records_payload,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -131,6 +135,40 @@ def test_iter_batches_stops_at_partial_tail() -> None:
     found = [(h.base_offset, bytes(v)) for h, v in iter_batches(buf)]
     assert found == [(0, one), (3, two)]
     assert list(iter_batches(one[:5])) == []
+
+
+def test_iter_log_batches_stops_where_log_recovery_would() -> None:
+    one = build_batch(SIMPLE)
+    two = build_batch(SIMPLE, base_offset=3)
+    assert [(p, h.base_offset) for p, h in iter_log_batches(one + two + two[:20])] == [
+        (0, 0), (len(one), 3)]
+    assert [p for p, _ in iter_log_batches(one + two, len(one))] == [len(one)]
+    other_magic = bytearray(two)
+    other_magic[16] = 1
+    assert [p for p, _ in iter_log_batches(one + bytes(other_magic) + two)] == [0]
+    short_length = bytearray(two)
+    struct.pack_into(">i", short_length, 8, HEADER_SIZE - 13)
+    assert [p for p, _ in iter_log_batches(bytes(short_length) + one)] == []
+    assert log_header_at(one[:HEADER_SIZE - 1]) is None
+    assert log_header_at(one[:HEADER_SIZE]) == parse_header(one)
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_record_fields_match_decoded_records(codec: int) -> None:
+    rows = [(b"k", b"v", [("h", b"x")], 1000), (None, b"w" * 300, [], 900),
+            (b"k2", None, [], 1200)]
+    data = build_batch(rows, base_offset=7, compression=codec)
+    header = parse_header(data)
+    fields = list(iter_record_fields(records_payload(data, header), header.records_count))
+    assert fields == [(r.offset_delta, r.timestamp_delta, r.key, r.value)
+                      for r in decode_records(data)]
+    assert fields[1] == (1, -100, None, b"w" * 300)
+
+
+def test_record_fields_of_a_cut_records_section_raise() -> None:
+    data = build_batch([(b"key", b"value", [], 1)])
+    with pytest.raises(CorruptRecordError):
+        list(iter_record_fields(memoryview(data)[HEADER_SIZE:-3], 1))
 
 
 @pytest.mark.parametrize("kind", [CONTROL_ABORT, CONTROL_COMMIT])

@@ -159,7 +159,8 @@ def _cmd_dump(a: argparse.Namespace) -> int:
 
 
 def _cmd_fixture(a: argparse.Namespace) -> int:
-    from groupcoord.analytics.fixture import FixtureSpec, generate
+    from groupcoord.analytics.fixture import generate
+    from groupcoord.analytics.fixture_spec import FixtureSpec
 
     m = generate(a.out, FixtureSpec(a.seconds, a.partitions, a.rate,
                                     healthy_groups=a.healthy_groups))

@@ -7,9 +7,7 @@ Three row kinds, one per ``kafkalog`` table:
 - ``coord_records``: the lossless bronze layer, raw key/value bytes with batch context;
 - ``end_offsets``: one row per data batch from headers only (end offset over time).
 
-Timestamps stay int64 epoch milliseconds here; the Spark layer turns them into timestamps.
-Column types are exact on purpose: Spark rejects Arrow batches whose types differ from the
-declared schema (an int64 column declared ``int`` fails).
+Their schemas are in ``table_schemas``.
 """
 
 from __future__ import annotations
@@ -20,42 +18,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from groupcoord.analytics.reader import RawRecord, decode_offset_commit, iter_raw_records
-from groupcoord.analytics.segments import TxnResolver, scan_headers
+from groupcoord.analytics.segments import TxnResolver, scan_batches
+from groupcoord.analytics.table_schemas import COORD_RECORDS, END_OFFSETS, OFFSET_COMMITS
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC
 
 CHUNK_ROWS = 65_536
-
-OFFSET_COMMITS = pa.schema([
-    ("coord_partition", pa.int32()), ("log_offset", pa.int64()), ("record_ts_ms", pa.int64()),
-    ("record_type", pa.int32()), ("group_id", pa.string()), ("topic", pa.string()),
-    ("partition", pa.int32()), ("committed_offset", pa.int64()), ("leader_epoch", pa.int32()),
-    ("metadata", pa.string()), ("commit_ts_ms", pa.int64()), ("expire_ts_ms", pa.int64()),
-    ("value_version", pa.int32()), ("tombstone", pa.bool_()),
-])
-
-COORD_RECORDS = pa.schema([
-    ("topic", pa.string()), ("coord_partition", pa.int32()), ("log_offset", pa.int64()),
-    ("batch_base_offset", pa.int64()), ("record_ts_ms", pa.int64()), ("producer_id", pa.int64()),
-    ("is_transactional", pa.bool_()), ("txn_outcome", pa.string()), ("record_type", pa.int32()),
-    ("key", pa.binary()), ("value", pa.binary()), ("value_version", pa.int32()),
-])
-
-END_OFFSETS = pa.schema([
-    ("topic", pa.string()), ("partition", pa.int32()), ("ts_ms", pa.int64()),
-    ("base_offset", pa.int64()), ("end_offset", pa.int64()), ("records", pa.int32()),
-    ("batch_bytes", pa.int32()), ("is_control", pa.bool_()),
-])
-
-SCHEMAS = {"offset_commits": OFFSET_COMMITS, "coord_records": COORD_RECORDS,
-           "end_offsets": END_OFFSETS}
-
-_DDL_TYPES = {pa.int32(): "INT", pa.int64(): "BIGINT", pa.string(): "STRING",
-              pa.binary(): "BINARY", pa.bool_(): "BOOLEAN", pa.float64(): "DOUBLE"}
-
-
-def ddl(schema: pa.Schema) -> str:
-    """The Spark DDL string of a flat Arrow schema."""
-    return ", ".join(f"{f.name} {_DDL_TYPES[f.type]}" for f in schema)
 
 
 def _batched(schema: pa.Schema, rows: Iterable[tuple[object, ...]]) -> Iterator[pa.RecordBatch]:
@@ -197,4 +164,4 @@ def end_offset_batches(
     """One row per batch of a data segment, from its header alone (never decompressed)."""
     return _batched(END_OFFSETS, (
         (topic, partition, h.max_timestamp, h.base_offset, h.last_offset + 1, h.records_count,
-         h.size, h.is_control) for h in scan_headers(path, start, end)))
+         h.size, h.is_control) for _, h in scan_batches(path, start, end)))

@@ -3,10 +3,11 @@
 Going through the ``kafkalog`` source, every commit is decoded into Arrow in a Python
 worker, streamed to the JVM, turned into Spark rows one by one and encoded into Parquet by
 Spark: on ``local[2]`` that hand-off costs about three times the decode. Here each Spark
-task decodes its splits (the same plan and reader as ``spark_source``) and writes its Arrow
-batches straight into one Parquet file with pyarrow, so the commits never enter the JVM
-during ingest; Spark reads the table back like any other Parquet dataset. The rows and
-columns are those of the source path (``pipeline.source_frames``), including ``record_ts``.
+task decodes its splits (the plan and reader of the ``kafkalog`` source, ``batch_source``)
+and writes its Arrow batches straight into one Parquet file with pyarrow, so the commits
+never enter the JVM during ingest; Spark reads the table back like any other Parquet
+dataset. The rows and columns are those of the source path (``pipeline.source_frames``),
+including ``record_ts``.
 
 Each task reads whole coordinator partitions (``splits.pack_partitions``), so each file holds
 every commit of its groups: ``task_gold`` builds the lag and Burrow tables from the files one
@@ -30,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from groupcoord.analytics.columns import OFFSET_COMMITS
+from groupcoord.analytics.table_schemas import COORD_RECORDS, OFFSET_COMMITS
 
 # ``F.timestamp_millis`` in Spark: microseconds, UTC-adjusted
 RECORD_TS = pa.field("record_ts", pa.timestamp("us", tz="UTC"))
@@ -64,7 +65,7 @@ def _write_task(reader: Any, path: str, bronze_path: str | None, index: int,
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from groupcoord.analytics.columns import COORD_RECORDS, commits_and_bronze
+    from groupcoord.analytics.columns import commits_and_bronze
     from groupcoord.analytics.segments import PartitionDir, PartitionTxns
 
     commits: list[pa.RecordBatch] = []
@@ -107,7 +108,7 @@ def write(spark: Any, data_dir: str, out_path: Path, options: dict[str, str],
     directory) the same tasks also add the bronze rows of every other ``__consumer_offsets``
     record there (``columns.commits_and_bronze``), one file per task that has any."""
     from groupcoord.analytics import splits
-    from groupcoord.analytics.spark_source import KafkaLogReader, SplitPartition
+    from groupcoord.analytics.batch_source import KafkaLogReader, SplitPartition
 
     reader = KafkaLogReader({**options, "path": data_dir, "table": "offset_commits"})
     specs = splits.plan(reader.path, reader.table, reader.split_bytes, reader.topic,

@@ -18,23 +18,13 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from groupcoord.analytics.columns import OFFSET_COMMITS
+from groupcoord.analytics.header_scan import be_i16, be_i32, be_i64, scan_headers_array
 from groupcoord.analytics.segments import TxnResolver, read_range
+from groupcoord.analytics.table_schemas import OFFSET_COMMITS
 from groupcoord.logformat.batch import (
-    ATTRIBUTES_OFFSET,
-    BASE_TIMESTAMP_OFFSET,
     COMPRESSION_MASK,
     CONTROL_MASK,
     HEADER_SIZE,
-    LAST_OFFSET_DELTA_OFFSET,
-    LENGTH_OFFSET,
-    LOG_OVERHEAD,
-    MAGIC,
-    MAGIC_OFFSET,
-    MAX_TIMESTAMP_OFFSET,
-    MIN_BATCH_LENGTH,
-    PRODUCER_ID_OFFSET,
-    RECORDS_COUNT_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
@@ -42,7 +32,9 @@ from groupcoord.logformat.compression import decompress
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _varint(buf: np.ndarray, pos: int) -> tuple[Any, int]:
+def _varint(buf: np.ndarray, pos: int, zigzag: bool = True) -> tuple[Any, int]:
+    """A varlong (``wire.primitives.read_varlong``), or with ``zigzag`` false an unsigned
+    varint (``read_uvarint``, the lengths of flexible versions)."""
     result: Any = 0
     shift = 0
     while True:
@@ -52,64 +44,36 @@ def _varint(buf: np.ndarray, pos: int) -> tuple[Any, int]:
         if b < 0x80:
             break
         shift += 7
+    if not zigzag:
+        return result, pos
     # result is an int64: mask the arithmetic shift into a logical one for 10-byte varlongs
     return ((result >> 1) & 0x7FFFFFFFFFFFFFFF) ^ -(result & 1), pos
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _i16(buf: np.ndarray, p: int) -> Any:
-    v = (np.int64(buf[p]) << 8) | np.int64(buf[p + 1])
-    return v - 65536 if v >= 32768 else v
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def _i32(buf: np.ndarray, p: int) -> Any:
-    v = np.int64(0)
-    for i in range(4):
-        v = (v << 8) | np.int64(buf[p + i])
-    return v - 4294967296 if v >= 2147483648 else v
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def _i64(buf: np.ndarray, p: int) -> Any:
-    v = np.uint64(0)
-    for i in range(8):
-        v = (v << np.uint64(8)) | np.uint64(buf[p + i])
-    return np.int64(v)
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _value(buf: np.ndarray, p: int, out_i: np.ndarray, out_s: np.ndarray, row: int) -> None:
     """Decode an OffsetCommitValue at ``p``: cols version, offset, epoch, commit, expire."""
-    version = _i16(buf, p)
+    version = be_i16(buf, p)
     out_i[row, 0] = version
-    out_i[row, 1] = _i64(buf, p + 2)
+    out_i[row, 1] = be_i64(buf, p + 2)
     p += 10
     out_i[row, 2] = -1
     out_i[row, 4] = -1
     if version >= 3:
-        out_i[row, 2] = _i32(buf, p)
+        out_i[row, 2] = be_i32(buf, p)
         p += 4
-    n: Any = 0
     if version >= 4:  # compact string: unsigned varint length + 1
-        shift = 0
-        while True:
-            b = np.int64(buf[p])
-            p += 1
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
+        n, p = _varint(buf, p, False)
         n -= 1
     else:
-        n = _i16(buf, p)
+        n = be_i16(buf, p)
         p += 2
     out_s[row, 4] = p
     out_s[row, 5] = n
     p += n
-    out_i[row, 3] = _i64(buf, p)
+    out_i[row, 3] = be_i64(buf, p)
     if version == 1:
-        out_i[row, 4] = _i64(buf, p + 8)
+        out_i[row, 4] = be_i64(buf, p + 8)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -137,48 +101,19 @@ def _decode(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray, bases: np.n
             vlen, pos = _varint(buf, kpos + max(klen, 0))
             meta[row, 0] = bases[b] + off_delta
             meta[row, 1] = base_ts[b] if append[b] else base_ts[b] + ts_delta
-            meta[row, 2] = _i16(buf, kpos) if klen >= 2 else -1
+            meta[row, 2] = be_i16(buf, kpos) if klen >= 2 else -1
             if klen >= 2 and (meta[row, 2] == 0 or meta[row, 2] == 1):
-                g = _i16(buf, kpos + 2)
+                g = be_i16(buf, kpos + 2)
                 out_s[row, 0], out_s[row, 1] = kpos + 4, g
-                t = _i16(buf, kpos + 4 + g)
+                t = be_i16(buf, kpos + 4 + g)
                 out_s[row, 2], out_s[row, 3] = kpos + 6 + g, t
-                meta[row, 3] = _i32(buf, kpos + 6 + g + t)
+                meta[row, 3] = be_i32(buf, kpos + 6 + g + t)
                 meta[row, 4] = 1 if vlen < 0 else 0
                 if vlen >= 0:
                     _value(buf, pos, out_i, out_s, row)
             pos = end
             row += 1
     return row
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def scan_headers_array(buf: np.ndarray) -> np.ndarray:
-    """Every complete batch header of a segment slice, one row each: position, size,
-    attributes, base offset, last offset delta, base ts, max ts, producer id, records count.
-    Stops at a torn tail or a batch that is not magic 2, as ``segments.iter_batches`` does."""
-    cap = max(16, len(buf) // 70 + 1)
-    out = np.zeros((cap, 9), dtype=np.int64)
-    n = 0
-    pos = 0
-    while pos + HEADER_SIZE <= len(buf):
-        length = _i32(buf, pos + LENGTH_OFFSET)
-        size = length + LOG_OVERHEAD
-        if buf[pos + MAGIC_OFFSET] != MAGIC or length < MIN_BATCH_LENGTH or pos + size > len(buf):
-            break
-        if n == cap:
-            grown = np.zeros((cap * 2, 9), dtype=np.int64)
-            grown[:n] = out
-            out, cap = grown, cap * 2
-        out[n, 0], out[n, 1], out[n, 2] = pos, size, _i16(buf, pos + ATTRIBUTES_OFFSET)
-        out[n, 3], out[n, 4] = _i64(buf, pos), _i32(buf, pos + LAST_OFFSET_DELTA_OFFSET)
-        out[n, 5] = _i64(buf, pos + BASE_TIMESTAMP_OFFSET)
-        out[n, 6] = _i64(buf, pos + MAX_TIMESTAMP_OFFSET)
-        out[n, 7] = _i64(buf, pos + PRODUCER_ID_OFFSET)
-        out[n, 8] = _i32(buf, pos + RECORDS_COUNT_OFFSET)
-        n += 1
-        pos += size
-    return out[:n]
 
 
 def _plan(buf: bytes, txns: TxnResolver) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -229,7 +164,7 @@ def _any_type_kept(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray,
         pos = starts[b]
         for _ in range(counts[b]):
             end, _ts, _off, klen, kpos = _record_head(buf, pos)
-            if klen < 2 or not np.any(excluded == _i16(buf, kpos)):
+            if klen < 2 or not np.any(excluded == be_i16(buf, kpos)):
                 out[b] = True
                 break
             pos = end
@@ -330,8 +265,3 @@ def _commit_batch(data: np.ndarray, coord_partition: int, out_i: np.ndarray,
         pa.array(tomb),
     ]
     return pa.RecordBatch.from_arrays(cols, schema=OFFSET_COMMITS)
-
-
-def control_batch_positions(seg: str | Path) -> list[int]:
-    h = scan_headers_array(np.frombuffer(read_range(seg), dtype=np.uint8))
-    return [int(p) for p in h[(h[:, 2] & CONTROL_MASK) != 0, 0]]

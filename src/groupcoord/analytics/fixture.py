@@ -13,48 +13,23 @@ A healthy consumer commits the current end offset (lag 0 at every commit).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from groupcoord.analytics import fixture_records as fr
 from groupcoord.analytics import fixture_scenarios, fixture_story
-from groupcoord.analytics.logwriter import PartitionWriter
+from groupcoord.analytics.fixture_spec import FixtureGroup, FixtureSpec
+from groupcoord.analytics.logwriter import LogWriters
 
 T0 = 1_700_000_000_000
 COMMIT_EVERY_MS = 5_000
 COMMIT_PHASE_MS = 500
-ANOMALIES = ("stop", "stall", "slow", "rewind", "rewind-unrecovered", "rebalance",
-             "unbalanced", "churn", "txn", "story")
 # opt-in (fixture_scenarios): a rebalance storm, partitions no member owns, a streams group
 SCENARIO_ANOMALIES = (fixture_scenarios.STORM, fixture_scenarios.ORPHAN,
                       fixture_scenarios.STREAMS)
-
-
-@dataclass
-class FixtureSpec:
-    seconds: int = 600
-    partitions: int = 4
-    rate: int = 10
-    coord_partitions: int = 4
-    healthy_groups: int = 2
-    anomalies: tuple[str, ...] = ANOMALIES
-    story_closes: bool = False  # the story's last members close 4 s before the end (the demo)
-
-
-@dataclass
-class _Group:
-    name: str
-    anomaly: str
-    partitions: int
-    # partition -> function(commit_time_ms, end_offset, previous_offset) -> offset or None
-    commit: Callable[[int, int, int, int | None], int | None]
-    expect_partitions: dict[int, str] = field(default_factory=dict)
-    expect_group: str = "OK"
 
 
 def java_string_hash(s: str) -> int:
@@ -82,41 +57,41 @@ def _healthy(_p: int, _t: int, end: int, _prev: int | None) -> int:
     return end
 
 
-def _groups(spec: FixtureSpec) -> list[_Group]:
+def _groups(spec: FixtureSpec) -> list[FixtureGroup]:
     half = T0 + spec.seconds * 500
     rewind_at = T0 + (spec.seconds - 30) * 1000 + COMMIT_PHASE_MS
     p = spec.partitions
-    out = [_Group(f"healthy-{i}", "none", p, _healthy) for i in range(spec.healthy_groups)]
-    makers: dict[str, Callable[[], _Group]] = {
-        "stop": lambda: _Group("stopper", "stop", p,
+    out = [FixtureGroup(f"healthy-{i}", "none", p, _healthy) for i in range(spec.healthy_groups)]
+    makers: dict[str, Callable[[], FixtureGroup]] = {
+        "stop": lambda: FixtureGroup("stopper", "stop", p,
                                lambda _p, t, e, _o: e if t < half else None,
                                {i: "STOP" for i in range(p)}, "ERR"),
-        "stall": lambda: _Group("staller", "stall", p,
+        "stall": lambda: FixtureGroup("staller", "stall", p,
                                 lambda _p, t, e, o: e if t < half or o is None else o,
                                 {i: "STALL" for i in range(p)}, "ERR"),
-        "slow": lambda: _Group("slowpoke", "slow", p, lambda _p, _t, e, _o: e * 4 // 5,
+        "slow": lambda: FixtureGroup("slowpoke", "slow", p, lambda _p, _t, e, _o: e * 4 // 5,
                                {i: "WARN" for i in range(p)}, "WARN"),
-        "rewind": lambda: _Group("rewind-ok", "rewind", p, _rewinder(rewind_at, False, spec)),
-        "rewind-unrecovered": lambda: _Group(
+        "rewind": lambda: FixtureGroup("rewind-ok", "rewind", p, _rewinder(rewind_at, False, spec)),
+        "rewind-unrecovered": lambda: FixtureGroup(
             "rewind-bad", "rewind-unrecovered", p, _rewinder(rewind_at, True, spec),
             {0: "REWIND"}, "ERR"),
-        "rebalance": lambda: _Group("cg-rebal", "rebalance", p, _healthy),
-        "unbalanced": lambda: _Group("unbalanced", "unbalanced", 6, _healthy),
-        "churn": lambda: _Group("churn", "churn", p, _healthy),
-        "txn": lambda: _Group("txn-group", "txn", p, _healthy),
+        "rebalance": lambda: FixtureGroup("cg-rebal", "rebalance", p, _healthy),
+        "unbalanced": lambda: FixtureGroup("unbalanced", "unbalanced", 6, _healthy),
+        "churn": lambda: FixtureGroup("churn", "churn", p, _healthy),
+        "txn": lambda: FixtureGroup("txn-group", "txn", p, _healthy),
         # the demo's story (fixture_story): four partitions, one lagging behind m3-slow
-        "story": lambda: _Group(fixture_story.GROUP, "story", 4,
+        "story": lambda: FixtureGroup(fixture_story.GROUP, "story", 4,
                                 fixture_story.commit_fn(
                                     spec, T0, COMMIT_EVERY_MS // 1000 * spec.rate),
                                 {fixture_story.SLOW_PARTITION: "WARN"}, "WARN"),
-        fixture_scenarios.STORM: lambda: _Group(fixture_scenarios.STORM, fixture_scenarios.STORM,
+        fixture_scenarios.STORM: lambda: FixtureGroup(fixture_scenarios.STORM, fixture_scenarios.STORM,
                                                 p, _healthy, expect_group="WARN"),
-        fixture_scenarios.ORPHAN: lambda: _Group(
+        fixture_scenarios.ORPHAN: lambda: FixtureGroup(
             fixture_scenarios.ORPHAN, fixture_scenarios.ORPHAN,
             fixture_scenarios.ORPHAN_PARTITIONS, fixture_scenarios.orphan_commit(spec, T0),
             {i: "OK" if i in fixture_scenarios.ORPHAN_KEPT else "STOP"
              for i in range(fixture_scenarios.ORPHAN_PARTITIONS)}, "ERR"),
-        fixture_scenarios.STREAMS: lambda: _Group(fixture_scenarios.STREAMS,
+        fixture_scenarios.STREAMS: lambda: FixtureGroup(fixture_scenarios.STREAMS,
                                                   fixture_scenarios.STREAMS, p, _healthy),
     }
     out += [makers[a]() for a in spec.anomalies]
@@ -139,27 +114,7 @@ def _rewinder(at: int, unrecovered: bool, spec: FixtureSpec) -> Callable[..., in
     return commit
 
 
-class LogWriters:
-    """Lazily opened partition writers of one log dir."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.open: dict[tuple[str, int], PartitionWriter] = {}
-
-    def get(self, topic: str, partition: int, topic_id: bytes | None = None) -> PartitionWriter:
-        key = (topic, partition)
-        if key not in self.open:
-            tid = None if topic_id is None else base64.urlsafe_b64encode(topic_id).decode()[:22]
-            self.open[key] = PartitionWriter(self.root, topic, partition, topic_id=tid,
-                                             segment_bytes=64 * 1024)
-        return self.open[key]
-
-    def close(self) -> None:
-        for w in self.open.values():
-            w.close()
-
-
-def _write_data(w: LogWriters, groups: list[_Group], spec: FixtureSpec) -> int:
+def _write_data(w: LogWriters, groups: list[FixtureGroup], spec: FixtureSpec) -> int:
     batches = 0
     for g in groups:
         topic = f"t-{g.name}"
@@ -197,11 +152,11 @@ def generate(out: str | Path, spec: FixtureSpec | None = None) -> dict[str, Any]
     return manifest
 
 
-def groups_by_anomaly(groups: list[_Group]) -> dict[str, _Group]:
+def groups_by_anomaly(groups: list[FixtureGroup]) -> dict[str, FixtureGroup]:
     return {g.anomaly if g.anomaly != "none" else g.name: g for g in groups}
 
 
-def _plan_commits(coord: fr.CoordinatorLog, groups: list[_Group], spec: FixtureSpec
+def _plan_commits(coord: fr.CoordinatorLog, groups: list[FixtureGroup], spec: FixtureSpec
                   ) -> dict[str, int]:
     counts: dict[str, int] = {}
     ticks = range(COMMIT_EVERY_MS + COMMIT_PHASE_MS, spec.seconds * 1000, COMMIT_EVERY_MS)
@@ -223,7 +178,7 @@ def _plan_commits(coord: fr.CoordinatorLog, groups: list[_Group], spec: FixtureS
     return counts
 
 
-def _manifest(spec: FixtureSpec, groups: list[_Group], commits: dict[str, int],
+def _manifest(spec: FixtureSpec, groups: list[FixtureGroup], commits: dict[str, int],
               membership: dict[str, Any], data_batches: int, coord: fr.CoordinatorLog
               ) -> dict[str, Any]:
     return {

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.analytics.codec import encode, encode_versioned
+from groupcoord.analytics.fixture_spec import FixtureGroup, FixtureSpec
+from groupcoord.analytics.logwriter import LogWriters
 from groupcoord.analytics.schema import (
     CONSUMER_ASSIGNMENT,
     CONSUMER_SUBSCRIPTION,
@@ -27,9 +29,6 @@ from groupcoord.logformat.internal_topics import (
     OFFSETS_TOPIC,
     SHARE_STATE_TOPIC,
 )
-
-if TYPE_CHECKING:
-    from groupcoord.analytics.fixture import FixtureSpec, LogWriters, _Group
 
 TXN_PRODUCER_ID = 4242
 
@@ -147,7 +146,7 @@ def _split(members: list[str], partitions: int) -> dict[str, list[int]]:
 OWN_MEMBERSHIP = ("rebalance", "story", "storm", "orphan", "streams-app")
 
 
-def plan_membership(log: CoordinatorLog, groups: dict[str, _Group], spec: FixtureSpec, t0: int,
+def plan_membership(log: CoordinatorLog, groups: dict[str, FixtureGroup], spec: FixtureSpec, t0: int,
                     topic_id_for: Callable[[str], bytes]) -> dict[str, Any]:
     """Write every group's membership records; returns the manifest's expectations."""
     for key, g in groups.items():
@@ -187,7 +186,7 @@ def plan_membership(log: CoordinatorLog, groups: dict[str, _Group], spec: Fixtur
     return expect
 
 
-def _churn(log: CoordinatorLog, g: _Group, t0: int, start: int) -> dict[str, Any]:
+def _churn(log: CoordinatorLog, g: FixtureGroup, t0: int, start: int) -> dict[str, Any]:
     end = start + 3_000
     leaver = f"{g.name}-m1"
     log.event(g.name, start, "member_left", leaver, "the consumer is being closed", 1)
@@ -204,7 +203,7 @@ def _cg_assign(tid: bytes, parts: list[int]) -> list[dict[str, Any]]:
     return [{"TopicId": tid, "Partitions": parts}] if parts else []
 
 
-def _share_state(log: CoordinatorLog, g: _Group, t0: int, rate: int,
+def _share_state(log: CoordinatorLog, g: FixtureGroup, t0: int, rate: int,
                  topic_id_for: Callable[[str], bytes]) -> dict[str, Any]:
     """Share group ``share-a`` on ``t-<g>`` p0: a snapshot 200 records behind the end at
     60 s, then an update 50 behind at 120 s."""
@@ -261,7 +260,7 @@ class _ConsumerGroupWriter:
                         PartitionsPendingRevocation=_cg_assign(self.tid, list(pending))))])
 
 
-def _kip848(log: CoordinatorLog, g: _Group, t0: int, start: int,
+def _kip848(log: CoordinatorLog, g: FixtureGroup, t0: int, start: int,
             topic_id_for: Callable[[str], bytes]) -> dict[str, Any]:
     """m1 and m2 share 4 partitions; m3 joins at ``start`` and the group reconciles in 8 s."""
     topic = f"t-{g.name}"

@@ -15,15 +15,13 @@ Opt-in anomalies (``fixture.SCENARIO_ANOMALIES``): the default fixture stays as 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.analytics import fixture_records as fr
+from groupcoord.analytics.fixture_spec import FixtureSpec
 from groupcoord.logformat.coordinator_records import CoordinatorRecord
 from groupcoord.logformat.generated import streams_group_member_metadata as smeta
 from groupcoord.logformat.generated import streams_group_metadata as sgmeta
-
-if TYPE_CHECKING:
-    from groupcoord.analytics.fixture import FixtureSpec
 
 STORM, ORPHAN, STREAMS = "storm", "orphan", "streams-app"
 FLAPS = 4

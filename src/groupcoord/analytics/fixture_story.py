@@ -18,12 +18,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.analytics import fixture_records as fr
-
-if TYPE_CHECKING:
-    from groupcoord.analytics.fixture import FixtureSpec
+from groupcoord.analytics.fixture_spec import FixtureSpec
 
 GROUP = "story"
 LEAVE_REASON = "scaling down"

@@ -1,7 +1,7 @@
 """Spark gold tables over the silver commits and end offsets (analytics.md 5.3).
 
 ``partition_lag`` and ``burrow_status`` cogroup all commits of a (topic, partition) with its
-end-offset samples and run ``analytics.lag`` on the Arrow tables; the rest are plain aggregations:
+end-offset samples and run ``analytics.keyed_gold`` on the Arrow tables; the rest are plain aggregations:
 ``group_burrow_status`` (Burrow's group fold: STOP/STALL/REWIND count as ERR),
 ``lag_rollup`` (1-minute buckets), ``commit_rate`` (per group and bucket, with empty commits)
 and ``rewinds`` (backwards commits and when, if ever, the pre-rewind offset was reached
@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from groupcoord.analytics import lag, lag_sql
+from groupcoord.analytics import keyed_gold, lag, lag_sql
 from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.columns import ddl
+from groupcoord.analytics.table_schemas import ddl
 
 _COMMIT_COLS = ["group_id", "topic", "partition", "record_ts_ms", "log_offset",
                 "committed_offset", "tombstone"]
@@ -57,7 +57,7 @@ def partition_lag(commits: Any, ends: Any, out: Path, grid_ms: int, until_ms: in
 
 def burrow_status(commits: Any, ends: Any, out: Path, ticks: list[int], cfg: BurrowConfig) -> Any:
     def fn(c: Any, e: Any) -> Any:
-        return lag.burrow_timeline(c, e, ticks, cfg)
+        return keyed_gold.burrow_timeline_of(c, e, ticks, cfg)
 
     df = _cogrouped(ring_commits(commits, ticks, cfg), ends).applyInArrow(
         fn, ddl(lag.BURROW_SCHEMA))

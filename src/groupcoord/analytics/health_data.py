@@ -28,15 +28,11 @@ from groupcoord.analytics import (
     streams_groups,
 )
 from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.columns import (
-    END_OFFSETS,
-    OFFSET_COMMITS,
-    end_offset_batches,
-    offset_commit_batches,
-)
+from groupcoord.analytics.columns import end_offset_batches, offset_commit_batches
 from groupcoord.analytics.pipeline import event_dicts
-from groupcoord.analytics.segments import TxnResolver, list_partitions
+from groupcoord.analytics.segments import TxnResolver, list_partitions, topic_names
 from groupcoord.analytics.splits import plan
+from groupcoord.analytics.table_schemas import END_OFFSETS, OFFSET_COMMITS
 from groupcoord.analytics.why import raw_rows
 from groupcoord.logformat.internal_topics import (
     GROUP_EVENTS_TOPIC,
@@ -129,8 +125,6 @@ def load(data_dir: str, cfg: BurrowConfig | None = None, grid_ms: int = 10_000
          ) -> health.HealthInputs:
     cfg = cfg or BurrowConfig()
     check_data_dir(data_dir)
-    from groupcoord.analytics.run import topic_names
-
     commits, ends = _commits(data_dir), _ends(data_dir)
     coord = [r for r in raw_rows(data_dir, OFFSETS_TOPIC, None)
              if r["key"] is not None and r["key"][:2] not in COMMIT_TYPES]

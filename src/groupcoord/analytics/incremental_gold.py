@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from groupcoord.analytics import keyed_gold, keyed_rollups, task_gold
 from groupcoord.analytics.burrow import BurrowConfig
+from groupcoord.analytics.table_schemas import arrow_schema
 from groupcoord.analytics.task_gold import COMMIT_COLUMNS, TABLES, OwnerIndex
 
 STATE_DIR = "gold_state"
@@ -49,10 +50,9 @@ TAIL = "part-tail.parquet"
 TIME_COLUMNS = {"partition_lag": "ts_ms", "burrow_status": "eval_ts_ms",
                 "lag_rollup": "bucket_ms", "commit_rate": "bucket_ms", "rewinds": "ts_ms"}
 REWIND_KEY = ["group_id", "topic", "partition", "ts_ms"]
-COMMIT_SCHEMA = pa.schema([("group_id", pa.string()), ("topic", pa.string()),
-                           ("partition", pa.int32()), ("record_ts_ms", pa.int64()),
-                           ("log_offset", pa.int64()), ("committed_offset", pa.int64()),
-                           ("tombstone", pa.bool_())])
+COMMIT_SCHEMA = arrow_schema(
+    "group_id STRING, topic STRING, partition INT, record_ts_ms BIGINT, log_offset BIGINT, "
+    "committed_offset BIGINT, tombstone BOOLEAN")
 
 
 @dataclass

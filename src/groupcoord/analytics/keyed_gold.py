@@ -1,10 +1,11 @@
-"""``partition_lag`` and ``burrow_status`` rows of many (group, topic, partition) series at once.
+"""``partition_lag`` and ``burrow_status`` rows (``lag`` has their schemas and rules).
 
-``lag.partition_lag`` and ``lag.burrow_timeline`` take the commits of one (topic, partition);
-these take any set of whole series (every commit of each (group, topic, partition) present),
-such as the commits of whole coordinator partitions, and give the same rows as the per-partition
-functions would, concatenated. The commits are sorted once by (group, topic, partition, time,
-log offset); the end-offset lookups run per (topic, partition) over that partition's rows only.
+``partition_lag`` and ``burrow_timeline`` take any set of whole series (every commit of each
+(group, topic, partition) present), such as the commits of whole coordinator partitions;
+``partition_lag_of`` and ``burrow_timeline_of`` are the same for the commits of one (topic,
+partition) and its end-offset samples, as Spark's ``applyInArrow`` hands them over. The
+commits are sorted once by (group, topic, partition, time, log offset); the end-offset
+lookups run per (topic, partition) over that partition's rows only.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import pyarrow.compute as pc
 
 from groupcoord.analytics.burrow import BurrowConfig, evaluate_partition
 from groupcoord.analytics.lag import (
-    _KINDS,
     BURROW_SCHEMA,
+    LAG_KINDS,
     LAG_SCHEMA,
     OFFSET_REFRESH_MS,
     EndOffsets,
-    _ints,
-    _rings,
+    burrow_rings,
+    int_column,
 )
 
 TopicPartition = tuple[str, int]
@@ -38,7 +39,7 @@ def end_offsets_by_partition(ends: pa.Table) -> dict[TopicPartition, EndOffsets]
     order = pc.sort_indices(ends, [("topic", "ascending"), ("partition", "ascending")])
     t = ends.take(order)
     bounds = changes(t, ["topic", "partition"])
-    ts, end = _ints(t, "ts_ms"), _ints(t, "end_offset")
+    ts, end = int_column(t, "ts_ms"), int_column(t, "end_offset")
     topics, parts = t.column("topic").to_pylist(), t.column("partition").to_pylist()
     return {(topics[lo], parts[lo]): EndOffsets(ts[lo:hi], end[lo:hi])
             for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)}
@@ -77,7 +78,7 @@ class _BySeries:
 
     def __init__(self, commits: pa.Table, rows: np.ndarray) -> None:
         keys = [k[rows] for k in key_codes(commits, ["group_id", "topic", "partition"])]
-        ts, log_offset = _ints(commits, "record_ts_ms")[rows], _ints(commits, "log_offset")[rows]
+        ts, log_offset = int_column(commits, "record_ts_ms")[rows], int_column(commits, "log_offset")[rows]
         order = np.lexsort((log_offset, ts, *reversed(keys)))
         self._set(commits, rows[order], [k[order] for k in keys], ts[order])
 
@@ -89,7 +90,7 @@ class _BySeries:
             change[1:] |= k[1:] != k[:-1]
         self.bounds = np.concatenate([[0], np.flatnonzero(change), [len(rows)]]).astype(
             np.int64) if len(rows) else np.zeros(1, dtype=np.int64)
-        self.committed = _ints(commits, "committed_offset")[self.rows]
+        self.committed = int_column(commits, "committed_offset")[self.rows]
         firsts = pa.array(self.rows[self.bounds[:-1]], type=pa.int64())
         self.tps: list[TopicPartition] = list(zip(
             commits.column("topic").take(firsts).to_pylist(),
@@ -139,8 +140,9 @@ def in_series_order(commits: pa.Table) -> _BySeries:
 def partition_lag(commits: pa.Table, ends: dict[TopicPartition, EndOffsets], grid_ms: int,
                   until_ms: int, ordered: _BySeries | None = None,
                   grid_from_ms: int | None = None) -> pa.Table:
-    """``lag.partition_lag`` over whole series of many partitions (``LAG_SCHEMA``);
-    ``ordered`` is ``in_series_order(commits)`` when the caller has it. ``grid_from_ms`` keeps
+    """Lag rows at every commit and on a ``grid_ms`` grid carrying each series' last commit
+    forward, over whole series of many partitions (``LAG_SCHEMA``, with each commit's
+    predecessor in its series, so rates and rewinds need no second shuffle); ``ordered`` is ``in_series_order(commits)`` when the caller has it. ``grid_from_ms`` keeps
     only the grid rows at or after it (the same rows the full grid has there), so that one
     old commit does not make a grid over years."""
     live_row = ~_tombstones(commits, True)  # as a filter on ``~tombstone``
@@ -177,7 +179,7 @@ def partition_lag(commits: pa.Table, ends: dict[TopicPartition, EndOffsets], gri
     return pa.Table.from_arrays([
         s.column_at("group_id", src), s.column_at("topic", src),
         s.column_at("partition", src).cast(pa.int32()), pa.array(ts),
-        _KINDS.take(pa.array(kind)), pa.array(committed), pa.array(end), pa.array(lag),
+        LAG_KINDS.take(pa.array(kind)), pa.array(committed), pa.array(end), pa.array(lag),
         pa.array(secs), prev_offset, prev_ts], schema=LAG_SCHEMA)
 
 
@@ -196,8 +198,8 @@ def _previous(s: _BySeries, rows: int) -> tuple[pa.Array, pa.Array]:
 def burrow_timeline(commits: pa.Table, ends: dict[TopicPartition, EndOffsets],
                     ticks_ms: list[int], cfg: BurrowConfig,
                     ordered: _BySeries | None = None) -> pa.Table:
-    """``lag.burrow_timeline`` over whole series of many partitions (``BURROW_SCHEMA``);
-    ``ordered`` as for ``partition_lag``."""
+    """Burrow partition status of every series at every tick, over whole series of many
+    partitions (``BURROW_SCHEMA``); ``ordered`` as for ``partition_lag``."""
     if not commits.num_rows:
         return BURROW_SCHEMA.empty_table()
     s = in_series_order(commits) if ordered is None else ordered
@@ -219,13 +221,36 @@ def burrow_timeline(commits: pa.Table, ends: dict[TopicPartition, EndOffsets],
                           dict(zip(ticks_ms, eo.at(ticks[:, None] - steps).tolist(),
                                    strict=True)))
         end_at, recent_at = broker[tp]
-        for tick, ring in _rings(s.ts[lo:hi], s.committed[lo:hi], lags[lo:hi], tomb[lo:hi],
+        for tick, ring in burrow_rings(s.ts[lo:hi], s.committed[lo:hi], lags[lo:hi], tomb[lo:hi],
                                  ticks_ms, cfg):
             r = evaluate_partition(ring, end_at[tick], recent_at[tick], tick, cfg)
             rows.append((tick, gid, tp[0], tp[1], r.status.name, int(r.status), r.current_lag,
                          r.complete, r.window_start_offset, r.window_end_offset, r.lag_trend))
     return pa.Table.from_pylist([dict(zip(BURROW_SCHEMA.names, r, strict=True)) for r in rows],
                                 schema=BURROW_SCHEMA)
+
+
+def _the_partition(commits: pa.Table, ends: pa.Table) -> dict[TopicPartition, EndOffsets]:
+    """The end offsets of the one (topic, partition) of ``commits``, keyed as ``ends`` of the
+    many-series functions are."""
+    if not commits.num_rows:
+        return {}
+    tp = (commits.column("topic")[0].as_py(), commits.column("partition")[0].as_py())
+    return {tp: EndOffsets.of(ends)}
+
+
+def partition_lag_of(commits: pa.Table, ends: pa.Table, grid_ms: int, until_ms: int
+                     ) -> pa.Table:
+    """``partition_lag`` of the commits of one (topic, partition), with that partition's
+    end-offset samples (a table with ``ts_ms`` and ``end_offset``)."""
+    return partition_lag(commits, _the_partition(commits, ends), grid_ms, until_ms)
+
+
+def burrow_timeline_of(commits: pa.Table, ends: pa.Table, ticks_ms: list[int],
+                       cfg: BurrowConfig) -> pa.Table:
+    """``burrow_timeline`` of the commits of one (topic, partition), with that partition's
+    end-offset samples."""
+    return burrow_timeline(commits, _the_partition(commits, ends), ticks_ms, cfg)
 
 
 def last_commits_in(commits: pa.Table, windows: Sequence[tuple[str, int, int]]

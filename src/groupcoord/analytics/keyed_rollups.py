@@ -20,25 +20,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from groupcoord.analytics.keyed_gold import changes, key_codes
+from groupcoord.analytics.table_schemas import arrow_schema
 
 EXACT_PERCENTILE_VALUES = 5_000
 BUCKET_S = 60
 
-LAG_ROLLUP_SCHEMA = pa.schema([
-    ("group_id", pa.string()), ("topic", pa.string()), ("bucket_ms", pa.int64()),
-    ("sum_lag", pa.int64()), ("max_lag", pa.int64()), ("p95_lag", pa.int64()),
-    ("max_lag_seconds", pa.float64()), ("partitions", pa.int64()),
-])
-COMMIT_RATE_SCHEMA = pa.schema([
-    ("group_id", pa.string()), ("member_id", pa.string()), ("topic", pa.string()),
-    ("bucket_ms", pa.int64()), ("commits", pa.int64()), ("partitions_committed", pa.int64()),
-    ("median_commit_interval_s", pa.float64()), ("empty_commits", pa.int64()),
-])
-REWINDS_SCHEMA = pa.schema([
-    ("group_id", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("ts_ms", pa.int64()), ("from_offset", pa.int64()), ("to_offset", pa.int64()),
-    ("recovered_ts_ms", pa.int64()), ("rewound_by", pa.int64()), ("recovered", pa.bool_()),
-])
+LAG_ROLLUP_SCHEMA = arrow_schema(
+    "group_id STRING, topic STRING, bucket_ms BIGINT, sum_lag BIGINT, max_lag BIGINT, "
+    "p95_lag BIGINT, max_lag_seconds DOUBLE, partitions BIGINT")
+COMMIT_RATE_SCHEMA = arrow_schema(
+    "group_id STRING, member_id STRING, topic STRING, bucket_ms BIGINT, commits BIGINT, "
+    "partitions_committed BIGINT, median_commit_interval_s DOUBLE, empty_commits BIGINT")
+REWINDS_SCHEMA = arrow_schema(
+    "group_id STRING, topic STRING, partition INT, ts_ms BIGINT, from_offset BIGINT, "
+    "to_offset BIGINT, recovered_ts_ms BIGINT, rewound_by BIGINT, recovered BOOLEAN")
 
 
 def _bucket(ts: np.ndarray, bucket_s: int) -> np.ndarray:

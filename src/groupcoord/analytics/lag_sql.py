@@ -1,6 +1,6 @@
 """``gold/partition_lag`` with Spark's own operators (window functions, no Python worker).
 
-The same rows as ``lag.partition_lag`` (the Arrow reference it is tested against), built
+The same rows as ``keyed_gold.partition_lag`` (the Arrow reference it is tested against), built
 as sorted passes instead of a cogroup into Python, because shipping every commit to a
 Python worker and back was the largest cost of the pipeline:
 

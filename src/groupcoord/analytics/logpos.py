@@ -3,7 +3,7 @@
 A streaming checkpoint keyed by (partition, log offset) survives segment rolls, cleaning
 and renames, which a (file, byte position) key does not (analytics.md 5.6). These helpers
 turn an offset into a batch-aligned byte position: the sparse ``.index`` gives a position
-at or before the offset, and a seek-based header walk (``segments.scan_headers``) finds the
+at or before the offset, and a seek-based header walk (``segments.scan_batches``) finds the
 exact batch. Walks stop at a torn tail, so everything here sees only complete batches.
 """
 
@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from groupcoord.analytics.segments import PartitionDir, scan_headers
+from groupcoord.analytics.segments import PartitionDir, scan_batches, scan_headers
 
 _INDEX_ENTRY = struct.Struct(">ii")
 
@@ -51,10 +51,10 @@ def locate(segment: Path, offset: int) -> tuple[int, int | None]:
     offset is at or past ``offset``; when there is none, ``(end of the last complete batch,
     None)``."""
     pos = index_position(segment, offset)
-    for h in scan_headers(segment, pos):
+    for at, h in scan_batches(segment, pos):
         if h.last_offset >= offset:
-            return h.position, h.last_offset + 1
-        pos = h.position + h.size
+            return at, h.last_offset + 1
+        pos = at + h.size
     return pos, None
 
 
@@ -64,12 +64,12 @@ def segment_end(segment: Path) -> tuple[int, int]:
     pos = index_position(segment, 1 << 62)
     nxt = base_offset(segment)
     end = pos
-    for h in scan_headers(segment, pos):
-        end, nxt = h.position + h.size, h.last_offset + 1
+    for at, h in scan_batches(segment, pos):
+        end, nxt = at + h.size, h.last_offset + 1
     if end == pos and pos > 0:
         # the last index entry may point at the torn batch itself: walk from the start
-        for h in scan_headers(segment, 0):
-            end, nxt = h.position + h.size, h.last_offset + 1
+        for at, h in scan_batches(segment, 0):
+            end, nxt = at + h.size, h.last_offset + 1
     return end, nxt
 
 

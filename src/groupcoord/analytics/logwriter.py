@@ -9,6 +9,7 @@ sparse ``.index`` (relativeOffset int32, position int32) gets one entry per
 
 from __future__ import annotations
 
+import base64
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -92,3 +93,23 @@ class PartitionWriter:
             (self.path / f"{base:020d}.log").write_bytes(log)
             (self.path / f"{base:020d}.index").write_bytes(index)
         self._flushed = []
+
+
+class LogWriters:
+    """Lazily opened partition writers of one log dir."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.open: dict[tuple[str, int], PartitionWriter] = {}
+
+    def get(self, topic: str, partition: int, topic_id: bytes | None = None) -> PartitionWriter:
+        key = (topic, partition)
+        if key not in self.open:
+            tid = None if topic_id is None else base64.urlsafe_b64encode(topic_id).decode()[:22]
+            self.open[key] = PartitionWriter(self.root, topic, partition, topic_id=tid,
+                                             segment_bytes=64 * 1024)
+        return self.open[key]
+
+    def close(self) -> None:
+        for w in self.open.values():
+            w.close()

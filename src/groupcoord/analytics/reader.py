@@ -27,13 +27,8 @@ from groupcoord.analytics.schema import (
     SHARE_STATE_RECORDS,
     Layout,
 )
-from groupcoord.analytics.segments import (
-    TxnResolver,
-    iter_batches,
-    iter_records,
-    read_range,
-    records_payload,
-)
+from groupcoord.analytics.segments import TxnResolver, iter_records, read_range
+from groupcoord.logformat.batch import iter_log_batches, records_payload
 
 _H = struct.Struct(">h")
 _I = struct.Struct(">i")
@@ -71,17 +66,17 @@ def iter_raw_records(
     path: str | Path, start: int, end: int | None, txns: TxnResolver | None = None
 ) -> Iterator[RawRecord]:
     """Every data record in ``[start, end)`` of a segment; control batches are skipped."""
-    buf = read_range(path, start, end)
-    for info in iter_batches(buf, start):
-        if info.is_control:
+    buf = memoryview(read_range(path, start, end))
+    for pos, header in iter_log_batches(buf):
+        if header.is_control:
             continue
         outcome = "none"
-        if info.is_transactional:
-            outcome = txns.outcome(info.producer_id, info.base_offset) if txns else "open"
-        payload = records_payload(buf, info, info.position - start)
-        for rec in iter_records(payload, info):
-            yield RawRecord(rec.offset, info.base_offset, rec.timestamp, info.producer_id,
-                            info.is_transactional, outcome, rec.key, rec.value)
+        if header.is_transactional:
+            outcome = txns.outcome(header.producer_id, header.base_offset) if txns else "open"
+        payload = records_payload(buf[pos : pos + header.size], header)
+        for rec in iter_records(payload, header):
+            yield RawRecord(rec.offset, header.base_offset, rec.timestamp, header.producer_id,
+                            header.is_transactional, outcome, rec.key, rec.value)
 
 
 def _str16(buf: bytes, pos: int) -> tuple[str, int]:
@@ -157,19 +152,18 @@ def decode_share_state(key: bytes, value: bytes | None) -> DecodedRecord | None:
 
 def decode_subscription(data: bytes | None) -> dict[str, Any] | None:
     """A classic member's ConsumerProtocolSubscription; None when empty or not that protocol."""
-    if not data:
-        return None
-    try:
-        return decode_versioned(CONSUMER_SUBSCRIPTION, data)[1]
-    except CodecError:
-        return None  # a non-consumer protocol (connect, streams) keeps its own format
+    return _consumer_protocol(CONSUMER_SUBSCRIPTION, data)
 
 
 def decode_assignment(data: bytes | None) -> dict[str, Any] | None:
     """A classic member's ConsumerProtocolAssignment; None when empty or not that protocol."""
+    return _consumer_protocol(CONSUMER_ASSIGNMENT, data)
+
+
+def _consumer_protocol(layout: Layout, data: bytes | None) -> dict[str, Any] | None:
     if not data:
         return None
     try:
-        return decode_versioned(CONSUMER_ASSIGNMENT, data)[1]
+        return decode_versioned(layout, data)[1]
     except CodecError:
-        return None
+        return None  # a non-consumer protocol (connect, streams) keeps its own format

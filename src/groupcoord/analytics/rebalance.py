@@ -17,9 +17,9 @@ target member that never got there leaves the rebalance open (no end).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
+from groupcoord.analytics.group_rows import by_group, reconciled
 from groupcoord.analytics.membership import MembershipTables
 
 Owners = dict[tuple[str, int], str]  # (topic, partition) -> member id
@@ -52,16 +52,6 @@ def event_class(kind: str) -> str:
         if word in k:
             return cls
     return "other"
-
-
-def _by_group(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        out[r["group_id"]].append(r)
-    for rs in out.values():
-        rs.sort(key=lambda r: (r.get("record_ts_ms") or r.get("timestamp_ms") or 0,
-                               r.get("log_offset", 0)))
-    return out
 
 
 def _moved(before: Owners, after: Owners) -> int:
@@ -98,8 +88,8 @@ def _row(gtype: str, group: str, frm: int | None, to: int, start: int | None, en
 
 def classic_rebalances(t: MembershipTables, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
-    ev_by_group = _by_group(events)
-    for group, gens in _by_group(t.classic_generations).items():
+    ev_by_group = by_group(events)
+    for group, gens in by_group(t.classic_generations).items():
         prev: dict[str, Any] | None = None
         for g in gens:
             if g["tombstone"] or (prev and g["generation"] == prev["generation"]):
@@ -125,9 +115,9 @@ def classic_rebalances(t: MembershipTables, events: list[dict[str, Any]]) -> lis
 
 def _target_snapshots(t: MembershipTables) -> dict[str, list[tuple[int, int, dict[str, Owners]]]]:
     """Per group: (assignment epoch, ts, member -> owners) after each type 6 record."""
-    targets = _by_group(t.cg_target_assignment)
+    targets = by_group(t.cg_target_assignment)
     out: dict[str, list[tuple[int, int, dict[str, Owners]]]] = defaultdict(list)
-    for group, metas in _by_group([e for e in t.cg_epochs if e.get("kind") == "target"]).items():
+    for group, metas in by_group([e for e in t.cg_epochs if e.get("kind") == "target"]).items():
         for meta in metas:
             if meta["tombstone"]:
                 continue
@@ -144,21 +134,13 @@ def _target_snapshots(t: MembershipTables) -> dict[str, list[tuple[int, int, dic
     return out
 
 
-def _reconciled_at(t_cur: list[dict[str, Any]], member: str, epoch: int, since: int) -> int | None:
-    for r in t_cur:
-        if (r["member_id"] == member and not r["tombstone"] and r["record_ts_ms"] >= since
-                and (r["member_epoch"] or 0) >= epoch and r["state"] == "STABLE"):
-            return int(r["record_ts_ms"])
-    return None
-
-
 def consumer_rebalances(t: MembershipTables, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     snaps = _target_snapshots(t)
-    current = _by_group(t.cg_current_assignment)
-    members = _by_group(t.cg_members)
-    ev_by_group = _by_group(events)
-    for group, epochs in _by_group([e for e in t.cg_epochs if e.get("kind") == "group"]).items():
+    current = by_group(t.cg_current_assignment)
+    members = by_group(t.cg_members)
+    ev_by_group = by_group(events)
+    for group, epochs in by_group([e for e in t.cg_epochs if e.get("kind") == "group"]).items():
         prev_start, prev_epoch = -1, None
         prev_members: set[str] = set()
         prev_owners: Owners = {}
@@ -168,9 +150,7 @@ def consumer_rebalances(t: MembershipTables, events: list[dict[str, Any]]) -> li
             start, epoch = e["record_ts_ms"], e["epoch"]
             snap = next((s for ep, _ts, s in snaps.get(group, []) if ep == epoch), {})
             owners = {tp: m for o in snap.values() for tp, m in o.items()}
-            ends = [_reconciled_at(current.get(group, []), m, epoch, start) for m in snap]
-            done = [t for t in ends if t is not None]
-            end = max(done) if done and len(done) == len(ends) else None
+            ends, end = reconciled(current.get(group, []), snap, epoch, start)
             joined_left = [r for r in members.get(group, []) if prev_start < r["record_ts_ms"] <= start]
             after = (prev_members | {r["member_id"] for r in joined_left if not r["tombstone"]}) \
                 - {r["member_id"] for r in joined_left if r["tombstone"]}
@@ -199,7 +179,7 @@ def _balance(group: str, gtype: str, epoch: int, ts: int, per_member: dict[str, 
 
 def assignment_balance(t: MembershipTables, topic_sizes: dict[str, int]) -> list[dict[str, Any]]:
     out = []
-    for group, gens in _by_group(t.classic_generations).items():
+    for group, gens in by_group(t.classic_generations).items():
         for g in gens:
             if g["tombstone"]:
                 continue
@@ -223,7 +203,7 @@ def latest_owners(t: MembershipTables) -> dict[tuple[str, str, int], dict[str, A
     """(group, topic, partition) -> the owning member of the newest generation/target
     (for classic groups, the newest with members)."""
     out: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for group, gens in _by_group(t.classic_generations).items():
+    for group, gens in by_group(t.classic_generations).items():
         # an emptied group's last owners are the ones to name, not its empty generation
         live = [g for g in gens if not g["tombstone"] and g["members"]]
         if live:
@@ -270,10 +250,10 @@ def _replay_owners(group: str, steps: list[tuple[int, dict[tuple[str, int], str]
 def ownership_intervals(t: MembershipTables) -> list[dict[str, Any]]:
     """Who owned each partition when: classic generations and KIP-848 current assignments."""
     out: list[dict[str, Any]] = []
-    for group, gens in _by_group(t.classic_generations).items():
+    for group, gens in by_group(t.classic_generations).items():
         _replay_owners(group, [(g["record_ts_ms"], {} if g["tombstone"] else classic_owners(g))
                                for g in gens], out)
-    for group, recs in _by_group(t.cg_current_assignment).items():
+    for group, recs in by_group(t.cg_current_assignment).items():
         per_member: dict[str, Owners] = {}
         steps = []
         for r in recs:

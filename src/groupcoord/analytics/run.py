@@ -21,6 +21,7 @@ from groupcoord.analytics import (
     streams_groups,
     task_gold,
 )
+from groupcoord.analytics.health_data import NoData, window
 from groupcoord.analytics.pipeline import (
     TABLE_PATHS,
     Progress,
@@ -32,7 +33,7 @@ from groupcoord.analytics.pipeline import (
     event_dicts,
     ingest,
 )
-from groupcoord.analytics.segments import list_partitions
+from groupcoord.analytics.segments import topic_names
 
 IngestFn = Callable[[Any, RunConfig, Stages], dict[str, Any]]
 
@@ -62,16 +63,6 @@ def write_rows(rows: list[dict[str, Any]], out: Path, layer: str, name: str) -> 
     if rows:
         pq.write_table(_typed(pa.Table.from_pylist(rows)), path / "part-00000.parquet")
     return len(rows)
-
-
-def topic_names(data_dir: str) -> dict[str, str]:
-    """Topic id (Kafka's base64 string) -> topic name, from every ``partition.metadata``."""
-    out = {}
-    for p in list_partitions(data_dir):
-        tid = p.topic_id()
-        if tid:
-            out[tid] = p.topic
-    return out
 
 
 def _decode_membership(cfg: RunConfig, ing: dict[str, Any]) -> dict[str, Any]:
@@ -295,8 +286,6 @@ def _window(span: tuple[int, int], ing: dict[str, Any], mem: dict[str, Any], cfg
             ) -> tuple[int, int]:
     """The analysed range runs to the last record of any kind: a data append or a commit
     (``span``), a membership record, a group event or share state (``health_data.window``)."""
-    from groupcoord.analytics.health_data import NoData, window
-
     times = [r.get("record_ts_ms") for key in ("group_rows", "share_rows")
              for r in ing.get(key, [])]
     times += [e.get("ts_ms") for e in mem["events"]]

@@ -82,6 +82,9 @@ _STATE_BATCH = (
     _i64("FirstOffset"), _i64("LastOffset"), F("DeliveryState", "int8"), F("DeliveryCount", "int16"),
 )
 _TOPIC_INFO = (F("TopicId", "uuid", default=bytes(16)), _s("TopicName"))
+# the fields of every epoch-based group's target assignment metadata and current assignment
+_TARGET_EPOCH = (_i32("AssignmentEpoch"), F("AssignmentTimestamp", "int64", tag=0, default=0))
+_MEMBER_EPOCHS = (_i32("MemberEpoch"), _i32("PreviousMemberEpoch"), F("State", "int8"))
 
 OFFSET_COMMIT_VALUE = Layout(
     "OffsetCommitValue",
@@ -143,12 +146,11 @@ COORDINATOR_RECORDS: dict[int, tuple[Layout, Layout]] = {
             _arr("SupportedProtocols", _s("Name"), F("Metadata", "bytes", default=b"")),
         )),
     ), _FLEX0)),
-    6: (_GID, Layout("ConsumerGroupTargetAssignmentMetadataValue", (
-        _i32("AssignmentEpoch"), F("AssignmentTimestamp", "int64", tag=0, default=0)), _FLEX0)),
+    6: (_GID, Layout("ConsumerGroupTargetAssignmentMetadataValue", _TARGET_EPOCH, _FLEX0)),
     7: (_GID_MID, Layout("ConsumerGroupTargetAssignmentMemberValue", (
         _arr("TopicPartitions", *_TOPIC_PARTS),), _FLEX0)),
     8: (_GID_MID, Layout("ConsumerGroupCurrentMemberAssignmentValue", (
-        _i32("MemberEpoch"), _i32("PreviousMemberEpoch"), F("State", "int8"),
+        *_MEMBER_EPOCHS,
         _arr("AssignedPartitions", *_TOPIC_PARTS_EPOCHS),
         _arr("PartitionsPendingRevocation", *_TOPIC_PARTS_EPOCHS),
     ), _FLEX0)),
@@ -156,12 +158,11 @@ COORDINATOR_RECORDS: dict[int, tuple[Layout, Layout]] = {
         _s("RackId", nullable=True), _s("ClientId"), _s("ClientHost"),
         F("SubscribedTopicNames", "[]string", default=[])), _FLEX0)),
     11: (_GID, Layout("ShareGroupMetadataValue", (_i32("Epoch"), _i64("MetadataHash")), _FLEX0)),
-    12: (_GID, Layout("ShareGroupTargetAssignmentMetadataValue", (
-        _i32("AssignmentEpoch"), F("AssignmentTimestamp", "int64", tag=0, default=0)), _FLEX0)),
+    12: (_GID, Layout("ShareGroupTargetAssignmentMetadataValue", _TARGET_EPOCH, _FLEX0)),
     13: (_GID_MID, Layout("ShareGroupTargetAssignmentMemberValue", (
         _arr("TopicPartitions", *_TOPIC_PARTS),), _FLEX0)),
     14: (_GID_MID, Layout("ShareGroupCurrentMemberAssignmentValue", (
-        _i32("MemberEpoch"), _i32("PreviousMemberEpoch"), F("State", "int8"),
+        *_MEMBER_EPOCHS,
         _arr("AssignedPartitions", *_TOPIC_PARTS)), _FLEX0)),
     15: (_GID, Layout("ShareGroupStatePartitionMetadataValue", (
         _arr("InitializingTopics", *_TOPIC_INFO, F("Partitions", "[]int32", default=[])),
@@ -199,13 +200,12 @@ COORDINATOR_RECORDS.update({
           fields=(_s("Host"), F("Port", "uint16"))),
         _arr("ClientTags", *_KEY_VALUE),
     ), _FLEX0)),
-    20: (_GID, Layout("StreamsGroupTargetAssignmentMetadataValue", (
-        _i32("AssignmentEpoch"), F("AssignmentTimestamp", "int64", tag=0, default=0)), _FLEX0)),
+    20: (_GID, Layout("StreamsGroupTargetAssignmentMetadataValue", _TARGET_EPOCH, _FLEX0)),
     21: (_GID_MID, Layout("StreamsGroupTargetAssignmentMemberValue", (
         _arr("ActiveTasks", *_TASK_IDS), _arr("StandbyTasks", *_TASK_IDS),
         _arr("WarmupTasks", *_TASK_IDS)), _FLEX0)),
     22: (_GID_MID, Layout("StreamsGroupCurrentMemberAssignmentValue", (
-        _i32("MemberEpoch"), _i32("PreviousMemberEpoch"), F("State", "int8"),
+        *_MEMBER_EPOCHS,
         _arr("ActiveTasks", *_TASK_IDS_EPOCHS), _arr("StandbyTasks", *_TASK_IDS),
         _arr("WarmupTasks", *_TASK_IDS),
         _arr("ActiveTasksPendingRevocation", *_TASK_IDS_EPOCHS),

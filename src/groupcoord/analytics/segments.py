@@ -1,12 +1,13 @@
 """Reading Kafka log directories: partitions, segment files, record batches and records.
 
 Works on any log dir in Kafka's layout (``<topic>-<partition>/<20-digit base>.log`` plus
-``partition.metadata``), written by groupcoord or by a real Kafka broker. Batches are record
-batch v2 (magic 2): a 61-byte header, then records, compressed as a whole when attributes bits
-0-2 say so (decompressed through ``groupcoord.logformat.compression``). Rules kept:
+``partition.metadata``), written by groupcoord or by a real Kafka broker. The record batch
+format (v2, magic 2) is ``groupcoord.logformat.batch``'s; this module adds the files. Rules
+kept:
 
 - A torn batch at the end of a segment (a crash mid-append) ends the scan silently; a batch
-  with another magic or a negative length ends it too, as Kafka's log recovery would.
+  with another magic or a negative length ends it too, as Kafka's log recovery would
+  (``logformat.batch.iter_log_batches``).
 - Header-only scans (end offsets over time) never decompress.
 - Records of batches with ``LogAppendTime`` take the batch's max timestamp.
 - Transaction outcomes come from control batches (``TxnResolver``); readers decide what to
@@ -16,6 +17,7 @@ batch v2 (magic 2): a 61-byte header, then records, compressed as a whole when a
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,54 +25,17 @@ from pathlib import Path
 from typing import NamedTuple
 
 from groupcoord.logformat.batch import (
-    COMPRESSION_MASK,
-    CONTROL_MASK,
     HEADER_SIZE,
-    HEADER_STRUCT,
-    LOG_OVERHEAD,
-    MAGIC,
-    MIN_BATCH_LENGTH,
-    TIMESTAMP_TYPE_MASK,
-    TRANSACTIONAL_MASK,
+    LOG_APPEND_TIME,
+    BatchHeader,
     control_key_type,
+    iter_record_fields,
+    log_header_at,
+    records_payload,
 )
-from groupcoord.logformat.compression import decompress
-from groupcoord.wire.primitives import read_varlong
 
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
-
-
-class BatchInfo(NamedTuple):
-    """One batch header, with its byte position in the segment."""
-
-    base_offset: int
-    last_offset: int
-    position: int
-    size: int  # whole batch, including the 12-byte log overhead
-    attributes: int
-    producer_id: int
-    producer_epoch: int
-    base_timestamp: int
-    max_timestamp: int
-    records_count: int
-    crc: int
-
-    @property
-    def compression(self) -> int:
-        return self.attributes & COMPRESSION_MASK
-
-    @property
-    def log_append_time(self) -> bool:
-        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_MASK)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_MASK)
 
 
 @dataclass(frozen=True)
@@ -107,6 +72,16 @@ def list_partitions(data_dir: str | Path, topic: str | None = None) -> list[Part
     return sorted(out, key=lambda d: (d.topic, d.partition))
 
 
+def topic_names(data_dir: str | Path) -> dict[str, str]:
+    """Topic id (Kafka's base64 string) -> topic name, from every ``partition.metadata``."""
+    out = {}
+    for p in list_partitions(data_dir):
+        tid = p.topic_id()
+        if tid:
+            out[tid] = p.topic
+    return out
+
+
 def read_range(path: str | Path, start: int = 0, end: int | None = None) -> bytes:
     """Bytes ``[start, end)`` of a file: the one place readers open segment files."""
     with open(path, "rb") as fh:
@@ -114,58 +89,31 @@ def read_range(path: str | Path, start: int = 0, end: int | None = None) -> byte
         return fh.read() if end is None else fh.read(end - start)
 
 
-def parse_header(buf: bytes | memoryview, pos: int) -> BatchInfo | None:
-    """The batch header at ``pos``, or None when the buffer ends inside the batch."""
-    if pos + HEADER_SIZE > len(buf):
-        return None
-    (base, length, _ple, magic, crc, attrs, last_delta, base_ts, max_ts, pid, epoch, _seq,
-     count) = HEADER_STRUCT.unpack_from(buf, pos)
-    size = length + LOG_OVERHEAD
-    if magic != MAGIC or length < MIN_BATCH_LENGTH or pos + size > len(buf):
-        return None
-    return BatchInfo(base, base + last_delta, pos, size, attrs, pid, epoch, base_ts, max_ts,
-                     count, crc)
-
-
-def iter_batches(buf: bytes | memoryview, base_position: int = 0) -> Iterator[BatchInfo]:
-    """Batches in an in-memory segment slice; positions are offset by ``base_position``."""
-    pos = 0
-    while True:
-        info = parse_header(buf, pos)
-        if info is None:
-            return
-        yield info._replace(position=base_position + pos)
-        pos += info.size
-
-
-def scan_headers(path: str | Path, start: int = 0, end: int | None = None) -> Iterator[BatchInfo]:
-    """Batch headers of a segment file by seeking from header to header (no record reads)."""
+def scan_batches(path: str | Path, start: int = 0, end: int | None = None
+                 ) -> Iterator[tuple[int, BatchHeader]]:
+    """``(position, header)`` of each batch of a segment file from ``start``, by seeking
+    from header to header (no record reads); ends where ``logformat.batch.iter_log_batches``
+    would."""
     with open(path, "rb") as fh:
+        file_size = os.fstat(fh.fileno()).st_size
         pos = start
         while end is None or pos < end:
             fh.seek(pos)
-            head = fh.read(HEADER_SIZE)
-            if len(head) < HEADER_SIZE:
+            header = log_header_at(fh.read(HEADER_SIZE))
+            if header is None:
                 return
-            (base, length, _ple, magic, crc, attrs, last_delta, base_ts, max_ts, pid, epoch,
-             _seq, count) = HEADER_STRUCT.unpack(head)
-            if magic != MAGIC or length < MIN_BATCH_LENGTH:
-                return
-            size = length + LOG_OVERHEAD
-            fh.seek(pos + size - 1)
-            if not fh.read(1):  # torn tail
-                return
-            yield BatchInfo(base, base + last_delta, pos, size, attrs, pid, epoch, base_ts,
-                            max_ts, count, crc)
-            pos += size
+            if pos + header.size > file_size:
+                file_size = os.fstat(fh.fileno()).st_size  # a live log may have grown
+                if pos + header.size > file_size:  # torn tail
+                    return
+            yield pos, header
+            pos += header.size
 
 
-def records_payload(buf: bytes | memoryview, info: BatchInfo, rel_pos: int) -> bytes | memoryview:
-    """The (decompressed) records section of the batch starting at ``rel_pos`` in ``buf``."""
-    body = memoryview(buf)[rel_pos + HEADER_SIZE : rel_pos + info.size]
-    if info.compression:
-        return decompress(info.compression, body)
-    return body
+def scan_headers(path: str | Path, start: int = 0, end: int | None = None
+                 ) -> Iterator[BatchHeader]:
+    """The batch headers of ``scan_batches``."""
+    return (header for _, header in scan_batches(path, start, end))
 
 
 class Record(NamedTuple):
@@ -175,37 +123,21 @@ class Record(NamedTuple):
     value: bytes | None
 
 
-def iter_records(payload: bytes | memoryview, info: BatchInfo) -> Iterator[Record]:
-    """Records of one batch given its records section (see ``records_payload``)."""
-    buf = payload
-    pos = 0
-    append_time = info.log_append_time
-    for _ in range(info.records_count):
-        length, pos = read_varlong(buf, pos)
-        end = pos + length
-        pos += 1  # record attributes, unused
-        ts_delta, pos = read_varlong(buf, pos)
-        off_delta, pos = read_varlong(buf, pos)
-        klen, pos = read_varlong(buf, pos)
-        key = None if klen < 0 else bytes(buf[pos : pos + klen])
-        pos += max(klen, 0)
-        vlen, pos = read_varlong(buf, pos)
-        value = None if vlen < 0 else bytes(buf[pos : pos + vlen])
-        ts = info.max_timestamp if append_time else info.base_timestamp + ts_delta
-        yield Record(info.base_offset + off_delta, ts, key, value)
-        pos = end  # headers are not needed by any reader
+def iter_records(payload: bytes | memoryview, header: BatchHeader) -> Iterator[Record]:
+    """Records of one batch given its records section (``logformat.batch.records_payload``)."""
+    append_time = header.timestamp_type == LOG_APPEND_TIME
+    for off_delta, ts_delta, key, value in iter_record_fields(payload, header.records_count):
+        ts = header.max_timestamp if append_time else header.base_timestamp + ts_delta
+        yield Record(header.base_offset + off_delta, ts, key, value)
 
 
-def control_marker(payload: bytes | memoryview) -> int | None:
-    """The control type of a control batch's single record: 0 ABORT, 1 COMMIT."""
-    for rec in iter_records(payload, _CONTROL_INFO):
-        kind = control_key_type(rec.key)
+def control_marker(batch: bytes | memoryview, header: BatchHeader) -> int | None:
+    """The control type of a whole control batch's marker: 0 ABORT, 1 COMMIT."""
+    for _, _, key, _ in iter_record_fields(records_payload(batch, header), 1):
+        kind = control_key_type(key)
         if kind is not None:
             return kind
     return None
-
-
-_CONTROL_INFO = BatchInfo(0, 0, 0, 0, 0, -1, -1, 0, 0, 1, 0)
 
 
 class TxnResolver:
@@ -244,10 +176,10 @@ class TxnResolver:
 def control_positions(seg: Path) -> list[int]:
     """Positions of the control batches of a segment (numba header scan when installed)."""
     try:
-        from groupcoord.analytics.fastpath import control_batch_positions
+        from groupcoord.analytics.header_scan import control_batch_positions
     except ImportError:
-        return [h.position for h in scan_headers(seg) if h.is_control]
-    return control_batch_positions(seg)
+        return [pos for pos, h in scan_batches(seg) if h.is_control]
+    return control_batch_positions(read_range(seg))
 
 
 def resolve_transactions(part: PartitionDir) -> TxnResolver:
@@ -255,14 +187,15 @@ def resolve_transactions(part: PartitionDir) -> TxnResolver:
     resolver = TxnResolver()
     for seg in part.segments():
         for pos in control_positions(seg):
-            head = read_range(seg, pos, pos + HEADER_SIZE)
-            raw = read_range(seg, pos, pos + LOG_OVERHEAD + _length(head))
-            info = parse_header(raw, 0)
-            if info is None:
+            header = log_header_at(read_range(seg, pos, pos + HEADER_SIZE))
+            if header is None:
                 continue
-            kind = control_marker(records_payload(raw, info, 0))
+            batch = read_range(seg, pos, pos + header.size)
+            if len(batch) < header.size:
+                continue
+            kind = control_marker(batch, header)
             if kind in (0, 1):
-                resolver.add(info.producer_id, info.base_offset, kind == 1)
+                resolver.add(header.producer_id, header.base_offset, kind == 1)
     return resolver
 
 
@@ -287,7 +220,3 @@ class PartitionTxns(TxnResolver):
     def to_list(self) -> list[tuple[int, int, bool]]:
         self._load()
         return super().to_list()
-
-
-def _length(head: bytes) -> int:
-    return int.from_bytes(head[8:12], "big", signed=True)

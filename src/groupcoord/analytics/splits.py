@@ -18,7 +18,7 @@ from groupcoord.analytics.segments import (
     PartitionDir,
     list_partitions,
     resolve_transactions,
-    scan_headers,
+    scan_batches,
 )
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 
@@ -45,7 +45,7 @@ def batch_starts(segment: Path) -> list[int]:
         positions = [pos for _rel, pos in _INDEX_ENTRY.iter_unpack(raw[:usable]) if pos > 0]
         # Kafka preallocates index files; trailing zero entries are not batch starts.
         return [0] + sorted(set(positions))
-    return [h.position for h in scan_headers(segment)]
+    return [pos for pos, _ in scan_batches(segment)]
 
 
 def segment_ranges(segment: Path, split_bytes: int) -> list[tuple[int, int | None]]:

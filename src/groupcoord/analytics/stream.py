@@ -31,8 +31,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from groupcoord.analytics import logpos, splits
+from groupcoord.analytics.batch_source import KafkaLogReader, SplitPartition
 from groupcoord.analytics.segments import PartitionDir, list_partitions, resolve_transactions
-from groupcoord.analytics.spark_source import KafkaLogReader, SplitPartition
 
 INTERNAL_TOPICS = "__consumer_offsets,__group_events,__share_group_state"
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from groupcoord.analytics.group_rows import by_group, reconciled
+
 STREAMS_TYPES = frozenset({17, 19, 20, 21, 22})
 STATE_NAMES = {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"}
 
@@ -61,20 +63,11 @@ def dispatch(t: Any, rtype: int, key: dict[str, Any], v: dict[str, Any] | None,
             "active_pending_revocation": task_names(v.get("ActiveTasksPendingRevocation"))})
 
 
-def _by_group(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        out[r["group_id"]].append(r)
-    for rs in out.values():
-        rs.sort(key=lambda r: (r["record_ts_ms"], r.get("log_offset", 0)))
-    return out
-
-
 def target_snapshots(t: Any) -> dict[str, list[tuple[int, int, dict[str, dict[str, Any]]]]]:
     """Per group: (assignment epoch, ts, member -> its target row) after each type 20."""
-    targets = _by_group(t.sg_target_assignment)
+    targets = by_group(t.sg_target_assignment)
     out: dict[str, list[tuple[int, int, dict[str, dict[str, Any]]]]] = defaultdict(list)
-    for group, metas in _by_group([e for e in t.sg_epochs if e["kind"] == "target"]).items():
+    for group, metas in by_group([e for e in t.sg_epochs if e["kind"] == "target"]).items():
         snap: dict[str, dict[str, Any]] = {}
         rows = iter(targets.get(group, []))
         pending = next(rows, None)
@@ -112,22 +105,13 @@ def task_movements(t: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _reconciled_at(rows: list[dict[str, Any]], member: str, epoch: int, since: int
-                   ) -> int | None:
-    for r in rows:
-        if r["member_id"] == member and not r["tombstone"] and r["record_ts_ms"] >= since \
-                and (r["member_epoch"] or 0) >= epoch and r["state"] == "STABLE":
-            return int(r["record_ts_ms"])
-    return None
-
-
 def streams_rebalances(t: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per group-epoch bump, in the gold ``rebalances`` shape."""
     out = []
     snaps = target_snapshots(t)
-    current = _by_group(t.sg_current_assignment)
-    ev_by_group = _by_group([{**e, "record_ts_ms": e["timestamp_ms"]} for e in events])
-    for group, epochs in _by_group([e for e in t.sg_epochs if e["kind"] == "group"]).items():
+    current = by_group(t.sg_current_assignment)
+    ev_by_group = by_group([{**e, "record_ts_ms": e["timestamp_ms"]} for e in events])
+    for group, epochs in by_group([e for e in t.sg_epochs if e["kind"] == "group"]).items():
         prev_start, prev_epoch = -1, None
         prev_members: set[str] = set()
         prev_active: Tasks = {}
@@ -137,9 +121,7 @@ def streams_rebalances(t: Any, events: list[dict[str, Any]]) -> list[dict[str, A
             start, epoch = e["record_ts_ms"], e["epoch"]
             snap = next((s for ep, _ts, s in snaps.get(group, []) if ep == epoch), None)
             members = set(snap) if snap is not None else prev_members
-            ends = [_reconciled_at(current.get(group, []), m, epoch, start) for m in members]
-            done = [x for x in ends if x is not None]
-            end = max(done) if ends and len(done) == len(ends) else None
+            _, end = reconciled(current.get(group, []), members, epoch, start)
             evs = [x for x in ev_by_group.get(group, [])
                    if prev_start < x["timestamp_ms"] <= (end or start)]
             active = _owners(snap, "active") if snap is not None else prev_active

@@ -27,7 +27,7 @@ from groupcoord.analytics import membership, rebalance, story
 from groupcoord.analytics.fixture import coordinator_partition
 from groupcoord.analytics.pipeline import event_dicts
 from groupcoord.analytics.reader import iter_raw_records
-from groupcoord.analytics.segments import TxnResolver, list_partitions
+from groupcoord.analytics.segments import TxnResolver, list_partitions, topic_names
 from groupcoord.analytics.splits import plan
 from groupcoord.logformat.internal_topics import GROUP_EVENTS_TOPIC, OFFSETS_TOPIC
 
@@ -63,8 +63,6 @@ def _group_filter(group: str) -> str:
 
 
 def _membership(data_dir: str, partition: int | None) -> membership.MembershipTables:
-    from groupcoord.analytics.run import topic_names
-
     rows = [r for r in raw_rows(data_dir, OFFSETS_TOPIC, partition)
             if r["key"] is not None and r["key"][:2] not in COMMIT_TYPES]
     t = membership.build(rows, topic_names(data_dir))

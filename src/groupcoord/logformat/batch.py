@@ -229,6 +229,28 @@ def iter_batches(buf: Buffer, pos: int = 0) -> Iterator[tuple[BatchHeader, memor
         pos += size
 
 
+def log_header_at(buf: Buffer, pos: int = 0) -> BatchHeader | None:
+    """The header of the batch at ``pos`` as Kafka's log recovery reads it: None where the
+    readable prefix of a log ends (a header cut short, a magic other than 2 or a batch length
+    below the minimum). Neither the CRC nor the batch's own end is checked."""
+    if len(buf) - pos < HEADER_SIZE:
+        return None
+    header = BatchHeader._make(HEADER_STRUCT.unpack_from(buf, pos))
+    if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
+        return None
+    return header
+
+
+def iter_log_batches(buf: Buffer, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    """``(position, header)`` of each whole batch from ``pos`` on, up to where the readable
+    prefix of a log ends (``log_header_at``, or a torn batch at the end): a stored log, which
+    unlike ``iter_batches``'s input may end in a crash's torn write, read without raising."""
+    end = len(buf)
+    while (header := log_header_at(buf, pos)) is not None and pos + header.size <= end:
+        yield pos, header
+        pos += header.size
+
+
 def compute_crc32c(data: Buffer) -> int:
     """CRC-32C of any bytes (the checksum of record batches)."""
     return _crc32c(data)
@@ -502,6 +524,33 @@ def record_deltas_at(buf: memoryview, pos: int) -> tuple[int, int, int]:
     except (DecodeError, IndexError) as exc:
         raise CorruptRecordError(f"malformed record: {exc}") from exc
     return off_delta, ts_delta, end
+
+
+def iter_record_fields(data: Buffer, count: int
+                       ) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
+    """``(offset delta, timestamp delta, key, value)`` of the first ``count`` records of a
+    records section, headers and attributes skipped (readers that need neither)."""
+    view = memoryview(data)
+    size = len(view)
+    pos = 0
+    try:
+        for _ in range(count):
+            length, pos = read_varlong(view, pos)
+            end = pos + length
+            if length < 0 or end > size:
+                raise CorruptRecordError("record length runs past the end of the batch")
+            ts_delta, p = read_varlong(view, pos + 1)  # + 1: the attributes byte
+            off_delta, p = read_varlong(view, p)
+            # key and value inline (not ``_read_bytes``): this loop runs once per record read
+            klen, p = read_varlong(view, p)
+            key = None if klen < 0 else bytes(view[p : p + klen])
+            vlen, p = read_varlong(view, p + max(klen, 0))
+            if p + vlen > end:
+                raise CorruptRecordError("record value runs past the end of the record")
+            yield off_delta, ts_delta, key, None if vlen < 0 else bytes(view[p : p + vlen])
+            pos = end
+    except (DecodeError, IndexError) as exc:
+        raise CorruptRecordError(f"malformed record: {exc}") from exc
 
 
 def records_payload(batch: Buffer, header: BatchHeader | None = None) -> memoryview:
