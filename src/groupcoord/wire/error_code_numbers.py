@@ -7,7 +7,8 @@ and never change; names are Kafka's, so logs and docs can be grepped against Kaf
 ``groupcoord.wire.errors.ErrorCode`` names these numbers as an IntEnum and is what code
 uses; the modules that answer ApiVersions use these ints instead, because building an
 enum of 138 members costs more than the rest of their imports and they load before the
-listener is bound.
+listener is bound, and so do Produce and Fetch, whose per-partition answers are built on
+the hottest path.
 """
 
 UNKNOWN_SERVER_ERROR = -1
