@@ -1,8 +1,10 @@
-"""Generate ``src/groupcoord/apis/served.py``: for every handler module the api key and
-version range it declares (``API_KEY``, ``MIN_VERSION``, ``MAX_VERSION``) and a loader that
+"""Generate ``src/groupcoord/apis/served.py``: for every handler module the api key it
+serves, the version range it declares (``MIN_VERSION, MAX_VERSION = 0, 6``) and a loader that
 imports it by a plain ``from ... import`` and builds its ``ApiSpec``, so the broker answers
 ApiVersions and routes requests without importing a handler before its first request and
-without finding modules by name at run time.
+without finding modules by name at run time. The api key is the one its request class
+carries: the module's ``REQUEST``, else the request class of the generated module of the
+same name (``apis.join_group`` serves ``wire.generated.join_group.JoinGroupRequest``).
 
 Usage: ``python tools/gen_served.py [--check]`` from the repository root. The handler
 modules stay the one definition; ``--check`` (and ``tests/apis/test_served_table.py``)
@@ -43,26 +45,19 @@ GROUP_MODULES: tuple[str, ...] = (
 MODULES = BROKER_MODULES + GROUP_MODULES
 
 
-def _message_class(module: ModuleType, api_key: int, suffix: str) -> type | None:
-    for name, value in vars(module).items():
-        if (name.endswith(suffix) and isinstance(value, type)
-                and getattr(value, "API_KEY", None) == api_key):
-            return value
-    return None
-
-
-def _codec(module: ModuleType, api_key: int, suffix: str) -> type:
-    """The message class the handler decodes with: its `REQUEST`/`RESPONSE`, else the
-    generated class with its api key that it imports, else the generated module's."""
+def _message_class(name: str, module: ModuleType, suffix: str) -> type:
+    """The `Request`/`Response` class the handler decodes and answers with: its
+    `REQUEST`/`RESPONSE`, else the one such class of the same-named generated module."""
     declared = vars(module).get(suffix.upper())
     if isinstance(declared, type):
         return declared
-    found = _message_class(module, api_key, suffix)
-    if found is None:
-        from groupcoord.wire.messages import REQUESTS, RESPONSES
-
-        found = (REQUESTS if suffix == "Request" else RESPONSES)[api_key]
-    return found
+    generated = importlib.import_module(f"groupcoord.wire.generated.{name}")
+    found = [value for attr, value in vars(generated).items()
+             if attr.endswith(suffix) and isinstance(value, type)
+             and value.__module__ == generated.__name__ and "API_KEY" in vars(value)]
+    if len(found) != 1:
+        raise SystemExit(f"{generated.__name__}: expected one {suffix} class, found {found}")
+    return found[0]
 
 
 def _reference(module: ModuleType, cls: type, imports: list[str]) -> str:
@@ -75,10 +70,13 @@ def _reference(module: ModuleType, cls: type, imports: list[str]) -> str:
 
 
 def _loader(name: str, module: ModuleType) -> tuple[str, tuple[int, int, int]]:
-    api_key = int(module.API_KEY)
+    request_cls = _message_class(name, module, "Request")
+    response_cls = _message_class(name, module, "Response")
+    api_key = int(request_cls.API_KEY)
+    if response_cls.API_KEY != api_key:
+        raise SystemExit(f"{name}: {request_cls.__name__} and {response_cls.__name__} differ "
+                         "in api key")
     versions = (api_key, int(module.MIN_VERSION), int(module.MAX_VERSION))
-    request_cls = _codec(module, api_key, "Request")
-    response_cls = _codec(module, api_key, "Response")
     imports: list[str] = []
     request = _reference(module, request_cls, imports)
     response = _reference(module, response_cls, imports)

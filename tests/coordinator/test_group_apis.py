@@ -21,6 +21,7 @@ from groupcoord.apis import (
     sync_group,
 )
 from groupcoord.apis.common import GROUP_OPERATIONS
+from groupcoord.apis.registry import load_handlers
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.ids import SequentialIds
 from groupcoord.coordinator.partitioning import partition_for
@@ -142,8 +143,12 @@ def test_module_versions() -> None:
                 leave_group: (13, 0, 5), offset_commit: (8, 2, 10), offset_fetch: (9, 1, 10),
                 offset_delete: (47, 0, 0), describe_groups: (15, 0, 6), list_groups: (16, 0, 5),
                 delete_groups: (42, 0, 3), consumer_group_describe: (69, 0, 1)}
+    table = load_handlers()
     for module, (key, lo, hi) in expected.items():
-        assert (module.API_KEY, module.MIN_VERSION, module.MAX_VERSION) == (key, lo, hi)
+        # The table takes the api key from the module's request class.
+        assert table[key].handler is module.handle
+        assert (module.MIN_VERSION, module.MAX_VERSION) == (lo, hi)
+        assert (table[key].min_version, table[key].max_version) == (lo, hi)
 
 
 def test_offset_commit_topic_checks() -> None:

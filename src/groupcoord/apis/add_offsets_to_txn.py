@@ -11,16 +11,13 @@ from __future__ import annotations
 from groupcoord.apis import txn_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.generated.add_offsets_to_txn import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
-MIN_VERSION = 0
-MAX_VERSION = 4
+MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: AddOffsetsToTxnRequest,

@@ -18,7 +18,6 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis import features, txn_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
@@ -29,9 +28,7 @@ from groupcoord.wire.generated.add_partitions_to_txn import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
-MIN_VERSION = 0
-MAX_VERSION = 5
+MIN_VERSION, MAX_VERSION = 0, 5
 
 TopicPartition = tuple[str, int]
 

@@ -26,9 +26,7 @@ from groupcoord.wire.generated.alter_share_group_offsets import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 91
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 REQUEST = AlterShareGroupOffsetsRequest
 RESPONSE = AlterShareGroupOffsetsResponse
 # `Errors.UNKNOWN_TOPIC_OR_PARTITION.message()`.

@@ -21,7 +21,6 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.security.scram import BY_TYPE, MAX_ITERATIONS, credential_from_salted
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
@@ -30,9 +29,7 @@ from groupcoord.wire.generated.alter_user_scram_credentials import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 
 TWICE = "A user credential cannot be altered twice in the same request"
 

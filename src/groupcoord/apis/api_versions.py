@@ -36,9 +36,7 @@ if TYPE_CHECKING:
     # The handlers' protocols: loaded with the other handlers, after the bind.
     from groupcoord.apis.context import RequestContext
 
-API_KEY = api_key_numbers.API_VERSIONS
-MIN_VERSION = 0
-MAX_VERSION = 5
+MIN_VERSION, MAX_VERSION = 0, 5
 # First version carrying the ClusterId and NodeId the client meant to reach (KIP-1242).
 FIRST_CLUSTER_CHECK_VERSION = 5
 # `ApiVersionsRequestData.nodeId`'s default: no node named.

@@ -17,9 +17,7 @@ from groupcoord.wire.generated.consumer_group_describe import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 69
-MIN_VERSION = 0
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = 0, 1
 REQUEST = ConsumerGroupDescribeRequest
 RESPONSE = ConsumerGroupDescribeResponse
 

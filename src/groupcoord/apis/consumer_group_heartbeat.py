@@ -19,9 +19,7 @@ from groupcoord.wire.generated.consumer_group_heartbeat import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 68
-MIN_VERSION = 0
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = 0, 1
 REQUEST = ConsumerGroupHeartbeatRequest
 RESPONSE = ConsumerGroupHeartbeatResponse
 

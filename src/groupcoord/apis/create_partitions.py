@@ -14,7 +14,6 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.create_partitions import (
     CreatePartitionsRequest,
@@ -23,9 +22,7 @@ from groupcoord.wire.generated.create_partitions import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.CREATE_PARTITIONS
-MIN_VERSION = 0
-MAX_VERSION = 3
+MIN_VERSION, MAX_VERSION = 0, 3
 
 
 def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:

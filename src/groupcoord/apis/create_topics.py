@@ -20,7 +20,6 @@ from groupcoord.apis.common import check_new_topic, validate_configs
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
 from groupcoord.apis.topic_configs import describe_topic, static_broker_configs
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.create_topics import (
     CreatableTopicConfigs,
@@ -30,9 +29,7 @@ from groupcoord.wire.generated.create_topics import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.CREATE_TOPICS
-MIN_VERSION = 2
-MAX_VERSION = 7
+MIN_VERSION, MAX_VERSION = 2, 7
 
 
 def _partition_count(ctx: RequestContext, topic: Any) -> int:

@@ -17,9 +17,7 @@ from groupcoord.wire.generated.delete_acls import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 31
-MIN_VERSION = 1
-MAX_VERSION = 3
+MIN_VERSION, MAX_VERSION = 1, 3
 
 
 def error_response(request: Any, version: int, code: int,

@@ -27,9 +27,7 @@ from groupcoord.wire.generated.delete_groups import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 42
-MIN_VERSION = 0
-MAX_VERSION = 3
+MIN_VERSION, MAX_VERSION = 0, 3
 
 
 def error_response(request: Any, version: int, code: int) -> DeleteGroupsResponse:

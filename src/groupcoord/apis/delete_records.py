@@ -13,7 +13,6 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_records import (
     DeleteRecordsPartitionResult,
@@ -23,9 +22,7 @@ from groupcoord.wire.generated.delete_records import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.DELETE_RECORDS
-MIN_VERSION = 0
-MAX_VERSION = 2
+MIN_VERSION, MAX_VERSION = 0, 2
 HIGH_WATERMARK = -1
 
 

@@ -12,7 +12,6 @@ from collections import Counter
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.delete_topics import (
     DeletableTopicResult,
@@ -21,9 +20,7 @@ from groupcoord.wire.generated.delete_topics import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.DELETE_TOPICS
-MIN_VERSION = 1
-MAX_VERSION = 6
+MIN_VERSION, MAX_VERSION = 1, 6
 UUID_ZERO = bytes(16)
 
 

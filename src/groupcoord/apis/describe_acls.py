@@ -15,9 +15,7 @@ from groupcoord.wire.generated.describe_acls import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 29
-MIN_VERSION = 1
-MAX_VERSION = 3
+MIN_VERSION, MAX_VERSION = 1, 3
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: DescribeAclsRequest,

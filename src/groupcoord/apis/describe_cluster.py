@@ -11,7 +11,6 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import UNKNOWN_OPERATIONS
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import broker_endpoints
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_cluster import (
     DescribeClusterBroker,
@@ -20,9 +19,7 @@ from groupcoord.wire.generated.describe_cluster import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.DESCRIBE_CLUSTER
-MIN_VERSION = 0
-MAX_VERSION = 2
+MIN_VERSION, MAX_VERSION = 0, 2
 ENDPOINT_BROKER = 1
 
 

@@ -26,7 +26,6 @@ from groupcoord.apis.topic_configs import (
     resolve_broker_config,
     static_broker_configs,
 )
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_configs import (
     DescribeConfigsRequest,
@@ -37,9 +36,7 @@ from groupcoord.wire.generated.describe_configs import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.DESCRIBE_CONFIGS
-MIN_VERSION = 1
-MAX_VERSION = 4
+MIN_VERSION, MAX_VERSION = 1, 4
 
 
 def _entry(c: ResolvedConfig, synonyms: bool) -> DescribeConfigsResourceResult:

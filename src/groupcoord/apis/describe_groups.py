@@ -19,9 +19,7 @@ from groupcoord.wire.generated.describe_groups import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 15
-MIN_VERSION = 0
-MAX_VERSION = 6
+MIN_VERSION, MAX_VERSION = 0, 6
 
 
 def error_response(request: Any, version: int, code: int) -> DescribeGroupsResponse:

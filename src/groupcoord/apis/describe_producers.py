@@ -12,7 +12,6 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_producers import (
     DescribeProducersRequest,
@@ -23,9 +22,7 @@ from groupcoord.wire.generated.describe_producers import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.DESCRIBE_PRODUCERS
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 
 
 def _partition(ctx: RequestContext, topic: Any, name: str, index: int) -> PartitionResponse:

@@ -27,9 +27,7 @@ from groupcoord.wire.generated.describe_share_group_offsets import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 90
-MIN_VERSION = 0
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = 0, 1
 REQUEST = DescribeShareGroupOffsetsRequest
 RESPONSE = DescribeShareGroupOffsetsResponse
 

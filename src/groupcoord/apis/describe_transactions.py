@@ -9,7 +9,6 @@ from __future__ import annotations
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_transactions import (
     DescribeTransactionsRequest,
@@ -19,9 +18,7 @@ from groupcoord.wire.generated.describe_transactions import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 
 
 def describe_one(ctx: RequestContext, tid: str) -> TransactionState:

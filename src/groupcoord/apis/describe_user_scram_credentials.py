@@ -12,7 +12,6 @@ from __future__ import annotations
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.security.scram import MECHANISMS
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.describe_user_scram_credentials import (
     CredentialInfo,
@@ -22,9 +21,7 @@ from groupcoord.wire.generated.describe_user_scram_credentials import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 
 DUPLICATE_USER = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 USER_NOT_FOUND = "Attempt to describe a user credential that does not exist: "

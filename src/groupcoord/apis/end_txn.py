@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from groupcoord.apis import features, txn_support
 from groupcoord.apis.context import RequestContext
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.generated.end_txn import EndTxnRequest, EndTxnResponse
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.END_TXN
-MIN_VERSION = 0
-MAX_VERSION = 5
+MIN_VERSION, MAX_VERSION = 0, 5
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: EndTxnRequest,

@@ -38,7 +38,6 @@ from groupcoord.logformat.batch import iter_batches
 from groupcoord.storage.config import CorruptBatchError, OffsetOutOfRangeError
 from groupcoord.storage.transactions import collect_aborted_txns
 from groupcoord.wire import error_code_numbers as codes
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.generated.fetch import (
     AbortedTransaction,
     FetchableTopicResponse,
@@ -48,9 +47,7 @@ from groupcoord.wire.generated.fetch import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.FETCH
-MIN_VERSION = 4
-MAX_VERSION = 17
+MIN_VERSION, MAX_VERSION = 4, 17
 
 READ_COMMITTED = 1
 EMPTY = b""

@@ -19,7 +19,6 @@ from groupcoord.apis.nodes import (
     coordinator_node,
     endpoint,
 )
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.find_coordinator import (
     Coordinator,
@@ -28,9 +27,7 @@ from groupcoord.wire.generated.find_coordinator import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.FIND_COORDINATOR
-MIN_VERSION = 0
-MAX_VERSION = 6
+MIN_VERSION, MAX_VERSION = 0, 6
 
 GROUP, TRANSACTION, SHARE = GROUP_KEY, TRANSACTION_KEY, SHARE_KEY
 

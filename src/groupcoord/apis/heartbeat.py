@@ -11,9 +11,7 @@ from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 12
-MIN_VERSION = 0
-MAX_VERSION = 4
+MIN_VERSION, MAX_VERSION = 0, 4
 
 
 def handle(ctx: RequestContext, header: RequestHeader, request: HeartbeatRequest,

@@ -28,7 +28,6 @@ from groupcoord.apis.topic_configs import (
     TYPE_LIST,
     validate_value,
 )
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.incremental_alter_configs import (
     AlterConfigsResourceResponse,
@@ -37,9 +36,7 @@ from groupcoord.wire.generated.incremental_alter_configs import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
-MIN_VERSION = 0
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = 0, 1
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 

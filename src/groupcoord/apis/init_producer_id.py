@@ -16,7 +16,6 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis import txn_support
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import TRANSACTION_KEY, coordinates
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.init_producer_id import (
     InitProducerIdRequest,
@@ -24,9 +23,7 @@ from groupcoord.wire.generated.init_producer_id import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.INIT_PRODUCER_ID
-MIN_VERSION = 0
-MAX_VERSION = 5
+MIN_VERSION, MAX_VERSION = 0, 5
 
 
 def _error(code: int) -> InitProducerIdResponse:

@@ -12,9 +12,7 @@ from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.generated.join_group import JoinGroupRequest, JoinGroupResponse
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 11
-MIN_VERSION = 0
-MAX_VERSION = 9
+MIN_VERSION, MAX_VERSION = 0, 9
 
 
 def error_response(request: Any, version: int, code: int) -> JoinGroupResponse:

@@ -9,9 +9,7 @@ from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.generated.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 13
-MIN_VERSION = 0
-MAX_VERSION = 5
+MIN_VERSION, MAX_VERSION = 0, 5
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: LeaveGroupRequest,

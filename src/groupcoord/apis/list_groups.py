@@ -12,9 +12,7 @@ from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 16
-MIN_VERSION = 0
-MAX_VERSION = 5
+MIN_VERSION, MAX_VERSION = 0, 5
 
 
 def _list_op(states: list[str], types: list[str]) -> Any:

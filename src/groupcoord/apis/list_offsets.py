@@ -19,7 +19,6 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import leads
 from groupcoord.storage.config import CorruptBatchError
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_offsets import (
     ListOffsetsPartitionResponse,
@@ -29,9 +28,7 @@ from groupcoord.wire.generated.list_offsets import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.LIST_OFFSETS
-MIN_VERSION = 1
-MAX_VERSION = 10
+MIN_VERSION, MAX_VERSION = 1, 10
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 LEADER_EPOCH = 0

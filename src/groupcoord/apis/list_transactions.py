@@ -15,7 +15,6 @@ import re
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_transactions import (
     ListTransactionsRequest,
@@ -24,9 +23,7 @@ from groupcoord.wire.generated.list_transactions import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.LIST_TRANSACTIONS
-MIN_VERSION = 0
-MAX_VERSION = 2
+MIN_VERSION, MAX_VERSION = 0, 2
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: ListTransactionsRequest,

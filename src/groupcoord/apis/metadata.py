@@ -22,7 +22,6 @@ from groupcoord.apis import authorization as authz
 from groupcoord.apis.common import UNKNOWN_OPERATIONS, auto_create, topic_name_error
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import broker_endpoints
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.metadata import (
     MetadataRequest,
@@ -33,9 +32,7 @@ from groupcoord.wire.generated.metadata import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.METADATA
-MIN_VERSION = 0
-MAX_VERSION = 12
+MIN_VERSION, MAX_VERSION = 0, 12
 UUID_ZERO = bytes(16)
 
 

@@ -21,9 +21,7 @@ from groupcoord.wire.generated.offset_commit import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 8
-MIN_VERSION = 2
-MAX_VERSION = 10
+MIN_VERSION, MAX_VERSION = 2, 10
 
 
 def error_response(request: Any, version: int, code: int) -> OffsetCommitResponse:

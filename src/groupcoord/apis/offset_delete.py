@@ -18,9 +18,7 @@ from groupcoord.wire.generated.offset_delete import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 47
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: OffsetDeleteRequest,

@@ -23,9 +23,7 @@ from groupcoord.wire.generated.offset_fetch import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 9
-MIN_VERSION = 1
-MAX_VERSION = 10
+MIN_VERSION, MAX_VERSION = 1, 10
 
 
 def error_response(request: Any, version: int, code: int) -> OffsetFetchResponse:

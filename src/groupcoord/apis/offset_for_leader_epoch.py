@@ -14,7 +14,6 @@ from typing import Any
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import leads
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_for_leader_epoch import (
     EpochEndOffset,
@@ -24,9 +23,7 @@ from groupcoord.wire.generated.offset_for_leader_epoch import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
-MIN_VERSION = 2
-MAX_VERSION = 4
+MIN_VERSION, MAX_VERSION = 2, 4
 LEADER_EPOCH = 0
 
 

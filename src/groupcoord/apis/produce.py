@@ -50,7 +50,6 @@ from groupcoord.storage.config import (
     RecordBatchTooLargeError,
 )
 from groupcoord.wire import error_code_numbers as codes
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.produce import (
     PartitionProduceResponse,
@@ -62,9 +61,7 @@ from groupcoord.wire.headers import RequestHeader
 
 log = logging.getLogger("groupcoord.server")
 
-API_KEY = ApiKey.PRODUCE
-MIN_VERSION = 3
-MAX_VERSION = 12
+MIN_VERSION, MAX_VERSION = 3, 12
 # First version whose transactional batches add their partition to the transaction
 # (`produceRequestVersionToTransactionSupportedOperation`: addPartition).
 FIRST_ADD_PARTITION_VERSION = 12

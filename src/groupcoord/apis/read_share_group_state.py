@@ -35,9 +35,7 @@ from groupcoord.wire.generated.read_share_group_state import (
 from groupcoord.wire.headers import RequestHeader
 from groupcoord.wire.kafka_uuid import uuid_text
 
-API_KEY = 84
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 REQUEST = ReadShareGroupStateRequest
 RESPONSE = ReadShareGroupStateResponse
 

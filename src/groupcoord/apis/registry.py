@@ -1,9 +1,10 @@
 """The API table: api key -> supported versions and handler.
 
-Mirrors Kafka's `ApiKeys` + `KafkaApis.handle` dispatch. Every handler module exports
-`API_KEY`, `MIN_VERSION`, `MAX_VERSION` and `async def handle(ctx, header, request,
-version)`; it may export `error_response(request, version, code)` for APIs whose response
-has no top-level `error_code`, and `REQUEST`/`RESPONSE` to name the message classes.
+Mirrors Kafka's `ApiKeys` + `KafkaApis.handle` dispatch. Every handler module exports the
+versions it serves (`MIN_VERSION, MAX_VERSION = 0, 6`) and `async def handle(ctx, header,
+request, version)`; it may export `error_response(request, version, code)` for APIs whose
+response has no top-level `error_code`, and `REQUEST`/`RESPONSE` to name the message classes
+(by default those of the same-named generated module). Its api key is its request class's.
 ApiVersions is computed from this table, so only what is really served is advertised.
 
 The table is `served.py`, a literal table generated from the handler modules by

@@ -8,7 +8,6 @@ answered as Kafka's `KafkaApis.handleSaslAuthenticateRequest` answers it.
 from __future__ import annotations
 
 from groupcoord.apis.context import RequestContext
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.sasl_authenticate import (
     SaslAuthenticateRequest,
@@ -16,9 +15,7 @@ from groupcoord.wire.generated.sasl_authenticate import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.SASL_AUTHENTICATE
-MIN_VERSION = 0
-MAX_VERSION = 2
+MIN_VERSION, MAX_VERSION = 0, 2
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: SaslAuthenticateRequest,

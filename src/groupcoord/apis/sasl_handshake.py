@@ -9,14 +9,11 @@ a session lifetime is taken by the server before dispatch, as Kafka's `Processor
 from __future__ import annotations
 
 from groupcoord.apis.context import RequestContext
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.SASL_HANDSHAKE
-MIN_VERSION = 0
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: SaslHandshakeRequest,

@@ -24,9 +24,7 @@ from groupcoord.wire.generated.share_acknowledge import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 79
-MIN_VERSION = support.SHARE_MIN_VERSION
-MAX_VERSION = 2
+MIN_VERSION, MAX_VERSION = support.SHARE_MIN_VERSION, 2
 REQUEST = with_v0(ShareAcknowledgeRequest)
 RESPONSE = with_v0(ShareAcknowledgeResponse)
 

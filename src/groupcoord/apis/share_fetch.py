@@ -29,9 +29,7 @@ from groupcoord.wire.generated.share_fetch import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 78
-MIN_VERSION = support.SHARE_MIN_VERSION
-MAX_VERSION = 2
+MIN_VERSION, MAX_VERSION = support.SHARE_MIN_VERSION, 2
 REQUEST = with_v0(ShareFetchRequest)
 RESPONSE = with_v0(ShareFetchResponse)
 DEFAULT_MAX_RECORDS = 500

@@ -19,9 +19,7 @@ from groupcoord.wire.generated.share_group_describe import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 77
-MIN_VERSION = share_support.SHARE_MIN_VERSION
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = share_support.SHARE_MIN_VERSION, 1
 REQUEST = with_v0(ShareGroupDescribeRequest)
 RESPONSE = with_v0(ShareGroupDescribeResponse)
 

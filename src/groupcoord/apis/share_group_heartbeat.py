@@ -25,9 +25,7 @@ from groupcoord.wire.generated.share_group_heartbeat import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 76
-MIN_VERSION = share_support.SHARE_MIN_VERSION
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = share_support.SHARE_MIN_VERSION, 1
 REQUEST = with_v0(ShareGroupHeartbeatRequest)
 RESPONSE = with_v0(ShareGroupHeartbeatResponse)
 

@@ -17,11 +17,9 @@ from groupcoord.wire.generated.streams_group_describe import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 89
 # `StreamsGroupTopologyDescriptionManager.attachTopologyDescriptions` without a plugin.
 TOPOLOGY_DESCRIPTION_STATUS_NOT_STORED = 1
-MIN_VERSION = 0
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = 0, 1
 REQUEST = StreamsGroupDescribeRequest
 RESPONSE = StreamsGroupDescribeResponse
 

@@ -34,9 +34,7 @@ from groupcoord.wire.headers import RequestHeader
 
 log = logging.getLogger("groupcoord.apis.streams")
 
-API_KEY = 88
-MIN_VERSION = 0
-MAX_VERSION = 1
+MIN_VERSION, MAX_VERSION = 0, 1
 REQUEST = StreamsGroupHeartbeatRequest
 RESPONSE = StreamsGroupHeartbeatResponse
 

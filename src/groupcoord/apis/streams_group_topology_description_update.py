@@ -20,9 +20,7 @@ from groupcoord.wire.generated.streams_group_topology_description_update import 
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 93
-MIN_VERSION = 0
-MAX_VERSION = 0
+MIN_VERSION, MAX_VERSION = 0, 0
 REQUEST = StreamsGroupTopologyDescriptionUpdateRequest
 RESPONSE = StreamsGroupTopologyDescriptionUpdateResponse
 NO_PLUGIN = "The broker has no streams group topology description plugin configured."

@@ -10,9 +10,7 @@ from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.wire.generated.sync_group import SyncGroupRequest, SyncGroupResponse
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 14
-MIN_VERSION = 0
-MAX_VERSION = 5
+MIN_VERSION, MAX_VERSION = 0, 5
 
 
 async def handle(ctx: RequestContext, header: RequestHeader, request: SyncGroupRequest,

@@ -44,9 +44,7 @@ from groupcoord.wire.generated.txn_offset_commit import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = 28
-MIN_VERSION = 0
-MAX_VERSION = 6
+MIN_VERSION, MAX_VERSION = 0, 6
 # First version whose client handles TRANSACTION_ABORTABLE (`genericErrorSupported`).
 FIRST_ABORTABLE_VERSION = 4
 # First version whose verification adds the partition (`addPartition`, KIP-890 part 2).

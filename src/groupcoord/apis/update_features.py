@@ -22,7 +22,6 @@ from __future__ import annotations
 from groupcoord.apis import authorization as authz
 from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
-from groupcoord.wire.api_keys import ApiKey
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.update_features import (
     UpdatableFeatureResult,
@@ -31,9 +30,7 @@ from groupcoord.wire.generated.update_features import (
 )
 from groupcoord.wire.headers import RequestHeader
 
-API_KEY = ApiKey.UPDATE_FEATURES
-MIN_VERSION = 0
-MAX_VERSION = 2
+MIN_VERSION, MAX_VERSION = 0, 2
 # `FeatureUpdate.UpgradeType` codes (v1+). The controller reads the field even at v0, whose
 # AllowDowngrade it never sees, so a v0 update is always an upgrade.
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
