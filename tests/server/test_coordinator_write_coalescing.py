@@ -20,7 +20,7 @@ from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard
 from groupcoord.server.runtime import shard_task
 from groupcoord.server.runtime.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
-from groupcoord.server.runtime.shard_log import replay_log
+from groupcoord.server.runtime.shard_log import encode_records_batch, replay_log
 from groupcoord.server.runtime.shard_task import ShardState
 from groupcoord.wire.errors import ErrorCode as E
 
@@ -187,5 +187,38 @@ def test_a_failed_coalesced_append_fails_the_whole_drain(tmp_path: Path,
             assert task.shard.offsets == _from_log(b, runtime, p) == {("t", 0): (1, 0, -1)}
             assert await runtime.call(GROUP, _commit(1, 7)) == (1, 7)
             assert task.shard.offsets == _from_log(b, runtime, p)
+            await runtime.stop()
+    run(go())
+
+
+def test_a_log_another_writer_moved_refuses_the_batch_and_keeps_that_writers_records(
+        tmp_path: Path) -> None:
+    """The coalesced append names the log end its rows were replayed from. Another writer's
+    batch landing first (what a shared store sees when leadership moved) makes the log
+    refuse the drain's batch, writing nothing: every operation of the drain is answered
+    NOT_COORDINATOR, the other writer's records stay, and the reload replays them."""
+    async def go() -> None:
+        async with InProcBroker(tmp_path) as b:
+            runtime, p = await _runtime(b)
+            await runtime.call(GROUP, _commit(0, 1))
+            real = runtime.append
+            foreign = encode_records_batch([offset_commit_record(
+                GROUP, "t", 5, 555, -1, "other writer", 0, -1, bytes(16))], 0)
+
+            def another_writer_first(*args: Any, **kwargs: Any) -> Any:
+                b.broker.logs.get(OFFSETS_TOPIC, p).append(foreign)
+                runtime.append = real
+                return real(*args, **kwargs)
+            runtime.append = another_writer_first
+            replies = await _drain(runtime, [_commit(i % 3, 100 + i) for i in range(N)])
+            assert replies == [E.NOT_COORDINATOR] * N
+            task = runtime.shards[p]
+            await settle(lambda: task.reloads == 1 and task.state is ShardState.ACTIVE,
+                         turns=100_000)
+            assert _batches(b, p) == [(0, 1, -1), (1, 1, -1)]
+            assert task.shard.offsets == _from_log(b, runtime, p) == {
+                ("t", 0): (1, 0, -1), ("t", 5): (555, 1, -1)}
+            assert await runtime.call(GROUP, _commit(1, 7)) == (1, 7)
+            assert _batches(b, p)[-1] == (2, 1, -1)
             await runtime.stop()
     run(go())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from groupcoord.apis.errors import ApiError, operation_error
 from groupcoord.storage.config import (
+    AppendPreconditionFailed,
     InvalidRecordError,
     KafkaStorageError,
     RecordBatchTooLargeError,
@@ -40,6 +41,10 @@ def log_error(exc: BaseException) -> int:
         return int(exc.code)
     if isinstance(exc, KeyError):  # no such partition
         return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if isinstance(exc, AppendPreconditionFailed):
+        # Another writer moved the log: this one no longer leads the partition, as a Kafka
+        # leader whose epoch was superseded answers (the group coordinator: NOT_COORDINATOR).
+        return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if isinstance(exc, RecordBatchTooLargeError):
         return int(ErrorCode.MESSAGE_TOO_LARGE)
     if isinstance(exc, InvalidRecordError):

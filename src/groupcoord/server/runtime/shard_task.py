@@ -74,6 +74,7 @@ from groupcoord.server.runtime.shard_log import (
 )
 from groupcoord.server.runtime.shard_offload import Offloads
 from groupcoord.server.runtime.shard_timers import ShardTimers
+from groupcoord.storage.config import AppendPreconditionFailed
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -281,10 +282,12 @@ class ShardTask:
                 # The append (or its fsync) failed. Nothing drained so far was answered, so
                 # its records are cut off again: every caller gets the kind's answer for the
                 # append's error and the reload rebuilds exactly the state of what was
-                # acknowledged before.
+                # acknowledged before. A log another writer moved is not cut: what follows
+                # `drain_start` is that writer's, and the refused batch wrote nothing.
                 self._drop_batch()
                 self.runtime.written.pop(self.partition, None)
-                self.runtime.discard_from(self.partition, drain_start)
+                if not isinstance(exc, AppendPreconditionFailed):
+                    self.runtime.discard_from(self.partition, drain_start)
                 done.append((item[2], None))
                 code, log_code = self.runtime.append_error(exc), log_error(exc)
                 for fut, _ in done:
