@@ -189,5 +189,17 @@ def test_the_schema_is_created_once_and_ensured_again_harmlessly(
 
 def test_a_connection_outside_autocommit_is_refused(postgres_server: PostgresServer,
                                                     topic: str) -> None:
-    with psycopg.connect(postgres_server.dsn) as conn, pytest.raises(ValueError):
-        acquire_leadership(conn, topic, 0, NODE_A, LEASE_MS, now_ms=NOW)
+    with psycopg.connect(postgres_server.dsn) as conn:
+        with pytest.raises(ValueError):
+            acquire_leadership(conn, topic, 0, NODE_A, LEASE_MS, now_ms=NOW)
+        with pytest.raises(ValueError):
+            PostgresPartitionStore(conn, topic, 0, leader_epoch=1)
+
+
+def test_a_session_that_acknowledges_commits_before_they_are_durable_is_refused(
+        postgres_connect: Connect, topic: str) -> None:
+    conn = postgres_connect()
+    epoch = acquire_leadership(conn, topic, 0, NODE_A, LEASE_MS, now_ms=NOW)
+    conn.execute("SET synchronous_commit = off")
+    with pytest.raises(StorageError, match="synchronous_commit=off"):
+        PostgresPartitionStore(conn, topic, 0, leader_epoch=epoch)

@@ -31,11 +31,13 @@ alone fences, so no clock is trusted for safety.
 
 Durability: an append is acknowledged once its commit returns, which needs the server's
 ``fsync`` on and ``synchronous_commit`` not ``off`` (``on``, or a replicated level for a
-standby); the store refuses a server configured otherwise, and ``flush`` has nothing to do.
-A commit whose outcome is unknown (the connection lost) is settled by the writer's next
-append naming the end it expected: ``AppendPreconditionFailed`` if the first one landed.
+standby); a store refuses, when made, a session configured otherwise, and ``flush`` has
+nothing to do. A commit whose outcome is unknown (the connection lost) is settled by the
+writer's next append naming the end it expected: ``AppendPreconditionFailed`` if the first
+one landed.
 
 Connections are psycopg 3's, blocking, in autocommit mode (each transaction is explicit).
+A connection runs one transaction at a time: each thread needs its own store and connection.
 """
 
 from __future__ import annotations
@@ -109,11 +111,17 @@ def ensure_schema(conn: Connection) -> None:
 @contextmanager
 def _transaction(conn: Connection, isolation: LiteralString) -> Iterator[Cursor]:
     """One explicit transaction at ``isolation``: committed on exit, rolled back on error."""
-    if not conn.autocommit:
-        raise ValueError("the PostgreSQL store needs a connection in autocommit mode")
+    _require_autocommit(conn)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(isolation)
         yield cur
+
+
+def _require_autocommit(conn: Connection) -> None:
+    """Refuse a connection that would hold an implicit transaction (and its snapshot and
+    locks) open between our statements."""
+    if not conn.autocommit:
+        raise ValueError("the PostgreSQL store needs a connection in autocommit mode")
 
 
 @dataclass(frozen=True)
@@ -189,6 +197,7 @@ class PostgresPartitionStore:
 
     def __init__(self, conn: Connection, topic: str, partition: int, *, leader_epoch: int,
                  config: LogConfig | None = None) -> None:
+        _require_autocommit(conn)
         _require_durable_commits(conn)
         self.config = config or LogConfig()
         self.topic = topic
@@ -214,7 +223,7 @@ class PostgresPartitionStore:
         return _Offsets(start, end)
 
     def _read_offsets(self) -> _Offsets:
-        with _transaction(self._conn, _READ_ISOLATION) as cur:
+        with self._conn.cursor() as cur:  # one statement: one snapshot, no transaction
             return self._offsets(cur)
 
     @property
