@@ -1,7 +1,8 @@
 """Leader fencing of the PostgreSQL partition store, on a real server: two stores for one
 partition as two nodes, leases taken on a manual clock (`now_ms`), a deposed leader's writes
-refused with nothing stored, commits surviving a server restart, and two appenders racing
-on the same epoch and log end with exactly one winner."""
+refused with nothing stored, commits surviving a server restart, and races on the partition
+row with exactly one winner: two appenders at the same epoch and log end, two nodes taking a
+lapsed lease."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import psycopg
 import pytest
@@ -35,6 +37,7 @@ LEASE_MS = 10_000
 NODE_A, NODE_B = 1, 2
 WAIT_FOR_LOCK_S = 30.0
 Connect = Callable[[], Connection]
+Outcome = TypeVar("Outcome")
 _topics = (f"fencing-{n}" for n in itertools.count())
 
 
@@ -142,30 +145,40 @@ def _wait_until_blocked(observer: Connection, pids: list[int]) -> None:
     raise AssertionError(f"backends {pids} never waited on the partition row's lock")
 
 
-def test_two_appenders_at_the_same_epoch_and_end_exactly_one_wins(
-        postgres_connect: Connect, topic: str) -> None:
-    holder = postgres_connect()
-    epoch = acquire_leadership(holder, topic, 0, NODE_A, LEASE_MS, now_ms=NOW)
-    conns = [postgres_connect(), postgres_connect()]
-    stores = [PostgresPartitionStore(conn, topic, 0, leader_epoch=epoch) for conn in conns]
-    outcomes: list[AppendInfo | StorageError] = [StorageError("not run")] * 2
+def _race_for_the_partition_row(connect: Connect, topic: str, conns: list[Connection],
+                                act: Callable[[int], Outcome]) -> list[Outcome | StorageError]:
+    """`act(i)` for each of `conns` in its own thread, all queued on the partition row's lock
+    while another connection holds it, then released to race for it; their outcomes."""
+    outcomes: list[Outcome | StorageError] = [StorageError("not run")] * len(conns)
 
-    def append(i: int) -> None:
+    def run(i: int) -> None:
         try:
-            outcomes[i] = stores[i].append(make_batch(i + 1, ts=NOW), expected_end_offset=0,
-                                           now_ms=NOW)
+            outcomes[i] = act(i)
         except StorageError as exc:
             outcomes[i] = exc
 
-    # Both appends queue on the partition row while it is held, then race for it.
+    holder = connect()
     with holder.transaction():
         holder.execute("SELECT 1 FROM partition_state WHERE topic = %s FOR UPDATE", (topic,))
-        threads = [threading.Thread(target=append, args=(i,)) for i in range(2)]
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(conns))]
         for thread in threads:
             thread.start()
-        _wait_until_blocked(postgres_connect(), [conn.info.backend_pid for conn in conns])
+        _wait_until_blocked(connect(), [conn.info.backend_pid for conn in conns])
     for thread in threads:
         thread.join()
+    return outcomes
+
+
+def test_two_appenders_at_the_same_epoch_and_end_exactly_one_wins(
+        postgres_connect: Connect, topic: str) -> None:
+    epoch = acquire_leadership(postgres_connect(), topic, 0, NODE_A, LEASE_MS, now_ms=NOW)
+    conns = [postgres_connect(), postgres_connect()]
+    stores = [PostgresPartitionStore(conn, topic, 0, leader_epoch=epoch) for conn in conns]
+
+    outcomes = _race_for_the_partition_row(
+        postgres_connect, topic, conns,
+        lambda i: stores[i].append(make_batch(i + 1, ts=NOW), expected_end_offset=0,
+                                   now_ms=NOW))
 
     won = [o for o in outcomes if isinstance(o, AppendInfo)]
     lost = [o for o in outcomes if isinstance(o, AppendPreconditionFailed)]
@@ -174,6 +187,23 @@ def test_two_appenders_at_the_same_epoch_and_end_exactly_one_wins(
     assert (lost[0].expected, lost[0].actual) == (0, winner + 1)
     assert [(h.base_offset, h.last_offset) for h in stores[0].iter_batch_headers()] == [
         (0, winner)]
+
+
+def test_two_nodes_taking_a_lapsed_lease_at_once_exactly_one_leads(
+        postgres_connect: Connect, topic: str) -> None:
+    assert acquire_leadership(postgres_connect(), topic, 0, NODE_A, LEASE_MS, now_ms=NOW) == 1
+    conns = [postgres_connect(), postgres_connect()]
+
+    outcomes = _race_for_the_partition_row(
+        postgres_connect, topic, conns,
+        lambda i: acquire_leadership(conns[i], topic, 0, NODE_B + i, LEASE_MS,
+                                     now_ms=NOW + LEASE_MS))
+
+    assert sorted(type(o).__name__ for o in outcomes) == ["LeaseHeld", "int"], outcomes
+    winner = outcomes.index(2)
+    refused = outcomes[1 - winner]
+    assert isinstance(refused, LeaseHeld)
+    assert (refused.holder_node_id, refused.epoch) == (NODE_B + winner, 2)
 
 
 def test_the_schema_is_created_once_and_ensured_again_harmlessly(
@@ -203,3 +233,4 @@ def test_a_session_that_acknowledges_commits_before_they_are_durable_is_refused(
     conn.execute("SET synchronous_commit = off")
     with pytest.raises(StorageError, match="synchronous_commit=off"):
         PostgresPartitionStore(conn, topic, 0, leader_epoch=epoch)
+
