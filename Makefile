@@ -41,7 +41,7 @@ KLAG_BUILT := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/groupcoord/klag-exporter-$(
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $$HOME/.cargo/bin/cargo)
 KLAG_BUILD_DEPS := cmake g++ pkg-config libssl-dev libsasl2-dev libcurl4-openssl-dev zlib1g-dev
 
-.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus klag-exporter client-suites
+.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus postgresql klag-exporter client-suites
 
 venv: $(VENV)/.installed
 
@@ -140,6 +140,14 @@ prometheus:
 	@command -v prometheus >/dev/null \
 	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus; }
 
+# A real PostgreSQL server for the PostgreSQL partition store's tests
+# (tests/helpers/postgres_server.py), from Debian, installed only when missing (as
+# `browser`). Debian keeps initdb and pg_ctl in /usr/lib/postgresql/<version>/bin, off PATH.
+postgresql:
+	@{ command -v initdb >/dev/null && command -v pg_ctl >/dev/null; } \
+	    || ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; }
+
 klag-exporter: $(KLAG)/.stamp
 
 $(KLAG)/.stamp: $(KLAG_BUILT)/.stamp
@@ -157,7 +165,7 @@ $(KLAG_BUILT)/.stamp:
 	echo '$(KLAG_VERSION)' > $@
 
 # The whole suite: unit, property, server, real-client interop and conformance tests.
-test: venv java-check jars client-jars streams-jars browser reference kafka-tools prometheus klag-exporter
+test: venv java-check jars client-jars streams-jars browser reference kafka-tools prometheus postgresql klag-exporter
 	$(PYTEST)
 
 # Everything except the tests that need Java (real clients, Spark, the reference broker).
@@ -179,7 +187,7 @@ client-suites: venv java-check reference
 	@command -v go >/dev/null || { echo "Go 1.26+ is required"; exit 1; }
 	$(PY) tools/client_suites.py $(CLIENT_SUITES_ARGS)
 
-interop: venv java-check jars client-jars streams-jars kafka-tools prometheus klag-exporter
+interop: venv java-check jars client-jars streams-jars kafka-tools prometheus postgresql klag-exporter
 	$(PYTEST) -m interop tests/interop tests/testing
 
 lint: venv

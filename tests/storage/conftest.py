@@ -1,4 +1,5 @@
-"""Fixtures for storage tests: a partition directory and a log opener that closes logs."""
+"""Fixtures for storage tests: a partition directory, a log opener that closes logs, and a
+real PostgreSQL server (session-wide) with a connection opener for the PostgreSQL store."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from helpers.postgres_server import PostgresServer, postgres_server
 
 from groupcoord.storage.config import LogConfig
 from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.postgres_store import Connection, ensure_schema
+
+__all__ = ["postgres_server"]  # the session fixture, offered to every storage test
 
 
 @pytest.fixture
@@ -29,3 +35,20 @@ def open_log(log_dir: str) -> Iterator[Callable[..., PartitionLog]]:
     yield _open
     for log in opened:
         log.close()
+
+
+@pytest.fixture
+def postgres_connect(postgres_server: PostgresServer) -> Iterator[Callable[[], Connection]]:
+    """Opens autocommit connections to the test database, its schema ensured; closes them
+    after the test."""
+    opened: list[Connection] = []
+
+    def _connect() -> Connection:
+        conn = psycopg.connect(postgres_server.dsn, autocommit=True)
+        opened.append(conn)
+        ensure_schema(conn)
+        return conn
+
+    yield _connect
+    for conn in opened:
+        conn.close()

@@ -1,9 +1,11 @@
 """The `PartitionStore` contract, run against every implementation: the file log over a
-directory on disk and over `MemoryFileIO`, and the list-backed `InMemoryPartitionStore`.
-Each store holds one segment here, so their reads are comparable byte for byte."""
+directory on disk and over `MemoryFileIO`, the list-backed `InMemoryPartitionStore`, and
+`PostgresPartitionStore` on a real PostgreSQL server (a fresh topic per store, led by one
+node). Each store holds one segment here, so their reads are comparable byte for byte."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,22 +24,42 @@ from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.memory_io import MemoryFileIO
 from groupcoord.storage.memory_store import InMemoryPartitionStore
 from groupcoord.storage.partition_store import LogSnapshot, PartitionStore
+from groupcoord.storage.postgres_store import (
+    Connection,
+    PostgresPartitionStore,
+    acquire_leadership,
+)
 
 NOW = 1_700_000_000_000
 StoreFactory = Callable[[], PartitionStore]
+# Topics of the PostgreSQL stores, which share one database for the whole session.
+_pg_topics = (f"contract-{n}" for n in itertools.count())
 
 
-@pytest.fixture(params=["file-on-disk", "file-in-memory-io", "in-memory"])
-def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+@pytest.fixture(params=["file-on-disk", "file-in-memory-io", "in-memory", "postgresql"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def new_store(request: pytest.FixtureRequest, store_kind: str,
+              tmp_path: Path) -> Iterator[StoreFactory]:
     """Makes fresh, empty stores of one implementation (closed after the test)."""
     opened: list[PartitionLog] = []
     io = MemoryFileIO()
+    # Asked for only by the PostgreSQL stores: the others run without a server.
+    connect: Callable[[], Connection] | None = (
+        request.getfixturevalue("postgres_connect") if store_kind == "postgresql" else None)
 
     def make() -> PartitionStore:
-        if request.param == "in-memory":
+        if store_kind == "in-memory":
             return InMemoryPartitionStore(LogConfig())
+        if connect is not None:
+            conn, topic = connect(), next(_pg_topics)
+            epoch = acquire_leadership(conn, topic, 0, node_id=1, lease_ms=30_000, now_ms=NOW)
+            return PostgresPartitionStore(conn, topic, 0, leader_epoch=epoch)
         path = str(tmp_path / f"t-{len(opened)}")
-        if request.param == "file-on-disk":
+        if store_kind == "file-on-disk":
             log = PartitionLog.open(path, LogConfig(), now_ms=NOW)
         else:
             log = PartitionLog.open("/data" + path, LogConfig(), now_ms=NOW, io=io)
@@ -159,14 +181,18 @@ def test_truncate_to_removes_every_batch_from_the_offset(store: PartitionStore) 
     assert list(store.iter_batches()) == []
 
 
-def test_snapshot_holds_the_offsets_and_the_batches(store: PartitionStore) -> None:
+def test_snapshot_holds_the_offsets_and_the_batches(store: PartitionStore,
+                                                    store_kind: str) -> None:
     empty = store.snapshot()
     assert (empty.log_start_offset, empty.log_end_offset, empty.batches) == (0, 0, b"")
     batches = _filled(store)
     store.flush()
-    store.append(make_batch(1, ts=NOW), now_ms=NOW)  # after the flush: not yet durable
+    store.append(make_batch(1, ts=NOW), now_ms=NOW)  # after the flush: not yet durable...
+    # ...except in PostgreSQL, where the append's commit made it durable.
+    durable_end = 7 if store_kind == "postgresql" else 6
     snap = store.snapshot()
-    assert (snap.log_start_offset, snap.log_end_offset, snap.recovery_point) == (0, 7, 6)
+    assert (snap.log_start_offset, snap.log_end_offset, snap.recovery_point) == (
+        0, 7, durable_end)
     assert _offsets(snap.batches) == [(0, 1), (2, 4), (5, 5), (6, 6)]
     assert [bytes(v) for v in snap.iter_batches()][:3] == batches
     with pytest.raises(AttributeError):

@@ -125,3 +125,26 @@ class AppendPreconditionFailed(StorageError):
         super().__init__(f"expected log end offset {expected}, the log ends at {actual}")
         self.expected = expected
         self.actual = actual
+
+
+class FencedLeaderEpoch(StorageError):
+    """A write by a leader whose epoch is no longer the partition's (FENCED_LEADER_EPOCH):
+    another node has taken the leadership since, so this one may not append, truncate or
+    renew its lease. Nothing was written."""
+
+    def __init__(self, epoch: int, current_epoch: int) -> None:
+        super().__init__(f"leader epoch {epoch} is fenced: the partition's epoch is "
+                         f"{current_epoch}")
+        self.epoch = epoch
+        self.current_epoch = current_epoch
+
+
+class LeaseHeld(StorageError):
+    """Leadership of a partition was asked for while another node's lease is live."""
+
+    def __init__(self, holder_node_id: int, epoch: int, lease_expiry_ms: int) -> None:
+        super().__init__(f"node {holder_node_id} leads at epoch {epoch} until "
+                         f"{lease_expiry_ms} ms")
+        self.holder_node_id = holder_node_id
+        self.epoch = epoch
+        self.lease_expiry_ms = lease_expiry_ms

@@ -1,0 +1,358 @@
+"""A partition kept in PostgreSQL, shared by the nodes of a cluster: the ``PartitionStore``
+contract with every append fenced by the appender's leader epoch.
+
+Schema (``ensure_schema``, idempotent):
+
+- ``partition_state``, one row per (topic, partition_index): ``log_start_offset``,
+  ``log_end_offset`` and the leader lease: ``leader_node_id``, ``leader_epoch`` (0 before
+  anyone led), ``lease_expiry_ms``.
+- ``partition_batches``, one row per stored batch: its bytes exactly as Kafka's log keeps
+  them (``data``, bytea, offsets stamped by ``storage.appending``), keyed by
+  (topic, partition_index, base_offset), with ``last_offset`` indexed for the search of the
+  batch holding an offset.
+
+Leadership: ``acquire_leadership`` gives a node the partition when no lease is live, and
+bumps the epoch; ``renew_leadership`` extends the lease of the current epoch. A store is
+a leader's handle on the partition at one epoch.
+
+Why a deposed leader can never append: an append (likewise a truncation, a DeleteRecords
+or a renewal) is one transaction that first locks the partition row (``SELECT ... FOR
+UPDATE``), then refuses with ``FencedLeaderEpoch`` unless the row's epoch is the store's,
+checks ``expected_end_offset``, inserts the batches and moves ``log_end_offset``, and
+commits. Taking the leadership updates the same row, so it takes the same lock: the two
+transactions are serialized. Either the append commits first (its batches are in the log
+before the new leader reads the log end) or the epoch bump commits first, and the append,
+which under READ COMMITTED re-reads a row it waited for at its newest committed version,
+sees the new epoch and writes nothing. Every write transaction sets READ COMMITTED itself
+(at REPEATABLE READ the waiter would fail with an untyped serialization error instead).
+Reads run in one REPEATABLE READ, READ ONLY transaction, so offsets and batches come from
+one snapshot. The lease's expiry only decides when another node may take over; the epoch
+alone fences, so no clock is trusted for safety.
+
+Durability: an append is acknowledged once its commit returns, which needs the server's
+``fsync`` on and ``synchronous_commit`` not ``off`` (``on``, or a replicated level for a
+standby); a store refuses, when made, a session configured otherwise, and ``flush`` has
+nothing to do. A commit whose outcome is unknown (the connection lost) is settled by the
+writer's next append naming the end it expected: ``AppendPreconditionFailed`` if the first
+one landed.
+
+Connections are psycopg 3's, blocking, in autocommit mode (each transaction is explicit).
+A connection runs one transaction at a time: each thread needs its own store and connection.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import LiteralString
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from groupcoord.logformat.batch import BatchHeader, parse_header
+from groupcoord.storage.appending import prepare_append
+from groupcoord.storage.config import (
+    AppendInfo,
+    FencedLeaderEpoch,
+    LeaseHeld,
+    LogConfig,
+    OffsetOutOfRangeError,
+    StorageError,
+)
+from groupcoord.storage.partition_store import LogSnapshot, require_end_offset
+
+Connection = psycopg.Connection[TupleRow]
+Cursor = psycopg.Cursor[TupleRow]
+
+_EMPTY = memoryview(b"")
+# Batches fetched per query by ``iter_batches``.
+_PAGE_BATCHES = 256
+# The advisory lock that serializes ``ensure_schema`` across processes (CREATE ... IF NOT
+# EXISTS alone races on the catalog).
+_SCHEMA_LOCK_KEY = 0x67636F6F7264  # "gcoord"
+
+_SCHEMA: tuple[LiteralString, ...] = (
+    """CREATE TABLE IF NOT EXISTS partition_state (
+        topic text NOT NULL,
+        partition_index integer NOT NULL,
+        log_start_offset bigint NOT NULL DEFAULT 0,
+        log_end_offset bigint NOT NULL DEFAULT 0,
+        leader_node_id integer,
+        leader_epoch integer NOT NULL DEFAULT 0,
+        lease_expiry_ms bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (topic, partition_index))""",
+    """CREATE TABLE IF NOT EXISTS partition_batches (
+        topic text NOT NULL,
+        partition_index integer NOT NULL,
+        base_offset bigint NOT NULL,
+        last_offset bigint NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (topic, partition_index, base_offset),
+        FOREIGN KEY (topic, partition_index) REFERENCES partition_state)""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS partition_batches_last_offset
+        ON partition_batches (topic, partition_index, last_offset)""",
+)
+
+_WRITE_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
+_READ_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+_KEY: LiteralString = "topic = %s AND partition_index = %s"
+
+
+def ensure_schema(conn: Connection) -> None:
+    """Create the tables and index if missing; safe to call from every node at once."""
+    with _transaction(conn, _WRITE_ISOLATION) as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
+        for statement in _SCHEMA:
+            cur.execute(statement)
+
+
+@contextmanager
+def _transaction(conn: Connection, isolation: LiteralString) -> Iterator[Cursor]:
+    """One explicit transaction at ``isolation``: committed on exit, rolled back on error."""
+    _require_autocommit(conn)
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(isolation)
+        yield cur
+
+
+def _require_autocommit(conn: Connection) -> None:
+    """Refuse a connection that would hold an implicit transaction (and its snapshot and
+    locks) open between our statements."""
+    if not conn.autocommit:
+        raise ValueError("the PostgreSQL store needs a connection in autocommit mode")
+
+
+@dataclass(frozen=True)
+class _Lease:
+    holder_node_id: int | None
+    epoch: int
+    expiry_ms: int
+
+
+def _locked_lease(cur: Cursor, topic: str, partition: int) -> _Lease:
+    """The partition's lease, its row created if new and locked until the transaction ends."""
+    cur.execute("INSERT INTO partition_state (topic, partition_index) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING", (topic, partition))
+    cur.execute("SELECT leader_node_id, leader_epoch, lease_expiry_ms FROM partition_state "
+                "WHERE " + _KEY + " FOR UPDATE", (topic, partition))
+    found = cur.fetchone()
+    assert found is not None  # inserted above, and rows are never deleted
+    return _Lease(found[0], found[1], found[2])
+
+
+def acquire_leadership(conn: Connection, topic: str, partition: int, node_id: int,
+                       lease_ms: int, now_ms: int) -> int:
+    """Make ``node_id`` the partition's leader until ``now_ms + lease_ms``; return its new
+    epoch (one more than the last). ``LeaseHeld`` while another lease is live (its expiry
+    after ``now_ms``)."""
+    with _transaction(conn, _WRITE_ISOLATION) as cur:
+        lease = _locked_lease(cur, topic, partition)
+        if lease.holder_node_id is not None and lease.expiry_ms > now_ms:
+            raise LeaseHeld(lease.holder_node_id, lease.epoch, lease.expiry_ms)
+        epoch = lease.epoch + 1
+        cur.execute("UPDATE partition_state SET leader_node_id = %s, leader_epoch = %s, "
+                    "lease_expiry_ms = %s WHERE " + _KEY,
+                    (node_id, epoch, now_ms + lease_ms, topic, partition))
+        return epoch
+
+
+def renew_leadership(conn: Connection, topic: str, partition: int, epoch: int,
+                     lease_ms: int, now_ms: int) -> int:
+    """Extend the lease of the leader at ``epoch`` to ``now_ms + lease_ms`` (never back);
+    return the expiry. ``FencedLeaderEpoch`` once another node has taken the partition —
+    even a lapsed lease is renewed while nobody has (its epoch still fences everyone)."""
+    with _transaction(conn, _WRITE_ISOLATION) as cur:
+        lease = _locked_lease(cur, topic, partition)
+        if lease.epoch != epoch:
+            raise FencedLeaderEpoch(epoch, lease.epoch)
+        expiry = max(lease.expiry_ms, now_ms + lease_ms)
+        cur.execute("UPDATE partition_state SET lease_expiry_ms = %s WHERE " + _KEY,
+                    (expiry, topic, partition))
+        return expiry
+
+
+def _require_durable_commits(conn: Connection) -> None:
+    """Refuse a server that acknowledges a commit before it is on disk."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
+        found = cur.fetchone()
+    assert found is not None
+    fsync, synchronous_commit = found
+    if fsync != "on" or synchronous_commit == "off":
+        raise StorageError(f"PostgreSQL commits are not durable (fsync={fsync}, "
+                           f"synchronous_commit={synchronous_commit})")
+
+
+@dataclass(frozen=True)
+class _Offsets:
+    log_start_offset: int
+    log_end_offset: int
+
+
+class PostgresPartitionStore:
+    """One partition in PostgreSQL, written by the leader at ``leader_epoch`` (from
+    ``acquire_leadership``); reads need no leadership."""
+
+    def __init__(self, conn: Connection, topic: str, partition: int, *, leader_epoch: int,
+                 config: LogConfig | None = None) -> None:
+        _require_autocommit(conn)
+        _require_durable_commits(conn)
+        self.config = config or LogConfig()
+        self.topic = topic
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self._conn = conn
+
+    @property
+    def _key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    def _offsets(self, cur: Cursor, *, lock: bool = False) -> _Offsets:
+        """The row's offsets; with ``lock``, locked for this transaction and fenced: the
+        row's epoch must be the store's."""
+        cur.execute("SELECT log_start_offset, log_end_offset, leader_epoch FROM partition_state"
+                    " WHERE " + _KEY + (" FOR UPDATE" if lock else ""), self._key)
+        found = cur.fetchone()
+        if found is None:
+            raise StorageError(f"partition {self.topic}-{self.partition} has no leader yet")
+        start, end, epoch = found
+        if lock and epoch != self.leader_epoch:
+            raise FencedLeaderEpoch(self.leader_epoch, epoch)
+        return _Offsets(start, end)
+
+    def _read_offsets(self) -> _Offsets:
+        with self._conn.cursor() as cur:  # one statement: one snapshot, no transaction
+            return self._offsets(cur)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._read_offsets().log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._read_offsets().log_end_offset
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, data: bytes | bytearray | memoryview, *,
+               expected_end_offset: int | None = None, assign_offsets: bool = True,
+               now_ms: int | None = None, leader_epoch: int | None = None,
+               allow_control: bool = False, trusted: bool = False) -> AppendInfo:
+        """Validate and append whole batches in one transaction (``PartitionStore.append``);
+        ``FencedLeaderEpoch`` once another node leads. ``leader_epoch`` is stamped into the
+        batches, as in the other stores; the fencing epoch is the store's."""
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+            offsets = self._offsets(cur, lock=True)
+            require_end_offset(expected_end_offset, offsets.log_end_offset)
+            prepared = prepare_append(data, self.config, offsets.log_end_offset, now,
+                                      assign_offsets=assign_offsets, leader_epoch=leader_epoch,
+                                      allow_control=allow_control, trusted=trusted)
+            rows = []
+            pos = 0
+            for header in prepared.headers:
+                rows.append((*self._key, header.base_offset, header.last_offset,
+                             bytes(prepared.buf[pos : pos + header.size])))
+                pos += header.size
+            cur.executemany("INSERT INTO partition_batches (topic, partition_index, "
+                            "base_offset, last_offset, data) VALUES (%s, %s, %s, %s, %s)", rows)
+            cur.execute("UPDATE partition_state SET log_end_offset = %s WHERE " + _KEY,
+                        (prepared.headers[-1].last_offset + 1, *self._key))
+            return prepared.info(offsets.log_start_offset)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> memoryview:
+        """Whole batches from the one holding ``offset`` (``PartitionStore.read``)."""
+        with _transaction(self._conn, _READ_ISOLATION) as cur:
+            offsets = self._offsets(cur)
+            start, end = offsets.log_start_offset, offsets.log_end_offset
+            if offset < start or offset > end:
+                raise OffsetOutOfRangeError(f"offset {offset} outside [{start}, {end}]")
+            if offset == end or (max_offset is not None and offset >= max_offset):
+                return _EMPTY
+            # The longest run of batches whose sizes add up to max_bytes, and the first one
+            # whole even when larger, as in Kafka.
+            cur.execute(
+                "SELECT data FROM (SELECT data, last_offset,"
+                " row_number() OVER (ORDER BY last_offset) AS n,"
+                " sum(octet_length(data)) OVER (ORDER BY last_offset) AS upto"
+                " FROM partition_batches WHERE " + _KEY +
+                " AND last_offset >= %s AND base_offset < %s) AS run"
+                " WHERE n = 1 OR upto <= %s ORDER BY last_offset",
+                (*self._key, offset, end if max_offset is None else max_offset, max_bytes))
+            return memoryview(b"".join(row[0] for row in cur))
+
+    def iter_batches(self, from_offset: int | None = None) -> Iterator[memoryview]:
+        """Every batch from the log start, or from the one holding ``from_offset``: batches
+        wholly below the log start are deleted with the move of the start, so every stored
+        batch from that offset is one to yield. Fetched a page per query."""
+        next_last = -1 if from_offset is None else from_offset
+        while True:
+            with self._conn.cursor() as cur:
+                cur.execute("SELECT last_offset, data FROM partition_batches WHERE " + _KEY +
+                            " AND last_offset >= %s ORDER BY last_offset LIMIT %s",
+                            (*self._key, next_last, _PAGE_BATCHES))
+                page = cur.fetchall()
+            for _, data in page:
+                yield memoryview(data)
+            if len(page) < _PAGE_BATCHES:
+                return
+            next_last = page[-1][0] + 1
+
+    def iter_batch_headers(self, from_offset: int | None = None) -> Iterator[BatchHeader]:
+        for view in self.iter_batches(from_offset):
+            yield parse_header(view)
+
+    # -- truncation and DeleteRecords ------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch at or after ``offset`` (``PartitionStore.truncate_to``);
+        fenced as an append is."""
+        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+            offsets = self._offsets(cur, lock=True)
+            if offset >= offsets.log_end_offset:
+                return
+            cur.execute("DELETE FROM partition_batches WHERE " + _KEY + " AND last_offset >= %s",
+                        (*self._key, offset))
+            cur.execute("SELECT max(last_offset) FROM partition_batches WHERE " + _KEY,
+                        self._key)
+            found = cur.fetchone()
+            last = None if found is None else found[0]
+            end = offset if last is None else last + 1
+            cur.execute("UPDATE partition_state SET log_start_offset = %s, log_end_offset = %s"
+                        " WHERE " + _KEY,
+                        (min(offsets.log_start_offset, end), end, *self._key))
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset``; return the new start.
+        Fenced as an append is."""
+        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+            offsets = self._offsets(cur, lock=True)
+            if offset > offsets.log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} beyond log end offset {offsets.log_end_offset}")
+            start = max(offsets.log_start_offset, offset)
+            cur.execute("DELETE FROM partition_batches WHERE " + _KEY + " AND last_offset < %s",
+                        (*self._key, start))
+            cur.execute("UPDATE partition_state SET log_start_offset = %s WHERE " + _KEY,
+                        (start, *self._key))
+            return start
+
+    # -- durability and snapshots ----------------------------------------------------------
+
+    def flush(self) -> None:
+        """Nothing to do: every committed append is already durable."""
+
+    def snapshot(self) -> LogSnapshot:
+        """Offsets and batches from one snapshot; the recovery point is the log end, since
+        everything committed is durable."""
+        with _transaction(self._conn, _READ_ISOLATION) as cur:
+            offsets = self._offsets(cur)
+            cur.execute("SELECT data FROM partition_batches WHERE " + _KEY +
+                        " ORDER BY last_offset", self._key)
+            batches = b"".join(row[0] for row in cur)
+        return LogSnapshot(offsets.log_start_offset, offsets.log_end_offset,
+                           offsets.log_end_offset, batches)
