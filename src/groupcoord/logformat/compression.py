@@ -19,6 +19,7 @@ Rules kept here:
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from enum import IntEnum
 from typing import TypeAlias
 
@@ -83,37 +84,40 @@ def _lz4_encode(data: Buffer) -> bytes:
     return bytes(comp.finish())
 
 
+Codec: TypeAlias = Callable[[Buffer], bytes]
+
+# Kafka codec id -> (compress, decompress): the one table of what each codec is.
+_CODECS: dict[int, tuple[Codec, Codec]] = {
+    CompressionType.NONE: (bytes, bytes),
+    CompressionType.GZIP: (lambda data: bytes(cramjam.gzip.compress(data)),
+                           lambda data: bytes(cramjam.gzip.decompress(data))),
+    CompressionType.SNAPPY: (_snappy_xerial_encode, _snappy_decode),
+    CompressionType.LZ4: (_lz4_encode, lambda data: bytes(cramjam.lz4.decompress(data))),
+    CompressionType.ZSTD: (lambda data: bytes(cramjam.zstd.compress(data)),
+                           lambda data: bytes(cramjam.zstd.decompress(data))),
+}
+
+
+def _codec(codec: int) -> tuple[Codec, Codec]:
+    pair = _CODECS.get(codec)
+    if pair is None:
+        raise CompressionError(f"unknown compression codec {codec}")
+    return pair
+
+
 def compress(codec: int, data: Buffer) -> bytes:
     """Compress ``data`` with the codec whose Kafka id is ``codec``."""
+    encode = _codec(codec)[0]
     try:
-        if codec == CompressionType.NONE:
-            return bytes(data)
-        if codec == CompressionType.GZIP:
-            return bytes(cramjam.gzip.compress(data))
-        if codec == CompressionType.SNAPPY:
-            return _snappy_xerial_encode(data)
-        if codec == CompressionType.LZ4:
-            return _lz4_encode(data)
-        if codec == CompressionType.ZSTD:
-            return bytes(cramjam.zstd.compress(data))
+        return encode(data)
     except cramjam.CompressionError as exc:
         raise CompressionError(str(exc)) from exc
-    raise CompressionError(f"unknown compression codec {codec}")
 
 
 def decompress(codec: int, data: Buffer) -> bytes:
     """Decompress ``data`` written with the codec whose Kafka id is ``codec``."""
+    decode = _codec(codec)[1]
     try:
-        if codec == CompressionType.NONE:
-            return bytes(data)
-        if codec == CompressionType.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
-        if codec == CompressionType.SNAPPY:
-            return _snappy_decode(data)
-        if codec == CompressionType.LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == CompressionType.ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
+        return decode(data)
     except (cramjam.DecompressionError, cramjam.CompressionError) as exc:
         raise CompressionError(str(exc)) from exc
-    raise CompressionError(f"unknown compression codec {codec}")
