@@ -213,10 +213,11 @@ def rejecter(bootstrap: str, group: str, topic: str, stop: threading.Event,
 
 
 def test_kill9_while_archiving_keeps_each_dead_letter_once(broker_factory: Any) -> None:
-    """Each kill first looks (for a while) for the narrower moment that matters most: DLQ
-    records written for offsets still ARCHIVING, where a resume that wrote again would
-    duplicate them; else any moment with ARCHIVING records on disk. `--fsync always` puts
-    an fsync between the DLQ append and the ARCHIVED write, which widens that moment."""
+    """Each kill first looks (for a while, and until the DLQ holds its share of the
+    records) for the narrower moment that matters most: DLQ records written for offsets
+    still ARCHIVING, where a resume that wrote again would duplicate them; else any moment
+    with ARCHIVING records on disk. `--fsync always` puts an fsync between the DLQ append
+    and the ARCHIVED write, which widens that moment."""
     topic, group, dlq, total, kills = "dlq-kill", "dlq-kg", "dlq.dlq-kg", 4_000, 4
     broker = broker_factory.create(extra_args=["--fsync", "always"])
     setup(broker.bootstrap, topic, group, dlq, partitions=1, dlq_partitions=1,
@@ -229,14 +230,18 @@ def test_kill9_while_archiving_keeps_each_dead_letter_once(broker_factory: Any) 
     thread.start()
     caught: list[tuple[int, int]] = []  # (ARCHIVING on disk, of those with a DLQ record)
     try:
-        for _ in range(kills):
+        for kill in range(kills):
+            # Past its share of the records, a kill takes any ARCHIVING moment, so records
+            # remain for the later kills however fast the broker and consumer run.
+            share_end = (kill + 1) * total // (kills + 1)
             started = time.monotonic()
             deadline = started + 60
             while time.monotonic() < deadline:
                 pid = broker.proc.pid
                 os.kill(pid, signal.SIGSTOP)
                 archiving, written = disk_view(broker.data_dir, dlq)
-                narrow = bool(archiving & written) or time.monotonic() > started + 10
+                narrow = (bool(archiving & written) or time.monotonic() > started + 10
+                          or len(written) >= share_end)
                 if archiving and narrow and len(written) < total:
                     broker.kill()  # SIGKILL of the stopped process: the crash is here
                     caught.append((len(archiving), len(archiving & written)))
