@@ -7,6 +7,7 @@ not need the `[test]` extra.
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -92,12 +93,26 @@ class MemberProcess:
         self.assigned = []
 
 
+def logged_to(client_log: IO[bytes] | None) -> dict[str, Any]:
+    """librdkafka settings that send an in-process client's log lines to the demo's client
+    log: by default librdkafka writes them to fd 2, where they reach the terminal when the
+    broker stops before the client does (a Ctrl-C reaches both at once)."""
+    if client_log is None:
+        return {}
+    logger = logging.getLogger("groupcoord.demo.clients")
+    if not logger.handlers:
+        logger.addHandler(logging.FileHandler(client_log.name))
+        logger.propagate = False
+    return {"logger": logger}
+
+
 class SteadyProducer(threading.Thread):
     """Produces keyed records at a steady rate until stopped (acks=all)."""
 
     TICK_S = 0.05
 
-    def __init__(self, bootstrap: str, topic: str, rate: int, customers: int = 500) -> None:
+    def __init__(self, bootstrap: str, topic: str, rate: int, customers: int = 500,
+                 settings: dict[str, Any] | None = None) -> None:
         super().__init__(daemon=True, name="producer")
         from confluent_kafka import Producer
 
@@ -109,7 +124,8 @@ class SteadyProducer(threading.Thread):
         self._halt = threading.Event()
         self._abandon = False
         self._producer: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                                   "linger.ms": 20, "compression.type": "lz4"})
+                                   "linger.ms": 20, "compression.type": "lz4",
+                                   **(settings or {})})
 
     def _on_delivery(self, err: Any, _msg: Any) -> None:
         if err is None:
@@ -149,14 +165,15 @@ class SteadyProducer(threading.Thread):
 class LagMonitor:
     """Reads a group's committed offsets and the end offsets without joining the group."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int,
+                 settings: dict[str, Any] | None = None) -> None:
         from confluent_kafka import Consumer
 
         self.topic = topic
         self.partitions = partitions
         # group.id is needed for OffsetFetch; this consumer never subscribes, so never joins
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                   "enable.auto.commit": False})
+                                   "enable.auto.commit": False, **(settings or {})})
 
     def offsets(self) -> dict[int, tuple[int, int]]:
         """{partition: (committed offset or -1, end offset)}."""

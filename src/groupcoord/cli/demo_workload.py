@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
-from groupcoord.cli.demo_clients import LagMonitor, MemberProcess, SteadyProducer
+from groupcoord.cli.demo_clients import LagMonitor, MemberProcess, SteadyProducer, logged_to
 
 Say = Callable[[str], None]
 # The KIP-800 reason m2 gives when it leaves; the coordinator records it in __group_events.
@@ -76,9 +76,11 @@ class Workload:
         self.aborted = False
         self.t0 = time.monotonic()
         self.result = WorkloadResult(scenario, int(time.time() * 1000))
-        self.producer = SteadyProducer(bootstrap, scenario.topic, scenario.rate)
+        settings = logged_to(client_log)
+        self.producer = SteadyProducer(bootstrap, scenario.topic, scenario.rate,
+                                       settings=settings)
         self.monitor = LagMonitor(bootstrap, scenario.group, scenario.topic,
-                                  scenario.partitions)
+                                  scenario.partitions, settings=settings)
         self._stop_progress = threading.Event()
 
     def note(self, text: str) -> None:
