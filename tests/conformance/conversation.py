@@ -19,7 +19,8 @@ from helpers.polling import wait_for
 from helpers.wire_client import Pending, WireConnection
 
 from conformance.normalise import Symbols, Tree, normalise
-from groupcoord.logformat.batch import SimpleRecord, build_batch
+from groupcoord.logformat.batch import build_batch
+from groupcoord.logformat.record import SimpleRecord
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,

@@ -18,7 +18,8 @@ from helpers.reference_broker import GROUP_SETTINGS, ReferenceBroker
 
 from conformance.conversation import RECORD_TIME_MS, Conversation
 from conformance.differential import Endpoint, Scenario, run_both
-from groupcoord.logformat.batch import SimpleRecord, build_batch
+from groupcoord.logformat.batch import build_batch
+from groupcoord.logformat.record import SimpleRecord
 from groupcoord.security.acl import AclOperation as Op
 from groupcoord.security.acl import AclPermissionType as Perm
 from groupcoord.security.acl import PatternType as PT

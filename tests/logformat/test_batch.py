@@ -15,8 +15,6 @@ from groupcoord.logformat.batch import (
     CONTROL_COMMIT,
     HEADER_SIZE,
     LOG_APPEND_TIME,
-    CorruptRecordError,
-    Record,
     build_batch,
     build_end_txn_marker,
     compute_crc,
@@ -24,7 +22,6 @@ from groupcoord.logformat.batch import (
     decode_records,
     iter_batches,
     iter_log_batches,
-    iter_record_fields,
     log_header_at,
     parse_header,
     records_payload,
@@ -34,6 +31,7 @@ from groupcoord.logformat.batch import (
     validate,
 )
 from groupcoord.logformat.compression import CompressionType
+from groupcoord.logformat.record import CorruptRecordError, Record, iter_record_fields
 
 SIMPLE = [
     (b"k1", b"v1", [("h", b"x"), ("n", None)], 1_700_000_000_000),
@@ -289,7 +287,7 @@ def test_rows_encode_as_the_generic_record_encoder_does() -> None:
     # values and offset deltas past one varint byte included).
     import random
 
-    from groupcoord.logformat.batch import Record, _encode_record, _encode_rows
+    from groupcoord.logformat.record import Record, _encode_record, _encode_rows
 
     rnd = random.Random(7)
     rows = []

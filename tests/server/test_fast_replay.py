@@ -10,7 +10,8 @@ from replay_log_support import random_log
 
 from groupcoord.coordinator.records import offset_commit_record, offset_tombstone
 from groupcoord.coordinator.shard import GroupCoordinatorShard
-from groupcoord.logformat.batch import CorruptRecordError, build_batch
+from groupcoord.logformat.batch import build_batch
+from groupcoord.logformat.record import CorruptRecordError
 from groupcoord.server.runtime.fast_replay import FastReplay
 from groupcoord.server.runtime.shard_log import ProducerEpochs, replay_batch
 

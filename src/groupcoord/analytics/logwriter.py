@@ -14,7 +14,8 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from groupcoord.logformat.batch import SimpleRecord, build_batch, build_end_txn_marker
+from groupcoord.logformat.batch import build_batch, build_end_txn_marker
+from groupcoord.logformat.record import SimpleRecord
 
 _INDEX_ENTRY = struct.Struct(">ii")
 

@@ -29,10 +29,10 @@ from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
     BatchHeader,
     control_key_type,
-    iter_record_fields,
     log_header_at,
     records_payload,
 )
+from groupcoord.logformat.record import iter_record_fields
 
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")

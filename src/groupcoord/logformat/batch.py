@@ -1,7 +1,8 @@
 """Kafka record batch v2 (magic 2): build, parse, validate and rewrite in place.
 
-Mirrors ``org.apache.kafka.common.record.DefaultRecordBatch`` / ``DefaultRecord`` and the
-builder half of ``MemoryRecordsBuilder``. The layout (61-byte header, then records):
+Mirrors ``org.apache.kafka.common.record.DefaultRecordBatch`` and the builder half of
+``MemoryRecordsBuilder``; the records inside a batch are ``logformat.record``'s. The layout
+(61-byte header, then records):
 
     baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 |
     crc uint32 | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 |
@@ -22,14 +23,19 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, TypeAlias
+from typing import NamedTuple
 
 from groupcoord.logformat.compression import CompressionError, compress, decompress
-from groupcoord.wire.errors import DecodeError
-from groupcoord.wire.primitives import read_varlong, uvarint_bytes, write_varlong
-
-Buffer: TypeAlias = bytes | bytearray | memoryview
-Header: TypeAlias = tuple[str, bytes | None]
+from groupcoord.logformat.record import (
+    NO_TIMESTAMP,  # noqa: F401  the coordinator runtime imports it from here
+    CorruptRecordError,
+    Record,
+    SimpleRecord,
+    decode_record_at,  # noqa: F401  as NO_TIMESTAMP
+    decode_records_section,
+    encode_records,
+)
+from groupcoord.wire.primitives import Buffer
 
 
 def _crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
@@ -79,7 +85,6 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
-NO_TIMESTAMP = -1
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -117,10 +122,6 @@ _END_TXN_VALUE = struct.Struct(">hi")
 # attributes..recordsCount, the CRC-covered part of the header
 _TAIL = struct.Struct(
     ">" + "".join(code for name, code in HEADER_FIELDS if FIELD_OFFSETS[name] >= ATTRIBUTES_OFFSET))
-
-
-class CorruptRecordError(ValueError):
-    """A batch failed validation: bad magic, CRC, length or record framing."""
 
 
 class BatchHeader(NamedTuple):
@@ -178,26 +179,6 @@ class BatchHeader(NamedTuple):
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
-
-
-class Record(NamedTuple):
-    """One record of a v2 batch (``DefaultRecord``); offsets/timestamps are deltas."""
-
-    offset_delta: int
-    timestamp_delta: int
-    key: bytes | None
-    value: bytes | None
-    headers: Sequence[Header] = ()
-    attributes: int = 0
-
-
-class SimpleRecord(NamedTuple):
-    """Builder input with an absolute timestamp; offsets are assigned in order."""
-
-    key: bytes | None
-    value: bytes | None
-    headers: Sequence[Header] = ()
-    timestamp: int = NO_TIMESTAMP
 
 
 def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
@@ -322,95 +303,6 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, now_ms: int) -> N
     set_max_timestamp(buf, pos, LOG_APPEND_TIME, now_ms)
 
 
-def _write_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        out.append(1)  # zigzag(-1): null
-    else:
-        write_varlong(out, len(data))
-        out += data
-
-
-def _encode_record(out: bytearray, rec: Record) -> None:
-    body = bytearray()
-    body.append(rec.attributes & 0xFF)
-    write_varlong(body, rec.timestamp_delta)
-    write_varlong(body, rec.offset_delta)
-    _write_bytes(body, rec.key)
-    _write_bytes(body, rec.value)
-    write_varlong(body, len(rec.headers))
-    for name, hvalue in rec.headers:
-        _write_bytes(body, name.encode())
-        _write_bytes(body, hvalue)
-    write_varlong(out, len(body))
-    out += body
-
-
-def record_size(rec: Record) -> int:
-    """Bytes of one encoded record with its length prefix (`DefaultRecord.sizeInBytes`)."""
-    out = bytearray()
-    _encode_record(out, rec)
-    return len(out)
-
-
-def _encode_rows(rows: Sequence[SimpleRecord | tuple], base_timestamp: int | None
-                 ) -> tuple[bytearray, int, int, int]:
-    """(body, record count, base timestamp, max timestamp) of `(key, value, headers,
-    timestamp)` rows at offset deltas 0..n-1: `_normalise` + `_encode_record` without the
-    intermediate Records (the coordinators write every record through here)."""
-    full = [r if len(r) == 4 else SimpleRecord(*r) for r in rows]
-    body = bytearray()
-    base = full[0][3] if base_timestamp is None else base_timestamp
-    max_ts = full[0][3]
-    varint = uvarint_bytes
-    for delta, (key, value, headers, ts) in enumerate(full):
-        # The varlongs written inline (zigzag of a value >= 0 is value << 1): one call
-        # less each, six per record, on the path of every coordinator record.
-        ts_delta = ts - base
-        rec = bytearray(b"\x00")
-        if ts_delta >= 0:
-            rec += varint(ts_delta << 1)
-        else:
-            write_varlong(rec, ts_delta)
-        rec += varint(delta << 1)
-        if key is None:
-            rec.append(1)  # zigzag(-1): null
-        else:
-            rec += varint(len(key) << 1)
-            rec += key
-        if value is None:
-            rec.append(1)
-        else:
-            rec += varint(len(value) << 1)
-            rec += value
-        rec += varint(len(headers) << 1)
-        for name, hvalue in headers:
-            _write_bytes(rec, name.encode())
-            _write_bytes(rec, hvalue)
-        body += varint(len(rec) << 1)
-        body += rec
-        max_ts = max(max_ts, ts)
-    return body, len(full), base, max_ts
-
-
-def _normalise(
-    records: Sequence[Record | SimpleRecord | tuple], base_timestamp: int | None
-) -> tuple[list[Record], int, int]:
-    """Turn builder input into Records plus (base_timestamp, max_timestamp)."""
-    if records and not isinstance(records[0], Record):
-        simple = [SimpleRecord(*r) for r in records]
-        base = simple[0].timestamp if base_timestamp is None else base_timestamp
-        recs = [
-            Record(i, r.timestamp - base, r.key, r.value, tuple(r.headers))
-            for i, r in enumerate(simple)
-        ]
-    else:
-        recs = list(records)  # type: ignore[arg-type]
-        base = NO_TIMESTAMP if base_timestamp is None else base_timestamp
-    if not recs:
-        return recs, base, base
-    return recs, base, base + max(r.timestamp_delta for r in recs)
-
-
 def build_batch(
     records: Sequence[Record | SimpleRecord | tuple],
     *,
@@ -435,16 +327,7 @@ def build_batch(
     ``max_timestamp`` and ``last_offset_delta`` override the computed values, as the log
     cleaner needs to keep a filtered batch's original offset range.
     """
-    if records and not isinstance(records[0], Record):
-        body, count, base_ts, max_ts = _encode_rows(records, base_timestamp)
-        last_delta = count - 1
-    else:
-        recs, base_ts, max_ts = _normalise(records, base_timestamp)
-        body = bytearray()
-        for rec in recs:
-            _encode_record(body, rec)
-        count = len(recs)
-        last_delta = max((r.offset_delta for r in recs), default=0)
+    body, count, last_delta, base_ts, max_ts = encode_records(records, base_timestamp)
     if max_timestamp is not None:
         max_ts = max_timestamp
     payload = compress(compression, body) if compression else body
@@ -467,92 +350,6 @@ def build_batch(
     return b"".join((head, bytes((MAGIC,)), _UINT32.pack(crc), tail, payload))
 
 
-def _read_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
-    size, pos = read_varlong(buf, pos)
-    if size < 0:
-        return None, pos
-    end = pos + size
-    if end > len(buf):
-        raise CorruptRecordError("record field runs past the end of the batch")
-    return bytes(buf[pos:end]), end
-
-
-def _decode_record(buf: memoryview, pos: int) -> tuple[Record, int]:
-    length, pos = read_varlong(buf, pos)
-    end = pos + length
-    if length < 0 or end > len(buf):
-        raise CorruptRecordError("record length runs past the end of the batch")
-    attributes = buf[pos]
-    ts_delta, p = read_varlong(buf, pos + 1)
-    off_delta, p = read_varlong(buf, p)
-    key, p = _read_bytes(buf, p)
-    value, p = _read_bytes(buf, p)
-    count, p = read_varlong(buf, p)
-    if count < 0:
-        raise CorruptRecordError("negative header count")
-    headers: list[Header] = []
-    for _ in range(count):
-        name, p = _read_bytes(buf, p)
-        if name is None:
-            raise CorruptRecordError("null header key")
-        hvalue, p = _read_bytes(buf, p)
-        headers.append((name.decode("utf-8", "replace"), hvalue))
-    if p != end:
-        raise CorruptRecordError("record length does not match its fields")
-    return Record(off_delta, ts_delta, key, value, headers, attributes), end
-
-
-def decode_record_at(buf: Buffer, pos: int) -> tuple[Record, int]:
-    """The record at ``pos`` of a records section and the position after it."""
-    try:
-        return _decode_record(memoryview(buf), pos)
-    except (DecodeError, IndexError) as exc:
-        raise CorruptRecordError(f"malformed record: {exc}") from exc
-
-
-def record_deltas_at(buf: memoryview, pos: int) -> tuple[int, int, int]:
-    """The offset and timestamp deltas of the record at ``pos`` of a records section, and
-    the position after it, without decoding its key, value and headers (a scan for one
-    record's timestamp)."""
-    try:
-        length, p = read_varlong(buf, pos)
-        end = p + length
-        if length < 0 or end > len(buf):
-            raise CorruptRecordError("record length runs past the end of the batch")
-        ts_delta, p = read_varlong(buf, p + 1)
-        off_delta, _ = read_varlong(buf, p)
-    except (DecodeError, IndexError) as exc:
-        raise CorruptRecordError(f"malformed record: {exc}") from exc
-    return off_delta, ts_delta, end
-
-
-def iter_record_fields(data: Buffer, count: int
-                       ) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
-    """``(offset delta, timestamp delta, key, value)`` of the first ``count`` records of a
-    records section, headers and attributes skipped (readers that need neither)."""
-    view = memoryview(data)
-    size = len(view)
-    pos = 0
-    try:
-        for _ in range(count):
-            length, pos = read_varlong(view, pos)
-            end = pos + length
-            if length < 0 or end > size:
-                raise CorruptRecordError("record length runs past the end of the batch")
-            ts_delta, p = read_varlong(view, pos + 1)  # + 1: the attributes byte
-            off_delta, p = read_varlong(view, p)
-            # key and value inline (not ``_read_bytes``): this loop runs once per record read
-            klen, p = read_varlong(view, p)
-            key = None if klen < 0 else bytes(view[p : p + klen])
-            vlen, p = read_varlong(view, p + max(klen, 0))
-            if p + vlen > end:
-                raise CorruptRecordError("record value runs past the end of the record")
-            yield off_delta, ts_delta, key, None if vlen < 0 else bytes(view[p : p + vlen])
-            pos = end
-    except (DecodeError, IndexError) as exc:
-        raise CorruptRecordError(f"malformed record: {exc}") from exc
-
-
 def records_payload(batch: Buffer, header: BatchHeader | None = None) -> memoryview:
     """The (decompressed) records section of a whole batch."""
     view = memoryview(batch)
@@ -570,18 +367,7 @@ def records_payload(batch: Buffer, header: BatchHeader | None = None) -> memoryv
 def decode_records(batch: Buffer) -> list[Record]:
     """Decode every record of a whole batch, decompressing as needed."""
     header = parse_header(batch)
-    data = records_payload(batch, header)
-    out: list[Record] = []
-    pos = 0
-    try:
-        for _ in range(header.records_count):
-            rec, pos = _decode_record(data, pos)
-            out.append(rec)
-    except (DecodeError, IndexError) as exc:
-        raise CorruptRecordError(f"malformed record: {exc}") from exc
-    if pos != len(data):
-        raise CorruptRecordError("records count does not match the records section")
-    return out
+    return decode_records_section(records_payload(batch, header), header.records_count)
 
 
 def control_key_type(key: bytes | None) -> int | None:

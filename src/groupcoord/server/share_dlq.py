@@ -45,9 +45,9 @@ from groupcoord.logformat.batch import (
     build_batch,
     decode_records,
     iter_batches,
-    record_size,
     records_payload,
 )
+from groupcoord.logformat.record import record_size
 from groupcoord.server.log_records import data_batches
 from groupcoord.server.share_host import ShareHost
 from groupcoord.storage.config import CorruptBatchError, RecordBatchTooLargeError

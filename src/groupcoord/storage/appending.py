@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
     BatchHeader,
-    CorruptRecordError,
     batch_size_at,
     parse_header,
     set_base_offset,
@@ -23,6 +22,7 @@ from groupcoord.logformat.batch import (
     set_partition_leader_epoch,
     validate,
 )
+from groupcoord.logformat.record import CorruptRecordError
 from groupcoord.storage.config import (
     AppendInfo,
     InvalidRecordError,

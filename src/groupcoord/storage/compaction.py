@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
     BatchHeader,
-    Record,
     build_batch,
     decode_records,
     parse_header,
 )
+from groupcoord.logformat.record import Record
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.segment import LogSegment, iter_file_batches, segment_name

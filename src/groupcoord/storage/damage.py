@@ -38,9 +38,9 @@ from groupcoord.logformat.batch import (
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
     PREFIX_STRUCT,
-    CorruptRecordError,
     validate,
 )
+from groupcoord.logformat.record import CorruptRecordError
 from groupcoord.storage.fileio import FileIO
 
 _WINDOW = 1 << 20

@@ -31,11 +31,11 @@ from collections.abc import Iterator
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
     BatchHeader,
-    CorruptRecordError,
     decode_records,
     parse_header,
     validate,
 )
+from groupcoord.logformat.record import CorruptRecordError
 from groupcoord.storage.appending import prepare_append
 from groupcoord.storage.config import (
     AppendInfo,

@@ -36,10 +36,10 @@ from groupcoord.logformat.batch import (
     MIN_BATCH_LENGTH,
     PREFIX_STRUCT,
     BatchHeader,
-    CorruptRecordError,
     parse_header,
     validate,
 )
+from groupcoord.logformat.record import CorruptRecordError
 from groupcoord.storage.config import CorruptBatchError, KafkaStorageError
 from groupcoord.storage.damage import (
     FRAME_CHECK_BYTES,

@@ -20,14 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from groupcoord.logformat.batch import (
-    LOG_APPEND_TIME,
-    BatchHeader,
-    CorruptRecordError,
-    iter_batches,
-    record_deltas_at,
-    records_payload,
-)
+from groupcoord.logformat.batch import LOG_APPEND_TIME, BatchHeader, iter_batches, records_payload
+from groupcoord.logformat.record import CorruptRecordError, record_deltas_at
 from groupcoord.server.metrics.groups import Member, TopicPartition
 from groupcoord.storage import PartitionLog
 
