@@ -71,14 +71,19 @@ HEADER_FIELDS: tuple[tuple[str, str], ...] = (
     ("base_sequence", "i"),
     ("records_count", "i"),
 )
-HEADER_STRUCT = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS))
+
+
+def _fields_struct(fields: Sequence[tuple[str, str]]) -> struct.Struct:
+    return struct.Struct(">" + "".join(code for _, code in fields))
+
+
+HEADER_STRUCT = _fields_struct(HEADER_FIELDS)
 FIELD_OFFSETS: dict[str, int] = {
-    name: struct.calcsize(">" + "".join(code for _, code in HEADER_FIELDS[:i]))
-    for i, (name, _) in enumerate(HEADER_FIELDS)
+    name: _fields_struct(HEADER_FIELDS[:i]).size for i, (name, _) in enumerate(HEADER_FIELDS)
 }
 HEADER_SIZE = HEADER_STRUCT.size  # 61
 #: baseOffset + batchLength, the prefix that batchLength does not count.
-PREFIX_STRUCT = struct.Struct(">qi")
+PREFIX_STRUCT = _fields_struct(HEADER_FIELDS[:2])
 LOG_OVERHEAD = PREFIX_STRUCT.size
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 NO_PRODUCER_ID = -1
@@ -113,15 +118,14 @@ MAX_TIMESTAMP_OFFSET = FIELD_OFFSETS["max_timestamp"]
 PRODUCER_ID_OFFSET = FIELD_OFFSETS["producer_id"]
 RECORDS_COUNT_OFFSET = FIELD_OFFSETS["records_count"]
 
-_INT64 = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
-_UINT32 = struct.Struct(">I")
-_INT16 = struct.Struct(">h")
+# Each field alone, to read or rewrite it in place.
+_FIELD_STRUCTS = {name: _fields_struct(((name, code),)) for name, code in HEADER_FIELDS}
+_CRC_COVERED_FROM = [name for name, _ in HEADER_FIELDS].index("attributes")
+# baseOffset..crc, then attributes..recordsCount (the CRC-covered part of the header)
+_HEAD = _fields_struct(HEADER_FIELDS[:_CRC_COVERED_FROM])
+_TAIL = _fields_struct(HEADER_FIELDS[_CRC_COVERED_FROM:])
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
-# attributes..recordsCount, the CRC-covered part of the header
-_TAIL = struct.Struct(
-    ">" + "".join(code for name, code in HEADER_FIELDS if FIELD_OFFSETS[name] >= ATTRIBUTES_OFFSET))
 
 
 class BatchHeader(NamedTuple):
@@ -269,12 +273,13 @@ def validate(batch: Buffer, check_offsets: bool = False) -> BatchHeader:
 
 def set_base_offset(buf: bytearray | memoryview, pos: int, offset: int) -> None:
     """Rewrite the base offset of the batch at ``pos`` (not covered by the CRC)."""
-    _INT64.pack_into(buf, pos + BASE_OFFSET_OFFSET, offset)
+    _FIELD_STRUCTS["base_offset"].pack_into(buf, pos + BASE_OFFSET_OFFSET, offset)
 
 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """Rewrite the partition leader epoch (not covered by the CRC)."""
-    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+    _FIELD_STRUCTS["partition_leader_epoch"].pack_into(
+        buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
 def set_max_timestamp(
@@ -285,17 +290,18 @@ def set_max_timestamp(
     As ``DefaultRecordBatch.setMaxTimestamp``: a LogAppendTime batch carries the append
     time in maxTimestamp and readers use it for every record in the batch.
     """
-    (attributes,) = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    attributes_struct = _FIELD_STRUCTS["attributes"]
+    (attributes,) = attributes_struct.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
     if timestamp_type == LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_MASK
     else:
         attributes &= ~TIMESTAMP_TYPE_MASK
-    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
-    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
-    (length,) = _INT32.unpack_from(buf, pos + LENGTH_OFFSET)
+    attributes_struct.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+    _FIELD_STRUCTS["max_timestamp"].pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    (length,) = _FIELD_STRUCTS["batch_length"].unpack_from(buf, pos + LENGTH_OFFSET)
     end = pos + LOG_OVERHEAD + length
     crc = _crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : end])
-    _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
+    _FIELD_STRUCTS["crc"].pack_into(buf, pos + CRC_OFFSET, crc)
 
 
 def set_log_append_time(buf: bytearray | memoryview, pos: int, now_ms: int) -> None:
@@ -346,8 +352,8 @@ def build_batch(
     )
     crc = _crc32c(payload, _crc32c(tail))
     length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    head = PREFIX_STRUCT.pack(base_offset, length) + _INT32.pack(partition_leader_epoch)
-    return b"".join((head, bytes((MAGIC,)), _UINT32.pack(crc), tail, payload))
+    head = _HEAD.pack(base_offset, length, partition_leader_epoch, MAGIC, crc)
+    return b"".join((head, tail, payload))
 
 
 def records_payload(batch: Buffer, header: BatchHeader | None = None) -> memoryview:
