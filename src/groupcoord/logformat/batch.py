@@ -104,6 +104,9 @@ DELETE_HORIZON_MASK = 0x40
 # Control record types (ControlRecordType): key = version int16, type int16.
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+# EndTransactionMarker value: version int16, coordinator epoch int32.
+_END_TXN_VALUE = struct.Struct(">hi")
 
 # Byte offsets inside a batch.
 BASE_OFFSET_OFFSET = FIELD_OFFSETS["base_offset"]
@@ -124,8 +127,6 @@ _CRC_COVERED_FROM = [name for name, _ in HEADER_FIELDS].index("attributes")
 # baseOffset..crc, then attributes..recordsCount (the CRC-covered part of the header)
 _HEAD = _fields_struct(HEADER_FIELDS[:_CRC_COVERED_FROM])
 _TAIL = _fields_struct(HEADER_FIELDS[_CRC_COVERED_FROM:])
-_CONTROL_KEY = struct.Struct(">hh")
-_END_TXN_VALUE = struct.Struct(">hi")
 
 
 class BatchHeader(NamedTuple):
