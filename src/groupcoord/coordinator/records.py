@@ -8,7 +8,6 @@ OffsetCommitValue at version 1 when the commit carries an explicit expire timest
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from groupcoord.logformat.coordinator_records import CoordinatorRecord, encode_key
 from groupcoord.logformat.generated.group_metadata import (
@@ -25,20 +24,6 @@ OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 UUID_ZERO = bytes(16)
 
 
-@dataclass(frozen=True, slots=True)
-class MemberRecordData:
-    """One member as stored in GroupMetadataValue."""
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    subscription: bytes
-    assignment: bytes
-
-
 def _record(key: WireStruct, value: WireStruct | None, version: int | None
             ) -> CoordinatorRecord:
     return CoordinatorRecord(key, value, version)
@@ -51,7 +36,7 @@ def group_metadata_record(
     protocol: str | None,
     leader: str | None,
     current_state_timestamp: int,
-    members: Iterable[MemberRecordData],
+    members: Iterable[MemberMetadata],
 ) -> CoordinatorRecord:
     value = GroupMetadataValue(
         protocol_type=protocol_type,
@@ -59,19 +44,7 @@ def group_metadata_record(
         protocol=protocol,
         leader=leader,
         current_state_timestamp=current_state_timestamp,
-        members=[
-            MemberMetadata(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout=m.rebalance_timeout_ms,
-                session_timeout=m.session_timeout_ms,
-                subscription=m.subscription,
-                assignment=m.assignment,
-            )
-            for m in members
-        ],
+        members=list(members),
     )
     return _record(GroupMetadataKey(group=group_id), value, GROUP_METADATA_VALUE_VERSION)
 

@@ -21,7 +21,7 @@ from groupcoord.coordinator.classic.state import (
     ClassicGroupState,
     check_transition,
 )
-from groupcoord.coordinator.records import MemberRecordData
+from groupcoord.logformat.generated.group_metadata import MemberMetadata
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -253,13 +253,13 @@ class ClassicGroup:
 
     # -- records ----------------------------------------------------------------------
     def member_records(self, assignments: dict[str, bytes] | None = None
-                       ) -> list[MemberRecordData]:
+                       ) -> list[MemberMetadata]:
         return [
-            MemberRecordData(
+            MemberMetadata(
                 member_id=m.member_id, group_instance_id=m.group_instance_id,
                 client_id=m.client_id, client_host=m.client_host,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                session_timeout_ms=m.session_timeout_ms,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
                 subscription=m.metadata(self.protocol_name),
                 assignment=(m.assignment if assignments is None
                             else assignments.get(m.member_id, b"")),

@@ -35,7 +35,8 @@ from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.manager import scratch_apply
 from groupcoord.coordinator.consumer.member import ClassicMeta, ConsumerGroupMember
 from groupcoord.coordinator.consumer.subscription import metadata_hash
-from groupcoord.coordinator.records import MemberRecordData, group_metadata_record, group_tombstone
+from groupcoord.coordinator.records import group_metadata_record, group_tombstone
+from groupcoord.logformat.generated.group_metadata import MemberMetadata
 from groupcoord.wire.errors import ErrorCode
 
 DOWNGRADED = "consumer-downgraded"
@@ -127,10 +128,12 @@ def maybe_downgrade(mgr: Any, group: ConsumerGroup, fx: Effects) -> None:
         m = post.members[mid]
         assert m.classic is not None
         meta = dict(m.classic.protocols).get(protocol, b"")
-        members.append(MemberRecordData(
-            mid, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-            m.classic.session_timeout_ms, meta,
-            encode_assignment(post.target.get(mid, {}), mgr.image, protocol_version(meta))))
+        members.append(MemberMetadata(
+            member_id=mid, group_instance_id=m.instance_id, client_id=m.client_id,
+            client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.classic.session_timeout_ms, subscription=meta,
+            assignment=encode_assignment(post.target.get(mid, {}), mgr.image,
+                                         protocol_version(meta))))
         timers.cancel_member(gid, mid, fx, mgr)
         fx.cancel(("consumer-classic-join", gid, mid))
         fx.cancel(("consumer-classic-sync", gid, mid))
