@@ -1,14 +1,15 @@
-"""Membership rows by group, and the end of a rebalance in epoch-based groups.
+"""Membership rows by group, the group-epoch bumps and the end of a rebalance in
+epoch-based groups.
 
 Shared by the gold rebalances of consumer groups (KIP-848, ``rebalance``) and streams groups
-(KIP-1071, ``streams_groups``): both end a rebalance when a target member's current
-assignment reaches the new epoch in state STABLE.
+(KIP-1071, ``streams_groups``): both see a rebalance in each bump of the group epoch, and
+end it when a target member's current assignment reaches the new epoch in state STABLE.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -22,6 +23,18 @@ def by_group(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         rs.sort(key=lambda r: (r.get("record_ts_ms") or r.get("timestamp_ms") or 0,
                                r.get("log_offset", 0)))
     return out
+
+
+def epoch_bumps(epochs: Iterable[dict[str, Any]]
+                ) -> Iterator[tuple[int, int | None, dict[str, Any]]]:
+    """Each live (not tombstone) group-epoch row of one group, in log order, with the time
+    and epoch of the live row before it (-1 and None for the first): one rebalance each."""
+    prev_start, prev_epoch = -1, None
+    for e in epochs:
+        if e["tombstone"]:
+            continue
+        yield prev_start, prev_epoch, e
+        prev_start, prev_epoch = e["record_ts_ms"], e["epoch"]
 
 
 def reconciled(current: list[dict[str, Any]], members: Iterable[str], epoch: int, since: int

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from groupcoord.analytics.group_rows import by_group, reconciled
+from groupcoord.analytics.group_rows import by_group, epoch_bumps, reconciled
 from groupcoord.analytics.membership import MembershipTables
 
 Owners = dict[tuple[str, int], str]  # (topic, partition) -> member id
@@ -141,12 +141,9 @@ def consumer_rebalances(t: MembershipTables, events: list[dict[str, Any]]) -> li
     members = by_group(t.cg_members)
     ev_by_group = by_group(events)
     for group, epochs in by_group([e for e in t.cg_epochs if e.get("kind") == "group"]).items():
-        prev_start, prev_epoch = -1, None
         prev_members: set[str] = set()
         prev_owners: Owners = {}
-        for e in epochs:
-            if e["tombstone"]:
-                continue
+        for prev_start, prev_epoch, e in epoch_bumps(epochs):
             start, epoch = e["record_ts_ms"], e["epoch"]
             snap = next((s for ep, _ts, s in snaps.get(group, []) if ep == epoch), {})
             owners = {tp: m for o in snap.values() for tp, m in o.items()}
@@ -161,7 +158,7 @@ def consumer_rebalances(t: MembershipTables, events: list[dict[str, Any]]) -> li
             row["reconciled"] = [{"member_id": m, "ts_ms": t}
                                  for m, t in zip(snap, ends, strict=True)]
             out.append(row)
-            prev_start, prev_members, prev_owners, prev_epoch = start, after, owners, epoch
+            prev_members, prev_owners = after, owners
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from groupcoord.analytics.group_rows import by_group, reconciled
+from groupcoord.analytics.group_rows import by_group, epoch_bumps, reconciled
 
 STREAMS_TYPES = frozenset({17, 19, 20, 21, 22})
 STATE_NAMES = {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"}
@@ -112,12 +112,9 @@ def streams_rebalances(t: Any, events: list[dict[str, Any]]) -> list[dict[str, A
     current = by_group(t.sg_current_assignment)
     ev_by_group = by_group([{**e, "record_ts_ms": e["timestamp_ms"]} for e in events])
     for group, epochs in by_group([e for e in t.sg_epochs if e["kind"] == "group"]).items():
-        prev_start, prev_epoch = -1, None
         prev_members: set[str] = set()
         prev_active: Tasks = {}
-        for e in epochs:
-            if e["tombstone"]:
-                continue
+        for prev_start, prev_epoch, e in epoch_bumps(epochs):
             start, epoch = e["record_ts_ms"], e["epoch"]
             snap = next((s for ep, _ts, s in snaps.get(group, []) if ep == epoch), None)
             members = set(snap) if snap is not None else prev_members
@@ -135,5 +132,5 @@ def streams_rebalances(t: Any, events: list[dict[str, Any]]) -> list[dict[str, A
                                       if x) for v in evs if v.get("reason")],
                 "tasks_moved": sum(1 for task, m in active.items() if prev_active.get(task) != m),
             })
-            prev_start, prev_epoch, prev_members, prev_active = start, epoch, members, active
+            prev_members, prev_active = members, active
     return out
