@@ -9,7 +9,7 @@ replays them through `shard.replay`, and only then releases the responses.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -69,15 +69,8 @@ class GroupEvent:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "group_id": self.group_id,
-            "kind": self.kind,
-            "member_id": self.member_id,
-            "reason": self.reason,
-            "generation": self.generation,
-            "timestamp_ms": self.timestamp_ms,
-            "detail": self.detail,
-        }
+        """The fields by name, in declaration order (the JSON object's keys)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
