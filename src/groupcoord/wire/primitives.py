@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from groupcoord.wire.decode_error import DecodeError
 
 Buffer = bytes | bytearray | memoryview
+_T = TypeVar("_T")
 
 UUID_ZERO = bytes(16)
 
@@ -152,71 +153,61 @@ def _utf8(raw: Buffer) -> str:
         raise DecodeError("invalid utf-8 in string") from exc
 
 
-def read_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
-    """int16 length (-1 = null) + utf-8 bytes."""
-    length, pos = read_int16(buf, pos)
-    if length < 0:
-        if length != -1:
-            raise DecodeError(f"negative string length {length}")
-        return None, pos
-    raw, pos = _read_span(buf, pos, length)
-    return _utf8(raw), pos
+def _nullable_reader(read_length: Callable[[Buffer, int], tuple[int, int]],
+                     convert: Callable[[Buffer], _T], what: str
+                     ) -> Callable[[Buffer, int], tuple[_T | None, int]]:
+    """A reader of `read_length`'s length (-1 = null, other negatives refused) + the bytes."""
+
+    def read(buf: Buffer, pos: int) -> tuple[_T | None, int]:
+        length, pos = read_length(buf, pos)
+        if length < 0:
+            if length != -1:
+                raise DecodeError(f"negative {what} length {length}")
+            return None, pos
+        raw, pos = _read_span(buf, pos, length)
+        return convert(raw), pos
+
+    return read
 
 
-def read_string(buf: Buffer, pos: int) -> tuple[str, int]:
-    value, pos = read_nullable_string(buf, pos)
-    if value is None:
-        raise DecodeError("non-nullable string was null")
-    return value, pos
+def _compact_nullable_reader(convert: Callable[[Buffer], _T]
+                             ) -> Callable[[Buffer, int], tuple[_T | None, int]]:
+    """A reader of uvarint (length + 1, 0 = null) + the bytes."""
+
+    def read(buf: Buffer, pos: int) -> tuple[_T | None, int]:
+        length, pos = read_uvarint(buf, pos)
+        if length == 0:
+            return None, pos
+        raw, pos = _read_span(buf, pos, length - 1)
+        return convert(raw), pos
+
+    return read
 
 
-def read_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
-    """uvarint (length + 1, 0 = null) + utf-8 bytes."""
-    length, pos = read_uvarint(buf, pos)
-    if length == 0:
-        return None, pos
-    raw, pos = _read_span(buf, pos, length - 1)
-    return _utf8(raw), pos
+def _non_null_reader(read_nullable: Callable[[Buffer, int], tuple[_T | None, int]], null_error: str
+                     ) -> Callable[[Buffer, int], tuple[_T, int]]:
+    """`read_nullable` refusing a null with `null_error`."""
+
+    def read(buf: Buffer, pos: int) -> tuple[_T, int]:
+        value, pos = read_nullable(buf, pos)
+        if value is None:
+            raise DecodeError(null_error)
+        return value, pos
+
+    return read
 
 
-def read_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
-    value, pos = read_compact_nullable_string(buf, pos)
-    if value is None:
-        raise DecodeError("non-nullable compact string was null")
-    return value, pos
-
-
-def read_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
-    """int32 length (-1 = null) + raw bytes."""
-    length, pos = read_int32(buf, pos)
-    if length < 0:
-        if length != -1:
-            raise DecodeError(f"negative bytes length {length}")
-        return None, pos
-    raw, pos = _read_span(buf, pos, length)
-    return bytes(raw), pos
-
-
-def read_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
-    value, pos = read_nullable_bytes(buf, pos)
-    if value is None:
-        raise DecodeError("non-nullable bytes were null")
-    return value, pos
-
-
-def read_compact_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
-    length, pos = read_uvarint(buf, pos)
-    if length == 0:
-        return None, pos
-    raw, pos = _read_span(buf, pos, length - 1)
-    return bytes(raw), pos
-
-
-def read_compact_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
-    value, pos = read_compact_nullable_bytes(buf, pos)
-    if value is None:
-        raise DecodeError("non-nullable compact bytes were null")
-    return value, pos
+# int16 length + utf-8; int32 length + raw bytes; their compact forms.
+read_nullable_string = _nullable_reader(read_int16, _utf8, "string")
+read_string = _non_null_reader(read_nullable_string, "non-nullable string was null")
+read_compact_nullable_string = _compact_nullable_reader(_utf8)
+read_compact_string = _non_null_reader(read_compact_nullable_string,
+                                       "non-nullable compact string was null")
+read_nullable_bytes = _nullable_reader(read_int32, bytes, "bytes")
+read_bytes = _non_null_reader(read_nullable_bytes, "non-nullable bytes were null")
+read_compact_nullable_bytes = _compact_nullable_reader(bytes)
+read_compact_bytes = _non_null_reader(read_compact_nullable_bytes,
+                                      "non-nullable compact bytes were null")
 
 
 def read_uuid(buf: Buffer, pos: int) -> tuple[bytes, int]:
@@ -284,12 +275,8 @@ write_string = write_nullable_string
 
 
 def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
-    if value is None:
-        out.append(0)
-        return
-    raw = value.encode()
-    out += uvarint_bytes(len(raw) + 1)
-    out += raw
+    """The utf-8 bytes as compact bytes."""
+    write_compact_nullable_bytes(out, None if value is None else value.encode())
 
 
 write_compact_string = write_compact_nullable_string
