@@ -12,7 +12,7 @@ promotion to active waits until the previous owner released the task.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from groupcoord.coordinator.streams.member import MemberState, StreamsGroupMember
 from groupcoord.coordinator.streams.tasks import NO_TASKS, TasksTuple, TasksWithEpochs
@@ -27,17 +27,15 @@ class FencedMember(Exception):
     """FENCED_MEMBER_EPOCH raised while reconciling."""
 
 
+@dataclass(frozen=True, slots=True)
 class Reconciler:
-    def __init__(self, member: StreamsGroupMember, target_epoch: int, target: TasksTuple,
-                 active_owner: ActiveOwner, standby_owners: ReplicaOwners,
-                 warmup_owners: ReplicaOwners, owned: TasksWithEpochs | None) -> None:
-        self.member = member
-        self.target_epoch = target_epoch
-        self.target = target
-        self.active_owner = active_owner
-        self.standby_owners = standby_owners
-        self.warmup_owners = warmup_owners
-        self.owned = owned
+    member: StreamsGroupMember
+    target_epoch: int
+    target: TasksTuple
+    active_owner: ActiveOwner
+    standby_owners: ReplicaOwners
+    warmup_owners: ReplicaOwners
+    owned: TasksWithEpochs | None
 
     def build(self) -> StreamsGroupMember:
         m = self.member
