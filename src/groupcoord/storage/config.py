@@ -96,6 +96,14 @@ class KafkaStorageError(StorageError):
     failed append is left in the log."""
 
 
+class StorageUnavailable(KafkaStorageError):
+    """The shared store cannot be reached now (its connection lost, the server restarting):
+    retriable, KAFKA_STORAGE_ERROR as a disk error is. Unlike a disk error, a write that
+    failed this way may have committed before the connection dropped; the writer's next
+    append settles it by naming the end offset it expected (``AppendPreconditionFailed``
+    if the lost write landed)."""
+
+
 class OffsetOutOfRangeError(StorageError):
     """Fetch offset outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
 

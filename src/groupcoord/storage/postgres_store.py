@@ -31,25 +31,23 @@ alone fences, so no clock is trusted for safety.
 
 Durability: an append is acknowledged once its commit returns, which needs the server's
 ``fsync`` on and ``synchronous_commit`` not ``off`` (``on``, or a replicated level for a
-standby); a store refuses, when made, a session configured otherwise, and ``flush`` has
+standby); the session refuses every connection configured otherwise, and ``flush`` has
 nothing to do. A commit whose outcome is unknown (the connection lost) is settled by the
 writer's next append naming the end it expected: ``AppendPreconditionFailed`` if the first
 one landed.
 
-Connections are psycopg 3's, blocking, in autocommit mode (each transaction is explicit).
-A connection runs one transaction at a time: each thread needs its own store and connection.
+Everything runs on a ``PostgresSession`` (``storage.postgres_session``): psycopg 3
+connections, blocking, in autocommit mode (each transaction is explicit), one opened again
+after it is lost, the loss raised as the retriable ``StorageUnavailable``. A session runs one
+transaction at a time: each thread needs its own store and session.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import LiteralString
-
-import psycopg
-from psycopg.rows import TupleRow
 
 from groupcoord.logformat.batch import BatchHeader, parse_header
 from groupcoord.storage.appending import prepare_append
@@ -62,9 +60,7 @@ from groupcoord.storage.config import (
     StorageError,
 )
 from groupcoord.storage.partition_store import LogSnapshot, require_end_offset
-
-Connection = psycopg.Connection[TupleRow]
-Cursor = psycopg.Cursor[TupleRow]
+from groupcoord.storage.postgres_session import Cursor, PostgresSession
 
 _EMPTY = memoryview(b"")
 # Batches fetched per query by ``iter_batches``.
@@ -100,28 +96,12 @@ _READ_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL REPEATABLE REA
 _KEY: LiteralString = "topic = %s AND partition_index = %s"
 
 
-def ensure_schema(conn: Connection) -> None:
+def ensure_schema(session: PostgresSession) -> None:
     """Create the tables and index if missing; safe to call from every node at once."""
-    with _transaction(conn, _WRITE_ISOLATION) as cur:
+    with session.transaction(_WRITE_ISOLATION) as cur:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
         for statement in _SCHEMA:
             cur.execute(statement)
-
-
-@contextmanager
-def _transaction(conn: Connection, isolation: LiteralString) -> Iterator[Cursor]:
-    """One explicit transaction at ``isolation``: committed on exit, rolled back on error."""
-    _require_autocommit(conn)
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute(isolation)
-        yield cur
-
-
-def _require_autocommit(conn: Connection) -> None:
-    """Refuse a connection that would hold an implicit transaction (and its snapshot and
-    locks) open between our statements."""
-    if not conn.autocommit:
-        raise ValueError("the PostgreSQL store needs a connection in autocommit mode")
 
 
 @dataclass(frozen=True)
@@ -142,12 +122,12 @@ def _locked_lease(cur: Cursor, topic: str, partition: int) -> _Lease:
     return _Lease(found[0], found[1], found[2])
 
 
-def acquire_leadership(conn: Connection, topic: str, partition: int, node_id: int,
+def acquire_leadership(session: PostgresSession, topic: str, partition: int, node_id: int,
                        lease_ms: int, now_ms: int) -> int:
     """Make ``node_id`` the partition's leader until ``now_ms + lease_ms``; return its new
     epoch (one more than the last). ``LeaseHeld`` while another lease is live (its expiry
     after ``now_ms``)."""
-    with _transaction(conn, _WRITE_ISOLATION) as cur:
+    with session.transaction(_WRITE_ISOLATION) as cur:
         lease = _locked_lease(cur, topic, partition)
         if lease.holder_node_id is not None and lease.expiry_ms > now_ms:
             raise LeaseHeld(lease.holder_node_id, lease.epoch, lease.expiry_ms)
@@ -158,12 +138,12 @@ def acquire_leadership(conn: Connection, topic: str, partition: int, node_id: in
         return epoch
 
 
-def renew_leadership(conn: Connection, topic: str, partition: int, epoch: int,
+def renew_leadership(session: PostgresSession, topic: str, partition: int, epoch: int,
                      lease_ms: int, now_ms: int) -> int:
     """Extend the lease of the leader at ``epoch`` to ``now_ms + lease_ms`` (never back);
     return the expiry. ``FencedLeaderEpoch`` once another node has taken the partition —
     even a lapsed lease is renewed while nobody has (its epoch still fences everyone)."""
-    with _transaction(conn, _WRITE_ISOLATION) as cur:
+    with session.transaction(_WRITE_ISOLATION) as cur:
         lease = _locked_lease(cur, topic, partition)
         if lease.epoch != epoch:
             raise FencedLeaderEpoch(epoch, lease.epoch)
@@ -171,18 +151,6 @@ def renew_leadership(conn: Connection, topic: str, partition: int, epoch: int,
         cur.execute("UPDATE partition_state SET lease_expiry_ms = %s WHERE " + _KEY,
                     (expiry, topic, partition))
         return expiry
-
-
-def _require_durable_commits(conn: Connection) -> None:
-    """Refuse a server that acknowledges a commit before it is on disk."""
-    with conn.cursor() as cur:
-        cur.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
-        found = cur.fetchone()
-    assert found is not None
-    fsync, synchronous_commit = found
-    if fsync != "on" or synchronous_commit == "off":
-        raise StorageError(f"PostgreSQL commits are not durable (fsync={fsync}, "
-                           f"synchronous_commit={synchronous_commit})")
 
 
 @dataclass(frozen=True)
@@ -193,17 +161,16 @@ class _Offsets:
 
 class PostgresPartitionStore:
     """One partition in PostgreSQL, written by the leader at ``leader_epoch`` (from
-    ``acquire_leadership``); reads need no leadership."""
+    ``acquire_leadership``); reads need no leadership. Every call may raise
+    ``StorageUnavailable`` while PostgreSQL cannot be reached; the next one connects again."""
 
-    def __init__(self, conn: Connection, topic: str, partition: int, *, leader_epoch: int,
-                 config: LogConfig | None = None) -> None:
-        _require_autocommit(conn)
-        _require_durable_commits(conn)
+    def __init__(self, session: PostgresSession, topic: str, partition: int, *,
+                 leader_epoch: int, config: LogConfig | None = None) -> None:
         self.config = config or LogConfig()
         self.topic = topic
         self.partition = partition
         self.leader_epoch = leader_epoch
-        self._conn = conn
+        self._session = session
 
     @property
     def _key(self) -> tuple[str, int]:
@@ -223,7 +190,7 @@ class PostgresPartitionStore:
         return _Offsets(start, end)
 
     def _read_offsets(self) -> _Offsets:
-        with self._conn.cursor() as cur:  # one statement: one snapshot, no transaction
+        with self._session.statement() as cur:  # one statement: one snapshot
             return self._offsets(cur)
 
     @property
@@ -244,7 +211,7 @@ class PostgresPartitionStore:
         ``FencedLeaderEpoch`` once another node leads. ``leader_epoch`` is stamped into the
         batches, as in the other stores; the fencing epoch is the store's."""
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+        with self._session.transaction(_WRITE_ISOLATION) as cur:
             offsets = self._offsets(cur, lock=True)
             require_end_offset(expected_end_offset, offsets.log_end_offset)
             prepared = prepare_append(data, self.config, offsets.log_end_offset, now,
@@ -266,7 +233,7 @@ class PostgresPartitionStore:
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> memoryview:
         """Whole batches from the one holding ``offset`` (``PartitionStore.read``)."""
-        with _transaction(self._conn, _READ_ISOLATION) as cur:
+        with self._session.transaction(_READ_ISOLATION) as cur:
             offsets = self._offsets(cur)
             start, end = offsets.log_start_offset, offsets.log_end_offset
             if offset < start or offset > end:
@@ -291,7 +258,7 @@ class PostgresPartitionStore:
         batch from that offset is one to yield. Fetched a page per query."""
         next_last = -1 if from_offset is None else from_offset
         while True:
-            with self._conn.cursor() as cur:
+            with self._session.statement() as cur:
                 cur.execute("SELECT last_offset, data FROM partition_batches WHERE " + _KEY +
                             " AND last_offset >= %s ORDER BY last_offset LIMIT %s",
                             (*self._key, next_last, _PAGE_BATCHES))
@@ -311,7 +278,7 @@ class PostgresPartitionStore:
     def truncate_to(self, offset: int) -> None:
         """Remove every batch at or after ``offset`` (``PartitionStore.truncate_to``);
         fenced as an append is."""
-        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+        with self._session.transaction(_WRITE_ISOLATION) as cur:
             offsets = self._offsets(cur, lock=True)
             if offset >= offsets.log_end_offset:
                 return
@@ -329,7 +296,7 @@ class PostgresPartitionStore:
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset to ``offset``; return the new start.
         Fenced as an append is."""
-        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+        with self._session.transaction(_WRITE_ISOLATION) as cur:
             offsets = self._offsets(cur, lock=True)
             if offset > offsets.log_end_offset:
                 raise OffsetOutOfRangeError(
@@ -349,7 +316,7 @@ class PostgresPartitionStore:
     def snapshot(self) -> LogSnapshot:
         """Offsets and batches from one snapshot; the recovery point is the log end, since
         everything committed is durable."""
-        with _transaction(self._conn, _READ_ISOLATION) as cur:
+        with self._session.transaction(_READ_ISOLATION) as cur:
             offsets = self._offsets(cur)
             cur.execute("SELECT data FROM partition_batches WHERE " + _KEY +
                         " ORDER BY last_offset", self._key)
