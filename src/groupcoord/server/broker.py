@@ -220,7 +220,7 @@ class Broker:
         # logs before `ready`, as Kafka serves no partition before its log is loaded.
         await asyncio.to_thread(self.logs.load_all)
         self.authorizer = build_authorizer(cfg)
-        self.topics = TopicStore(self.logs, cfg.data_dir)
+        self.topics = TopicStore(self.logs)
         self.broker_configs = self.topics.broker_configs
         self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
         self.group_counters = GroupCounters(cfg.metrics_max_groups)

@@ -82,6 +82,23 @@ def prepare_append(data: bytes | bytearray | memoryview, config: LogConfig, log_
     return PreparedAppend(buf, headers, now_ms, log_append)
 
 
+def prepare_copy(data: bytes | bytearray | memoryview) -> PreparedAppend:
+    """Batches stored elsewhere, to be stored again exactly as they are (a copy of another
+    store's log): framed, nothing checked against this log's settings, nothing stamped."""
+    buf = bytearray(data)
+    headers: list[BatchHeader] = []
+    pos = 0
+    while pos < len(buf):
+        size = batch_size_at(buf, pos)
+        if size is None or pos + size > len(buf):
+            raise InvalidRecordError("partial record batch in a copy")
+        headers.append(parse_header(buf, pos))
+        pos += size
+    if not headers:
+        raise InvalidRecordError("a copy with no record batches")
+    return PreparedAppend(buf, headers, -1, log_append_time=False)
+
+
 def _validate_all(buf: bytearray, config: LogConfig, allow_control: bool) -> list[BatchHeader]:
     def checked(pos: int, size: int) -> BatchHeader:
         return validate(memoryview(buf)[pos : pos + size], check_offsets=True)

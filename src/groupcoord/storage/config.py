@@ -135,7 +135,12 @@ class AppendPreconditionFailed(StorageError):
         self.actual = actual
 
 
-class FencedLeaderEpoch(StorageError):
+class NotPartitionLeader(StorageError):
+    """This node does not lead the partition of a shared store (NOT_LEADER_OR_FOLLOWER):
+    another node holds its lease, or this one lost it. Nothing was written."""
+
+
+class FencedLeaderEpoch(NotPartitionLeader):
     """A write by a leader whose epoch is no longer the partition's (FENCED_LEADER_EPOCH):
     another node has taken the leadership since, so this one may not append, truncate or
     renew its lease. Nothing was written."""

@@ -28,6 +28,11 @@ from psycopg.rows import TupleRow
 
 from groupcoord.storage.config import StorageError, StorageUnavailable
 
+# Every write transaction's level (the stores' fencing relies on READ COMMITTED re-reading
+# a row it waited for), and every multi-statement read's: one snapshot, no writes.
+WRITE_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
+READ_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
 Connection = psycopg.Connection[TupleRow]
 Cursor = psycopg.Cursor[TupleRow]
 ConnectionFactory = Callable[[], Connection]
