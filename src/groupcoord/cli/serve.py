@@ -66,6 +66,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--data-dir", default="./data",
            help="log directory (default ./data); `memory` keeps every log in memory, "
                 "for tests (gone when the broker stops)"),
+    Option("--storage", default=None, metavar="postgresql://USER@HOST:PORT/DB",
+           help="keep every partition and the topic catalog in this PostgreSQL database, "
+                "shared by the nodes started on it (docs/cluster.md); --data-dir then holds "
+                "this node's copies and caches (default: everything in --data-dir)"),
+    Option("--broker-session-timeout-ms", type=int, default=9000,
+           help="with --storage: how long a node's partition leases outlive its last "
+                "renewal (broker.session.timeout.ms)"),
+    Option("--broker-heartbeat-interval-ms", type=int, default=2000,
+           help="with --storage: how often a node renews its partition leases "
+                "(broker.heartbeat.interval.ms)"),
     Option("--node-id", type=int, default=0, help="this broker's node id (node.id)"),
     Option("--nodes", type=int, default=1,
            help="nodes served by this process: ids node-id.., node i on each listen "
@@ -175,6 +185,9 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         **security_args.config_kwargs(ns),
         data_dir=data_dir,
         file_io=io,
+        storage=ns.storage,
+        broker_session_timeout_ms=ns.broker_session_timeout_ms,
+        broker_heartbeat_interval_ms=ns.broker_heartbeat_interval_ms,
         node_id=ns.node_id,
         nodes=ns.nodes,
         cluster_id=cluster_id,

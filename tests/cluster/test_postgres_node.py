@@ -1,0 +1,202 @@
+"""One groupcoord node serving from PostgreSQL (`serve --storage URL --node-id N`), on a real
+server, driven by confluent-kafka: records produced and fetched, a classic group that joins
+and commits, a committed transaction; then the node stopped (SIGTERM, and SIGKILL) and a new
+one started on the same storage with an empty data dir finds every acknowledged record, the
+group's offsets and the transaction. A second node started while the first holds live
+leases appends nothing to the partitions it does not lead."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import cast
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.confluent_io import (
+    AckLog,
+    acks_all_producer,
+    create_topic,
+    high_watermarks,
+    produce,
+)
+from helpers.wire_client import WireConnection
+
+from groupcoord.logformat.batch import build_batch
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+TOPIC = "orders"
+PARTITIONS = 2
+GROUP = "billing"
+WAIT_S = 60.0
+
+
+def node_args(storage_url: str, node_id: int) -> list[str]:
+    return ["--storage", storage_url, "--node-id", str(node_id), "--offsets-partitions", "3",
+            "--group-initial-rebalance-delay-ms", "0"]
+
+
+@dataclass
+class Written:
+    """What the first node acknowledged: every record a read_committed reader gets (the
+    transaction's among them), and the group's committed offsets."""
+
+    records: dict[tuple[int, int], bytes]
+    committed: dict[int, int]
+    # The high watermarks (a transaction marker takes an offset too).
+    ends: dict[int, int]
+
+
+def _consume_group(bootstrap: str, count: int) -> dict[int, int]:
+    """A classic group member reads `count` records from the start, commits, and leaves;
+    the offsets it committed."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "session.timeout.ms": 10_000})
+    consumer.subscribe([TOPIC])
+    seen = 0
+    positions: dict[int, int] = {}
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while seen < count:
+            assert time.monotonic() < deadline, f"the group read {seen} of {count}"
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                seen += 1
+                positions[cast(int, msg.partition())] = cast(int, msg.offset()) + 1
+        consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in positions.items()],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+    return positions
+
+
+def _committed(bootstrap: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                         "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)],
+                                   timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
+def _commit_transaction(bootstrap: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap,
+                         "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for value in values:
+        producer.produce(TOPIC, value=value, partition=0)
+    producer.commit_transaction(30)
+
+
+def _read(bootstrap: str, isolation: str) -> dict[tuple[int, int], bytes]:
+    """Every record up to the high watermarks, (partition, offset) -> value, as a consumer
+    of `isolation` gets them (transaction markers take offsets but are not delivered)."""
+    ends = high_watermarks(bootstrap, TOPIC, PARTITIONS)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
+                         "enable.auto.commit": False, "isolation.level": isolation})
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    records: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while True:
+            positions = consumer.position([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
+            if all(tp.offset >= ends[tp.partition] for tp in positions):
+                return records
+            assert time.monotonic() < deadline, f"reading stalled at {positions}, ends {ends}"
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                records[(cast(int, msg.partition()), cast(int, msg.offset()))] = cast(
+                    bytes, msg.value())
+    finally:
+        consumer.close()
+
+
+def _write_everything(node: BrokerProcess) -> Written:
+    create_topic(node.bootstrap, TOPIC, PARTITIONS)
+    log = AckLog()
+    producer = acks_all_producer(node.bootstrap)
+    produce(producer, TOPIC, [f"record-{i:04d}".encode() for i in range(300)], log)
+    assert producer.flush(60) == 0 and not log.failed
+    committed = _consume_group(node.bootstrap, 300)
+    transactional = [f"txn-{i}".encode() for i in range(10)]
+    _commit_transaction(node.bootstrap, transactional)
+    records = _read(node.bootstrap, "read_committed")
+    assert {key: records[key] for key in log.acked} == log.acked
+    assert sorted(records.values())[-10:] == sorted(transactional)  # "txn-" after "record-"
+    return Written(records, committed, high_watermarks(node.bootstrap, TOPIC, PARTITIONS))
+
+
+def _assert_found(node: BrokerProcess, written: Written) -> None:
+    assert high_watermarks(node.bootstrap, TOPIC, PARTITIONS) == written.ends
+    assert _read(node.bootstrap, "read_committed") == written.records
+    assert _committed(node.bootstrap) == written.committed
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+def test_a_new_node_on_the_same_storage_finds_everything(
+        broker_factory: BrokerFactory, storage_url: str, stop: str) -> None:
+    first = broker_factory.create(node_args(storage_url, 1))
+    written = _write_everything(first)
+    if stop == "sigterm":
+        assert first.stop() == 0
+    else:
+        first.kill()
+
+    # Its own empty data dir: everything comes from PostgreSQL. The same node id takes over
+    # the leases a killed process left live.
+    second = broker_factory.create(node_args(storage_url, 1))
+    _assert_found(second, written)
+    # And it serves on: the log continues where it ended.
+    log = AckLog()
+    producer = acks_all_producer(second.bootstrap)
+    produce(producer, TOPIC, [b"after"], log)
+    assert producer.flush(30) == 0 and not log.failed
+    ends = high_watermarks(second.bootstrap, TOPIC, PARTITIONS)
+    assert sum(ends.values()) == sum(written.ends.values()) + 1
+
+
+def _produce_error(node: BrokerProcess, partition: int) -> int:
+    """Produce one batch over the wire (no client retries); the partition's error code."""
+    batch = build_batch([(b"k", b"from-another-node", [], int(time.time() * 1000))])
+    request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name=TOPIC, partition_data=[PartitionProduceData(index=partition, records=batch)])])
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(request, 9)
+    finally:
+        conn.close()
+    assert isinstance(response, ProduceResponse)
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def test_a_second_node_appends_nothing_where_the_first_leads(
+        broker_factory: BrokerFactory, storage_url: str) -> None:
+    first = broker_factory.create(node_args(storage_url, 1))
+    create_topic(first.bootstrap, TOPIC, PARTITIONS)
+    log = AckLog()
+    producer = acks_all_producer(first.bootstrap)
+    produce(producer, TOPIC, [f"r-{i}".encode() for i in range(20)], log)
+    assert producer.flush(30) == 0 and not log.failed
+    before = _read(first.bootstrap, "read_uncommitted")
+
+    second = broker_factory.create(node_args(storage_url, 2))
+    assert [_produce_error(second, p) for p in range(PARTITIONS)] == [
+        ErrorCode.NOT_LEADER_OR_FOLLOWER] * PARTITIONS
+    assert _read(first.bootstrap, "read_uncommitted") == before
+    # The leader is unaffected.
+    produce(producer, TOPIC, [b"still-leading"], log)
+    assert producer.flush(30) == 0 and not log.failed
