@@ -160,9 +160,10 @@ def test_a_new_node_on_the_same_storage_finds_everything(
     # the leases a killed process left live.
     second = broker_factory.create(node_args(storage_url, 1))
     _assert_found(second, written)
-    # And it serves on: the log continues where it ended.
+    # And it serves on: the log continues where it ended (an idempotent producer's id
+    # claimed after every id the first node claimed).
     log = AckLog()
-    producer = acks_all_producer(second.bootstrap)
+    producer = acks_all_producer(second.bootstrap, **{"enable.idempotence": True})
     produce(producer, TOPIC, [b"after"], log)
     assert producer.flush(30) == 0 and not log.failed
     ends = high_watermarks(second.bootstrap, TOPIC, PARTITIONS)

@@ -3,7 +3,7 @@ copies), on a real server: what a node appends is in PostgreSQL and found by the
 the same storage, even from an empty data dir; a second node while the first holds live
 leases follows and can write nothing; a lease pass moves a lapsed lease to it (a manual clock
 for the leases); a deposed leader steps down with nothing written; a copy that differs from
-PostgreSQL's log is made again; a deleted topic's copies go."""
+PostgreSQL's log is made again; a deleted topic's copies go; id blocks never overlap."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from helpers.postgres_server import PostgresServer
 from storage_helpers import make_batch
 
 from groupcoord.storage.config import FencedLeaderEpoch, NotPartitionLeader
-from groupcoord.storage.postgres_catalog import list_topics
+from groupcoord.storage.postgres_catalog import PostgresDocuments, list_topics
 from groupcoord.storage.postgres_manager import PostgresLogManager
 from groupcoord.storage.postgres_session import PostgresSession
+from groupcoord.storage.postgres_store import ensure_schema
 
 NOW = 1_700_000_000_000
 LEASE_MS = 9000
@@ -172,3 +173,18 @@ def test_a_deleted_topic_leaves_the_catalog_and_the_copies(
     first.close()
     again = open_node(NODE_A, tmp_path / "a")
     assert (topic, 0) not in again.leased and not (tmp_path / "a" / f"{topic}-0").exists()
+
+
+def test_id_blocks_claimed_by_two_nodes_never_overlap(postgres_server: PostgresServer) -> None:
+    """The producer-id counter in PostgreSQL: each claim a block nobody had, also across
+    nodes, and never below the id a claimer asks to start from."""
+    with PostgresSession.for_conninfo(postgres_server.dsn) as session_a, \
+            PostgresSession.for_conninfo(postgres_server.dsn) as session_b:
+        ensure_schema(session_a)
+        node_a, node_b = PostgresDocuments(session_a), PostgresDocuments(session_b)
+        counter = f"ids-{next(_topics)}"
+        assert node_a.claim_block(counter, 0, 1000) == 0
+        assert node_b.claim_block(counter, 0, 1000) == 1000
+        assert node_a.claim_block(counter, 1000, 1000) == 2000
+        assert node_b.claim_block(counter, 5000, 1000) == 5000  # an id seen in a log
+        assert node_a.claim_block(counter, 0, 1000) == 6000

@@ -231,7 +231,7 @@ class Broker:
         self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs)
         self.broker_configs = self.topics.broker_configs
-        self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
+        self.producers = ProducerStateManager(self.logs.documents)
         self.group_counters = GroupCounters(cfg.metrics_max_groups)
         self.groups = CoordinatorRuntime(self)
         self.shares = ShareRuntime(self)

@@ -4,7 +4,8 @@
 - ``topics``: every topic with partitions in PostgreSQL, its id and partition count, the
   truth a node opens its partitions from (the file log's partition directories and their
   ``partition.metadata``);
-- ``cluster_documents``: the metadata documents kept whole (``storage.documents``).
+- ``cluster_documents``: the metadata documents kept whole, and ``cluster_counters``, the
+  counters ids are claimed from in blocks (``storage.documents``).
 
 Deleting a topic removes its catalog row and batches in one transaction and resets its
 partitions' rows, but keeps them and bumps their leader epochs: a topic created again under
@@ -81,3 +82,15 @@ class PostgresDocuments:
         with self._session.transaction(WRITE_ISOLATION) as cur:
             cur.execute("INSERT INTO cluster_documents (name, body) VALUES (%s, %s)"
                         " ON CONFLICT (name) DO UPDATE SET body = excluded.body", (name, body))
+
+    def claim_block(self, name: str, first_id: int, size: int) -> int:
+        """One statement on the counter's row: concurrent claims (other nodes) are
+        serialized by its lock, so their blocks never overlap."""
+        with self._session.transaction(WRITE_ISOLATION) as cur:
+            cur.execute("INSERT INTO cluster_counters AS c (name, next_id) VALUES (%s, %s)"
+                        " ON CONFLICT (name) DO UPDATE"
+                        " SET next_id = greatest(c.next_id, %s) + %s RETURNING next_id",
+                        (name, first_id + size, first_id, size))
+            found = cur.fetchone()
+        assert found is not None  # RETURNING of an upsert always yields its row
+        return int(found[0]) - size

@@ -10,7 +10,8 @@ Schema (``ensure_schema``, idempotent):
   them (``data``, bytea, offsets stamped by ``storage.appending``), keyed by
   (topic, partition_index, base_offset), with ``last_offset`` indexed for the search of the
   batch holding an offset.
-- ``topics`` and ``cluster_documents``: the cluster's topic catalog (``storage.postgres_catalog``).
+- ``topics``, ``cluster_documents`` and ``cluster_counters``: the cluster's topic catalog and
+  metadata (``storage.postgres_catalog``).
 
 Leadership: ``acquire_leadership`` gives a node the partition when no lease is live (or
 the live one is its own, from before a restart), and bumps the epoch; ``renew_leadership``
@@ -105,6 +106,9 @@ _SCHEMA: tuple[LiteralString, ...] = (
     """CREATE TABLE IF NOT EXISTS cluster_documents (
         name text PRIMARY KEY,
         body bytea NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS cluster_counters (
+        name text PRIMARY KEY,
+        next_id bigint NOT NULL)""",
 )
 
 _KEY: LiteralString = "topic = %s AND partition_index = %s"
