@@ -2,7 +2,7 @@
 server, driven by confluent-kafka: records produced and fetched, a classic group that joins
 and commits, a committed transaction; then the node stopped (SIGTERM, and SIGKILL) and a new
 one started on the same storage with an empty data dir finds every acknowledged record, the
-group's offsets and the transaction. A second node started while the first holds live
+group's offsets, the transaction and the cluster id. A second node started while the first holds live
 leases appends nothing to the partitions it does not lead."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import cast
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from helpers.broker import BrokerFactory, BrokerProcess
 from helpers.confluent_io import (
     AckLog,
@@ -55,6 +56,7 @@ class Written:
     committed: dict[int, int]
     # The high watermarks (a transaction marker takes an offset too).
     ends: dict[int, int]
+    cluster_id: str
 
 
 def _consume_group(bootstrap: str, count: int) -> dict[int, int]:
@@ -137,10 +139,17 @@ def _write_everything(node: BrokerProcess) -> Written:
     records = _read(node.bootstrap, "read_committed")
     assert {key: records[key] for key in log.acked} == log.acked
     assert sorted(records.values())[-10:] == sorted(transactional)  # "txn-" after "record-"
-    return Written(records, committed, high_watermarks(node.bootstrap, TOPIC, PARTITIONS))
+    return Written(records, committed, high_watermarks(node.bootstrap, TOPIC, PARTITIONS),
+                   _cluster_id(node))
+
+
+def _cluster_id(node: BrokerProcess) -> str:
+    return str(AdminClient({"bootstrap.servers": node.bootstrap}).list_topics(
+        timeout=30).cluster_id)
 
 
 def _assert_found(node: BrokerProcess, written: Written) -> None:
+    assert _cluster_id(node) == written.cluster_id
     assert high_watermarks(node.bootstrap, TOPIC, PARTITIONS) == written.ends
     assert _read(node.bootstrap, "read_committed") == written.records
     assert _committed(node.bootstrap) == written.committed

@@ -181,6 +181,8 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         cluster_id = ns.cluster_id or stored_cluster_id(data_dir, io) or new_cluster_id()
     except OSError as exc:  # a path through a file, a directory we may not read
         raise ValueError(f"--data-dir {data_dir}: {exc.strerror or exc}") from None
+    if ns.storage is not None:
+        cluster_id = _storage_cluster_id(ns.storage, ns.cluster_id, cluster_id)
     return BrokerConfig(
         **security_args.config_kwargs(ns),
         data_dir=data_dir,
@@ -209,6 +211,25 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         metrics_max_groups=ns.metrics_max_groups,
         runtime_metrics=ns.metrics_listen is not None,
     )
+
+
+def _storage_cluster_id(storage: str, given: str | None, proposed: str) -> str:
+    """The cluster id of the nodes on `--storage`: the one its first node stored there
+    (`proposed` if this is the first); a `--cluster-id` naming another is refused."""
+    from groupcoord.storage.config import StorageError
+    from groupcoord.storage.postgres_catalog import cluster_id
+    from groupcoord.storage.postgres_session import PostgresSession
+    from groupcoord.storage.postgres_store import ensure_schema
+
+    try:
+        with PostgresSession.for_conninfo(storage) as session:
+            ensure_schema(session)
+            stored = cluster_id(session, given or proposed)
+    except StorageError as exc:
+        raise ValueError(f"--storage: {exc}") from None
+    if given is not None and given != stored:
+        raise ValueError(f"--cluster-id {given}: the nodes on --storage form cluster {stored}")
+    return stored
 
 
 def _group_configs(items: list[str]) -> dict[str, str]:

@@ -4,8 +4,8 @@
 - ``topics``: every topic with partitions in PostgreSQL, its id and partition count, the
   truth a node opens its partitions from (the file log's partition directories and their
   ``partition.metadata``);
-- ``cluster_documents``: the metadata documents kept whole, and ``cluster_counters``, the
-  counters ids are claimed from in blocks (``storage.documents``).
+- ``cluster_documents``: the cluster id and the metadata documents kept whole, and
+  ``cluster_counters``, the counters ids are claimed from in blocks (``storage.documents``).
 
 Deleting a topic removes its catalog row and batches in one transaction and resets its
 partitions' rows, but keeps them and bumps their leader epochs: a topic created again under
@@ -64,6 +64,21 @@ def delete_topic(session: PostgresSession, topic: str) -> None:
                     " leader_epoch = leader_epoch + 1 WHERE topic = %s", (topic,))
         cur.execute("DELETE FROM partition_batches WHERE topic = %s", (topic,))
         cur.execute("DELETE FROM topics WHERE name = %s", (topic,))
+
+
+CLUSTER_ID_DOCUMENT = "cluster.id"
+
+
+def cluster_id(session: PostgresSession, proposed: str) -> str:
+    """The cluster's id: the one stored, else ``proposed``, stored now (by the first node
+    started on the database; every later one adopts it)."""
+    with session.transaction(WRITE_ISOLATION) as cur:
+        cur.execute("INSERT INTO cluster_documents (name, body) VALUES (%s, %s)"
+                    " ON CONFLICT (name) DO NOTHING", (CLUSTER_ID_DOCUMENT, proposed.encode()))
+        cur.execute("SELECT body FROM cluster_documents WHERE name = %s", (CLUSTER_ID_DOCUMENT,))
+        found = cur.fetchone()
+    assert found is not None  # inserted above unless already there
+    return bytes(found[0]).decode()
 
 
 class PostgresDocuments:
