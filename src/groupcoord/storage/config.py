@@ -135,9 +135,12 @@ class AppendPreconditionFailed(StorageError):
         self.actual = actual
 
 
-class NotPartitionLeader(StorageError):
-    """This node does not lead the partition of a shared store (NOT_LEADER_OR_FOLLOWER):
-    another node holds its lease, or this one lost it. Nothing was written."""
+class NotPartitionLeader(KafkaStorageError):
+    """This node does not lead the partition of a shared store: another node holds its
+    lease, or this one lost it. Nothing was written. Produce answers NOT_LEADER_OR_FOLLOWER;
+    elsewhere it is answered as a storage error, as Kafka answers for a partition whose log
+    dir went offline and whose leadership moved (the coordinators: NOT_COORDINATOR, so the
+    client looks the coordinator up again)."""
 
 
 class FencedLeaderEpoch(NotPartitionLeader):
