@@ -3,7 +3,8 @@ copies), on a real server: what a node appends is in PostgreSQL and found by the
 the same storage, even from an empty data dir; a second node while the first holds live
 leases follows and can write nothing; a lease pass moves a lapsed lease to it (a manual clock
 for the leases); a deposed leader steps down with nothing written; a copy that differs from
-PostgreSQL's log is made again; a deleted topic's copies go; id blocks never overlap."""
+PostgreSQL's log is made again, one missing a committed batch takes it in before the next
+write; a deleted topic's copies go; id blocks never overlap."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ import pytest
 from helpers.postgres_server import PostgresServer
 from storage_helpers import make_batch
 
-from groupcoord.storage.config import FencedLeaderEpoch, NotPartitionLeader
+from groupcoord.storage.config import FencedLeaderEpoch, NotPartitionLeader, StorageUnavailable
 from groupcoord.storage.postgres_catalog import PostgresDocuments, list_topics
 from groupcoord.storage.postgres_manager import PostgresLogManager
 from groupcoord.storage.postgres_session import PostgresSession
-from groupcoord.storage.postgres_store import ensure_schema
+from groupcoord.storage.postgres_store import PostgresPartitionStore, ensure_schema
 
 NOW = 1_700_000_000_000
 LEASE_MS = 9000
@@ -188,3 +189,25 @@ def test_id_blocks_claimed_by_two_nodes_never_overlap(postgres_server: PostgresS
         assert node_a.claim_block(counter, 1000, 1000) == 2000
         assert node_b.claim_block(counter, 5000, 1000) == 5000  # an id seen in a log
         assert node_a.claim_block(counter, 0, 1000) == 6000
+
+
+def test_a_write_the_copy_missed_is_taken_in_before_the_next(open_node: Open, topic: str,
+                                                             tmp_path: Path) -> None:
+    """PostgreSQL holds a batch the copy lacks (as after a commit whose answer was lost): the
+    next append is refused, retriable, once the copy has taken the batch in; the one after
+    that appends after it."""
+    node = open_node(NODE_A, tmp_path / "a")
+    copy = node.get_or_create(topic, 0, TOPIC_ID)
+    copy.append(make_batch(2, ts=NOW), now_ms=NOW)
+    leader = copy.leader
+    assert leader is not None
+    landed = PostgresPartitionStore(node.session, topic, 0, leader_epoch=leader.leader_epoch)
+    landed.append(make_batch(1, ts=NOW + 1), expected_end_offset=2, now_ms=NOW)
+
+    with pytest.raises(StorageUnavailable):  # the log of record moved: settle first
+        copy.append(make_batch(3, ts=NOW), now_ms=NOW)
+    with pytest.raises(StorageUnavailable, match="had landed"):
+        copy.append(make_batch(3, ts=NOW), now_ms=NOW)
+    assert copy.log_end_offset == 3  # the landed batch is in the copy now
+    assert copy.append(make_batch(3, ts=NOW), now_ms=NOW).base_offset == 3
+    assert _batches(node, topic) == [bytes(v) for v in copy.source.iter_batches()]
