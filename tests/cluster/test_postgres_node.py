@@ -4,7 +4,8 @@ and commits, a committed transaction; then the node stopped (SIGTERM, and SIGKIL
 one started on the same storage with an empty data dir finds every acknowledged record, the
 group's offsets, the transaction and the cluster id. A second node started while the first
 holds live leases appends nothing to the partitions it does not lead. PostgreSQL restarted
-under an idempotent producer's load: nothing acknowledged lost, nothing stored twice."""
+under an idempotent producer's load: nothing acknowledged lost, nothing stored twice. The
+leader killed while another node follows: the follower takes over once the leases lapse."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from helpers.confluent_io import (
     high_watermarks,
     produce,
 )
+from helpers.polling import wait_for
 from helpers.postgres_server import PostgresServer
 from helpers.wire_client import WireConnection
 
@@ -243,3 +245,36 @@ def test_postgresql_restarted_under_produce_load_loses_nothing_acknowledged(
     assert {key: records[key] for key in log.acked} == log.acked
     assert sorted(records.values()) == sorted(values)  # each once
     assert "PostgreSQL" in node.log_text(current_run=True)  # the retriable errors, logged
+
+
+SHORT_LEASE = ["--broker-session-timeout-ms", "3000", "--broker-heartbeat-interval-ms", "500"]
+
+
+def test_a_following_node_takes_over_when_the_leader_is_killed(
+        broker_factory: BrokerFactory, storage_url: str) -> None:
+    """Node 2 follows while node 1 leads; node 1 is SIGKILLed; once node 1's leases lapse
+    node 2 takes them (a lease pass), catches its copies up and serves: every record node 1
+    acknowledged, the group's committed offsets (its offsets shard loaded on node 2), and
+    new appends after them."""
+    first = broker_factory.create(node_args(storage_url, 1) + SHORT_LEASE)
+    create_topic(first.bootstrap, TOPIC, PARTITIONS)
+    log = AckLog()
+    producer = acks_all_producer(first.bootstrap)
+    produce(producer, TOPIC, [f"r-{i:03d}".encode() for i in range(100)], log)
+    assert producer.flush(30) == 0 and not log.failed
+    committed = _consume_group(first.bootstrap, 100)
+    ends = high_watermarks(first.bootstrap, TOPIC, PARTITIONS)
+
+    second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
+    assert _produce_error(second, 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    first.kill()
+
+    wait_for(lambda: _produce_error(second, 0) == ErrorCode.NONE, "node 2 to lead", WAIT_S,
+             lambda: second.log_tail(20), interval=0.2)
+    wait_for(lambda: _produce_error(second, 1) == ErrorCode.NONE, "node 2 to lead", WAIT_S,
+             lambda: second.log_tail(20), interval=0.2)
+    after = high_watermarks(second.bootstrap, TOPIC, PARTITIONS)
+    assert after == {p: end + 1 for p, end in ends.items()}
+    records = _read(second.bootstrap, "read_uncommitted")
+    assert {key: records[key] for key in log.acked} == log.acked
+    assert _committed(second.bootstrap) == committed
