@@ -5,10 +5,12 @@ one started on the same storage with an empty data dir finds every acknowledged 
 group's offsets, the transaction and the cluster id. A second node started while the first
 holds live leases appends nothing to the partitions it does not lead. PostgreSQL restarted
 under an idempotent producer's load: nothing acknowledged lost, nothing stored twice. The
-leader killed while another node follows: the follower takes over once the leases lapse."""
+leader killed while another node follows: the follower takes over once the leases lapse; a
+leader paused past its leases and resumed after a takeover writes nothing."""
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from helpers.wire_client import WireConnection
 
 from groupcoord.logformat.batch import build_batch
 from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from groupcoord.wire.generated.produce import (
     PartitionProduceData,
     ProduceRequest,
@@ -274,4 +277,46 @@ def test_a_following_node_takes_over_when_the_leader_is_killed(
     assert after == {p: end + 1 for p, end in ends.items()}
     records = _read(second.bootstrap, "read_uncommitted")
     assert {key: records[key] for key in log.acked} == log.acked
+    assert _committed(second.bootstrap) == committed
+
+
+def _offset_fetch_error(node: BrokerProcess) -> int:
+    """The group's OffsetFetch error code (v7: one group, all its partitions)."""
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(OffsetFetchRequest(group_id=GROUP, topics=None), 7)
+    finally:
+        conn.close()
+    assert isinstance(response, OffsetFetchResponse)
+    return int(response.error_code)
+
+
+def test_a_paused_leader_resumed_after_a_takeover_writes_nothing(
+        broker_factory: BrokerFactory, storage_url: str) -> None:
+    """Node 1 is paused (SIGSTOP) past its leases while node 2 follows; node 2 takes over and
+    appends; node 1 resumed (SIGCONT) is refused every append (fenced by the epoch, or
+    stepped down by its next lease pass), nothing it tries is readable, and its offsets
+    shard is unloaded (NOT_COORDINATOR), while node 2 serves the group's offsets."""
+    first = broker_factory.create(node_args(storage_url, 1) + SHORT_LEASE)
+    log = _produce_acked(first, [f"r-{i:03d}".encode() for i in range(100)])
+    committed = _consume_group(first.bootstrap, 100)
+    second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
+    assert first.proc is not None
+
+    first.proc.send_signal(signal.SIGSTOP)
+    try:
+        for partition in range(PARTITIONS):
+            wait_for(lambda p=partition: _produce_error(second, p) == ErrorCode.NONE,
+                     "node 2 to lead", WAIT_S, lambda: second.log_tail(20), interval=0.2)
+    finally:
+        first.proc.send_signal(signal.SIGCONT)
+    taken_over = _read(second.bootstrap, "read_uncommitted")
+
+    assert [_produce_error(first, p) for p in range(PARTITIONS)] == [
+        ErrorCode.NOT_LEADER_OR_FOLLOWER] * PARTITIONS
+    wait_for(lambda: _offset_fetch_error(first) == ErrorCode.NOT_COORDINATOR,
+             "node 1 to unload its offsets shard", WAIT_S, lambda: first.log_tail(20),
+             interval=0.2)
+    assert _read(second.bootstrap, "read_uncommitted") == taken_over
+    assert {key: taken_over[key] for key in log.acked} == log.acked
     assert _committed(second.bootstrap) == committed

@@ -81,7 +81,10 @@ class PostgresNode:
                     continue
                 if result.lost or result.taken:
                     log.info("leases lost: %s; taken: %s", result.lost, sorted(result.taken))
-                broker_side.follow(result)
+                # A copy that stepped down between passes (its write fenced) is among the
+                # followed ones: the broker follows it as a lost lease too.
+                stepped_down = [tp for tp in plan.followed if tp not in result.taken]
+                broker_side.follow(LeasePass(result.lost + stepped_down, result.taken))
         finally:
             session.close()
 
