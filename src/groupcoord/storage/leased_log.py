@@ -33,11 +33,14 @@ from groupcoord.storage.appending import PreparedAppend, prepare_copy
 from groupcoord.storage.config import (
     AppendInfo,
     AppendPreconditionFailed,
+    LogConfig,
     NotPartitionLeader,
     StorageUnavailable,
 )
+from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.postgres_store import PostgresPartitionStore
+from groupcoord.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 Result = TypeVar("Result")
@@ -47,10 +50,14 @@ class LeasedPartitionLog(PartitionLog):
     """The local copy of a partition whose log of record is ``source``, appended to through
     ``leader`` while this node leads. ``attach`` it to its source before use."""
 
-    _source: PostgresPartitionStore | None = None
-    leader: PostgresPartitionStore | None = None
-    # A write's outcome is unknown, or the copy missed a committed write: catch up first.
-    _unsettled = False
+    def __init__(self, path: str, config: LogConfig, segments: list[LogSegment],
+                 log_start_offset: int, io: FileIO = OS_FILE_IO) -> None:
+        super().__init__(path, config, segments, log_start_offset, io)
+        self._source: PostgresPartitionStore | None = None
+        # This node's store at its lease's epoch; None while another node leads.
+        self.leader: PostgresPartitionStore | None = None
+        # A write's outcome is unknown, or the copy missed a committed write: catch up first.
+        self._unsettled = False
 
     def attach(self, source: PostgresPartitionStore) -> None:
         """Name the partition's store in PostgreSQL (for reads: any epoch)."""

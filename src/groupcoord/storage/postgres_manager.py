@@ -95,7 +95,7 @@ class PostgresLogManager(LogManager):
         self.lease_ms = lease_ms
         self._clock_ms = clock_ms
         self.documents = PostgresDocuments(session)
-        # The copies of every partition opened, each leading or following.
+        # The logs of `logs`, typed as the copies they are (each leading or following).
         self.leased: dict[TopicPartition, LeasedPartitionLog] = {}
         self._catalog_ids: dict[str, bytes] = {}
 
