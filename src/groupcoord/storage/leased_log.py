@@ -119,7 +119,7 @@ class LeasedPartitionLog(PartitionLog):
         last = next(self.iter_batch_headers(self.log_end_offset - 1), None)
         if last is None:
             return True
-        theirs = next(self.source.iter_batch_headers(last.base_offset), None)
+        theirs = self.source.batch_header(last.base_offset)
         return theirs is not None and (theirs.base_offset, theirs.last_offset, theirs.crc) == (
             last.base_offset, last.last_offset, last.crc)
 

@@ -53,7 +53,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import LiteralString
 
-from groupcoord.logformat.batch import BatchHeader, parse_header
+from groupcoord.logformat.batch import HEADER_SIZE, BatchHeader, parse_header
 from groupcoord.storage.appending import PreparedAppend, prepare_append
 from groupcoord.storage.config import (
     AppendInfo,
@@ -354,6 +354,16 @@ class PostgresPartitionStore:
             if len(page) < _PAGE_BATCHES:
                 return
             next_last = page[-1][0] + 1
+
+    def batch_header(self, offset: int) -> BatchHeader | None:
+        """The header of the stored batch holding ``offset`` (or the first after it), None
+        past the last; only the header's bytes are fetched."""
+        with self._session.statement() as cur:
+            cur.execute("SELECT substring(data from 1 for %s) FROM partition_batches WHERE "
+                        + _KEY + " AND last_offset >= %s ORDER BY last_offset LIMIT 1",
+                        (HEADER_SIZE, *self._key, offset))
+            found = cur.fetchone()
+        return None if found is None else parse_header(found[0])
 
     def iter_batch_headers(self, from_offset: int | None = None) -> Iterator[BatchHeader]:
         for view in self.iter_batches(from_offset):
