@@ -76,7 +76,8 @@ class LogManager:
         self.topic_configs: dict[str, dict[str, Any]] = dict(topic_configs or {})
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.topic_ids: dict[str, bytes] = {}
-        # The topic and broker config documents (`server.topics`).
+        # The metadata documents and id counters beside the logs (topic, broker and group
+        # configs, producer ids).
         self.documents: MetadataDocuments = FileDocuments(data_dir, io)
         io.makedirs(data_dir)
 
@@ -112,7 +113,7 @@ class LogManager:
             if tp is None or not self.io.isdir(full) or tp in self.logs:
                 continue
             # No recovery point means no clean checkpoint: verify every segment.
-            log = self._open(*tp, log_start_offset=starts.get(tp, 0),
+            log = self._open(full, *tp, log_start_offset=starts.get(tp, 0),
                              recovery_point=points.get(tp, 0), now_ms=now_ms,
                              clean_shutdown=clean)
             self.logs[tp] = log
@@ -136,17 +137,17 @@ class LogManager:
         log = self.logs.get((topic, partition))
         if log is not None:
             return log
-        log = self._open(topic, partition, topic_id=topic_id)
+        log = self._open(self._dir(topic, partition), topic, partition, topic_id=topic_id)
         if log.topic_id is not None:
             self.topic_ids[topic] = log.topic_id
         self.logs[(topic, partition)] = log
         return log
 
-    def _open(self, topic: str, partition: int, *, topic_id: bytes | None = None,
+    def _open(self, path: str, topic: str, partition: int, *, topic_id: bytes | None = None,
               log_start_offset: int = 0, recovery_point: int | None = None,
               now_ms: int | None = None, clean_shutdown: bool = False) -> PartitionLog:
-        """Open (recovering) the partition's log in its directory."""
-        return PartitionLog.open(self._dir(topic, partition), self.config_for(topic),
+        """Open (recovering) the partition's log in its directory ``path``."""
+        return PartitionLog.open(path, self.config_for(topic),
                                  log_start_offset=log_start_offset,
                                  recovery_point=recovery_point, now_ms=now_ms,
                                  topic_id=topic_id, io=self.io, clean_shutdown=clean_shutdown)

@@ -130,14 +130,14 @@ class PostgresLogManager(LogManager):
                               config_overrides)
         return self.leased[(topic, partition)]
 
-    def _open(self, topic: str, partition: int, *, topic_id: bytes | None = None,
+    def _open(self, path: str, topic: str, partition: int, *, topic_id: bytes | None = None,
               log_start_offset: int = 0, recovery_point: int | None = None,
               now_ms: int | None = None, clean_shutdown: bool = False) -> LeasedPartitionLog:
-        """The partition's copy, recovered, then led (the lease taken, the copy caught up)
-        or followed (caught up) while another node's lease is live."""
+        """The partition's copy in ``path``, recovered, then led (the lease taken, the copy
+        caught up) or followed (caught up) while another node's lease is live."""
         config = self.config_for(topic)
         copy = LeasedPartitionLog.open(
-            self._dir(topic, partition), config, log_start_offset=log_start_offset,
+            path, config, log_start_offset=log_start_offset,
             recovery_point=recovery_point, now_ms=now_ms,
             topic_id=topic_id or self._catalog_ids.get(topic), io=self.io,
             clean_shutdown=clean_shutdown)
