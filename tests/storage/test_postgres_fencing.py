@@ -2,7 +2,8 @@
 partition as two nodes, leases taken on a manual clock (`now_ms`), a deposed leader's writes
 refused with nothing stored, commits surviving a server restart, and races on the partition
 row with exactly one winner: two appenders at the same epoch and log end, two nodes taking a
-lapsed lease."""
+lapsed lease; a restarted node taking its own live lease; many leases renewed at once, one
+released."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ from groupcoord.storage.postgres_store import (
     PostgresPartitionStore,
     acquire_leadership,
     ensure_schema,
+    release_leadership,
     renew_leadership,
+    renew_leases,
 )
 
 NOW = 1_700_000_000_000
@@ -249,3 +252,44 @@ def test_a_session_that_acknowledges_commits_before_they_are_durable_is_refused(
             store.append(make_batch(1, ts=NOW), now_ms=NOW)  # on every attempt
     assert PostgresPartitionStore(session_a, topic, 0, leader_epoch=epoch).log_end_offset == 0
 
+
+
+def test_a_restarted_node_takes_its_own_live_lease_and_fences_its_old_process(
+        postgres_connect: Connect, topic: str) -> None:
+    old_process, new_process = postgres_connect(), postgres_connect()
+    assert acquire_leadership(old_process, topic, 0, NODE_A, LEASE_MS, now_ms=NOW) == 1
+    old = PostgresPartitionStore(old_process, topic, 0, leader_epoch=1)
+    old.append(make_batch(1, ts=NOW), now_ms=NOW)
+    # Another node waits for the lease; the same node id (a restart) takes it at once.
+    with pytest.raises(LeaseHeld):
+        acquire_leadership(postgres_connect(), topic, 0, NODE_B, LEASE_MS, now_ms=NOW + 1)
+    assert acquire_leadership(new_process, topic, 0, NODE_A, LEASE_MS, now_ms=NOW + 1) == 2
+    with pytest.raises(FencedLeaderEpoch):
+        old.append(make_batch(1, ts=NOW), now_ms=NOW)
+    with pytest.raises(FencedLeaderEpoch):
+        renew_leadership(old_process, topic, 0, 1, LEASE_MS, now_ms=NOW + 2)
+    new = PostgresPartitionStore(new_process, topic, 0, leader_epoch=2)
+    assert new.append(make_batch(1, ts=NOW), expected_end_offset=1, now_ms=NOW
+                      ).base_offset == 1
+
+
+def test_renewing_many_leases_at_once_and_releasing_one(postgres_connect: Connect,
+                                                        topic: str) -> None:
+    session = postgres_connect()
+    epochs = {(topic, p): acquire_leadership(session, topic, p, NODE_A, LEASE_MS, now_ms=NOW)
+              for p in range(3)}
+    # Node B takes partition 2 after A's lease lapses; A's renewal keeps only 0 and 1.
+    assert acquire_leadership(postgres_connect(), topic, 2, NODE_B, LEASE_MS,
+                              now_ms=NOW + LEASE_MS) == 2
+    assert renew_leases(session, epochs, LEASE_MS, now_ms=NOW + LEASE_MS) == {
+        (topic, 0), (topic, 1)}
+    with pytest.raises(LeaseHeld):  # renewed: live until NOW + 2 * LEASE_MS
+        acquire_leadership(postgres_connect(), topic, 0, NODE_B, LEASE_MS,
+                           now_ms=NOW + 2 * LEASE_MS - 1)
+    release_leadership(session, topic, 1, epochs[(topic, 1)])
+    assert acquire_leadership(postgres_connect(), topic, 1, NODE_B, LEASE_MS,
+                              now_ms=NOW + LEASE_MS) == 2  # at once, not after the lease
+    release_leadership(session, topic, 2, epochs[(topic, 2)])  # taken already: no effect
+    with pytest.raises(LeaseHeld):
+        acquire_leadership(postgres_connect(), topic, 2, NODE_A, LEASE_MS,
+                           now_ms=NOW + LEASE_MS + 1)
