@@ -1,9 +1,10 @@
 """A broker node whose partitions are kept in PostgreSQL (`groupcoord serve --storage URL`).
 
 The node's partition directory is a `storage.postgres_manager.PostgresLogManager`: the
-broker opens, appends to and reads its partitions as it does on a data dir, and the data dir
-keeps this node's copies of the logs and its caches (shard snapshots, producer-id block, ACLs,
-SCRAM credentials, the cluster id). This service keeps the node's partition leases: a pass
+broker opens, appends to and reads its partitions as it does on a data dir, its metadata
+documents and producer ids are PostgreSQL's too, and the data dir keeps this node's copies of
+the logs and its caches (shard snapshots), its ACLs and SCRAM credentials, and a copy of the
+cluster id. This service keeps the node's partition leases: a pass
 every `broker.heartbeat.interval.ms` renews them (PostgreSQL's work on a worker thread, with a
 session of its own) and takes the lapsed leases of partitions it follows; the broker then
 follows each change, as Kafka's brokers do on a leadership change:
