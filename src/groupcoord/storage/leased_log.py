@@ -99,7 +99,9 @@ class LeasedPartitionLog(PartitionLog):
         if not self._is_prefix_of_source(offsets.log_end_offset):
             log.warning("%s: the local copy differs from PostgreSQL's log; copying it anew",
                         self.path)
-            PartitionLog.truncate_to(self, self.log_start_offset)
+            # Below every segment and PostgreSQL's start: an empty copy, its start there.
+            PartitionLog.truncate_to(self, min(self.segments[0].base_offset,
+                                               offsets.log_start_offset))
         copied = 0
         for view in source.iter_batches(max(self.log_end_offset, offsets.log_start_offset)):
             PartitionLog.append_prepared(self, prepare_copy(view))
