@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,6 +41,8 @@ class _Writer:
     # (offset, CRC) of appends whose answer was lost but which had landed.
     settled_landed: list[tuple[int, int]] = field(default_factory=list)
     unavailable: int = 0
+    # Clear while the test restarts the server: a writer cut off waits for it, not spinning.
+    server_up: threading.Event = field(default_factory=threading.Event)
     acks_changed: threading.Condition = field(default_factory=threading.Condition)
     stop: threading.Event = field(default_factory=threading.Event)
     failure: BaseException | None = None
@@ -64,6 +67,7 @@ class _Writer:
                     info = self.store.append(batch, expected_end_offset=end, now_ms=NOW)
                 except StorageUnavailable:
                     self.unavailable += 1
+                    self.server_up.wait(WAIT_S)
                     continue
                 except AppendPreconditionFailed as failed:
                     # The lost commit had landed: the log holds this very batch at `end`.
@@ -94,11 +98,16 @@ def test_appends_survive_a_server_restart_under_load(
     session = postgres_connect()
     epoch = acquire_leadership(session, topic, 0, node_id=1, lease_ms=LEASE_MS, now_ms=NOW)
     writer = _Writer(PostgresPartitionStore(session, topic, 0, leader_epoch=epoch))
+    writer.server_up.set()
     thread = threading.Thread(target=writer.run)
     thread.start()
     try:
         writer.wait_for_acks(ACKS_EACH_SIDE)
-        postgres_server.restart()
+        writer.server_up.clear()
+        try:
+            postgres_server.restart()
+        finally:
+            writer.server_up.set()
         after_restart = len(writer.acknowledged)
         writer.wait_for_acks(after_restart + ACKS_EACH_SIDE)
     finally:
@@ -139,11 +148,13 @@ def test_a_write_cut_off_before_it_commits_leaves_nothing(
         holder.execute("SELECT 1 FROM partition_state WHERE topic = %s FOR UPDATE", (topic,))
         thread = threading.Thread(target=append)
         thread.start()
+        deadline = time.monotonic() + WAIT_S
         while True:  # until the append waits on the row: a round trip each look
             found = observer.execute("SELECT cardinality(pg_blocking_pids(%s))",
                                      (pid,)).fetchone()
             if found is not None and found[0] > 0:
                 break
+            assert time.monotonic() < deadline, "the append never waited on the row"
         observer.execute("SELECT pg_terminate_backend(%s)", (pid,))
         thread.join()
     assert len(outcome) == 1 and isinstance(outcome[0], StorageUnavailable)
