@@ -123,9 +123,17 @@ class PostgresServer:
                                    f"{started.stderr}{self._log_tail()}")
         self._create_database()
 
-    def _create_database(self) -> None:
+    def url_for(self, database: str) -> str:
+        """The database as a `postgresql://` URL (what `groupcoord serve --storage` takes)."""
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, database: str) -> None:
+        """A new, empty database (`database` a plain identifier)."""
         with psycopg.connect(self.dsn_for("postgres"), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {DATABASE}")
+            conn.execute(f"CREATE DATABASE {database}")
+
+    def _create_database(self) -> None:
+        self.create_database(DATABASE)
 
     def restart(self) -> None:
         """Stop (fast: open connections are cut) and start again on the same port and data

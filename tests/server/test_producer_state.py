@@ -9,6 +9,7 @@ from groupcoord.server.producer_state import (
     ProducerIdManager,
     ProducerStateManager,
 )
+from groupcoord.storage.documents import FileDocuments
 from groupcoord.wire.errors import ErrorCode as E
 
 
@@ -55,14 +56,14 @@ def test_sequence_wraps_at_int32_max() -> None:
 
 
 def test_producer_ids_never_repeat_across_restarts(tmp_path: Path) -> None:
-    first = ProducerIdManager(str(tmp_path))
+    first = ProducerIdManager(FileDocuments(str(tmp_path)))
     ids = [first.next_id() for _ in range(3)]
-    second = ProducerIdManager(str(tmp_path))
+    second = ProducerIdManager(FileDocuments(str(tmp_path)))
     assert second.next_id() > max(ids)
 
 
 def test_rebuild_from_headers_observes_ids(tmp_path: Path) -> None:
-    m = ProducerStateManager(str(tmp_path))
+    m = ProducerStateManager(FileDocuments(str(tmp_path)))
     state, aborted = m.load_partition("t", 0, [(5000, 0, 0, 9, 0, 9, 1),
                                                (-1, -1, -1, -1, 10, 10, 1)])
     assert aborted == []
@@ -71,6 +72,6 @@ def test_rebuild_from_headers_observes_ids(tmp_path: Path) -> None:
 
 
 def test_idempotent_ids_are_fresh(tmp_path: Path) -> None:
-    m = ProducerStateManager(str(tmp_path))
+    m = ProducerStateManager(FileDocuments(str(tmp_path)))
     first, epoch = m.init_producer_id()
     assert epoch == 0 and m.init_producer_id()[0] == first + 1

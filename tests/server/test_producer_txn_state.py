@@ -9,6 +9,7 @@ from groupcoord.server.producer_state import (
     PartitionProducerState,
     ProducerStateManager,
 )
+from groupcoord.storage.documents import FileDocuments
 from groupcoord.wire.errors import ErrorCode as E
 
 
@@ -47,7 +48,7 @@ def test_marker_and_batch_checks() -> None:
 
 
 def test_rebuild_finds_open_and_aborted_transactions(tmp_path: Path) -> None:
-    m = ProducerStateManager(str(tmp_path))
+    m = ProducerStateManager(FileDocuments(str(tmp_path)))
     batches = [
         # pid, epoch, first_seq, last_seq, base, last, ts, transactional, commit, coord epoch
         (7, 0, 0, 1, 0, 1, 5, True, None, -1),

@@ -13,7 +13,7 @@ from groupcoord.storage import LogManager
 def _store(path: Path) -> tuple[LogManager, TopicStore]:
     logs = LogManager(str(path))
     logs.load_all()
-    return logs, TopicStore(logs, str(path))
+    return logs, TopicStore(logs)
 
 
 def test_topics_survive_reload(tmp_path: Path) -> None:

@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from helpers.postgres_server import PostgresServer, postgres_server
 
 from groupcoord.storage.config import LogConfig
 from groupcoord.storage.log import PartitionLog
-from groupcoord.storage.postgres_store import Connection, ensure_schema
+from groupcoord.storage.postgres_session import PostgresSession
+from groupcoord.storage.postgres_store import ensure_schema
 
 __all__ = ["postgres_server"]  # the session fixture, offered to every storage test
 
@@ -38,17 +38,18 @@ def open_log(log_dir: str) -> Iterator[Callable[..., PartitionLog]]:
 
 
 @pytest.fixture
-def postgres_connect(postgres_server: PostgresServer) -> Iterator[Callable[[], Connection]]:
-    """Opens autocommit connections to the test database, its schema ensured; closes them
+def postgres_connect(postgres_server: PostgresServer
+                     ) -> Iterator[Callable[[], PostgresSession]]:
+    """Opens sessions on the test database (each connected, the schema ensured); closes them
     after the test."""
-    opened: list[Connection] = []
+    opened: list[PostgresSession] = []
 
-    def _connect() -> Connection:
-        conn = psycopg.connect(postgres_server.dsn, autocommit=True)
-        opened.append(conn)
-        ensure_schema(conn)
-        return conn
+    def _connect() -> PostgresSession:
+        session = PostgresSession.for_conninfo(postgres_server.dsn)
+        opened.append(session)
+        ensure_schema(session)
+        return session
 
     yield _connect
-    for conn in opened:
-        conn.close()
+    for session in opened:
+        session.close()

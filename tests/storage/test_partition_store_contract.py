@@ -24,11 +24,8 @@ from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.memory_io import MemoryFileIO
 from groupcoord.storage.memory_store import InMemoryPartitionStore
 from groupcoord.storage.partition_store import LogSnapshot, PartitionStore
-from groupcoord.storage.postgres_store import (
-    Connection,
-    PostgresPartitionStore,
-    acquire_leadership,
-)
+from groupcoord.storage.postgres_session import PostgresSession
+from groupcoord.storage.postgres_store import PostgresPartitionStore, acquire_leadership
 
 NOW = 1_700_000_000_000
 StoreFactory = Callable[[], PartitionStore]
@@ -48,16 +45,17 @@ def new_store(request: pytest.FixtureRequest, store_kind: str,
     opened: list[PartitionLog] = []
     io = MemoryFileIO()
     # Asked for only by the PostgreSQL stores: the others run without a server.
-    connect: Callable[[], Connection] | None = (
+    connect: Callable[[], PostgresSession] | None = (
         request.getfixturevalue("postgres_connect") if store_kind == "postgresql" else None)
 
     def make() -> PartitionStore:
         if store_kind == "in-memory":
             return InMemoryPartitionStore(LogConfig())
         if connect is not None:
-            conn, topic = connect(), next(_pg_topics)
-            epoch = acquire_leadership(conn, topic, 0, node_id=1, lease_ms=30_000, now_ms=NOW)
-            return PostgresPartitionStore(conn, topic, 0, leader_epoch=epoch)
+            session, topic = connect(), next(_pg_topics)
+            epoch = acquire_leadership(session, topic, 0, node_id=1, lease_ms=30_000,
+                                       now_ms=NOW)
+            return PostgresPartitionStore(session, topic, 0, leader_epoch=epoch)
         path = str(tmp_path / f"t-{len(opened)}")
         if store_kind == "file-on-disk":
             log = PartitionLog.open(path, LogConfig(), now_ms=NOW)

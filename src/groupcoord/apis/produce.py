@@ -47,6 +47,7 @@ from groupcoord.logformat.batch import (
 from groupcoord.storage.config import (
     InvalidRecordError,
     KafkaStorageError,
+    NotPartitionLeader,
     RecordBatchTooLargeError,
 )
 from groupcoord.wire import error_code_numbers as codes
@@ -181,8 +182,14 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     except InvalidRecordError:
         resp.error_code = codes.CORRUPT_MESSAGE
         return resp
+    except NotPartitionLeader:
+        # Another node leads the partition (its log shared in PostgreSQL): nothing written;
+        # the producer refreshes its metadata and retries.
+        resp.error_code = codes.NOT_LEADER_OR_FOLLOWER
+        return resp
     except KafkaStorageError as exc:
-        # Nothing of the batch stayed in the log; the producer retries (a retriable error).
+        # Nothing of the batch stayed in the log, or (a lost PostgreSQL connection) the
+        # broker finds out whether it did before the retry; the producer retries.
         log.warning("produce to %s-%d: %s", topic.name, partition, exc)
         resp.error_code = codes.KAFKA_STORAGE_ERROR
         return resp

@@ -66,6 +66,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--data-dir", default="./data",
            help="log directory (default ./data); `memory` keeps every log in memory, "
                 "for tests (gone when the broker stops)"),
+    Option("--storage", default=None, metavar="postgresql://USER@HOST:PORT/DB",
+           help="keep every partition and the topic catalog in this PostgreSQL database, "
+                "shared by the nodes started on it (docs/cluster.md); --data-dir then holds "
+                "this node's copies and caches (default: everything in --data-dir)"),
+    Option("--broker-session-timeout-ms", type=int, default=9000,
+           help="with --storage: how long a node's partition leases outlive its last "
+                "renewal (broker.session.timeout.ms)"),
+    Option("--broker-heartbeat-interval-ms", type=int, default=2000,
+           help="with --storage: how often a node renews its partition leases "
+                "(broker.heartbeat.interval.ms)"),
     Option("--node-id", type=int, default=0, help="this broker's node id (node.id)"),
     Option("--nodes", type=int, default=1,
            help="nodes served by this process: ids node-id.., node i on each listen "
@@ -171,10 +181,15 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         cluster_id = ns.cluster_id or stored_cluster_id(data_dir, io) or new_cluster_id()
     except OSError as exc:  # a path through a file, a directory we may not read
         raise ValueError(f"--data-dir {data_dir}: {exc.strerror or exc}") from None
+    if ns.storage is not None:
+        cluster_id = _storage_cluster_id(ns.storage, ns.cluster_id, cluster_id)
     return BrokerConfig(
         **security_args.config_kwargs(ns),
         data_dir=data_dir,
         file_io=io,
+        storage=ns.storage,
+        broker_session_timeout_ms=ns.broker_session_timeout_ms,
+        broker_heartbeat_interval_ms=ns.broker_heartbeat_interval_ms,
         node_id=ns.node_id,
         nodes=ns.nodes,
         cluster_id=cluster_id,
@@ -196,6 +211,25 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         metrics_max_groups=ns.metrics_max_groups,
         runtime_metrics=ns.metrics_listen is not None,
     )
+
+
+def _storage_cluster_id(storage: str, given: str | None, proposed: str) -> str:
+    """The cluster id of the nodes on `--storage`: the one its first node stored there
+    (`proposed` if this is the first); a `--cluster-id` naming another is refused."""
+    from groupcoord.storage.config import StorageError
+    from groupcoord.storage.postgres_catalog import cluster_id
+    from groupcoord.storage.postgres_session import PostgresSession
+    from groupcoord.storage.postgres_store import ensure_schema
+
+    try:
+        with PostgresSession.for_conninfo(storage) as session:
+            ensure_schema(session)
+            stored = cluster_id(session, given or proposed)
+    except StorageError as exc:
+        raise ValueError(f"--storage: {exc}") from None
+    if given is not None and given != stored:
+        raise ValueError(f"--cluster-id {given}: the nodes on --storage form cluster {stored}")
+    return stored
 
 
 def _group_configs(items: list[str]) -> dict[str, str]:

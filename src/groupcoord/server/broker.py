@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from groupcoord.server.listener_security import ListenerSecurity
     from groupcoord.server.log_cleaner import LogCleaner
     from groupcoord.server.metrics.counters import GroupCounters
+    from groupcoord.server.postgres_node import PostgresNode
     from groupcoord.server.producer_state import PartitionProducerState, ProducerStateManager
     from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
     from groupcoord.server.share_runtime import ShareRuntime
@@ -126,6 +127,8 @@ class Broker:
         self._dirty: set[PartitionLog] = set()
         self._compacted: dict[tuple[str, int], tuple[int, int]] = {}
         self._opened_logs: LogManager | None = None
+        # The node's partitions in PostgreSQL and their leases (`config.storage`), else None.
+        self._postgres: PostgresNode | None = None
         # The data dir's lock while this broker owns the dir (None in memory).
         self._dir_lock: DataDirLock | None = None
         self._services: list[_Service] = []
@@ -214,15 +217,21 @@ class Broker:
         self.scram_store()
         self.fetch_sessions = FetchSessionCache(cfg.fetch_max_sessions)
         self.cleaner = LogCleaner(cfg.file_io)
-        self.logs = self._opened_logs = LogManager(cfg.data_dir, io=cfg.file_io)
+        if cfg.storage is None:
+            self.logs = self._opened_logs = LogManager(cfg.data_dir, io=cfg.file_io)
+        else:
+            from groupcoord.server.postgres_node import PostgresNode
+
+            self._postgres = PostgresNode(cfg)
+            self.logs = self._opened_logs = self._postgres.partitions
         # Log recovery (CRC scans after an unclean stop, index rebuilds and their fsyncs) on a
         # worker thread: the loop keeps answering ApiVersions, and nothing else reads the
         # logs before `ready`, as Kafka serves no partition before its log is loaded.
         await asyncio.to_thread(self.logs.load_all)
         self.authorizer = build_authorizer(cfg)
-        self.topics = TopicStore(self.logs, cfg.data_dir)
+        self.topics = TopicStore(self.logs)
         self.broker_configs = self.topics.broker_configs
-        self.producers = ProducerStateManager(cfg.data_dir, cfg.file_io)
+        self.producers = ProducerStateManager(self.logs.documents)
         self.group_counters = GroupCounters(cfg.metrics_max_groups)
         self.groups = CoordinatorRuntime(self)
         self.shares = ShareRuntime(self)
@@ -237,6 +246,10 @@ class Broker:
         self.transactions = TransactionRuntime(self, self.groups)
         await self.transactions.start()
         self._services.append(self.transactions)
+        if self._postgres is not None:
+            # Stopped last: the leases stay while the runtimes write their last records.
+            self._postgres.start(self.groups, self.producers)
+            self._services.insert(0, self._postgres)
 
     def scram_store(self) -> ScramCredentialStore:
         """The SCRAM credentials of the data dir, read on first use (a SASL listener's first
@@ -426,7 +439,7 @@ class Broker:
         ends elsewhere.
         """
         from groupcoord.server.txn_log import track_append
-        from groupcoord.storage.config import KafkaStorageError
+        from groupcoord.storage.config import KafkaStorageError, StorageUnavailable
 
         plog = self.topics.log(topic, partition)
         if plog is None:
@@ -435,9 +448,16 @@ class Broker:
         # as Kafka stamps the leader's epoch (clients use it for KIP-320 validation).
         # Loaded before the append: the rebuild must not see this batch as well.
         state = self.producer_state(topic, partition)
-        info = plog.append(data, expected_end_offset=expected_end_offset, now_ms=now_ms,
-                           leader_epoch=LEADER_EPOCH, allow_control=allow_control,
-                           trusted=trusted)
+        try:
+            info = plog.append(data, expected_end_offset=expected_end_offset, now_ms=now_ms,
+                               leader_epoch=LEADER_EPOCH, allow_control=allow_control,
+                               trusted=trusted)
+        except StorageUnavailable:
+            # A shared store lost its connection: the append may have landed. The partition
+            # refuses until its copy has it; then the state is rebuilt with it, so a retry
+            # is a duplicate rather than stored twice (`storage.leased_log`).
+            self.producers.drop_partition(topic, partition)
+            raise
         policy = self.config.fsync
         if policy == "always":
             try:

@@ -64,6 +64,14 @@ class BrokerConfig(Settings):
     listener_security_protocol_map: str = ""
     security: SecurityConfig = field(default_factory=SecurityConfig)
     data_dir: str = "./data"
+    # A PostgreSQL URL (`postgresql://USER@HOST:PORT/DB`): every partition and the topic
+    # catalog kept there, shared by the nodes started on it (`server.postgres_node`); the
+    # data dir then holds this node's copies and caches. None: everything in the data dir.
+    storage: str | None = None
+    # A node's partition leases on `storage` run this long past their last renewal
+    # (Kafka's broker.session.timeout.ms), renewed every broker.heartbeat.interval.ms.
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
     node_id: int = 0
     # Nodes served by this process (`server.cluster_map`): ids node_id .. node_id+nodes-1,
     # node i on each listener's port + i (or a free port for port 0).
@@ -108,6 +116,11 @@ class BrokerConfig(Settings):
             raise ValueError("default_partitions must be >= 1")
         if self.nodes < 1:
             raise ValueError("nodes must be >= 1")
+        if self.storage is not None and self.nodes > 1:
+            raise ValueError("--storage runs one node per process: start one process per node")
+        if not 0 < self.broker_heartbeat_interval_ms < self.broker_session_timeout_ms:
+            raise ValueError("broker_heartbeat_interval_ms must be positive and below "
+                             "broker_session_timeout_ms")
         if self.offsets_partitions < 1:
             raise ValueError("offsets_partitions must be >= 1")
         if self.metrics_max_groups < 0:

@@ -16,13 +16,12 @@ to or read with read_committed after start-up, instead of Kafka's snapshot files
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+from groupcoord.storage.documents import MetadataDocuments
 from groupcoord.wire.errors import ErrorCode
 
 NO_PRODUCER_ID = -1
@@ -32,6 +31,7 @@ INT32_MAX = 2**31 - 1
 # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: the client's max in-flight requests.
 NUM_BATCHES_TO_RETAIN = 5
 _ID_BLOCK = 1000
+ID_BLOCK_DOCUMENT = "producer-id-block"
 
 # Error codes (kept local so this module does not depend on the generated codec).
 NO_TXN = -1
@@ -192,23 +192,19 @@ class PartitionProducerState:
 
 
 class ProducerIdManager:
-    """Hands out producer ids in blocks whose upper bound is persisted before use."""
+    """Hands out producer ids in blocks claimed (and persisted) before use: from the data
+    dir's `producer-id-block`, or on PostgreSQL from one cluster-wide counter, so no two
+    nodes and no two runs of one hand out the same id."""
 
-    def __init__(self, data_dir: str, io: FileIO = OS_FILE_IO) -> None:
-        self._path = os.path.join(data_dir, "producer-id-block")
-        self._io = io
-        start = 0
-        try:
-            start = int(io.read_text(self._path).strip() or 0)
-        except FileNotFoundError:
-            pass
-        self._next = start
-        self._limit = start
-        self.max_seen = start - 1
+    def __init__(self, metadata: MetadataDocuments) -> None:
+        self._metadata = metadata
+        self._next = 0
+        self._limit = 0
 
     def next_id(self) -> int:
         if self._next >= self._limit:
-            self._reserve(self._next + _ID_BLOCK)
+            self._next = self._metadata.claim_block(ID_BLOCK_DOCUMENT, self._next, _ID_BLOCK)
+            self._limit = self._next + _ID_BLOCK
         pid = self._next
         self._next += 1
         return pid
@@ -218,16 +214,12 @@ class ProducerIdManager:
         if pid >= self._next:
             self._next = pid + 1
 
-    def _reserve(self, limit: int) -> None:
-        self._io.replace_file(self._path, str(limit).encode("ascii"))
-        self._limit = limit
-
 
 class ProducerStateManager:
     """All partitions' producer state plus the producer id allocator."""
 
-    def __init__(self, data_dir: str, io: FileIO = OS_FILE_IO) -> None:
-        self.ids = ProducerIdManager(data_dir, io)
+    def __init__(self, metadata: MetadataDocuments) -> None:
+        self.ids = ProducerIdManager(metadata)
         self._partitions: dict[tuple[str, int], PartitionProducerState] = {}
 
     def partition(self, topic: str, partition: int) -> PartitionProducerState | None:

@@ -1,17 +1,17 @@
 """Per-group dynamic configs (`share.*`, set with IncrementalAlterConfigs on GROUP).
 
-Kafka keeps group configs as ConfigRecords in the KRaft metadata log; this single node
-keeps them in `<data dir>/group-configs.json`, rewritten atomically on every change
-(write to a temporary file, fsync, rename), next to the topic metadata.
+Kafka keeps group configs as ConfigRecords in the KRaft metadata log; here they are one
+metadata document, `group-configs.json` (`storage.documents`: a file in the data dir,
+written to a temporary file, fsynced and renamed, or a row in PostgreSQL with `--storage`),
+rewritten whole on every change, next to the topic metadata.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 
-from groupcoord.storage.fileio import OS_FILE_IO, FileIO
+from groupcoord.storage.documents import MetadataDocuments
 
 FILE_NAME = "group-configs.json"
 
@@ -19,16 +19,15 @@ FILE_NAME = "group-configs.json"
 class GroupConfigStore:
     """group id -> {config name: value}; only explicitly set names are stored."""
 
-    def __init__(self, data_dir: str, io: FileIO = OS_FILE_IO) -> None:
-        self.path = os.path.join(data_dir, FILE_NAME)
-        self.io = io
+    def __init__(self, documents: MetadataDocuments) -> None:
+        self._documents = documents
         self.configs: dict[str, dict[str, str]] = {}
 
     def load(self) -> None:
-        try:
-            raw = json.loads(self.io.read_text(self.path))
-        except FileNotFoundError:
+        stored = self._documents.read(FILE_NAME)
+        if stored is None:
             return
+        raw = json.loads(stored)
         self.configs = {g: {k: str(v) for k, v in c.items()} for g, c in raw.items()}
 
     def get(self, group_id: str) -> Mapping[str, str]:
@@ -48,4 +47,4 @@ class GroupConfigStore:
         self._save()
 
     def _save(self) -> None:
-        self.io.replace_file(self.path, json.dumps(self.configs, sort_keys=True).encode())
+        self._documents.write(FILE_NAME, json.dumps(self.configs, sort_keys=True).encode())

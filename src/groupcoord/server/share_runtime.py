@@ -73,7 +73,7 @@ class ShareRuntime:
         self.state = ShareStateLog(broker, self)
         self.store = self.state.store
         self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
-        self.group_configs = GroupConfigStore(broker.config.data_dir, broker.config.file_io)
+        self.group_configs = GroupConfigStore(broker.logs.documents)
         self.defaults = broker_defaults(settings)
         self.dlq = ShareDlq(self)
         # Share-state initializations running after their heartbeat's reply.

@@ -1,11 +1,12 @@
 """Topic metadata: names, topic ids, partition counts and per-topic configs.
 
 Mirrors the part of Kafka's `MetadataCache` + `TopicsImage` a single node needs. The
-partition directories (and their `partition.metadata`) are the truth for which topics
-exist and their ids; topic config overrides and the ids of internal topics whose
-partitions are created lazily live in one small JSON file, `topic-configs.json`, written
-atomically on every change, together with the dynamic broker configs
-(IncrementalAlterConfigs on the BROKER resource).
+partition directory (`LogManager`: its partitions and their `partition.metadata`; on
+PostgreSQL the cluster's topic catalog) is the truth for which topics exist and their ids;
+topic config overrides and the ids of internal topics whose partitions are created lazily
+live in one small JSON document, `topic-configs.json` (a file in the data dir, or a row in
+PostgreSQL: `storage.documents`), written atomically on every change, together with the
+dynamic broker configs (IncrementalAlterConfigs on the BROKER resource).
 """
 
 from __future__ import annotations
@@ -59,12 +60,11 @@ class PersistedConfigs(dict[str, str]):
 
 
 class TopicStore:
-    """The broker's topics (and dynamic broker configs), backed by the `LogManager` and
-    `topic-configs.json`."""
+    """The broker's topics (and dynamic broker configs), backed by the `LogManager` and its
+    `topic-configs.json` document."""
 
-    def __init__(self, logs: LogManager, data_dir: str) -> None:
+    def __init__(self, logs: LogManager) -> None:
         self._logs = logs
-        self._path = os.path.join(data_dir, CONFIG_FILE)
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[bytes, Topic] = {}
         self.broker_configs = PersistedConfigs({}, self._save)
@@ -78,11 +78,8 @@ class TopicStore:
             listener()
 
     def _load(self) -> None:
-        data: dict[str, Any] = {}
-        try:
-            data = json.loads(self._logs.io.read_text(self._path))
-        except FileNotFoundError:
-            pass
+        stored = self._logs.documents.read(CONFIG_FILE)
+        data: dict[str, Any] = {} if stored is None else json.loads(stored)
         saved: dict[str, dict[str, Any]] = data.get("topics", {})
         dict.update(self.broker_configs, data.get("broker", {}))
         for name, info in self._logs.topics().items():
@@ -109,8 +106,8 @@ class TopicStore:
                      "configs": t.configs, "lazy": t.internal}
             for t in self._topics.values() if t.configs or t.internal
         }, "broker": dict(self.broker_configs)}
-        self._logs.io.replace_file(
-            self._path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
+        self._logs.documents.write(
+            CONFIG_FILE, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
 
     # -- reads -----------------------------------------------------------------------------
 

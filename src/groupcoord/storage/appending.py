@@ -82,31 +82,43 @@ def prepare_append(data: bytes | bytearray | memoryview, config: LogConfig, log_
     return PreparedAppend(buf, headers, now_ms, log_append)
 
 
+def prepare_copy(data: bytes | bytearray | memoryview) -> PreparedAppend:
+    """Batches stored elsewhere, to be stored again exactly as they are (a copy of another
+    store's log): framed, nothing checked against this log's settings, nothing stamped."""
+    buf = bytearray(data)
+    headers = _split_batches(buf, lambda pos, _size: parse_header(buf, pos), max_bytes=None,
+                             allow_control=True)
+    return PreparedAppend(buf, headers, -1, log_append_time=False)
+
+
 def _validate_all(buf: bytearray, config: LogConfig, allow_control: bool) -> list[BatchHeader]:
     def checked(pos: int, size: int) -> BatchHeader:
         return validate(memoryview(buf)[pos : pos + size], check_offsets=True)
     try:
-        return _split_batches(buf, config, allow_control, checked)
+        return _split_batches(buf, checked, max_bytes=config.max_message_bytes,
+                              allow_control=allow_control)
     except CorruptRecordError as exc:
         raise InvalidRecordError(str(exc)) from exc
 
 
 def _frame_all(buf: bytearray, config: LogConfig, allow_control: bool) -> list[BatchHeader]:
     """The headers of broker-built batches: sizes and the control bit, no CRC pass."""
-    return _split_batches(buf, config, allow_control, lambda pos, _size: parse_header(buf, pos))
+    return _split_batches(buf, lambda pos, _size: parse_header(buf, pos),
+                          max_bytes=config.max_message_bytes, allow_control=allow_control)
 
 
-def _split_batches(buf: bytearray, config: LogConfig, allow_control: bool,
-                   read_header: Callable[[int, int], BatchHeader]) -> list[BatchHeader]:
+def _split_batches(buf: bytearray, read_header: Callable[[int, int], BatchHeader], *,
+                   max_bytes: int | None, allow_control: bool) -> list[BatchHeader]:
     """The header of every batch in `buf`, read by `read_header(position, size)`, after the
-    framing and size checks every append makes."""
+    framing and size checks every append makes (`max_bytes` None: no size limit, for a
+    copy of batches another store accepted)."""
     headers: list[BatchHeader] = []
     pos = 0
     while pos < len(buf):
         size = batch_size_at(buf, pos)
         if size is None or pos + size > len(buf):
             raise InvalidRecordError("partial record batch in append")
-        if size > config.max_message_bytes:
+        if max_bytes is not None and size > max_bytes:
             raise RecordBatchTooLargeError(f"batch of {size} bytes exceeds limit")
         header = read_header(pos, size)
         if header.is_control and not allow_control:

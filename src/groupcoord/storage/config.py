@@ -96,6 +96,14 @@ class KafkaStorageError(StorageError):
     failed append is left in the log."""
 
 
+class StorageUnavailable(KafkaStorageError):
+    """The shared store cannot be reached now (its connection lost, the server restarting):
+    retriable, KAFKA_STORAGE_ERROR as a disk error is. Unlike a disk error, a write that
+    failed this way may have committed before the connection dropped; the writer's next
+    append settles it by naming the end offset it expected (``AppendPreconditionFailed``
+    if the lost write landed)."""
+
+
 class OffsetOutOfRangeError(StorageError):
     """Fetch offset outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
 
@@ -127,7 +135,15 @@ class AppendPreconditionFailed(StorageError):
         self.actual = actual
 
 
-class FencedLeaderEpoch(StorageError):
+class NotPartitionLeader(KafkaStorageError):
+    """This node does not lead the partition of a shared store: another node holds its
+    lease, or this one lost it. Nothing was written. Produce answers NOT_LEADER_OR_FOLLOWER;
+    elsewhere it is answered as a storage error, as Kafka answers for a partition whose log
+    dir went offline and whose leadership moved (the coordinators: NOT_COORDINATOR, so the
+    client looks the coordinator up again)."""
+
+
+class FencedLeaderEpoch(NotPartitionLeader):
     """A write by a leader whose epoch is no longer the partition's (FENCED_LEADER_EPOCH):
     another node has taken the leadership since, so this one may not append, truncate or
     renew its lease. Nothing was written."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections.abc import Iterator
+from typing import Self
 
 from groupcoord.logformat.batch import (
     LOG_APPEND_TIME,
@@ -36,10 +37,11 @@ from groupcoord.logformat.batch import (
     validate,
 )
 from groupcoord.logformat.record import CorruptRecordError
-from groupcoord.storage.appending import prepare_append
+from groupcoord.storage.appending import PreparedAppend, prepare_append
 from groupcoord.storage.config import (
     AppendInfo,
     CorruptBatchError,
+    InvalidRecordError,
     KafkaStorageError,
     LogConfig,
     OffsetOutOfRangeError,
@@ -80,7 +82,7 @@ class PartitionLog:
     def open(cls, path: str, config: LogConfig | None = None, *,
              log_start_offset: int = 0, recovery_point: int | None = None,
              now_ms: int | None = None, topic_id: bytes | None = None,
-             io: FileIO = OS_FILE_IO, clean_shutdown: bool = False) -> PartitionLog:
+             io: FileIO = OS_FILE_IO, clean_shutdown: bool = False) -> Self:
         """Open or create the log at ``path``, recovering it; see ``recovery_report``.
 
         Only segments holding offsets at or past ``recovery_point`` (default: the last
@@ -133,10 +135,18 @@ class PartitionLog:
         """
         require_end_offset(expected_end_offset, self.log_end_offset)
         now = _now_ms() if now_ms is None else now_ms
-        prepared = prepare_append(data, self.config, self.log_end_offset, now,
-                                  assign_offsets=assign_offsets, leader_epoch=leader_epoch,
-                                  allow_control=allow_control, trusted=trusted)
+        return self.append_prepared(prepare_append(
+            data, self.config, self.log_end_offset, now, assign_offsets=assign_offsets,
+            leader_epoch=leader_epoch, allow_control=allow_control, trusted=trusted))
+
+    def append_prepared(self, prepared: PreparedAppend) -> AppendInfo:
+        """Store batches already prepared (``storage.appending``) for this log's end, as
+        they are."""
         buf, headers = prepared.buf, prepared.headers
+        if headers[0].base_offset < self.log_end_offset:
+            raise InvalidRecordError(f"batch offset {headers[0].base_offset} below log end "
+                                     f"offset {self.log_end_offset}")
+        now = _now_ms() if prepared.now_ms < 0 else prepared.now_ms
         self.active.repair_torn_tail()
         self._maybe_roll(len(buf), headers[0].base_offset, headers[-1].last_offset, now)
         self.active.append(buf, headers)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.storage.config import LogConfig, RecoveryReport, StorageError
+from groupcoord.storage.documents import FileDocuments, MetadataDocuments
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.metadata import (
@@ -75,6 +76,9 @@ class LogManager:
         self.topic_configs: dict[str, dict[str, Any]] = dict(topic_configs or {})
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.topic_ids: dict[str, bytes] = {}
+        # The metadata documents and id counters beside the logs (topic, broker and group
+        # configs, producer ids).
+        self.documents: MetadataDocuments = FileDocuments(data_dir, io)
         io.makedirs(data_dir)
 
     def config_for(self, topic: str) -> LogConfig:
@@ -109,9 +113,9 @@ class LogManager:
             if tp is None or not self.io.isdir(full) or tp in self.logs:
                 continue
             # No recovery point means no clean checkpoint: verify every segment.
-            log = PartitionLog.open(full, self.config_for(tp[0]), log_start_offset=starts.get(
-                tp, 0), recovery_point=points.get(tp, 0), now_ms=now_ms, io=self.io,
-                clean_shutdown=clean)
+            log = self._open(full, *tp, log_start_offset=starts.get(tp, 0),
+                             recovery_point=points.get(tp, 0), now_ms=now_ms,
+                             clean_shutdown=clean)
             self.logs[tp] = log
             if log.topic_id is not None:
                 self.topic_ids[tp[0]] = log.topic_id
@@ -133,12 +137,20 @@ class LogManager:
         log = self.logs.get((topic, partition))
         if log is not None:
             return log
-        log = PartitionLog.open(self._dir(topic, partition), self.config_for(topic),
-                                topic_id=topic_id, io=self.io)
+        log = self._open(self._dir(topic, partition), topic, partition, topic_id=topic_id)
         if log.topic_id is not None:
             self.topic_ids[topic] = log.topic_id
         self.logs[(topic, partition)] = log
         return log
+
+    def _open(self, path: str, topic: str, partition: int, *, topic_id: bytes | None = None,
+              log_start_offset: int = 0, recovery_point: int | None = None,
+              now_ms: int | None = None, clean_shutdown: bool = False) -> PartitionLog:
+        """Open (recovering) the partition's log in its directory ``path``."""
+        return PartitionLog.open(path, self.config_for(topic),
+                                 log_start_offset=log_start_offset,
+                                 recovery_point=recovery_point, now_ms=now_ms,
+                                 topic_id=topic_id, io=self.io, clean_shutdown=clean_shutdown)
 
     def topics(self) -> dict[str, TopicInfo]:
         """Topics with open logs: id from partition.metadata, partition count."""

@@ -10,10 +10,14 @@ Schema (``ensure_schema``, idempotent):
   them (``data``, bytea, offsets stamped by ``storage.appending``), keyed by
   (topic, partition_index, base_offset), with ``last_offset`` indexed for the search of the
   batch holding an offset.
+- ``topics``, ``cluster_documents`` and ``cluster_counters``: the cluster's topic catalog and
+  metadata (``storage.postgres_catalog``).
 
-Leadership: ``acquire_leadership`` gives a node the partition when no lease is live, and
-bumps the epoch; ``renew_leadership`` extends the lease of the current epoch. A store is
-a leader's handle on the partition at one epoch.
+Leadership: ``acquire_leadership`` gives a node the partition when no lease is live (or
+the live one is its own, from before a restart), and bumps the epoch; ``renew_leadership``
+(``renew_leases`` for many at once) extends the lease of the current epoch;
+``release_leadership`` ends it at a clean stop, so another node need not wait for it to
+lapse. A store is a leader's handle on the partition at one epoch.
 
 Why a deposed leader can never append: an append (likewise a truncation, a DeleteRecords
 or a renewal) is one transaction that first locks the partition row (``SELECT ... FOR
@@ -31,40 +35,42 @@ alone fences, so no clock is trusted for safety.
 
 Durability: an append is acknowledged once its commit returns, which needs the server's
 ``fsync`` on and ``synchronous_commit`` not ``off`` (``on``, or a replicated level for a
-standby); a store refuses, when made, a session configured otherwise, and ``flush`` has
+standby); the session refuses every connection configured otherwise, and ``flush`` has
 nothing to do. A commit whose outcome is unknown (the connection lost) is settled by the
 writer's next append naming the end it expected: ``AppendPreconditionFailed`` if the first
 one landed.
 
-Connections are psycopg 3's, blocking, in autocommit mode (each transaction is explicit).
-A connection runs one transaction at a time: each thread needs its own store and connection.
+Everything runs on a ``PostgresSession`` (``storage.postgres_session``): psycopg 3
+connections, blocking, in autocommit mode (each transaction is explicit), one opened again
+after it is lost, the loss raised as the retriable ``StorageUnavailable``. A session runs one
+transaction at a time: each thread needs its own store and session.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import LiteralString
 
-import psycopg
-from psycopg.rows import TupleRow
-
-from groupcoord.logformat.batch import BatchHeader, parse_header
-from groupcoord.storage.appending import prepare_append
+from groupcoord.logformat.batch import HEADER_SIZE, BatchHeader, parse_header
+from groupcoord.storage.appending import PreparedAppend, prepare_append
 from groupcoord.storage.config import (
     AppendInfo,
     FencedLeaderEpoch,
+    InvalidRecordError,
     LeaseHeld,
     LogConfig,
     OffsetOutOfRangeError,
     StorageError,
 )
 from groupcoord.storage.partition_store import LogSnapshot, require_end_offset
-
-Connection = psycopg.Connection[TupleRow]
-Cursor = psycopg.Cursor[TupleRow]
+from groupcoord.storage.postgres_session import (
+    READ_ISOLATION,
+    WRITE_ISOLATION,
+    Cursor,
+    PostgresSession,
+)
 
 _EMPTY = memoryview(b"")
 # Batches fetched per query by ``iter_batches``.
@@ -93,35 +99,27 @@ _SCHEMA: tuple[LiteralString, ...] = (
         FOREIGN KEY (topic, partition_index) REFERENCES partition_state)""",
     """CREATE UNIQUE INDEX IF NOT EXISTS partition_batches_last_offset
         ON partition_batches (topic, partition_index, last_offset)""",
+    """CREATE TABLE IF NOT EXISTS topics (
+        name text PRIMARY KEY,
+        topic_id bytea NOT NULL,
+        partitions integer NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS cluster_documents (
+        name text PRIMARY KEY,
+        body bytea NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS cluster_counters (
+        name text PRIMARY KEY,
+        next_id bigint NOT NULL)""",
 )
 
-_WRITE_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
-_READ_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _KEY: LiteralString = "topic = %s AND partition_index = %s"
 
 
-def ensure_schema(conn: Connection) -> None:
+def ensure_schema(session: PostgresSession) -> None:
     """Create the tables and index if missing; safe to call from every node at once."""
-    with _transaction(conn, _WRITE_ISOLATION) as cur:
+    with session.transaction(WRITE_ISOLATION) as cur:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
         for statement in _SCHEMA:
             cur.execute(statement)
-
-
-@contextmanager
-def _transaction(conn: Connection, isolation: LiteralString) -> Iterator[Cursor]:
-    """One explicit transaction at ``isolation``: committed on exit, rolled back on error."""
-    _require_autocommit(conn)
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute(isolation)
-        yield cur
-
-
-def _require_autocommit(conn: Connection) -> None:
-    """Refuse a connection that would hold an implicit transaction (and its snapshot and
-    locks) open between our statements."""
-    if not conn.autocommit:
-        raise ValueError("the PostgreSQL store needs a connection in autocommit mode")
 
 
 @dataclass(frozen=True)
@@ -142,15 +140,18 @@ def _locked_lease(cur: Cursor, topic: str, partition: int) -> _Lease:
     return _Lease(found[0], found[1], found[2])
 
 
-def acquire_leadership(conn: Connection, topic: str, partition: int, node_id: int,
+def acquire_leadership(session: PostgresSession, topic: str, partition: int, node_id: int,
                        lease_ms: int, now_ms: int) -> int:
     """Make ``node_id`` the partition's leader until ``now_ms + lease_ms``; return its new
-    epoch (one more than the last). ``LeaseHeld`` while another lease is live (its expiry
-    after ``now_ms``)."""
-    with _transaction(conn, _WRITE_ISOLATION) as cur:
+    epoch (one more than the last). ``LeaseHeld`` while another node's lease is live (its
+    expiry after ``now_ms``). A live lease of ``node_id`` itself is taken over: the node
+    restarted (a node id names one process); the new epoch fences what the old process might
+    still try to write."""
+    with session.transaction(WRITE_ISOLATION) as cur:
         lease = _locked_lease(cur, topic, partition)
-        if lease.holder_node_id is not None and lease.expiry_ms > now_ms:
-            raise LeaseHeld(lease.holder_node_id, lease.epoch, lease.expiry_ms)
+        holder = lease.holder_node_id
+        if holder is not None and holder != node_id and lease.expiry_ms > now_ms:
+            raise LeaseHeld(holder, lease.epoch, lease.expiry_ms)
         epoch = lease.epoch + 1
         cur.execute("UPDATE partition_state SET leader_node_id = %s, leader_epoch = %s, "
                     "lease_expiry_ms = %s WHERE " + _KEY,
@@ -158,12 +159,12 @@ def acquire_leadership(conn: Connection, topic: str, partition: int, node_id: in
         return epoch
 
 
-def renew_leadership(conn: Connection, topic: str, partition: int, epoch: int,
+def renew_leadership(session: PostgresSession, topic: str, partition: int, epoch: int,
                      lease_ms: int, now_ms: int) -> int:
     """Extend the lease of the leader at ``epoch`` to ``now_ms + lease_ms`` (never back);
     return the expiry. ``FencedLeaderEpoch`` once another node has taken the partition —
     even a lapsed lease is renewed while nobody has (its epoch still fences everyone)."""
-    with _transaction(conn, _WRITE_ISOLATION) as cur:
+    with session.transaction(WRITE_ISOLATION) as cur:
         lease = _locked_lease(cur, topic, partition)
         if lease.epoch != epoch:
             raise FencedLeaderEpoch(epoch, lease.epoch)
@@ -173,43 +174,76 @@ def renew_leadership(conn: Connection, topic: str, partition: int, epoch: int,
         return expiry
 
 
-def _require_durable_commits(conn: Connection) -> None:
-    """Refuse a server that acknowledges a commit before it is on disk."""
-    with conn.cursor() as cur:
-        cur.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
-        found = cur.fetchone()
-    assert found is not None
-    fsync, synchronous_commit = found
-    if fsync != "on" or synchronous_commit == "off":
-        raise StorageError(f"PostgreSQL commits are not durable (fsync={fsync}, "
-                           f"synchronous_commit={synchronous_commit})")
+def renew_leases(session: PostgresSession, held: Mapping[tuple[str, int], int], lease_ms: int,
+                 now_ms: int) -> set[tuple[str, int]]:
+    """``renew_leadership`` of every partition in ``held`` (partition -> epoch), in one
+    transaction; return the partitions renewed. The others were taken by another node."""
+    if not held:
+        return set()
+    topics, partitions, epochs = zip(*((t, p, e) for (t, p), e in held.items()), strict=True)
+    with session.transaction(WRITE_ISOLATION) as cur:
+        cur.execute("UPDATE partition_state AS s SET lease_expiry_ms ="
+                    " greatest(s.lease_expiry_ms, %s)"
+                    " FROM unnest(%s::text[], %s::integer[], %s::integer[]) AS h(t, p, e)"
+                    " WHERE s.topic = h.t AND s.partition_index = h.p AND s.leader_epoch = h.e"
+                    " RETURNING s.topic, s.partition_index",
+                    (now_ms + lease_ms, list(topics), list(partitions), list(epochs)))
+        return {(row[0], row[1]) for row in cur.fetchall()}
+
+
+def lapsed_leases(session: PostgresSession, partitions: list[tuple[str, int]], node_id: int,
+                  now_ms: int) -> list[tuple[str, int]]:
+    """Those of ``partitions`` whose lease nobody holds, has lapsed by ``now_ms``, or is
+    ``node_id``'s own: the ones ``acquire_leadership`` may give ``node_id``."""
+    if not partitions:
+        return []
+    topics, indexes = zip(*partitions, strict=True)
+    with session.statement() as cur:
+        cur.execute("SELECT s.topic, s.partition_index FROM partition_state AS s"
+                    " JOIN unnest(%s::text[], %s::integer[]) AS f(t, p)"
+                    " ON s.topic = f.t AND s.partition_index = f.p"
+                    " WHERE s.leader_node_id IS NULL OR s.leader_node_id = %s"
+                    " OR s.lease_expiry_ms <= %s",
+                    (list(topics), list(indexes), node_id, now_ms))
+        return [(row[0], row[1]) for row in cur.fetchall()]
+
+
+def release_leadership(session: PostgresSession, topic: str, partition: int,
+                       epoch: int) -> None:
+    """End the lease of the leader at ``epoch`` now (a clean stop), so another node may
+    take the partition at once; nothing if another node already has. The epoch stays: the
+    next leader's is one more."""
+    with session.transaction(WRITE_ISOLATION) as cur:
+        cur.execute("UPDATE partition_state SET leader_node_id = NULL, lease_expiry_ms = 0"
+                    " WHERE " + _KEY + " AND leader_epoch = %s", (topic, partition, epoch))
 
 
 @dataclass(frozen=True)
-class _Offsets:
+class PartitionOffsets:
+    """A partition's log start and end offsets, read together."""
+
     log_start_offset: int
     log_end_offset: int
 
 
 class PostgresPartitionStore:
     """One partition in PostgreSQL, written by the leader at ``leader_epoch`` (from
-    ``acquire_leadership``); reads need no leadership."""
+    ``acquire_leadership``); reads need no leadership. Every call may raise
+    ``StorageUnavailable`` while PostgreSQL cannot be reached; the next one connects again."""
 
-    def __init__(self, conn: Connection, topic: str, partition: int, *, leader_epoch: int,
-                 config: LogConfig | None = None) -> None:
-        _require_autocommit(conn)
-        _require_durable_commits(conn)
+    def __init__(self, session: PostgresSession, topic: str, partition: int, *,
+                 leader_epoch: int, config: LogConfig | None = None) -> None:
         self.config = config or LogConfig()
         self.topic = topic
         self.partition = partition
         self.leader_epoch = leader_epoch
-        self._conn = conn
+        self._session = session
 
     @property
     def _key(self) -> tuple[str, int]:
         return (self.topic, self.partition)
 
-    def _offsets(self, cur: Cursor, *, lock: bool = False) -> _Offsets:
+    def _offsets(self, cur: Cursor, *, lock: bool = False) -> PartitionOffsets:
         """The row's offsets; with ``lock``, locked for this transaction and fenced: the
         row's epoch must be the store's."""
         cur.execute("SELECT log_start_offset, log_end_offset, leader_epoch FROM partition_state"
@@ -220,19 +254,20 @@ class PostgresPartitionStore:
         start, end, epoch = found
         if lock and epoch != self.leader_epoch:
             raise FencedLeaderEpoch(self.leader_epoch, epoch)
-        return _Offsets(start, end)
+        return PartitionOffsets(start, end)
 
-    def _read_offsets(self) -> _Offsets:
-        with self._conn.cursor() as cur:  # one statement: one snapshot, no transaction
+    def offsets(self) -> PartitionOffsets:
+        """Both offsets from one snapshot."""
+        with self._session.statement() as cur:  # one statement: one snapshot
             return self._offsets(cur)
 
     @property
     def log_start_offset(self) -> int:
-        return self._read_offsets().log_start_offset
+        return self.offsets().log_start_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self._read_offsets().log_end_offset
+        return self.offsets().log_end_offset
 
     # -- appending -------------------------------------------------------------------------
 
@@ -244,29 +279,47 @@ class PostgresPartitionStore:
         ``FencedLeaderEpoch`` once another node leads. ``leader_epoch`` is stamped into the
         batches, as in the other stores; the fencing epoch is the store's."""
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+        with self._session.transaction(WRITE_ISOLATION) as cur:
             offsets = self._offsets(cur, lock=True)
             require_end_offset(expected_end_offset, offsets.log_end_offset)
             prepared = prepare_append(data, self.config, offsets.log_end_offset, now,
                                       assign_offsets=assign_offsets, leader_epoch=leader_epoch,
                                       allow_control=allow_control, trusted=trusted)
-            rows = []
-            pos = 0
-            for header in prepared.headers:
-                rows.append((*self._key, header.base_offset, header.last_offset,
-                             bytes(prepared.buf[pos : pos + header.size])))
-                pos += header.size
-            cur.executemany("INSERT INTO partition_batches (topic, partition_index, "
-                            "base_offset, last_offset, data) VALUES (%s, %s, %s, %s, %s)", rows)
-            cur.execute("UPDATE partition_state SET log_end_offset = %s WHERE " + _KEY,
-                        (prepared.headers[-1].last_offset + 1, *self._key))
+            self._insert(cur, prepared)
             return prepared.info(offsets.log_start_offset)
+
+    def append_prepared(self, prepared: PreparedAppend, *,
+                        expected_end_offset: int) -> AppendInfo:
+        """Store batches already prepared (``storage.appending``) for a log ending at
+        ``expected_end_offset``, as they are: fenced and preconditioned as ``append``."""
+        with self._session.transaction(WRITE_ISOLATION) as cur:
+            offsets = self._offsets(cur, lock=True)
+            require_end_offset(expected_end_offset, offsets.log_end_offset)
+            if prepared.headers[0].base_offset < offsets.log_end_offset:
+                raise InvalidRecordError(
+                    f"batch offset {prepared.headers[0].base_offset} below log end offset "
+                    f"{offsets.log_end_offset}")
+            self._insert(cur, prepared)
+            return prepared.info(offsets.log_start_offset)
+
+    def _insert(self, cur: Cursor, prepared: PreparedAppend) -> None:
+        """Insert the batches and move the log end after them (the row locked and fenced)."""
+        rows = []
+        pos = 0
+        for header in prepared.headers:
+            rows.append((*self._key, header.base_offset, header.last_offset,
+                         bytes(prepared.buf[pos : pos + header.size])))
+            pos += header.size
+        cur.executemany("INSERT INTO partition_batches (topic, partition_index, "
+                        "base_offset, last_offset, data) VALUES (%s, %s, %s, %s, %s)", rows)
+        cur.execute("UPDATE partition_state SET log_end_offset = %s WHERE " + _KEY,
+                    (prepared.headers[-1].last_offset + 1, *self._key))
 
     # -- reading ---------------------------------------------------------------------------
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> memoryview:
         """Whole batches from the one holding ``offset`` (``PartitionStore.read``)."""
-        with _transaction(self._conn, _READ_ISOLATION) as cur:
+        with self._session.transaction(READ_ISOLATION) as cur:
             offsets = self._offsets(cur)
             start, end = offsets.log_start_offset, offsets.log_end_offset
             if offset < start or offset > end:
@@ -291,7 +344,7 @@ class PostgresPartitionStore:
         batch from that offset is one to yield. Fetched a page per query."""
         next_last = -1 if from_offset is None else from_offset
         while True:
-            with self._conn.cursor() as cur:
+            with self._session.statement() as cur:
                 cur.execute("SELECT last_offset, data FROM partition_batches WHERE " + _KEY +
                             " AND last_offset >= %s ORDER BY last_offset LIMIT %s",
                             (*self._key, next_last, _PAGE_BATCHES))
@@ -302,6 +355,16 @@ class PostgresPartitionStore:
                 return
             next_last = page[-1][0] + 1
 
+    def batch_header(self, offset: int) -> BatchHeader | None:
+        """The header of the stored batch holding ``offset`` (or the first after it), None
+        past the last; only the header's bytes are fetched."""
+        with self._session.statement() as cur:
+            cur.execute("SELECT substring(data from 1 for %s) FROM partition_batches WHERE "
+                        + _KEY + " AND last_offset >= %s ORDER BY last_offset LIMIT 1",
+                        (HEADER_SIZE, *self._key, offset))
+            found = cur.fetchone()
+        return None if found is None else parse_header(found[0])
+
     def iter_batch_headers(self, from_offset: int | None = None) -> Iterator[BatchHeader]:
         for view in self.iter_batches(from_offset):
             yield parse_header(view)
@@ -311,7 +374,7 @@ class PostgresPartitionStore:
     def truncate_to(self, offset: int) -> None:
         """Remove every batch at or after ``offset`` (``PartitionStore.truncate_to``);
         fenced as an append is."""
-        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+        with self._session.transaction(WRITE_ISOLATION) as cur:
             offsets = self._offsets(cur, lock=True)
             if offset >= offsets.log_end_offset:
                 return
@@ -329,7 +392,7 @@ class PostgresPartitionStore:
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset to ``offset``; return the new start.
         Fenced as an append is."""
-        with _transaction(self._conn, _WRITE_ISOLATION) as cur:
+        with self._session.transaction(WRITE_ISOLATION) as cur:
             offsets = self._offsets(cur, lock=True)
             if offset > offsets.log_end_offset:
                 raise OffsetOutOfRangeError(
@@ -349,7 +412,7 @@ class PostgresPartitionStore:
     def snapshot(self) -> LogSnapshot:
         """Offsets and batches from one snapshot; the recovery point is the log end, since
         everything committed is durable."""
-        with _transaction(self._conn, _READ_ISOLATION) as cur:
+        with self._session.transaction(READ_ISOLATION) as cur:
             offsets = self._offsets(cur)
             cur.execute("SELECT data FROM partition_batches WHERE " + _KEY +
                         " ORDER BY last_offset", self._key)

@@ -1,0 +1,322 @@
+"""One groupcoord node serving from PostgreSQL (`serve --storage URL --node-id N`), on a real
+server, driven by confluent-kafka: records produced and fetched, a classic group that joins
+and commits, a committed transaction; then the node stopped (SIGTERM, and SIGKILL) and a new
+one started on the same storage with an empty data dir finds every acknowledged record, the
+group's offsets, the transaction and the cluster id. A second node started while the first
+holds live leases appends nothing to the partitions it does not lead. PostgreSQL restarted
+under an idempotent producer's load: nothing acknowledged lost, nothing stored twice. The
+leader killed while another node follows: the follower takes over once the leases lapse; a
+leader paused past its leases and resumed after a takeover writes nothing."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from typing import cast
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.confluent_io import (
+    AckLog,
+    acks_all_producer,
+    create_topic,
+    high_watermarks,
+    produce,
+)
+from helpers.polling import wait_for
+from helpers.postgres_server import PostgresServer
+from helpers.wire_client import WireConnection
+
+from groupcoord.logformat.batch import build_batch
+from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from groupcoord.wire.generated.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+TOPIC = "orders"
+PARTITIONS = 2
+GROUP = "billing"
+WAIT_S = 60.0
+
+
+def node_args(storage_url: str, node_id: int) -> list[str]:
+    return ["--storage", storage_url, "--node-id", str(node_id), "--offsets-partitions", "3",
+            "--group-initial-rebalance-delay-ms", "0"]
+
+
+@dataclass
+class Written:
+    """What the first node acknowledged: every record a read_committed reader gets (the
+    transaction's among them), and the group's committed offsets."""
+
+    records: dict[tuple[int, int], bytes]
+    committed: dict[int, int]
+    # The high watermarks (a transaction marker takes an offset too).
+    ends: dict[int, int]
+    cluster_id: str
+
+
+def _consume_group(bootstrap: str, count: int) -> dict[int, int]:
+    """A classic group member reads `count` records from the start, commits, and leaves;
+    the offsets it committed."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "session.timeout.ms": 10_000})
+    consumer.subscribe([TOPIC])
+    seen = 0
+    positions: dict[int, int] = {}
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while seen < count:
+            assert time.monotonic() < deadline, f"the group read {seen} of {count}"
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                seen += 1
+                positions[cast(int, msg.partition())] = cast(int, msg.offset()) + 1
+        consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in positions.items()],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+    return positions
+
+
+def _committed(bootstrap: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                         "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)],
+                                   timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
+def _commit_transaction(bootstrap: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap,
+                         "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for value in values:
+        producer.produce(TOPIC, value=value, partition=0)
+    producer.commit_transaction(30)
+
+
+def _read(bootstrap: str, isolation: str) -> dict[tuple[int, int], bytes]:
+    """Every record up to the high watermarks, (partition, offset) -> value, as a consumer
+    of `isolation` gets them (transaction markers take offsets but are not delivered)."""
+    ends = high_watermarks(bootstrap, TOPIC, PARTITIONS)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
+                         "enable.auto.commit": False, "isolation.level": isolation})
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    records: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while True:
+            positions = consumer.position([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
+            if all(tp.offset >= ends[tp.partition] for tp in positions):
+                return records
+            assert time.monotonic() < deadline, f"reading stalled at {positions}, ends {ends}"
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                records[(cast(int, msg.partition()), cast(int, msg.offset()))] = cast(
+                    bytes, msg.value())
+    finally:
+        consumer.close()
+
+
+def _produce_acked(node: BrokerProcess, values: list[bytes]) -> AckLog:
+    """Create the topic and produce `values`, each acknowledged; what was acknowledged."""
+    create_topic(node.bootstrap, TOPIC, PARTITIONS)
+    log = AckLog()
+    producer = acks_all_producer(node.bootstrap)
+    produce(producer, TOPIC, values, log)
+    assert producer.flush(60) == 0 and not log.failed
+    return log
+
+
+def _write_everything(node: BrokerProcess) -> Written:
+    log = _produce_acked(node, [f"record-{i:04d}".encode() for i in range(300)])
+    committed = _consume_group(node.bootstrap, 300)
+    transactional = [f"txn-{i}".encode() for i in range(10)]
+    _commit_transaction(node.bootstrap, transactional)
+    records = _read(node.bootstrap, "read_committed")
+    assert {key: records[key] for key in log.acked} == log.acked
+    assert sorted(records.values())[-10:] == sorted(transactional)  # "txn-" after "record-"
+    return Written(records, committed, high_watermarks(node.bootstrap, TOPIC, PARTITIONS),
+                   _cluster_id(node))
+
+
+def _cluster_id(node: BrokerProcess) -> str:
+    return str(AdminClient({"bootstrap.servers": node.bootstrap}).list_topics(
+        timeout=30).cluster_id)
+
+
+def _assert_found(node: BrokerProcess, written: Written) -> None:
+    assert _cluster_id(node) == written.cluster_id
+    assert high_watermarks(node.bootstrap, TOPIC, PARTITIONS) == written.ends
+    assert _read(node.bootstrap, "read_committed") == written.records
+    assert _committed(node.bootstrap) == written.committed
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+def test_a_new_node_on_the_same_storage_finds_everything(
+        broker_factory: BrokerFactory, storage_url: str, stop: str) -> None:
+    first = broker_factory.create(node_args(storage_url, 1))
+    written = _write_everything(first)
+    if stop == "sigterm":
+        assert first.stop() == 0
+    else:
+        first.kill()
+
+    # Its own empty data dir: everything comes from PostgreSQL. The same node id takes over
+    # the leases a killed process left live.
+    second = broker_factory.create(node_args(storage_url, 1))
+    _assert_found(second, written)
+    # And it serves on: the log continues where it ended (an idempotent producer's id
+    # claimed after every id the first node claimed).
+    log = AckLog()
+    producer = acks_all_producer(second.bootstrap, **{"enable.idempotence": True})
+    produce(producer, TOPIC, [b"after"], log)
+    assert producer.flush(30) == 0 and not log.failed
+    ends = high_watermarks(second.bootstrap, TOPIC, PARTITIONS)
+    assert sum(ends.values()) == sum(written.ends.values()) + 1
+
+
+def _produce_error(node: BrokerProcess, partition: int) -> int:
+    """Produce one batch over the wire (no client retries); the partition's error code."""
+    batch = build_batch([(b"k", b"from-another-node", [], int(time.time() * 1000))])
+    request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name=TOPIC, partition_data=[PartitionProduceData(index=partition, records=batch)])])
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(request, 9)
+    finally:
+        conn.close()
+    assert isinstance(response, ProduceResponse)
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def test_a_second_node_appends_nothing_where_the_first_leads(
+        broker_factory: BrokerFactory, storage_url: str) -> None:
+    first = broker_factory.create(node_args(storage_url, 1))
+    _produce_acked(first, [f"r-{i}".encode() for i in range(20)])
+    before = _read(first.bootstrap, "read_uncommitted")
+
+    second = broker_factory.create(node_args(storage_url, 2))
+    assert [_produce_error(second, p) for p in range(PARTITIONS)] == [
+        ErrorCode.NOT_LEADER_OR_FOLLOWER] * PARTITIONS
+    assert _read(first.bootstrap, "read_uncommitted") == before
+    # The leader is unaffected.
+    assert [_produce_error(first, p) for p in range(PARTITIONS)] == [ErrorCode.NONE] * PARTITIONS
+
+
+def test_postgresql_restarted_under_produce_load_loses_nothing_acknowledged(
+        broker_factory: BrokerFactory, storage_url: str,
+        postgres_server: PostgresServer) -> None:
+    """An idempotent producer streams while PostgreSQL restarts: meanwhile the node answers
+    with retriable errors (it says so in its log), the producer retries, and afterwards
+    every acknowledged record is at its offset and no record is stored twice."""
+    node = broker_factory.create(node_args(storage_url, 1))
+    create_topic(node.bootstrap, TOPIC, PARTITIONS)
+    log = AckLog()
+    producer = acks_all_producer(node.bootstrap, **{"enable.idempotence": True,
+                                                    "message.timeout.ms": 120_000})
+    values = [f"v-{i:05d}".encode() for i in range(3000)]
+    restarts: list[int] = []
+
+    def restart_once_under_load() -> bool:
+        if not restarts and len(log.acked) >= 500:
+            restarts.append(len(log.acked))
+            postgres_server.restart()
+        return False
+
+    produce(producer, TOPIC, values, log, after_each=restart_once_under_load,
+            max_in_flight=200)
+    assert producer.flush(120) == 0
+    assert restarts and not log.failed and not log.reused
+    assert len(log.acked) == len(values)
+    records = _read(node.bootstrap, "read_uncommitted")
+    assert {key: records[key] for key in log.acked} == log.acked
+    assert sorted(records.values()) == sorted(values)  # each once
+    assert "PostgreSQL" in node.log_text(current_run=True)  # the retriable errors, logged
+
+
+SHORT_LEASE = ["--broker-session-timeout-ms", "3000", "--broker-heartbeat-interval-ms", "500"]
+
+
+def test_a_following_node_takes_over_when_the_leader_is_killed(
+        broker_factory: BrokerFactory, storage_url: str) -> None:
+    """Node 2 follows while node 1 leads; node 1 is SIGKILLed; once node 1's leases lapse
+    node 2 takes them (a lease pass), catches its copies up and serves: every record node 1
+    acknowledged, the group's committed offsets (its offsets shard loaded on node 2), and
+    new appends after them."""
+    first = broker_factory.create(node_args(storage_url, 1) + SHORT_LEASE)
+    log = _produce_acked(first, [f"r-{i:03d}".encode() for i in range(100)])
+    committed = _consume_group(first.bootstrap, 100)
+    ends = high_watermarks(first.bootstrap, TOPIC, PARTITIONS)
+
+    second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
+    assert _produce_error(second, 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    first.kill()
+
+    wait_for(lambda: _produce_error(second, 0) == ErrorCode.NONE, "node 2 to lead", WAIT_S,
+             lambda: second.log_tail(20), interval=0.2)
+    wait_for(lambda: _produce_error(second, 1) == ErrorCode.NONE, "node 2 to lead", WAIT_S,
+             lambda: second.log_tail(20), interval=0.2)
+    after = high_watermarks(second.bootstrap, TOPIC, PARTITIONS)
+    assert after == {p: end + 1 for p, end in ends.items()}
+    records = _read(second.bootstrap, "read_uncommitted")
+    assert {key: records[key] for key in log.acked} == log.acked
+    assert _committed(second.bootstrap) == committed
+
+
+def _offset_fetch_error(node: BrokerProcess) -> int:
+    """The group's OffsetFetch error code (v7: one group, all its partitions)."""
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(OffsetFetchRequest(group_id=GROUP, topics=None), 7)
+    finally:
+        conn.close()
+    assert isinstance(response, OffsetFetchResponse)
+    return int(response.error_code)
+
+
+def test_a_paused_leader_resumed_after_a_takeover_writes_nothing(
+        broker_factory: BrokerFactory, storage_url: str) -> None:
+    """Node 1 is paused (SIGSTOP) past its leases while node 2 follows; node 2 takes over and
+    appends; node 1 resumed (SIGCONT) is refused every append (fenced by the epoch, or
+    stepped down by its next lease pass), nothing it tries is readable, and its offsets
+    shard is unloaded (NOT_COORDINATOR), while node 2 serves the group's offsets."""
+    first = broker_factory.create(node_args(storage_url, 1) + SHORT_LEASE)
+    log = _produce_acked(first, [f"r-{i:03d}".encode() for i in range(100)])
+    committed = _consume_group(first.bootstrap, 100)
+    second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
+    assert first.proc is not None
+
+    first.proc.send_signal(signal.SIGSTOP)
+    try:
+        for partition in range(PARTITIONS):
+            wait_for(lambda p=partition: _produce_error(second, p) == ErrorCode.NONE,
+                     "node 2 to lead", WAIT_S, lambda: second.log_tail(20), interval=0.2)
+    finally:
+        first.proc.send_signal(signal.SIGCONT)
+    taken_over = _read(second.bootstrap, "read_uncommitted")
+
+    assert [_produce_error(first, p) for p in range(PARTITIONS)] == [
+        ErrorCode.NOT_LEADER_OR_FOLLOWER] * PARTITIONS
+    wait_for(lambda: _offset_fetch_error(first) == ErrorCode.NOT_COORDINATOR,
+             "node 1 to unload its offsets shard", WAIT_S, lambda: first.log_tail(20),
+             interval=0.2)
+    assert _read(second.bootstrap, "read_uncommitted") == taken_over
+    assert {key: taken_over[key] for key in log.acked} == log.acked
+    assert _committed(second.bootstrap) == committed
