@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.parquet_rows import parquet_rows
 
 from groupcoord.analytics.fixture import generate
 from groupcoord.analytics.fixture_spec import FixtureSpec
@@ -61,13 +62,6 @@ def _run(master: str, data: Path, out: Path) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _rows(out: Path, table: str) -> list[str]:
-    import pyarrow.parquet as pq
-
-    t = pq.read_table(out / table)
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in t.to_pylist())
-
-
 def test_local_cluster_tables_equal_local(tmp_path: Path) -> None:
     data = tmp_path / "data"
     generate(data, FixtureSpec(seconds=120, partitions=2))
@@ -77,4 +71,5 @@ def test_local_cluster_tables_equal_local(tmp_path: Path) -> None:
     assert len(local["executors"]) == 1 and cluster["master"] == "local-cluster[2,1,2048]"
     assert len(cluster["executors"]) == 3, cluster
     for table in TABLES:
-        assert _rows(tmp_path / "cluster", table) == _rows(tmp_path / "local", table), table
+        assert parquet_rows(tmp_path / "cluster" / table) == parquet_rows(tmp_path / "local" / table), \
+            table

@@ -32,6 +32,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE = REPO_ROOT / ".cache"
 JAVA_SRC = REPO_ROOT / "tests" / "interop" / "java"
 BUILD_ROOT = JAVA_SRC / "build"
+# A build of older sources is removed once it is this old (see `remove_stale_builds`).
+STALE_BUILD_AGE_S = 3600.0
 # Short-lived client runs: quick start-up matters more than peak JIT performance.
 JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m")
 RUN_TIMEOUT_S = 180.0
@@ -124,13 +126,18 @@ def compile_harness(client: JavaClient = DEFAULT_CLIENT) -> Path:
     target = BUILD_ROOT / f"{client.version}-{_source_hash(client)}"
     if not (target / "Harness.class").is_file():
         _compile_into(target, client)
-    # Classes of older sources are never used again; builds younger than an hour are kept
-    # because a concurrent test run with other sources may be using them.
-    cutoff = time.time() - 3600
-    for stale in BUILD_ROOT.iterdir():
-        if stale != target and not stale.name.startswith("tmp-") and stale.stat().st_mtime < cutoff:
-            shutil.rmtree(stale, ignore_errors=True)
+    remove_stale_builds(BUILD_ROOT, client.version, target, time.time())
     return target
+
+
+def remove_stale_builds(root: Path, version: str, current: Path, now: float) -> None:
+    """Remove the builds of `version`'s older sources. Builds younger than an hour are kept
+    because a concurrent test run with other sources may be using them. Other versions'
+    builds are theirs to clean: one built in an earlier session is older than an hour and
+    may be in use by this one."""
+    for stale in root.glob(f"{version}-*"):
+        if stale != current and stale.stat().st_mtime < now - STALE_BUILD_AGE_S:
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def _compile_into(target: Path, client: JavaClient) -> None:

@@ -148,3 +148,31 @@ def test_the_collections_after_start_leave_the_loop_turns_between_them(tmp_path:
     run(go())
     assert [generation for generation, _ in collections] == [0, 1, 2]
     assert collections[0][1] < collections[1][1] < collections[2][1]
+
+
+def test_serve_hands_the_gil_to_the_loop_sooner_while_it_serves(tmp_path: Path) -> None:
+    """While `serve` runs, a thread waiting for the GIL (the loop, behind a recovery or
+    import thread) gets it within `gil.SERVING_SWITCH_INTERVAL_S`, not CPython's 5 ms;
+    the process's own interval is back once `serve` returns."""
+    import sys
+
+    from groupcoord.cli.serve import serve
+    from groupcoord.server.runtime import gil
+
+    before = sys.getswitchinterval()
+    assert before > gil.SERVING_SWITCH_INTERVAL_S
+    seen: list[float] = []
+
+    async def go() -> None:
+        serving = asyncio.create_task(serve(make_config(tmp_path)))
+        try:
+            for _ in range(3):  # serve's first steps: the broker starting
+                await asyncio.sleep(0)
+                seen.append(sys.getswitchinterval())
+        finally:
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+
+    run(go())
+    assert seen == [gil.SERVING_SWITCH_INTERVAL_S] * 3
+    assert sys.getswitchinterval() == before

@@ -289,13 +289,26 @@ async def serve(config: BrokerConfig, control_listen: Listener | None = None,
     """Run until a signal; with `control_listen`, controlled through it (and with
     `manual_clock`, on virtual time advanced through it); with `metrics_listen`, serving
     Prometheus metrics there (`server.metrics`)."""
+    from groupcoord.server.fd_limits import raise_nofile_limit
+    from groupcoord.server.runtime import gil
+
+    raise_nofile_limit()  # connections and log segments share the descriptor table
+    switch_interval = gil.favour_the_loop()  # worker threads must not hold up the answers
+    try:
+        await _serve_broker(config, control_listen, manual_clock, metrics_listen,
+                            metrics_cluster_name)
+    finally:
+        gil.restore(switch_interval)
+
+
+async def _serve_broker(config: BrokerConfig, control_listen: Listener | None,
+                        manual_clock: bool, metrics_listen: Listener | None,
+                        metrics_cluster_name: str | None) -> None:
     import asyncio
     import signal
 
     from groupcoord.server.broker import Broker
-    from groupcoord.server.fd_limits import raise_nofile_limit
 
-    raise_nofile_limit()  # connections and log segments share the descriptor table
     control = None
     if control_listen is None:
         broker = Broker(config)
