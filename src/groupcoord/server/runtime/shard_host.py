@@ -13,7 +13,7 @@ from groupcoord.server.broker_ports import BrokerRuntime
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from groupcoord.coordinator.result import OpContext
+    from groupcoord.coordinator.result import Effect, OpContext
     from groupcoord.coordinator.shard import Shard
     from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
 
@@ -37,6 +37,8 @@ class ShardHost(BrokerRuntime, Protocol):
     written: dict[int, bool]
     append: Callable[..., Any]
     append_error: Callable[[BaseException], int]
+    # Runs an effect of appended records (`coordinator.result.Effect`).
+    run_effect: Callable[[Effect], None]
 
     def new_shard(self, partition: int) -> Shard: ...
 
