@@ -24,14 +24,13 @@ Operation = Callable[[Any, Any, int], Any]
 class ShardHost(BrokerRuntime, Protocol):
     """The runtime of a topic's shards, as each of its shard tasks uses it. The members are
     the runtime's plain attributes; its owner sets some after building it (the append path
-    and its error answer, whether writes coalesce)."""
+    and its error answer)."""
 
     topic: str
     metrics: RuntimeMetrics
     # One shard replays at a time.
     loading: asyncio.Lock
     cleanup_interval_ms: int
-    coalesce_writes: bool
     fsync_always: bool
     # Partitions appended to since their last fsync.
     written: dict[int, bool]

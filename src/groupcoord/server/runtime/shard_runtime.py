@@ -68,10 +68,6 @@ class ShardRuntime:
         # Partitions unloaded on request: not recreated by use until `load` (NOT_COORDINATOR).
         self.unloaded: set[int] = set()
         self.written: dict[int, bool] = {}
-        # Whether a drain's records are replayed before their one append (`ShardTask`):
-        # only for shards whose replay changes nothing outside the shard, which a reload
-        # after a failed append rebuilds.
-        self.coalesce_writes = True
         self.loading = asyncio.Lock()
         # Kafka's runtime metrics of these shards (tests replace it, before any shard
         # exists, with one reading a manual clock).

@@ -365,10 +365,12 @@ class ShardTask:
 
     def _apply(self, result: Result | EndTxnWrite | None, txn: Txn = None, *,
                linger: bool = False) -> Result | None:
-        """Write + replay the records, then apply timers and write events. With `linger`
-        (a drained operation of a runtime that coalesces) plain records join the pending
-        batch that `_serve` appends at the end of the drain; otherwise they are appended
-        in a batch of their own before they are replayed."""
+        """Write + replay the records, then apply timers, write events and run effects.
+        With `linger` (a drained operation) plain records join the pending batch, replayed
+        at once, that `_serve` appends at the end of the drain (events and effects wait for
+        that append); otherwise they are appended in a batch of their own before they are
+        replayed. Replay changes only the shard's state, which a reload after a failed
+        append rebuilds."""
         if result is None:
             return None
         if isinstance(result, EndTxnWrite):
@@ -377,7 +379,7 @@ class ShardTask:
             return result.write(self, self.clock.now_ms())
         records = result.records
         if records:
-            if txn is None and linger and self.runtime.coalesce_writes:
+            if txn is None and linger:
                 self._stage(records)
             else:
                 # Transactional records are never coalesced (Kafka flushes such a batch at
