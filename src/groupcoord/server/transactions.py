@@ -193,9 +193,13 @@ class TransactionRuntime:
                 if task.state is ShardState.ACTIVE]
 
     def coordinator_of(self, tid: str) -> TransactionCoordinator:
-        """The shard of `tid`; ApiError COORDINATOR_LOAD_IN_PROGRESS while it loads,
+        """The shard of `tid`, to read; ApiError COORDINATOR_LOAD_IN_PROGRESS while it
+        loads, or reloads after a failed append (a read never meets a half-replayed shard),
         NOT_COORDINATOR once unloaded (Kafka's `TransactionStateManager.getTransactionState`)."""
-        return _coordinator(self.runtime.active_shard(self.partition_for(tid)))
+        task = self.runtime.active_shard(self.partition_for(tid))
+        if task.state is ShardState.RECOVERING:
+            raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return _coordinator(task)
 
     def metadata(self, tid: str) -> TransactionMetadata | None:
         return self.coordinator_of(tid).txns.get(tid)
