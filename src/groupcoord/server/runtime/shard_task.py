@@ -221,7 +221,10 @@ class ShardTask:
         while True:
             try:
                 if self.state is not ShardState.ACTIVE:
-                    await self._load()
+                    try:
+                        await self._load()
+                    finally:
+                        self._answer_failed_drain()
                 await self._serve()
             except asyncio.CancelledError:
                 raise
@@ -231,31 +234,17 @@ class ShardTask:
                 self.reloads += 1
                 self.state = ShardState.RECOVERING
                 self._fail_all()
-                if self._unanswered:
-                    await self._reload_then_answer()
-                else:
+                if not self._unanswered:
                     await asyncio.sleep(0.1)
 
-    async def _reload_then_answer(self) -> None:
-        """After a failed append: reload from the log, then give the drain's callers the
-        append's error, so a caller's retry meets the state the log holds. If the reload
-        fails too, they are answered all the same and the shard loads again
-        (LOAD_IN_PROGRESS until it has)."""
+    def _answer_failed_drain(self) -> None:
+        """The callers of a drain whose append failed get its error once the reload that
+        follows has ended (or failed: the shard then loads again), so a caller's retry
+        meets the state the log holds."""
         unanswered, self._unanswered = self._unanswered, []
-        try:
-            await self._load()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("reloading %s-%d failed; loading it again", self.topic,
-                          self.partition)
-            self.state = ShardState.LOADING
-            self.loaded.clear()
-            await asyncio.sleep(0.1)
-        finally:
-            for fut, error in unanswered:
-                if not fut.done():
-                    fut.set_exception(error)
+        for fut, error in unanswered:
+            if not fut.done():
+                fut.set_exception(error)
 
     def check_active(self) -> None:
         """Kafka's `activeContextOrThrow`: a request is taken only by an ACTIVE shard."""
