@@ -29,7 +29,7 @@ class ShardGroups:
         self.ids: IdSource = ids or SequentialIds()
         self.classic = ClassicGroups(self.config, self.ids)
         self.consumer = ConsumerGroups(self.config, self.ids, self.classic,
-                                       conversion.upgrade, conversion.maybe_downgrade)
+                                       conversion.MIGRATION)
         self.streams = StreamsGroups(self.config)
         self.offsets = OffsetStore()
         self.share = ShareGroups(

@@ -32,7 +32,7 @@ from groupcoord.coordinator.consumer.classic_protocol import (
 )
 from groupcoord.coordinator.consumer.errors import HeartbeatError
 from groupcoord.coordinator.consumer.group import ConsumerGroup
-from groupcoord.coordinator.consumer.manager import ConsumerGroups, scratch_apply
+from groupcoord.coordinator.consumer.manager import ConsumerGroups, Migration, scratch_apply
 from groupcoord.coordinator.consumer.member import ClassicMeta, ConsumerGroupMember
 from groupcoord.coordinator.consumer.subscription import metadata_hash
 from groupcoord.coordinator.records import MemberRecordData, group_metadata_record, group_tombstone
@@ -160,3 +160,7 @@ def after_downgrade(classic_groups: ClassicGroups, group_id: str, fx: Effects) -
     for member in group.members.values():
         rebalance.schedule_heartbeat(fx, group, member)
     rebalance.prepare_rebalance(group, fx, "Group was downgraded from the consumer protocol")
+
+
+# What the shard gives its consumer groups (`ConsumerGroups`) for online migration.
+MIGRATION = Migration(upgrade, maybe_downgrade)

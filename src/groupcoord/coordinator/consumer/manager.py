@@ -11,6 +11,7 @@ needed" flags.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.coordinator import modern_groups
@@ -47,23 +48,27 @@ METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGEX = 6, 7, 8, 16
 RECORD_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 
-# Online migration between the protocols (`conversion`, which builds on this module, so the
-# shard passes its functions in). Upgrade: a consumer-protocol join meets a classic group;
-# the records converting it go to the effects, and the scratch consumer group the join
-# runs against is returned (None: a new group). Downgrade: after a fence whose records are
-# in the effects, the group may become a classic one.
-Upgrade = Callable[["ConsumerGroups", ClassicGroup, Effects], "ConsumerGroup | None"]
-Downgrade = Callable[["ConsumerGroups", "ConsumerGroup", Effects], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """Online migration between the protocols (`conversion`, which builds on this module,
+    so the shard passes its functions in). `upgrade`: a consumer-protocol join meets a
+    classic group; the records converting it go to the effects, and the scratch consumer
+    group the join runs against is returned (None: a new group). `downgrade`: after a fence
+    whose records are in the effects, the group may become a classic one."""
+
+    upgrade: Callable[[ConsumerGroups, ClassicGroup, Effects], ConsumerGroup | None]
+    downgrade: Callable[[ConsumerGroups, ConsumerGroup, Effects], None]
 
 
 class ConsumerGroups:
     def __init__(self, config: GroupCoordinatorConfig, ids: IdSource, classic: ClassicGroups,
-                 upgrade: Upgrade, downgrade: Downgrade) -> None:
+                 migration: Migration) -> None:
         self.config = config
         self.ids = ids
         self.classic = classic
-        self._upgrade = upgrade
-        self._downgrade = downgrade
+        self._migration = migration
         self.groups: dict[str, ConsumerGroup] = {}
         self.image = TopicsImage()
         self.last_image_with_new_topics = 0
@@ -136,14 +141,14 @@ class ConsumerGroups:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         classic = self.classic.get(group_id)
         if classic is not None:
-            converted = self._upgrade(self, classic, fx)
+            converted = self._migration.upgrade(self, classic, fx)
             if converted is not None:
                 return converted
         # A new group exists for this operation only; replaying its records creates it.
         return ConsumerGroup(group_id)
 
     def after_fence(self, group: ConsumerGroup, fx: Effects) -> None:
-        self._downgrade(self, group, fx)
+        self._migration.downgrade(self, group, fx)
 
     # -- replay ------------------------------------------------------------------------------
     def replay(self, key: Any, value: Any) -> None:
