@@ -78,8 +78,8 @@ class Transactions:
         self.verified.append((tid, pid, epoch, partitions))
         return dict.fromkeys(partitions, self.verify_error)
 
-    def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: list[tuple[str, int]], client_tv: int = 0) -> int:
+    async def add_partitions(self, tid: str, pid: int, epoch: int,
+                             partitions: list[tuple[str, int]], client_tv: int = 0) -> int:
         assert client_tv == 2  # only TV2 producers have partitions added implicitly
         self.added.append((tid, pid, epoch, partitions))
         return self.verify_error

@@ -169,7 +169,7 @@ def test_transaction_shard_load_and_unload_answer_kafkas_errors(tmp_path: Path) 
             txns.runtime.unload(p)
             assert (await txns.init_producer_id(TID, 60_000, None)).error \
                 == E.NOT_COORDINATOR
-            assert txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NOT_COORDINATOR
+            assert await txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NOT_COORDINATOR
             assert await describe(client) == E.NOT_COORDINATOR
             async with txns.runtime.loading:  # the replay waits for the loader's turn
                 task = txns.runtime.load(p)
@@ -195,8 +195,8 @@ def test_a_loaded_transaction_shard_resumes_markers_and_list_waits_for_loads(
             p = txns.partition_for(TID)
             # PrepareCommit appended through the shard, its markers not written (as if the
             # broker stopped right after the append).
-            reply = txns.runtime.shards[p].run_now(
-                lambda c, _ctx, now: c.end_txn(TID, pid, epoch, True, now))
+            reply = await txns.runtime.call_shard(
+                p, lambda c, _ctx, now: c.end_txn(TID, pid, epoch, True, now))
             assert reply.error == 0 and reply.writes_markers
             md = txns.metadata(TID)
             assert md is not None and md.state == S.PREPARE_COMMIT

@@ -84,12 +84,12 @@ def test_a_failed_transaction_append_answers_kafkas_error(
             task = txns.runtime.shards[txns.partition_for(TID)]
             real = txns.runtime.append
             txns.runtime.append = _raising(exc)
-            assert txns.add_partitions(TID, pid, epoch, [("t", 0)]) == answer
+            assert await txns.add_partitions(TID, pid, epoch, [("t", 0)]) == answer
             txns.runtime.append = real
             assert task.reloads == 1 and task.state is ShardState.ACTIVE
             md = txns.metadata(TID)
             assert md is not None and md.state == S.EMPTY and not md.partitions
-            assert txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NONE  # the retry
+            assert await txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NONE  # the retry
     run(go())
 
 
@@ -102,7 +102,7 @@ def test_a_disk_refusing_the_transaction_log_answers_not_coordinator(tmp_path: P
             pid, epoch = init.producer_id, init.producer_epoch
             p = txns.partition_for(TID)
             io.add(FaultRule("write", errno.EIO, suffix=f"{TXN_TOPIC}-{p}/00000000000000000000.log"))
-            assert txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NOT_COORDINATOR
+            assert await txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NOT_COORDINATOR
             assert io.fired
-            assert txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NONE
+            assert await txns.add_partitions(TID, pid, epoch, [("t", 0)]) == E.NONE
     run(go())

@@ -72,7 +72,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]]) -> None:
                     assert (md.producer_id, md.producer_epoch) == producers[tid]
             elif action == "add" and item[1] in producers:
                 tid, tp = item[1], (TOPIC, item[2])
-                code = txns.add_partitions(tid, *producers[tid], [tp])
+                code = await txns.add_partitions(tid, *producers[tid], [tp])
                 assert code in OK_OR_RETRIABLE, code
                 if code == E.NONE:
                     md = logged(tid)
@@ -88,10 +88,10 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]]) -> None:
             elif action == "advance":
                 clock.advance(item[1])
             elif action == "abort_timed_out":
-                for tid in txns.abort_timed_out(clock.now_ms()):
+                for tid in await txns.abort_timed_out(clock.now_ms()):
                     assert logged(tid).state in (S.PREPARE_ABORT, S.COMPLETE_ABORT)
             elif action == "expire":
-                for tid in txns.remove_expired(clock.now_ms()):
+                for tid in await txns.remove_expired(clock.now_ms()):
                     assert logged(tid) is None
             seam.fail_next = None
             for _ in range(20):  # let the marker writers run (no time passes)

@@ -26,7 +26,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: AddOffsets
     if code:
         return AddOffsetsToTxnResponse(error_code=code)
     partition = ctx.groups.partition_for(request.group_id)
-    code = ctx.transactions.add_partitions(request.transactional_id, request.producer_id,
-                                           request.producer_epoch, [(OFFSETS_TOPIC, partition)])
+    code = await ctx.transactions.add_partitions(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        [(OFFSETS_TOPIC, partition)])
     return AddOffsetsToTxnResponse(
         error_code=txn_support.fenced_as_known(code, version, first_fenced_version=2))

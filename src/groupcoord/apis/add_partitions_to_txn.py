@@ -63,8 +63,9 @@ def _results(errors: dict[TopicPartition, int]) -> list[AddPartitionsToTxnTopicR
             for name, parts in by_topic.items()]
 
 
-def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_only: bool,
-                    topics: list[Any], version: int) -> list[AddPartitionsToTxnTopicResult]:
+async def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int,
+                          verify_only: bool, topics: list[Any], version: int
+                          ) -> list[AddPartitionsToTxnTopicResult]:
     if version < 4 and not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid):
         return _results({(t.name, p): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                          for t in topics for p in t.partitions})
@@ -80,7 +81,7 @@ def one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, verify_
         return _results(ctx.transactions.verify_partitions(tid, pid, epoch, partitions))
     # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4+ is sent for TV2 producers.
     client_tv = features.TRANSACTION_VERSION_2 if version >= 4 else 0
-    code = ctx.transactions.add_partitions(tid, pid, epoch, partitions, client_tv)
+    code = await ctx.transactions.add_partitions(tid, pid, epoch, partitions, client_tv)
     return _results(dict.fromkeys(partitions, txn_support.fenced_as_known(
         code, version, first_fenced_version=2)))
 
@@ -100,13 +101,14 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: AddPartiti
     if version >= 4:
         authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)  # brokers only
     if version < 4:
-        results = one_transaction(
+        results = await one_transaction(
             ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch, False, request.v3_and_below_topics, version)
         return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
     by_txn = [AddPartitionsToTxnResult(
         transactional_id=t.transactional_id,
-        topic_results=one_transaction(ctx, t.transactional_id, t.producer_id,
-                                      t.producer_epoch, t.verify_only, t.topics, version))
+        topic_results=await one_transaction(ctx, t.transactional_id, t.producer_id,
+                                            t.producer_epoch, t.verify_only, t.topics,
+                                            version))
         for t in request.transactions]
     return AddPartitionsToTxnResponse(error_code=0, results_by_transaction=by_txn)

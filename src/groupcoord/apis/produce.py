@@ -94,15 +94,16 @@ def _one_batch_error(records: Any) -> int:
     return codes.NONE
 
 
-def _verify_error(ctx: RequestContext, state: Any, header: Any, topic: str, partition: int,
-                  tid: str | None, version: int) -> int:
+async def _verify_error(ctx: RequestContext, state: Any, header: Any, topic: str,
+                        partition: int, tid: str | None, version: int) -> int:
     """KIP-890: a transactional batch that may start a transaction on this partition is
     checked against (part 1), or from v12 added by (part 2), the transaction coordinator
-    before it is written."""
+    before it is written. The producer-state checks follow the answer: a marker written
+    while the partition was being added bumped the producer's epoch, so the batch is fenced."""
     if state.has_ongoing(header.producer_id, header.producer_epoch):
         return 0
     if version >= FIRST_ADD_PARTITION_VERSION:
-        code = int(ctx.transactions.add_partitions(
+        code = int(await ctx.transactions.add_partitions(
             tid or "", header.producer_id, header.producer_epoch, [(topic, partition)],
             features.TRANSACTION_VERSION_2))
     else:
@@ -136,19 +137,21 @@ def _duplicate_or_error(ctx: RequestContext, state: Any, header: Any, topic: str
     return True
 
 
-def _producer_checks_final(ctx: RequestContext, state: Any, header: Any, topic: str,
-                           tid: str | None, version: int, resp: PartitionProduceResponse) -> bool:
+async def _producer_checks_final(ctx: RequestContext, state: Any, header: Any, topic: str,
+                                 tid: str | None, version: int,
+                                 resp: PartitionProduceResponse) -> bool:
     """Transaction verification, then the producer-state checks; True if `resp` is final."""
     if header.is_transactional:
-        resp.error_code = _verify_error(ctx, state, header, topic, resp.index, tid, version)
+        resp.error_code = await _verify_error(ctx, state, header, topic, resp.index, tid,
+                                              version)
         if resp.error_code:
             return True
     return _duplicate_or_error(ctx, state, header, topic, resp)
 
 
-def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: Any,
-                      now_ms: int, version: int,
-                      tid: str | None = None) -> PartitionProduceResponse:
+async def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: Any,
+                            now_ms: int, version: int,
+                            tid: str | None = None) -> PartitionProduceResponse:
     """Validate and append one partition's batch; the partition's response."""
     resp = PartitionProduceResponse(index=partition, error_code=0, base_offset=-1,
                                     log_append_time_ms=-1, log_start_offset=-1)
@@ -172,7 +175,7 @@ def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: 
     state = None
     if header.producer_id >= 0 and (header.base_sequence >= 0 or header.is_transactional):
         state = ctx.producer_state(topic.name, partition)
-        if _producer_checks_final(ctx, state, header, topic.name, tid, version, resp):
+        if await _producer_checks_final(ctx, state, header, topic.name, tid, version, resp):
             return resp
     try:
         info = ctx.append(topic.name, partition, records, now_ms)
@@ -264,7 +267,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ProduceReq
                 # Kafka refuses the whole request (handleProduceRequest).
                 parts.append(_refused(pd.index, codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
                 continue
-            resp = produce_partition(ctx, topic, pd.index, pd.records, now, version, tid)
+            resp = await produce_partition(ctx, topic, pd.index, pd.records, now, version,
+                                           tid)
             if topic is None and version >= 13:
                 resp.error_code = codes.UNKNOWN_TOPIC_ID
             parts.append(resp)

@@ -79,7 +79,7 @@ def verification_error(code: int, version: int) -> int:
     return int(code)
 
 
-def _verify(ctx: RequestContext, request: Any, version: int) -> int:
+async def _verify(ctx: RequestContext, request: Any, version: int) -> int:
     """KIP-890 part 1: 0 when the group's `__consumer_offsets` partition may take the
     producer's transactional records, else the (translated) verification error."""
     partition = ctx.groups.partition_for(request.group_id)
@@ -89,8 +89,8 @@ def _verify(ctx: RequestContext, request: Any, version: int) -> int:
     tp = (OFFSETS_TOPIC, partition)
     tid = request.transactional_id or ""
     if version >= FIRST_ADD_PARTITION_VERSION:
-        code = ctx.transactions.add_partitions(tid, pid, epoch, [tp],
-                                               features.TRANSACTION_VERSION_2)
+        code = await ctx.transactions.add_partitions(tid, pid, epoch, [tp],
+                                                     features.TRANSACTION_VERSION_2)
     else:
         code = ctx.transactions.verify_partitions(tid, pid, epoch, [tp]).get(tp, 0)
     return verification_error(code, version)
@@ -141,7 +141,7 @@ async def _commit(ctx: RequestContext, sub: Any, version: int) -> Any:
     each of them only (unknown partitions keep their own error, as Kafka merges them)."""
     if not sub.group_id:
         return error_response(sub, version, ErrorCode.INVALID_GROUP_ID)
-    error = _verify(ctx, sub, version)
+    error = await _verify(ctx, sub, version)
     if error:
         return error_response(sub, version, operation_error(error))
     try:

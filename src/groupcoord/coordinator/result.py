@@ -2,8 +2,9 @@
 
 Mirrors Kafka's `CoordinatorResult` (coordinator-common): an operation reads state and
 returns the records to append, the response for the caller, replies released for earlier
-parked requests, timer operations and group events. The runtime appends the records,
-replays them through `shard.replay`, and only then releases the responses.
+parked requests, timer operations, group events and effects. The runtime appends the
+records, replays them through `shard.replay`, and only then runs the effects and releases
+the responses.
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ class GroupEvent:
         return asdict(self)
 
 
+class Effect:
+    """Work an operation asks for outside its shard's state (a transaction's markers, ...):
+    data the runtime hands to its kind's effect runner once the operation's records are
+    appended (never for records whose append failed). Each kind subclasses it."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Offload:
     """Work run off the event loop, Kafka's `CoordinatorExecutor` task: `compute` runs on a
@@ -96,3 +105,4 @@ class Result:
     timers: list[TimerOp] = field(default_factory=list)
     events: list[GroupEvent] = field(default_factory=list)
     offloads: list[Offload] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)

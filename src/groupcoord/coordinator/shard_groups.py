@@ -10,7 +10,7 @@ from typing import Any
 
 from groupcoord.coordinator.classic.manager import ClassicGroups
 from groupcoord.coordinator.config import GroupCoordinatorConfig
-from groupcoord.coordinator.consumer import migration
+from groupcoord.coordinator.consumer import conversion
 from groupcoord.coordinator.consumer.manager import ConsumerGroups
 from groupcoord.coordinator.ids import IdSource, SequentialIds
 from groupcoord.coordinator.offsets.store import OffsetStore
@@ -28,8 +28,8 @@ class ShardGroups:
         # Tests may omit the id source; the server always injects a random one.
         self.ids: IdSource = ids or SequentialIds()
         self.classic = ClassicGroups(self.config, self.ids)
-        self.consumer = ConsumerGroups(self.config, self.ids, self.classic)
-        migration.install(self)
+        self.consumer = ConsumerGroups(self.config, self.ids, self.classic,
+                                       conversion.MIGRATION)
         self.streams = StreamsGroups(self.config)
         self.offsets = OffsetStore()
         self.share = ShareGroups(

@@ -2,11 +2,12 @@
 
 Mirrors Kafka's `ShareCoordinatorService` over the `CoordinatorRuntime` that also hosts the
 group coordinator: each of the topic's partitions is a `ShareStateShard` run by a
-`ShardTask`, so records are written first and only replay changes state, load answers
+`ShardTask`, so only replay changes state, load answers
 COORDINATOR_LOAD_IN_PROGRESS and unload NOT_COORDINATOR, as for groups. The share-partitions
 plan a change and apply it within one step of the event loop, so their writes run at once
-(`ShardTask.run_now`) rather than through the queue: the handler returns the records, the
-runtime appends and replays them (the replay updates the live share-partition too), and a
+(`ShardTask.run_now`) rather than through the queue: the handler returns the records and
+their effects, the runtime appends and replays them, then runs the effects, which update
+the live share-partitions (`state_shard.apply_effect`); a
 failed append fail-stops the shard, which reloads from its log before the caller gets
 COORDINATOR_NOT_AVAILABLE (retriable, as Kafka's persister maps a share coordinator that
 cannot write), so no request ever sees it half-loaded. At start-up every partition with a
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.share.records_state import StateBatch
 from groupcoord.coordinator.share.state_shard import (
     LiveSharePartitions,
     ShareStateShard,
+    apply_effect,
     lock_timer_key,
 )
 from groupcoord.coordinator.share.state_store import (
@@ -82,10 +85,8 @@ class ShareStateLog:
     def __init__(self, broker: CoordinatorHost, live: LiveSharePartitions) -> None:
         self.runtime = ShardRuntime(
             broker, STATE_TOPIC, STATE_TOPIC_PARTITIONS, STATE_TOPIC_CONFIGS,
-            lambda partition: ShareStateShard(partition, STATE_TOPIC_PARTITIONS, live))
-        # Replay updates the live share-partitions, which a reload does not rebuild: each
-        # write is appended before it is replayed.
-        self.runtime.coalesce_writes = False
+            lambda partition: ShareStateShard(partition, STATE_TOPIC_PARTITIONS, live),
+            partial(apply_effect, live))
         self.store = ShareStates(self.runtime)
 
     async def start(self) -> None:

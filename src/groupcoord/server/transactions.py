@@ -10,16 +10,20 @@ coordinator epoch 0.
 
 Rules kept:
 - each `__transaction_state` partition is a `TransactionCoordinator` shard on the generic
-  runtime (`ShardRuntime`): its handlers return the records, which the runtime appends (one
-  uncompressed batch, fsync per broker policy) and only then replays; a failed append
+  runtime (`ShardRuntime`): its handlers are queued operations like the groups' and return
+  records, a reply and effects; the runtime replays the records, appends them (coalesced
+  with the drain's others, fsync per broker policy), then runs the effects (`_run_effect`:
+  marker writers, producer-id observation) and answers; a failed append
   fail-stops the shard, which reloads from its log before the caller hears Kafka's
   answer for the append's error (`append_errors.txn_append_error`: a disk error is
-  NOT_COORDINATOR, a missing partition COORDINATOR_NOT_AVAILABLE); a shard that is loading answers COORDINATOR_LOAD_IN_PROGRESS
+  NOT_COORDINATOR, a missing partition COORDINATOR_NOT_AVAILABLE); a shard that is loading
+  answers COORDINATOR_LOAD_IN_PROGRESS
   and one that is unloaded NOT_COORDINATOR (`TransactionStateManager.getTransactionState`);
   a record over the partition's `max.message.bytes` (a transaction holding very many
   partitions) changes nothing and answers UNKNOWN_SERVER_ERROR, as Kafka maps
-  MESSAGE_TOO_LARGE. Handlers run at once (`ShardTask.run_now`): AddPartitionsToTxn is
-  answered within the Produce that needs it;
+  MESSAGE_TOO_LARGE. A Produce or TxnOffsetCommit that adds its partition waits for the
+  answer before it writes (Kafka's `AddPartitionsToTxnManager`); a marker written
+  meanwhile bumped the producer's epoch, so the write is then refused as fenced;
 - markers go to data partitions through `txn_log.write_marker` and to `__consumer_offsets`
   through the group coordinator's `complete_transaction`; a partition leaves the
   transaction's to-do set when its marker is written (or the partition is gone, or it
@@ -45,11 +49,13 @@ from typing import TYPE_CHECKING, Protocol
 from groupcoord.apis import features
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.partitioning import partition_for
-from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.result import Effect, Result
 from groupcoord.coordinator.transactions.coordinator import (
+    ObserveProducerIds,
     TransactionCoordinator,
     TxnReply,
     TxnTimers,
+    WriteMarkers,
 )
 from groupcoord.coordinator.transactions.state import (
     S,
@@ -143,21 +149,25 @@ class TransactionRuntime:
             expiration_interval_ms=_int(extra, EXPIRATION_INTERVAL,
                                         defaults.expiration_interval_ms))
         self.runtime = ShardRuntime(broker, TXN_TOPIC, self.num_partitions, TXN_TOPIC_CONFIGS,
-                                    self._new_shard)
+                                    self._new_shard, self._run_effect)
         self.runtime.append_error = txn_append_error
         self._completing: dict[str, asyncio.Task[None]] = {}
         self._todo: dict[str, set[TopicPartition]] = {}
 
     def _new_shard(self, _partition: int) -> TransactionCoordinator:
-        ids = self.broker.producers.ids
         return TransactionCoordinator(
-            ids.next_id, self.max_timeout_ms,
-            features.finalized_level(features.TRANSACTION_VERSION), ids.observe,
-            self._resume_markers, self.timers)
+            self.broker.producers.ids.next_id, self.max_timeout_ms,
+            features.finalized_level(features.TRANSACTION_VERSION), self.timers)
 
-    def _resume_markers(self, tids: list[str]) -> None:
-        for tid in tids:
-            self._spawn(tid)
+    def _run_effect(self, effect: Effect) -> None:
+        """What a shard asked for, once its records are appended."""
+        if isinstance(effect, WriteMarkers):
+            for tid in effect.tids:
+                self._spawn(tid)
+        elif isinstance(effect, ObserveProducerIds):
+            self.broker.producers.ids.observe(effect.highest)
+        else:
+            raise TypeError(f"not a transaction effect: {effect!r}")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -183,9 +193,13 @@ class TransactionRuntime:
                 if task.state is ShardState.ACTIVE]
 
     def coordinator_of(self, tid: str) -> TransactionCoordinator:
-        """The shard of `tid`; ApiError COORDINATOR_LOAD_IN_PROGRESS while it loads,
+        """The shard of `tid`, to read; ApiError COORDINATOR_LOAD_IN_PROGRESS while it
+        loads, or reloads after a failed append (a read never meets a half-replayed shard),
         NOT_COORDINATOR once unloaded (Kafka's `TransactionStateManager.getTransactionState`)."""
-        return _coordinator(self.runtime.active_shard(self.partition_for(tid)))
+        task = self.runtime.active_shard(self.partition_for(tid))
+        if task.state is ShardState.RECOVERING:
+            raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return _coordinator(task)
 
     def metadata(self, tid: str) -> TransactionMetadata | None:
         return self.coordinator_of(tid).txns.get(tid)
@@ -207,12 +221,13 @@ class TransactionRuntime:
                                                        pattern, now_ms)[0])
         return found, unknown
 
-    def _run(self, tid: str, handler: Callable[[TransactionCoordinator, int], Result]
-             ) -> TxnReply:
-        """Run a handler on `tid`'s shard: its records are appended, then replayed."""
+    async def _run(self, tid: str, handler: Callable[[TransactionCoordinator, int], Result]
+                   ) -> TxnReply:
+        """Run a handler on `tid`'s shard's queue; its reply once its records are appended
+        (or the error of a shard that takes no requests, or of the failed append)."""
         try:
-            task = self.runtime.active_shard(self.partition_for(tid))
-            reply: TxnReply = task.run_now(lambda shard, _ctx, now: handler(shard, now))
+            reply: TxnReply = await self.runtime.call_shard(
+                self.partition_for(tid), lambda shard, _ctx, now: handler(shard, now))
         except ApiError as exc:
             return TxnReply(error=int(exc.code))
         return reply
@@ -221,17 +236,19 @@ class TransactionRuntime:
 
     async def init_producer_id(self, tid: str, timeout_ms: int,
                                expected: tuple[int, int] | None) -> TxnReply:
-        reply = self._run(tid, lambda c, now: c.init_producer_id(tid, timeout_ms, expected,
-                                                                  now))
+        reply = await self._run(tid, lambda c, now: c.init_producer_id(tid, timeout_ms,
+                                                                        expected, now))
         if reply.writes_markers:
             # An ongoing transaction was fenced and aborted: its markers first.
             await self._complete(tid)
         return reply
 
-    def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: list[TopicPartition], client_tv: int = 0) -> int:
-        return self._run(tid, lambda c, now: c.add_partitions(tid, pid, epoch, partitions,
-                                                               now, client_tv)).error
+    async def add_partitions(self, tid: str, pid: int, epoch: int,
+                             partitions: list[TopicPartition], client_tv: int = 0) -> int:
+        reply = await self._run(tid, lambda c, now: c.add_partitions(tid, pid, epoch,
+                                                                      partitions, now,
+                                                                      client_tv))
+        return reply.error
 
     def verify_partitions(self, tid: str, pid: int, epoch: int,
                           partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -243,8 +260,8 @@ class TransactionRuntime:
 
     async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
                       client_tv: int = 0) -> TxnReply:
-        reply = self._run(tid, lambda c, now: c.end_txn(tid, pid, epoch, commit, now,
-                                                         client_tv))
+        reply = await self._run(tid, lambda c, now: c.end_txn(tid, pid, epoch, commit, now,
+                                                               client_tv))
         if reply.writes_markers:
             await self._complete(tid)
         return reply
@@ -287,7 +304,7 @@ class TransactionRuntime:
         if todo:
             return
         del self._todo[tid]
-        self._run(tid, lambda c, now: c.complete(tid, now))
+        await self._run(tid, lambda c, now: c.complete(tid, now))
 
     async def _marker(self, tp: TopicPartition, pid: int, epoch: int, commit: bool) -> int:
         topic, partition = tp
@@ -304,30 +321,31 @@ class TransactionRuntime:
             log.exception("marker write to %s-%d failed", topic, partition)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    # -- the periodic passes, run at once (they also run as each shard's timers) -------
+    # -- the periodic passes, on demand (they also run as each shard's timers) ---------
 
-    def _each_shard(self, handler: Callable[[TransactionCoordinator, int], Result]
-                    ) -> list[str]:
-        """Run `handler` on every loaded shard; the ids its responses list."""
+    async def _each_shard(self, handler: Callable[[TransactionCoordinator, int], Result]
+                          ) -> list[str]:
+        """Run `handler` on every loaded shard's queue; the ids its responses list."""
         done: list[str] = []
-        for task in list(self.runtime.shards.values()):
+        for partition, task in list(self.runtime.shards.items()):
             if task.state is not ShardState.ACTIVE:
                 continue
             try:
-                done.extend(task.run_now(lambda shard, _ctx, now: handler(shard, now)))
+                done.extend(await self.runtime.call_shard(
+                    partition, lambda shard, _ctx, now: handler(shard, now)))
             except ApiError as exc:
                 log.warning("%s-%d: periodic transaction work failed (%d)", TXN_TOPIC,
-                            task.partition, exc.code)
+                            partition, exc.code)
         return done
 
-    def abort_timed_out(self, now: int) -> list[str]:
+    async def abort_timed_out(self, now: int) -> list[str]:
         """Fence and abort transactions past their timeout; retry unfinished markers."""
-        return self._each_shard(lambda c, _now: c.abort_pass(now))
+        return await self._each_shard(lambda c, _now: c.abort_pass(now))
 
-    def remove_expired(self, now: int) -> list[str]:
+    async def remove_expired(self, now: int) -> list[str]:
         """Tombstone transactional ids idle longer than transactional.id.expiration.ms."""
-        return self._each_shard(lambda c, _now: c.remove_expired(now,
-                                                                 self.timers.expiration_ms))
+        return await self._each_shard(
+            lambda c, _now: c.remove_expired(now, self.timers.expiration_ms))
 
 
 def _coordinator(task: ShardTask) -> TransactionCoordinator:

@@ -1,16 +1,21 @@
 """Acquisition-lock expiry as a keyed timer of the share-state shard
 (`ShareStateShard.on_timer`), without a broker: the fired timer returns the release's
-records and the next deadline, and the released locks reach the live share-partition only
-when exactly those records are replayed (the runtime replays after the append)."""
+records, its effects and the next deadline; replay changes only the store, and the
+released locks reach the live share-partition only when the effects of exactly that result
+run (the runtime runs them after the append)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from groupcoord.coordinator.result import ScheduleTimer
+from groupcoord.coordinator.result import Result, ScheduleTimer
 from groupcoord.coordinator.share.change import ShareChange
 from groupcoord.coordinator.share.partition import RecordState, SharePartition
-from groupcoord.coordinator.share.state_shard import ShareStateShard, lock_timer_key
+from groupcoord.coordinator.share.state_shard import (
+    ShareStateShard,
+    apply_effect,
+    lock_timer_key,
+)
 from groupcoord.coordinator.share.state_store import SharePartitionKey, share_state_partition
 
 PARTITIONS = 50
@@ -39,6 +44,14 @@ class Live:
         self.released.append(change)
 
 
+def appended(shard: ShareStateShard, live: Live, result: Result) -> None:
+    """What the runtime does once the result's records are appended: replay, effects."""
+    for record in result.records:
+        shard.replay(record)
+    for effect in result.effects:
+        apply_effect(live, effect)
+
+
 def loaded_shard() -> tuple[ShareStateShard, Live, SharePartition]:
     live = Live()
     shard = ShareStateShard(share_state_partition(KEY, PARTITIONS), PARTITIONS, live)
@@ -64,9 +77,12 @@ def test_the_fired_timer_writes_the_release_and_rearms_for_the_next_lock() -> No
     result = shard.on_timer(lock_timer_key(KEY), 1_000 + LOCK_MS)
     assert result is not None and len(result.records) == 1
     assert result.timers == [ScheduleTimer(lock_timer_key(KEY), 5_000 + LOCK_MS)]
-    # Nothing is released before the records are replayed.
+    # Nothing is released before the records are appended: replay alone changes the store.
     assert sp.counts()["ACQUIRED"] == 6 and live.released == []
     shard.replay(result.records[0])
+    assert sp.counts()["ACQUIRED"] == 6 and live.released == []
+    for effect in result.effects:
+        apply_effect(live, effect)
     assert len(live.released) == 1
     assert [sp.records[o].state for o in range(6)] == [RecordState.AVAILABLE] * 4 + [
         RecordState.ACQUIRED] * 2
@@ -77,10 +93,9 @@ def test_a_write_that_never_happened_applies_nothing_later() -> None:
     sp.acquire("m1", 1_000, [(0, 3, False)], 100)
     refused = shard.on_timer(lock_timer_key(KEY), 1_000 + LOCK_MS)
     assert refused is not None and refused.records  # the runtime refuses this write
-    # Another write of the share-partition is replayed: the refused expiry is not applied.
-    for record in shard.write_state(KEY, 0, [], sp.durable_batches, sp.state_epoch,
-                                    2_000 + LOCK_MS).records:
-        shard.replay(record)
+    # Another write of the share-partition is appended: the refused expiry is not applied.
+    appended(shard, live, shard.write_state(KEY, 0, [], sp.durable_batches, sp.state_epoch,
+                                            2_000 + LOCK_MS))
     assert live.released == [] and sp.counts()["ACQUIRED"] == 4
 
 

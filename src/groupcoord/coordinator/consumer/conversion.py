@@ -15,11 +15,11 @@ replayed group, which tells the members to rejoin.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from groupcoord.coordinator.classic import rebalance, responses
 from groupcoord.coordinator.classic.effects import Effects
-from groupcoord.coordinator.classic.group import ClassicGroup
+from groupcoord.coordinator.classic.group import ClassicGroup, ClassicGroupMember
+from groupcoord.coordinator.classic.manager import ClassicGroups
 from groupcoord.coordinator.classic.state import ClassicGroupState
 from groupcoord.coordinator.consumer import records as rec
 from groupcoord.coordinator.consumer import timers
@@ -32,7 +32,7 @@ from groupcoord.coordinator.consumer.classic_protocol import (
 )
 from groupcoord.coordinator.consumer.errors import HeartbeatError
 from groupcoord.coordinator.consumer.group import ConsumerGroup
-from groupcoord.coordinator.consumer.manager import scratch_apply
+from groupcoord.coordinator.consumer.manager import ConsumerGroups, Migration, scratch_apply
 from groupcoord.coordinator.consumer.member import ClassicMeta, ConsumerGroupMember
 from groupcoord.coordinator.consumer.subscription import metadata_hash
 from groupcoord.coordinator.records import group_metadata_record, group_tombstone
@@ -47,7 +47,7 @@ def _refuse(group_id: str, why: str) -> HeartbeatError:
                           f"Cannot upgrade classic group {group_id} to consumer group: {why}.")
 
 
-def upgrade(mgr: Any, classic: ClassicGroup, fx: Effects) -> ConsumerGroup | None:
+def upgrade(mgr: ConsumerGroups, classic: ClassicGroup, fx: Effects) -> ConsumerGroup | None:
     """Records converting `classic`; the scratch consumer group, or None for a new one."""
     gid = classic.group_id
     if classic.is_in(ClassicGroupState.EMPTY) or not classic.members:
@@ -86,7 +86,7 @@ def upgrade(mgr: Any, classic: ClassicGroup, fx: Effects) -> ConsumerGroup | Non
     return scratch
 
 
-def _converted(mgr: Any, classic: ClassicGroup, m: Any) -> ConsumerGroupMember:
+def _converted(mgr: ConsumerGroups, classic: ClassicGroup, m: ClassicGroupMember) -> ConsumerGroupMember:
     try:
         sub = parse_subscription(m.metadata(classic.protocol_name))
         assigned, user_data = parse_assignment(m.assignment)
@@ -107,7 +107,7 @@ def _converted(mgr: Any, classic: ClassicGroup, m: Any) -> ConsumerGroupMember:
         member_epoch=epoch, previous_member_epoch=epoch, assigned=by_id)
 
 
-def maybe_downgrade(mgr: Any, group: ConsumerGroup, fx: Effects) -> None:
+def maybe_downgrade(mgr: ConsumerGroups, group: ConsumerGroup, fx: Effects) -> None:
     """Called after a fence whose records are in `fx.records` (not yet replayed)."""
     gid = group.group_id
     removed = {r.key.member_id for r in fx.records
@@ -155,7 +155,7 @@ def _select_protocol(members: list[ConsumerGroupMember]) -> str | None:
     return None
 
 
-def after_downgrade(classic_groups: Any, group_id: str, fx: Effects) -> None:
+def after_downgrade(classic_groups: ClassicGroups, group_id: str, fx: Effects) -> None:
     """The downgrade timer: the replayed classic group starts a rebalance."""
     group = classic_groups.get(group_id)
     if group is None or not group.is_in(ClassicGroupState.STABLE):
@@ -163,3 +163,7 @@ def after_downgrade(classic_groups: Any, group_id: str, fx: Effects) -> None:
     for member in group.members.values():
         rebalance.schedule_heartbeat(fx, group, member)
     rebalance.prepare_rebalance(group, fx, "Group was downgraded from the consumer protocol")
+
+
+# What the shard gives its consumer groups (`ConsumerGroups`) for online migration.
+MIGRATION = Migration(upgrade, maybe_downgrade)

@@ -11,10 +11,13 @@ needed" flags.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.coordinator import modern_groups
 from groupcoord.coordinator.classic.effects import Effects
+from groupcoord.coordinator.classic.group import ClassicGroup
+from groupcoord.coordinator.classic.manager import ClassicGroups
 from groupcoord.coordinator.config import GroupCoordinatorConfig
 from groupcoord.coordinator.consumer import (
     describe,
@@ -46,11 +49,26 @@ TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGEX = 6, 7, 8, 16
 RECORD_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 
 
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """Online migration between the protocols (`conversion`, which builds on this module,
+    so the shard passes its functions in). `upgrade`: a consumer-protocol join meets a
+    classic group; the records converting it go to the effects, and the scratch consumer
+    group the join runs against is returned (None: a new group). `downgrade`: after a fence
+    whose records are in the effects, the group may become a classic one."""
+
+    upgrade: Callable[[ConsumerGroups, ClassicGroup, Effects], ConsumerGroup | None]
+    downgrade: Callable[[ConsumerGroups, ConsumerGroup, Effects], None]
+
+
 class ConsumerGroups:
-    def __init__(self, config: GroupCoordinatorConfig, ids: IdSource, classic: Any) -> None:
+    def __init__(self, config: GroupCoordinatorConfig, ids: IdSource, classic: ClassicGroups,
+                 migration: Migration) -> None:
         self.config = config
         self.ids = ids
         self.classic = classic
+        self._migration = migration
         self.groups: dict[str, ConsumerGroup] = {}
         self.image = TopicsImage()
         self.last_image_with_new_topics = 0
@@ -64,10 +82,6 @@ class ConsumerGroups:
         # Groups with `consumer.*` overrides (GroupConfigManager's view), as the last
         # heartbeat brought them; soft state, like the timers that use it.
         self.group_settings: dict[str, ConsumerGroupSettings] = {}
-        # Set by the shard for online migration: a classic group meets a consumer-protocol
-        # join (upgrade), and members were fenced (downgrade).
-        self.upgrade_hook: Any = None
-        self.downgrade_hook: Any = None
 
     def get(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -127,15 +141,14 @@ class ConsumerGroups:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         classic = self.classic.get(group_id)
         if classic is not None:
-            converted = self.upgrade_hook(classic, request, fx) if self.upgrade_hook else None
+            converted = self._migration.upgrade(self, classic, fx)
             if converted is not None:
                 return converted
         # A new group exists for this operation only; replaying its records creates it.
         return ConsumerGroup(group_id)
 
     def after_fence(self, group: ConsumerGroup, fx: Effects) -> None:
-        if self.downgrade_hook is not None:
-            self.downgrade_hook(group, fx)
+        self._migration.downgrade(self, group, fx)
 
     # -- replay ------------------------------------------------------------------------------
     def replay(self, key: Any, value: Any) -> None:

@@ -1,39 +1,38 @@
-"""Routing of classic-protocol requests that reach a consumer group, and the migration
-hooks of a shard (Kafka: the `classicGroup*ToConsumerGroup` branches of
-`GroupMetadataManager`, and its upgrade/downgrade calls).
+"""Routing of classic-protocol requests that reach a consumer group (Kafka: the
+`classicGroup*ToConsumerGroup` branches of `GroupMetadataManager`).
 
 The shard sends JoinGroup/SyncGroup/Heartbeat/LeaveGroup here when the group id names a
-consumer group; `install` connects the consumer groups' upgrade and downgrade hooks.
+consumer group; the conversions themselves are `conversion`'s, which the shard gives its
+consumer groups at construction.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from groupcoord.coordinator.classic import responses
 from groupcoord.coordinator.classic.effects import Effects
 from groupcoord.coordinator.classic.leave import LeavingMember
 from groupcoord.coordinator.consumer import classic_members, conversion
 from groupcoord.coordinator.result import OpContext, Result
+from groupcoord.coordinator.shard_groups import ShardGroups
 from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.heartbeat import HeartbeatResponse
-from groupcoord.wire.generated.leave_group import LeaveGroupResponse, MemberResponse
+from groupcoord.wire.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.wire.generated.join_group import JoinGroupRequest
+from groupcoord.wire.generated.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+)
+from groupcoord.wire.generated.sync_group import SyncGroupRequest
 
 TIMER_KINDS = frozenset({classic_members.JOIN, classic_members.SYNC, conversion.DOWNGRADED})
 
 
-def install(shard: Any) -> None:
-    consumer = shard.consumer
-    consumer.upgrade_hook = lambda classic, request, fx: conversion.upgrade(consumer, classic,
-                                                                           fx)
-    consumer.downgrade_hook = lambda group, fx: conversion.maybe_downgrade(consumer, group, fx)
-
-
-def _fx(shard: Any, now_ms: int) -> Effects:
+def _fx(shard: ShardGroups, now_ms: int) -> Effects:
     return Effects(shard.config, now_ms)
 
 
-def join_group(shard: Any, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+def join_group(shard: ShardGroups, request: JoinGroupRequest, version: int, ctx: OpContext,
+               now_ms: int) -> Result:
     fx = _fx(shard, now_ms)
     group = shard.consumer.groups[request.group_id]
     if not (shard.config.group_min_session_timeout_ms <= request.session_timeout_ms
@@ -43,20 +42,23 @@ def join_group(shard: Any, request: Any, version: int, ctx: OpContext, now_ms: i
     return fx.result(classic_members.join(shard.consumer, group, request, version, ctx, fx))
 
 
-def sync_group(shard: Any, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+def sync_group(shard: ShardGroups, request: SyncGroupRequest, version: int, ctx: OpContext,
+               now_ms: int) -> Result:
     fx = _fx(shard, now_ms)
     group = shard.consumer.groups[request.group_id]
     return fx.result(classic_members.sync(shard.consumer, group, request, version, fx))
 
 
-def heartbeat(shard: Any, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+def heartbeat(shard: ShardGroups, request: HeartbeatRequest, version: int, ctx: OpContext,
+              now_ms: int) -> Result:
     fx = _fx(shard, now_ms)
     group = shard.consumer.groups[request.group_id]
     error = classic_members.heartbeat(shard.consumer, group, request, version, fx)
     return fx.result(HeartbeatResponse(error_code=int(error)))
 
 
-def leave_group(shard: Any, request: Any, version: int, ctx: OpContext, now_ms: int) -> Result:
+def leave_group(shard: ShardGroups, request: LeaveGroupRequest, version: int, ctx: OpContext,
+                now_ms: int) -> Result:
     fx = _fx(shard, now_ms)
     group = shard.consumer.groups[request.group_id]
     if version >= 3:
@@ -72,7 +74,7 @@ def leave_group(shard: Any, request: Any, version: int, ctx: OpContext, now_ms: 
                        error_code=e) for m, e in zip(leaving, errors, strict=True)]))
 
 
-def on_timer(shard: Any, key: tuple, now_ms: int) -> Result:
+def on_timer(shard: ShardGroups, key: tuple, now_ms: int) -> Result:
     fx = _fx(shard, now_ms)
     if key[0] == conversion.DOWNGRADED:
         conversion.after_downgrade(shard.classic, key[1], fx)

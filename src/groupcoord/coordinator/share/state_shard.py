@@ -2,28 +2,31 @@
 `ShareCoordinatorShard` on the `CoordinatorRuntime`).
 
 The handlers (write, initialize, delete, read share-partition state) read the shard's
-`ShareStateStore` and return the records to write; the runtime appends them and only then
-calls `replay`, the one path that changes durable share state. Replay also keeps the
-broker's live share-partitions of this state partition equal to it (KIP-932 runs the share
-coordinator and the share-partitions in one process here): a ShareUpdate or ShareSnapshot
-is applied to the live share-partition, a tombstone or a reset behind its window drops it.
-While the log loads, only the store is rebuilt; `on_loaded` then reloads every live
-share-partition of the partition from it (after a fail-stop, the acquisition locks the log
-agrees with are kept: they are soft state) and drops those without state.
+`ShareStateStore` and return the records to write; `replay`, the one path that changes
+durable share state, changes only that store. The broker's live share-partitions of this
+state partition (KIP-932 runs the share coordinator and the share-partitions in one
+process here) follow through effects, which the runtime runs once the records are appended
+(`apply_effect`): with `StateWritten` a ShareUpdate or ShareSnapshot is applied to the live
+share-partition, and a tombstone or a reset behind its window drops it. `on_loaded` reloads
+every live share-partition of the partition from the loaded store (after a fail-stop, the
+acquisition locks the log agrees with are kept: they are soft state) and drops those
+without state.
 
 Acquisition-lock expiry is a keyed timer of this shard (`lock_timer_key`, one per
 share-partition at its earliest lock deadline), so it stops with an unload and `on_loaded`
 re-derives it. A fired timer plans the release and returns its records; the released locks
-are applied (and fetches woken) when those records are replayed, after the append.
+are applied (and fetches woken) by its `LocksExpired` effect, after the append (never, if
+the append fails).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from groupcoord.coordinator.offsets.store import NO_PRODUCER_ID
-from groupcoord.coordinator.result import Result, ScheduleTimer, TimerOp
+from groupcoord.coordinator.result import Effect, Result, ScheduleTimer, TimerOp
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.share.change import ShareChange
 from groupcoord.coordinator.share.partition import SharePartition
@@ -36,7 +39,7 @@ from groupcoord.coordinator.share.state_store import (
     snapshot_record,
     tombstone_record,
 )
-from groupcoord.logformat.coordinator_records import SHARE
+from groupcoord.logformat.coordinator_records import SHARE, CoordinatorRecord
 
 LOCK_TIMER = "share-lock-expiry"
 
@@ -59,6 +62,54 @@ class LiveSharePartitions(Protocol):
         """A lock expiry's records were written: apply its locks, wake fetches."""
 
 
+@dataclass(frozen=True, slots=True)
+class StateWritten(Effect):
+    """A share-partition's state record was appended: its live share-partition takes it."""
+
+    key: SharePartitionKey
+    record: CoordinatorRecord
+
+
+@dataclass(frozen=True, slots=True)
+class LocksExpired(Effect):
+    """A lock expiry planned on `sp` was written (its records, if any, before this): its
+    locks are released and fetches woken, if `sp` is still the live share-partition."""
+
+    sp: SharePartition
+    change: ShareChange
+
+
+def _written(records: list[CoordinatorRecord]) -> list[Effect]:
+    effects: list[Effect] = []
+    for record in records:
+        key: Any = record.key
+        effects.append(StateWritten((key.group_id, bytes(key.topic_id), key.partition), record))
+    return effects
+
+
+def apply_effect(live: LiveSharePartitions, effect: Effect) -> None:
+    """Run a state shard's effect on the live share-partitions (after the append)."""
+    if isinstance(effect, StateWritten):
+        sp = live.live(effect.key)
+        if sp is None:
+            return
+        key: Any = effect.record.key
+        value: Any = effect.record.value
+        if value is None:
+            live.drop(effect.key)
+        elif key.RECORD_TYPE == SNAPSHOT_RECORD_TYPE and value.start_offset < sp.start_offset:
+            live.drop(effect.key)  # a reset behind the window: initialize again on next use
+        else:
+            sp.replay(value.start_offset, [StateBatch(b.first_offset, b.last_offset,
+                                                      b.delivery_state, b.delivery_count)
+                                           for b in value.state_batches])
+    elif isinstance(effect, LocksExpired):
+        if live.live(effect.sp.key) is effect.sp:
+            live.locks_released(effect.sp, effect.change)
+    else:
+        raise TypeError(f"not a share-state effect: {effect!r}")
+
+
 class ShareStateShard(Shard):
     """The persisted state of the share-partitions hashed to one state partition."""
 
@@ -69,11 +120,6 @@ class ShareStateShard(Shard):
         self.num_partitions = num_partitions
         self.store = ShareStateStore()
         self._live = live
-        # False while the log loads: live share-partitions are reconciled by on_loaded.
-        self._loaded = False
-        # Lock expiries being written: (their record, the change), applied when that very
-        # record is replayed (a refused write leaves an entry no replay matches).
-        self._expiring: dict[SharePartitionKey, tuple[Any, ShareChange]] = {}
 
     def owns(self, key: SharePartitionKey) -> bool:
         return share_state_partition(key, self.num_partitions) == self.partition
@@ -85,31 +131,10 @@ class ShareStateShard(Shard):
     def replay(self, record: Any, offset: int = -1, producer_id: int = NO_PRODUCER_ID,
                producer_epoch: int = -1) -> None:
         self.store.replay(record)
-        if not self._loaded:
-            return
-        key: Any = record.key
-        spk = (key.group_id, bytes(key.topic_id), key.partition)
-        sp = self._live.live(spk)
-        if sp is None:
-            return
-        value: Any = record.value
-        pending = self._expiring.pop(spk, None)
-        expired = pending[1] if pending is not None and pending[0] is record else None
-        if value is None:
-            self._live.drop(spk)
-        elif key.RECORD_TYPE == SNAPSHOT_RECORD_TYPE and value.start_offset < sp.start_offset:
-            self._live.drop(spk)  # a reset behind the window: initialize again on next use
-        else:
-            sp.replay(value.start_offset, [StateBatch(b.first_offset, b.last_offset,
-                                                      b.delivery_state, b.delivery_count)
-                                           for b in value.state_batches])
-            if expired is not None:
-                self._live.locks_released(sp, expired)
 
     def on_loaded(self, now_ms: int) -> Result:
         """Reconcile the live share-partitions with the loaded state and re-arm their
         lock timers (dropped with the shard's other soft state at a fail-stop)."""
-        self._loaded = True
         timers: list[TimerOp] = []
         for key in self._live_keys():
             persisted = self.store.get(key)
@@ -139,11 +164,9 @@ class ShareStateShard(Shard):
         records = self.store.write_records(
             spk, change.start_offset, change.changed, change.durable_batches, now_ms,
             sp.state_epoch) if change.durable else []
-        if not records:
-            self._live.locks_released(sp, change)
-            return Result(timers=timers)
-        self._expiring[spk] = (records[-1], change)
-        return Result(records=records, timers=timers)
+        effects = _written(records)
+        effects.append(LocksExpired(sp, change))
+        return Result(records=records, timers=timers, effects=effects)
 
     def on_unloaded(self) -> None:
         """Another coordinator owns the state now: the live share-partitions go with it
@@ -157,16 +180,19 @@ class ShareStateShard(Shard):
                     state_epoch: int, now_ms: int) -> Result:
         """WriteShareGroupState: a ShareUpdate of the changed batches, or a ShareSnapshot
         of `full()` when one is due."""
-        return Result(records=self.store.write_records(key, start_offset, changed, full,
-                                                       now_ms, state_epoch))
+        records = self.store.write_records(key, start_offset, changed, full, now_ms,
+                                           state_epoch)
+        return Result(records=records, effects=_written(records))
 
     def initialize_state(self, key: SharePartitionKey, start_offset: int, state_epoch: int,
                          now_ms: int) -> Result:
         """InitializeShareGroupState (and a reset of the start offset): a ShareSnapshot."""
-        return Result(records=[snapshot_record(key, start_offset, [], now_ms, state_epoch)])
+        records = [snapshot_record(key, start_offset, [], now_ms, state_epoch)]
+        return Result(records=records, effects=_written(records))
 
     def delete_state(self, key: SharePartitionKey) -> Result:
         """DeleteShareGroupState: a tombstone, if there is state to delete."""
         if self.store.get(key) is None:
             return Result()
-        return Result(records=[tombstone_record(key)])
+        records = [tombstone_record(key)]
+        return Result(records=records, effects=_written(records))

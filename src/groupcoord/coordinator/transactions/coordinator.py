@@ -9,12 +9,17 @@ Mirrors Kafka's `TransactionCoordinator` (`handleInitProducerId`,
 
 Every operation is a handler: it returns a `Result` whose response is a `TxnReply` (an
 error code, the producer id/epoch to answer with, whether markers must be written) and
-whose records are at most one `TxnRecord` per transactional id. The runtime appends the
-records, then calls `replay`, the one path that changes the metadata, live and at load. A
-record into PrepareCommit/PrepareAbort means markers must be written to every partition of
-the transaction before `complete` may be called. Handlers run at once (`run_now`), so
-Kafka's `pendingState` reduces to the Prepare* states: while markers are being written,
-other calls see PrepareCommit/PrepareAbort and get CONCURRENT_TRANSACTIONS, as in Kafka.
+whose records are at most one `TxnRecord` per transactional id. The runtime runs handlers
+one at a time on the shard's queue, replays their records (`replay`, the one path that
+changes the metadata, live and at load), appends them and only then answers, so a handler
+sees every transition queued before it, and Kafka's `pendingState` reduces to the Prepare*
+states: while markers are being written, other calls see PrepareCommit/PrepareAbort and get
+CONCURRENT_TRANSACTIONS, as in Kafka. A record into PrepareCommit/PrepareAbort means
+markers must be written to every partition of the transaction before `complete` may be
+called. What the shard asks of the broker is returned as effects, which the runtime runs
+once the records are appended: `WriteMarkers` (at each load, and after each abort pass),
+and `ObserveProducerIds` (at each load: the highest producer id the log holds, so the
+broker never hands one out again; ids written live come from `next_producer_id`).
 
 The coordinator's scheduled tasks (`transaction-abort`, `transactionalId-expiration`) are
 keyed timers of the shard: `on_loaded` arms them and each run re-arms itself, so they run
@@ -29,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.coordinator.result import Result, ScheduleTimer
+from groupcoord.coordinator.result import Effect, Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.transactions.state import (
     EXPIRATION_ALLOWED,
@@ -64,6 +69,24 @@ PREPARE = (S.PREPARE_COMMIT, S.PREPARE_ABORT)
 COMPLETE = (S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
 
 log = logging.getLogger("groupcoord.transactions")
+
+
+@dataclass(frozen=True, slots=True)
+class WriteMarkers(Effect):
+    """Write the markers of these transactional ids (those in PrepareCommit/PrepareAbort),
+    then complete them: Kafka's loader and abort task hand them to the marker channel."""
+
+    tids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveProducerIds(Effect):
+    """Producer ids up to `highest` are in the log: the broker's id source skips them."""
+
+    highest: int
+
+
+TxnEffect = WriteMarkers | ObserveProducerIds
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,23 +149,17 @@ class TransactionCoordinator(Shard):
     def __init__(self, next_producer_id: Callable[[], int],
                  max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
                  transaction_version: int = 0,
-                 observe_producer_id: Callable[[int], None] = lambda _pid: None,
-                 resume_markers: Callable[[list[str]], None] = lambda _tids: None,
                  timers: TxnTimers = TxnTimers()) -> None:
         """`transaction_version` is the broker's finalized `transaction.version`, at which
         the coordinator's own aborts (timeouts, fencing) run, as Kafka's
-        `txnManager.transactionVersionLevel()`; `observe_producer_id` hears every producer
-        id replayed, so the broker never hands one out twice; `resume_markers` hears, at
-        each load, the ids whose markers are still to write (Kafka's loader sends them),
-        and after each abort pass those it aborted or could not finish; `timers` sets
-        the periodic passes."""
+        `txnManager.transactionVersionLevel()`; `timers` sets the periodic passes."""
         self.next_producer_id = next_producer_id
         self.max_timeout_ms = max_timeout_ms
         self.transaction_version = transaction_version
-        self.observe_producer_id = observe_producer_id
-        self.resume_markers = resume_markers
         self.timers = timers
         self.txns: dict[str, TransactionMetadata] = {}
+        # The highest producer id replayed (-1: none), for `ObserveProducerIds` at load.
+        self.highest_producer_id = -1
 
     # -- log: replay is the one mutation path ------------------------------------------
 
@@ -157,7 +174,7 @@ class TransactionCoordinator(Shard):
         if value is None:
             self.txns.pop(tid, None)
             return
-        self.observe_producer_id(value.producer_id)
+        self.highest_producer_id = max(self.highest_producer_id, value.producer_id)
         md = self.txns.get(tid)
         if transit is None:
             self.txns[tid] = TransactionMetadata.from_value(tid, value)
@@ -170,12 +187,16 @@ class TransactionCoordinator(Shard):
         """PrepareCommit/PrepareAbort found in the log get their markers again; Ongoing
         transactions are left to time out, as Kafka's loader does. The periodic passes
         start (again) with the load."""
+        effects: list[Effect] = []
+        if self.highest_producer_id >= 0:
+            effects.append(ObserveProducerIds(self.highest_producer_id))
         pending = self.pending_markers()
         if pending:
-            self.resume_markers(pending)
+            effects.append(WriteMarkers(tuple(pending)))
         return Result(timers=[
             ScheduleTimer(ABORT_TIMER, now_ms + self.timers.abort_interval_ms),
-            ScheduleTimer(EXPIRATION_TIMER, now_ms + self.timers.expiration_interval_ms)])
+            ScheduleTimer(EXPIRATION_TIMER, now_ms + self.timers.expiration_interval_ms)],
+            effects=effects)
 
     def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Result | None:
         """A periodic pass is due: run it and arm the next one."""
@@ -380,7 +401,7 @@ class TransactionCoordinator(Shard):
         pending = self.pending_markers()
         markers = aborted + [tid for tid in pending if tid not in aborted]
         if markers:
-            self.resume_markers(markers)
+            result.effects.append(WriteMarkers(tuple(markers)))
         return result
 
     def remove_expired(self, now_ms: int,

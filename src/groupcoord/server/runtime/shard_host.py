@@ -13,7 +13,7 @@ from groupcoord.server.broker_ports import BrokerRuntime
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from groupcoord.coordinator.result import OpContext
+    from groupcoord.coordinator.result import Effect, OpContext
     from groupcoord.coordinator.shard import Shard
     from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
 
@@ -24,19 +24,20 @@ Operation = Callable[[Any, Any, int], Any]
 class ShardHost(BrokerRuntime, Protocol):
     """The runtime of a topic's shards, as each of its shard tasks uses it. The members are
     the runtime's plain attributes; its owner sets some after building it (the append path
-    and its error answer, whether writes coalesce)."""
+    and its error answer)."""
 
     topic: str
     metrics: RuntimeMetrics
     # One shard replays at a time.
     loading: asyncio.Lock
     cleanup_interval_ms: int
-    coalesce_writes: bool
     fsync_always: bool
     # Partitions appended to since their last fsync.
     written: dict[int, bool]
     append: Callable[..., Any]
     append_error: Callable[[BaseException], int]
+    # Runs an effect of appended records (`coordinator.result.Effect`).
+    run_effect: Callable[[Effect], None]
 
     def new_shard(self, partition: int) -> Shard: ...
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.clock import Clock
-from groupcoord.coordinator.result import OpContext
+from groupcoord.coordinator.result import Effect, OpContext
 from groupcoord.coordinator.shard import Shard
 from groupcoord.server.runtime.runtime_metrics import RuntimeMetrics
 from groupcoord.server.runtime.shard_task import Operation, ShardState, ShardTask
@@ -43,8 +43,10 @@ class ShardRuntime:
     """The shards of `topic` (`num_partitions` partitions), made by `shard_factory`."""
 
     def __init__(self, broker: CoordinatorHost, topic: str, num_partitions: int,
-                 topic_configs: Mapping[str, str], shard_factory: Callable[[int], Shard]
-                 ) -> None:
+                 topic_configs: Mapping[str, str], shard_factory: Callable[[int], Shard],
+                 run_effect: Callable[[Effect], None] | None = None) -> None:
+        """`run_effect` runs the effects of the kind's operations once their records are
+        appended (a kind whose operations have none passes nothing)."""
         self.broker = broker
         self.clock: Clock = broker.clock
         self.topic = topic
@@ -57,18 +59,15 @@ class ShardRuntime:
         # broker's append behind it). Only batches the runtime encoded pass here: trusted.
         self.append: Callable[..., Any] = (
             lambda *args, **kwargs: broker.append(*args, trusted=True, **kwargs))
-        # The answer to a caller of `ShardTask.run_now` whose append raised (its kind's
-        # Kafka mapping; by default the fail-stop's retriable COORDINATOR_NOT_AVAILABLE).
+        # The answer to a caller whose operation's append raised (its kind's Kafka mapping;
+        # by default the fail-stop's retriable COORDINATOR_NOT_AVAILABLE).
         self.append_error: Callable[[BaseException], int] = \
             lambda _exc: int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        self.run_effect: Callable[[Effect], None] = run_effect or _no_effects
         self.shards: dict[int, ShardTask] = {}
         # Partitions unloaded on request: not recreated by use until `load` (NOT_COORDINATOR).
         self.unloaded: set[int] = set()
         self.written: dict[int, bool] = {}
-        # Whether a drain's records are replayed before their one append (`ShardTask`):
-        # only for shards whose replay changes nothing outside the shard, which a reload
-        # after a failed append rebuilds.
-        self.coalesce_writes = True
         self.loading = asyncio.Lock()
         # Kafka's runtime metrics of these shards (tests replace it, before any shard
         # exists, with one reading a manual clock).
@@ -183,3 +182,7 @@ class ShardRuntime:
         fut: asyncio.Future[Any] = asyncio.Future(loop=task.loop)
         task.submit(op, OpContext(client_id or "", client_host, next(self._tokens)), fut)
         return fut
+
+
+def _no_effects(effect: Effect) -> None:
+    raise TypeError(f"this runtime's operations have no effects: {effect!r}")

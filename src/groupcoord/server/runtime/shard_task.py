@@ -13,11 +13,13 @@ transactional write, when the batch would pass the partition's `max.message.byte
 `MAX_BATCH_RECORDS`. No response or deferred reply of the drain is released before that
 append (with `--fsync always`, before one fsync covering the drain: a group commit).
 Timers are keyed soft state armed on the broker's `Clock` (`shard_timers`); a fired timer is
-an ordinary queued operation. An append failure fail-stops the shard:
+an ordinary queued operation. Effects of a drain's operations (`Result.effects`) run once
+its records are appended, through the runtime's `run_effect`. An append failure fail-stops
+the shard: it reloads from its log, so what the failed batch replayed is gone, and then
 every pending caller of the drain gets the runtime's `append_error` for it (Kafka's
 `failCurrentBatch`, then the service's mapping: for groups a disk error is NOT_COORDINATOR),
-and the shard reloads from its log, so what the failed batch replayed is gone; requests
-queued meanwhile, and parked ones, get COORDINATOR_NOT_AVAILABLE (RECOVERING). Records the log cannot take (a batch over the partition's
+so a retry meets the state the log holds; requests queued before the reload, and parked
+ones, get COORDINATOR_NOT_AVAILABLE (RECOVERING). Records the log cannot take (a batch over the partition's
 `max.message.bytes`, a value its record version cannot hold) fail only their operation,
 before anything is appended: Kafka's runtime refuses such an atomic write with
 `RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
@@ -36,11 +38,12 @@ and apply it within one step of the event loop (the share-partitions of ShareFet
 ShareAcknowledge): append, replay and fail-stop are the same, and the reload after a failed
 append is finished before the caller gets the runtime's `append_error`.
 
-Transactions (Kafka's `scheduleTransactionalWriteOperation` / `scheduleTransactionCompletion`):
-a transactional operation (TxnOffsetCommit) writes its records in a transactional batch of
-the request's producer, so replay keeps them pending; an `EndTxnWrite` operation appends the
-COMMIT/ABORT control batch on the same queue and replays it. Both pass the log layer's
-producer-epoch checks (`ProducerEpochs`).
+Transactional writes to a group shard (Kafka's `scheduleTransactionalWriteOperation` /
+`scheduleTransactionCompletion`): a transactional operation (TxnOffsetCommit) writes its
+records in a transactional batch of the request's producer, so replay keeps them pending; an
+`EndTxnWrite` operation appends the COMMIT/ABORT control batch on the same queue and replays
+it. Both pass the log layer's producer-epoch checks (`ProducerEpochs`). (The transaction
+coordinator's own shards write plain records through the queue like groups.)
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
-from groupcoord.coordinator.result import Result, ScheduleTimer
+from groupcoord.coordinator.result import Effect, Result, ScheduleTimer
 from groupcoord.coordinator.shard import Shard
 from groupcoord.logformat.batch import HEADER_SIZE, build_batch
 from groupcoord.server import group_events
@@ -148,6 +151,10 @@ class ShardTask:
         self._batch_base = 0
         self._batch_limit = 0
         self._batch_events: list[Any] = []
+        self._batch_effects: list[Effect] = []
+        # The callers of a drain whose append failed, and their answer: given once the
+        # shard has reloaded from its log (`_main`).
+        self._unanswered: list[tuple[asyncio.Future[Any], AppendFailed]] = []
         # For `runtime_metrics`: when the batch's first row was staged; the drain's appends.
         self._batch_started_ns = 0
         self._append_ns = 0
@@ -214,7 +221,10 @@ class ShardTask:
         while True:
             try:
                 if self.state is not ShardState.ACTIVE:
-                    await self._load()
+                    try:
+                        await self._load()
+                    finally:
+                        self._answer_failed_drain()
                 await self._serve()
             except asyncio.CancelledError:
                 raise
@@ -224,7 +234,17 @@ class ShardTask:
                 self.reloads += 1
                 self.state = ShardState.RECOVERING
                 self._fail_all()
-                await asyncio.sleep(0.1)
+                if not self._unanswered:
+                    await asyncio.sleep(0.1)
+
+    def _answer_failed_drain(self) -> None:
+        """The callers of a drain whose append failed get its error once the reload that
+        follows has ended (or failed: the shard then loads again), so a caller's retry
+        meets the state the log holds."""
+        unanswered, self._unanswered = self._unanswered, []
+        for fut, error in unanswered:
+            if not fut.done():
+                fut.set_exception(error)
 
     def check_active(self) -> None:
         """Kafka's `activeContextOrThrow`: a request is taken only by an ACTIVE shard."""
@@ -290,9 +310,8 @@ class ShardTask:
                     self.runtime.discard_from(self.partition, drain_start)
                 done.append((item[2], None))
                 code, log_code = self.runtime.append_error(exc), log_error(exc)
-                for fut, _ in done:
-                    if fut is not None and not fut.done():
-                        fut.set_exception(AppendFailed(code, log_code))
+                self._unanswered = [(fut, AppendFailed(code, log_code)) for fut, _ in done
+                                    if fut is not None and not fut.done()]
                 raise
             for fut, response in done:
                 if fut is not None and not fut.done():
@@ -335,10 +354,12 @@ class ShardTask:
 
     def _apply(self, result: Result | EndTxnWrite | None, txn: Txn = None, *,
                linger: bool = False) -> Result | None:
-        """Write + replay the records, then apply timers and write events. With `linger`
-        (a drained operation of a runtime that coalesces) plain records join the pending
-        batch that `_serve` appends at the end of the drain; otherwise they are appended
-        in a batch of their own before they are replayed."""
+        """Write + replay the records, then apply timers, write events and run effects.
+        With `linger` (a drained operation) plain records join the pending batch, replayed
+        at once, that `_serve` appends at the end of the drain (events and effects wait for
+        that append); otherwise they are appended in a batch of their own before they are
+        replayed. Replay changes only the shard's state, which a reload after a failed
+        append rebuilds."""
         if result is None:
             return None
         if isinstance(result, EndTxnWrite):
@@ -347,7 +368,7 @@ class ShardTask:
             return result.write(self, self.clock.now_ms())
         records = result.records
         if records:
-            if txn is None and linger and self.runtime.coalesce_writes:
+            if txn is None and linger:
                 self._stage(records)
             else:
                 # Transactional records are never coalesced (Kafka flushes such a batch at
@@ -382,6 +403,12 @@ class ShardTask:
                 self._batch_events.extend(events)  # written once their records are
             else:
                 group_events.write(self.runtime.broker, events)
+        effects = result.effects
+        if effects:
+            if self._rows:
+                self._batch_effects.extend(effects)  # run once their records are appended
+            else:
+                self._run_effects(effects)
         for task in getattr(result, "offloads", ()):
             self.offloads.start(task, self.runtime.offload_executor(),
                                 lambda op: self.submit(op, None, None))
@@ -447,6 +474,21 @@ class ShardTask:
         if events:
             self._batch_events = []
             group_events.write(self.runtime.broker, events)
+        effects = self._batch_effects
+        if effects:
+            self._batch_effects = []
+            self._run_effects(effects)
+
+    def _run_effects(self, effects: list[Effect]) -> None:
+        """Hand the effects of appended records to the kind's runner. They are past the
+        append: a runner that raises is logged, never taken for a failed append."""
+        run = self.runtime.run_effect
+        for effect in effects:
+            try:
+                run(effect)
+            except Exception:
+                log.exception("effect %r of shard %s-%d failed", effect, self.topic,
+                              self.partition)
 
     def _sync_and_measure(self, started_ns: int, last_end_ns: int,
                           op_ends_ns: list[int]) -> None:
@@ -470,6 +512,7 @@ class ShardTask:
         self._rows = []
         self._rows_bound = 0
         self._batch_events = []
+        self._batch_effects = []
         self._append_ns = 0
 
     def _max_message_bytes(self) -> int:
