@@ -5,7 +5,7 @@ Run: ``python -m bench.bench_analytics`` (``--gib 1.0``, ``--fractions 0.0625,0.
 and ``bench/results/analytics.md``. About 20 minutes on a quiet 2-core machine.
 
 The data is a synthetic ``__consumer_offsets`` log written with the analytics fixture
-writer (``analytics.logwriter`` + ``analytics.fixture_records``): 16 coordinator partitions,
+writer (``analytics.fixture.logwriter`` + ``analytics.fixture.records``): 16 coordinator partitions,
 100 MiB segments, groups placed by Kafka's ``partitionFor``; each group commits its 12
 partitions in one batch (OffsetCommitValue v3) every 5 s and writes a GroupMetadataValue v3
 (two members with subscription and assignment) every hour. It goes to

@@ -1,7 +1,7 @@
 """``report.html`` as a person sees it, in headless Chromium.
 
 The pipeline runs once over a short synthetic fixture whose ``story`` group replays the
-demo's script (``fixture_story``: m1, m2, m3-slow and m4-killed join, m2 leaves with a KIP-800
+demo's script (``fixture.story_group``: m1, m2, m3-slow and m4-killed join, m2 leaves with a KIP-800
 reason, m4-killed is evicted by its session timeout, m3-slow falls behind). Chromium is driven
 from its command line only (no WebDriver):
 

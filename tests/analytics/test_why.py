@@ -1,6 +1,6 @@
 """``analyze why`` and the sentences behind it (``story``), without Spark.
 
-The fixture's ``story`` group replays the demo's script (``fixture_story``), so its six
+The fixture's ``story`` group replays the demo's script (``fixture.story_group``), so its six
 rebalances and their causes are known exactly.
 """
 

@@ -5,7 +5,7 @@ Large tables stay in Spark and are written as Parquet by Spark: ``silver/end_off
 In unfiltered batch runs ``silver/offset_commits``, the largest, is written by the decoding
 tasks themselves (``direct_silver``), one file per set of whole coordinator partitions, and
 ``gold/partition_lag`` and ``gold/burrow_status`` are built from those files one by one
-(``task_gold``); otherwise Spark builds them (``gold``).
+(``task_gold``); otherwise Spark builds them (``spark_gold``).
 Membership records and group events are a tiny share of the log; they are collected to the
 driver, decoded there (``membership``, ``rebalance``) and written with pyarrow, as are the
 small gold tables built from them. Plots read only aggregated tables.

@@ -7,7 +7,7 @@ holds whole coordinator partitions (``direct_silver``). So every (group, topic, 
 series is complete in one file, and one Spark task per file computes its lag rows (with the
 owning member) and Burrow statuses (``keyed_gold``) and the roll-ups of the lag rows
 (``keyed_rollups``) and writes them with pyarrow: the commits are never shuffled, sorted by
-Spark, or handed to the JVM. The rows are those of the Spark path (``gold``), which stays
+Spark, or handed to the JVM. The rows are those of the Spark path (``spark_gold``), which stays
 for filtered and
 incremental runs and for logs where this does not hold: a group seen in two files (a
 coordinator partition count that changed), or ownership intervals that overlap (where the

@@ -1,6 +1,6 @@
 """``report.html``: per-group summary lines, interactive charts and sortable tables.
 
-One self-contained page (style, script and data inline; ``report_assets``): at the top one
+One self-contained page (style, script and data inline; ``assets``): at the top one
 block per group with a line each for health (Burrow status and why), lag (now and its
 trend, in records and seconds) and the last rebalance with its cause in words (``story``);
 then charts (lag over time in records and seconds, rebalance timeline, assignment over
