@@ -5,7 +5,7 @@ Run: ``python -m bench.bench_analytics`` (``--gib 1.0``, ``--fractions 0.0625,0.
 and ``bench/results/analytics.md``. About 20 minutes on a quiet 2-core machine.
 
 The data is a synthetic ``__consumer_offsets`` log written with the analytics fixture
-writer (``analytics.logwriter`` + ``analytics.fixture_records``): 16 coordinator partitions,
+writer (``analytics.fixture.logwriter`` + ``analytics.fixture.records``): 16 coordinator partitions,
 100 MiB segments, groups placed by Kafka's ``partitionFor``; each group commits its 12
 partitions in one batch (OffsetCommitValue v3) every 5 s and writes a GroupMetadataValue v3
 (two members with subscription and assignment) every hour. It goes to
@@ -51,9 +51,9 @@ T0 = 1_700_000_000_000
 
 def _group_metadata(group: str, ts: int) -> tuple[bytes, bytes]:
     """A classic GroupMetadataValue v3 with two members splitting the 12 partitions."""
-    from groupcoord.analytics.codec import encode_versioned
-    from groupcoord.analytics.fixture_records import key_bytes, value_bytes
-    from groupcoord.analytics.schema import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION
+    from groupcoord.analytics.fixture.records import key_bytes, value_bytes
+    from groupcoord.analytics.read.codec import encode_versioned
+    from groupcoord.analytics.read.schema import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION
 
     topic = f"topic-{int(group[-5:]) % 50:03d}"
     sub = encode_versioned(CONSUMER_SUBSCRIPTION, {"topics": [topic], "generationId": 1}, 3)
@@ -74,8 +74,8 @@ def _group_metadata(group: str, ts: int) -> tuple[bytes, bytes]:
 def write_partition(args: tuple[int, list[str], int]) -> int:
     """Write ``__consumer_offsets-<p>`` with about ``target_bytes`` of commits; returns the
     number of records. Runs in a worker process (one partition per process)."""
-    from groupcoord.analytics.fixture_records import key_bytes, value_bytes
-    from groupcoord.analytics.logwriter import PartitionWriter
+    from groupcoord.analytics.fixture.logwriter import PartitionWriter
+    from groupcoord.analytics.fixture.records import key_bytes, value_bytes
 
     p, groups, target_bytes = args
     w = PartitionWriter(LOG_DIR, "__consumer_offsets", p, segment_bytes=SEGMENT_BYTES)
@@ -100,7 +100,7 @@ def write_partition(args: tuple[int, list[str], int]) -> int:
 
 def ensure_log(gib: float) -> dict[str, Any]:
     """Generate the log dir unless a complete one for the same size exists."""
-    from groupcoord.analytics.fixture import coordinator_partition
+    from groupcoord.analytics.fixture.generate import coordinator_partition
 
     marker = CACHE / "log.json"
     if marker.is_file():
@@ -142,8 +142,8 @@ def subset(fraction: float) -> tuple[Path, int]:
 
 def decode(data_dir: Path) -> tuple[int, float]:
     """Offset commits decoded by the numba decoder in this process: (rows, seconds)."""
-    from groupcoord.analytics import columns, splits
-    from groupcoord.analytics.segments import TxnResolver
+    from groupcoord.analytics.read import columns, splits
+    from groupcoord.analytics.read.segments import TxnResolver
 
     rows = 0
     t = time.perf_counter()
@@ -166,9 +166,9 @@ def spark_noop(spark: Any, data_dir: Path) -> float:
 
 def pipeline(spark: Any, data_dir: Path, eval_every: str, grid: str) -> dict[str, Any]:
     """Wall time of the whole ``analyze run`` (no plots) in the running session."""
-    from groupcoord.analytics.cli import _duration_ms
-    from groupcoord.analytics.pipeline import RunConfig
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.cli import _duration_ms
+    from groupcoord.analytics.driver.pipeline import RunConfig
+    from groupcoord.analytics.driver.run import run
 
     out = CACHE / "out"
     shutil.rmtree(out, ignore_errors=True)
@@ -192,7 +192,7 @@ def warm_fraction(fractions: list[float], workers: int) -> float:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every measurement; returns the rows of the results table."""
-    from groupcoord.analytics.session import build_session
+    from groupcoord.analytics.driver.session import build_session
 
     started = time.monotonic()
     rows: list[dict[str, Any]] = []

@@ -80,3 +80,53 @@ def test_layer_arrows(pkg: str, path: Path) -> None:
 def test_pure_layers_do_no_io(pkg: str, path: Path) -> None:
     for name in _imports(path):
         assert name.split(".")[0] not in BANNED_IN_PURE, f"{path.name} imports {name}"
+
+
+# analytics' own layers (docs/analytics.md "Layers"): read -> silver -> gold -> report, the
+# fixture writer beside them over read, and the driver program on top of all.
+# analytics package -> analytics packages it may import (itself always allowed)
+ANALYTICS_ALLOWED: dict[str, set[str]] = {
+    "read": set(),
+    "silver": {"read"},
+    "gold": {"read", "silver"},
+    "report": {"read", "silver", "gold"},
+    "fixture": {"read"},
+    "driver": {"read", "silver", "gold", "report", "fixture"},
+}
+ANALYTICS = SRC / "analytics"
+# the package's own files: its docstring, and ``python -m groupcoord.analytics`` (the driver)
+ANALYTICS_ROOT_FILES = {"__init__.py", "__main__.py"}
+
+
+def test_analytics_modules_live_in_a_layer() -> None:
+    assert {p.name for p in ANALYTICS.glob("*.py")} == ANALYTICS_ROOT_FILES
+    assert {p.name for p in ANALYTICS.iterdir() if p.is_dir() and p.name != "__pycache__"} \
+        == set(ANALYTICS_ALLOWED)
+
+
+@pytest.mark.parametrize(
+    "layer,path",
+    [(layer, p) for layer in ANALYTICS_ALLOWED for p in sorted((ANALYTICS / layer).rglob("*.py"))],
+    ids=lambda v: str(v).split("src/")[-1],
+)
+def test_analytics_layer_arrows(layer: str, path: Path) -> None:
+    for name in _imports(path):
+        parts = name.split(".")
+        if parts[:2] != ["groupcoord", "analytics"] or len(parts) < 3:
+            continue
+        target = parts[2]
+        if target == layer:
+            continue
+        assert target in ANALYTICS_ALLOWED[layer], \
+            f"{path.name}: analytics.{layer} must not import analytics.{target}"
+
+
+def test_the_analytics_arrows_find_a_wrong_way_import() -> None:
+    """A gold module importing the report layer would fail the check above."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.py"
+        probe.write_text("from groupcoord.analytics.report import story\n")
+        with pytest.raises(AssertionError, match="analytics.gold must not import analytics.report"):
+            test_analytics_layer_arrows("gold", probe)

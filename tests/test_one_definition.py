@@ -23,9 +23,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "groupcoord"
 # function name pattern -> the one module allowed to define it (paths relative to SRC)
 VARINT_HOME = "wire/primitives.py"
 # The numba kernel cannot call Python; tests/analytics/test_fastpath.py checks it against wire.
-VARINT_EXCEPTIONS = {("analytics/fastpath.py", "_varint")}
+VARINT_EXCEPTIONS = {("analytics/read/fastpath.py", "_varint")}
 _VARINT_NAME = re.compile(r"varint|varlong|zigzag", re.IGNORECASE)
-_VARINT_ADAPTERS = {("analytics/codec.py", "read_uvarint")}  # re-raises wire's error as CodecError
+_VARINT_ADAPTERS = {("analytics/read/codec.py", "read_uvarint")}  # re-raises wire's error as CodecError
 
 # struct codes of the batch header from attributes on (the CRC-covered tail), and whole
 _BATCH_FORMATS = {batch.HEADER_STRUCT.format, batch.HEADER_STRUCT.format.lstrip(">"),

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics.fixture import generate
-from groupcoord.analytics.fixture_spec import FixtureSpec
+from groupcoord.analytics.fixture.generate import generate
+from groupcoord.analytics.fixture.spec import FixtureSpec
 
 # Without the [spark] extra (pyarrow, pandas, numba) only the pure-Python tests can run.
 _PURE = ["test_burrow.py", "test_codec.py", "test_dump.py"]
@@ -41,7 +41,7 @@ def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("Java 17+ is needed for Spark")
-    from groupcoord.analytics.session import build_session
+    from groupcoord.analytics.driver.session import build_session
 
     session = build_session("local[2]", app_name="groupcoord-analytics-tests",
                             shuffle_partitions=2)

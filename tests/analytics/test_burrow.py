@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groupcoord.analytics.burrow import (
+from groupcoord.analytics.gold.burrow import (
     BurrowConfig,
     Commit,
     PartitionResult,

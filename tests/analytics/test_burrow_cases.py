@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics import burrow
-from groupcoord.analytics.burrow import Commit, Status
+from groupcoord.analytics.gold import burrow
+from groupcoord.analytics.gold.burrow import Commit, Status
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "burrow_cases.json").read_text())["cases"]

@@ -1,4 +1,4 @@
-"""``groupcoord.analytics.cli.main(argv)`` without Spark: gen-fixture, dump, bench."""
+"""``groupcoord.analytics.driver.cli.main(argv)`` without Spark: gen-fixture, dump, bench."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.analytics.cli import main
+from groupcoord.analytics.driver.cli import main
 
 
 def test_gen_fixture_then_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics.codec import CodecError, decode_versioned, encode_versioned
-from groupcoord.analytics.reader import decode_offset_commit, decode_record, decode_share_state
-from groupcoord.analytics.schema import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION
+from groupcoord.analytics.read.codec import CodecError, decode_versioned, encode_versioned
+from groupcoord.analytics.read.reader import decode_offset_commit, decode_record, decode_share_state
+from groupcoord.analytics.read.schema import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION
 from groupcoord.logformat import coordinator_records as cr
 from groupcoord.logformat.generated import consumer_group_current_member_assignment as cgcma
 from groupcoord.logformat.generated import consumer_group_member_metadata as cgmm
@@ -117,7 +117,7 @@ def test_decodes_logformat_encoding(key: Any, value: Any, version: int | None) -
 
 
 def _layout(record_type: int) -> Any:
-    from groupcoord.analytics.schema import COORDINATOR_RECORDS
+    from groupcoord.analytics.read.schema import COORDINATOR_RECORDS
 
     return COORDINATOR_RECORDS[record_type][1]
 

@@ -61,8 +61,8 @@ def _closing_table(stdout: str) -> dict[int, int]:
 
 @pytest.fixture(scope="module")
 def demo(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from groupcoord.analytics.cli import run_config
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.cli import run_config
+    from groupcoord.analytics.driver.run import run
     from groupcoord.cli.demo import ANALYTICS_OPTIONS
 
     out = tmp_path_factory.mktemp("demo")

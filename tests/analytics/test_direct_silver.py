@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.parquet_rows import parquet_rows
 
-from groupcoord.analytics import direct_silver
-from groupcoord.analytics.pipeline import RunConfig, source_frames
+from groupcoord.analytics.driver.pipeline import RunConfig, source_frames
+from groupcoord.analytics.silver import direct_silver
 
 pytestmark = [pytest.mark.spark]
 
@@ -74,7 +74,7 @@ def test_the_same_tasks_write_the_bronze_rows_of_the_source_path(
 
 def test_a_batch_run_ingests_each_internal_topic_once(spark: Any, fixture_dir: Fixture,
                                                        tmp_path: Path) -> None:
-    from groupcoord.analytics.pipeline import Stages, ingest
+    from groupcoord.analytics.driver.pipeline import Stages, ingest
 
     root, _ = fixture_dir
     cfg = RunConfig(str(root), str(tmp_path / "out"))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from groupcoord.analytics.dump import OFFSETS_TYPES, iter_dump, record_json
-from groupcoord.analytics.logwriter import PartitionWriter
+from groupcoord.analytics.fixture.logwriter import PartitionWriter
+from groupcoord.analytics.read.dump import OFFSETS_TYPES, iter_dump, record_json
 from groupcoord.logformat import coordinator_records as cr
 from groupcoord.logformat.generated import consumer_group_current_member_assignment as cgcma
 from groupcoord.logformat.generated import coordinator_records as gen

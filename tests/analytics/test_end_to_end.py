@@ -58,8 +58,8 @@ def _groups_offsets(bootstrap: str) -> dict[int, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def e2e(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from groupcoord.analytics.pipeline import RunConfig
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.pipeline import RunConfig
+    from groupcoord.analytics.driver.run import run
 
     base = tmp_path_factory.mktemp("e2e")
     factory = BrokerFactory(base, ["--group-initial-rebalance-delay-ms", "0"])
@@ -184,7 +184,7 @@ def test_slow_member_is_the_one_behind(e2e: dict[str, Any]) -> None:
 
 def test_why_tells_each_rebalance_with_its_cause(e2e: dict[str, Any]) -> None:
     """`analyze why` on the broker's log dir and on the run's tables: the same story."""
-    from groupcoord.analytics import why
+    from groupcoord.analytics.driver import why
 
     told = [why.tell(h) for h in (why.from_data_dir(str(e2e["data_dir"]), SCENARIO.group),
                                   why.from_out_dir(str(e2e["out"]), SCENARIO.group))]

@@ -8,15 +8,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from groupcoord.analytics import columns, splits, table_schemas
-from groupcoord.analytics.logwriter import PartitionWriter
-from groupcoord.analytics.segments import TxnResolver, scan_batches
+from groupcoord.analytics.fixture.logwriter import PartitionWriter
+from groupcoord.analytics.read import columns, splits, table_schemas
+from groupcoord.analytics.read.segments import TxnResolver, scan_batches
 from groupcoord.logformat import batch as lb
 from groupcoord.logformat import coordinator_records as cr
 from groupcoord.logformat.generated import coordinator_records as gen
 
-fastpath = pytest.importorskip("groupcoord.analytics.fastpath")
-header_scan = pytest.importorskip("groupcoord.analytics.header_scan")
+fastpath = pytest.importorskip("groupcoord.analytics.read.fastpath")
+header_scan = pytest.importorskip("groupcoord.analytics.read.header_scan")
 
 
 def _table(root: Path, decoder: str) -> pa.Table:

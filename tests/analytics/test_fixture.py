@@ -12,12 +12,14 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from groupcoord.analytics import columns, membership, rebalance, splits
-from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.keyed_gold import burrow_timeline_of, partition_lag_of
-from groupcoord.analytics.pipeline import eval_ticks
-from groupcoord.analytics.reader import iter_raw_records
-from groupcoord.analytics.segments import TxnResolver, scan_batches, topic_names
+from groupcoord.analytics.driver.pipeline import eval_ticks
+from groupcoord.analytics.gold import rebalance
+from groupcoord.analytics.gold.burrow import BurrowConfig
+from groupcoord.analytics.gold.keyed_gold import burrow_timeline_of, partition_lag_of
+from groupcoord.analytics.read import columns, splits
+from groupcoord.analytics.read.reader import iter_raw_records
+from groupcoord.analytics.read.segments import TxnResolver, scan_batches, topic_names
+from groupcoord.analytics.silver import membership
 from groupcoord.logformat.batch import validate
 
 Fixture = tuple[Path, dict[str, Any]]
@@ -155,7 +157,7 @@ def test_assignment_balance_found(fixture_dir: Fixture) -> None:
 
 
 def test_share_state_and_lag(fixture_dir: Fixture, tables: dict[str, pd.DataFrame]) -> None:
-    from groupcoord.analytics import share
+    from groupcoord.analytics.gold import share
 
     root, m = fixture_dir
     want = m["expect_share"]

@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from groupcoord.analytics import gold, keyed_gold, lag_sql
-from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.table_schemas import END_OFFSETS
+from groupcoord.analytics.gold import keyed_gold, lag_sql, spark_gold
+from groupcoord.analytics.gold.burrow import BurrowConfig
+from groupcoord.analytics.read.table_schemas import END_OFFSETS
 
 pytestmark = pytest.mark.spark
 
@@ -108,7 +108,7 @@ def test_burrow_over_ring_commits_equals_every_commit(spark: Any, ticks: list[in
     commits, ends = _history(7)
     cfg = BurrowConfig(intervals=intervals)
     want = _per_partition(commits, ends, lambda c, e: keyed_gold.burrow_timeline_of(c, e, ticks, cfg))
-    kept = gold.ring_commits(spark.createDataFrame(commits), ticks, cfg)
+    kept = spark_gold.ring_commits(spark.createDataFrame(commits), ticks, cfg)
     rows = kept.toArrow().cast(COMMITS)
     assert _per_partition(rows, ends, lambda c, e: keyed_gold.burrow_timeline_of(c, e, ticks, cfg)) == want
     if len(ticks) < 4:

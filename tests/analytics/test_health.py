@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics import fixture_scenarios as fs
-from groupcoord.analytics import fixture_story, health
-from groupcoord.analytics.cli import main
-from groupcoord.analytics.fixture import SCENARIO_ANOMALIES, generate
-from groupcoord.analytics.fixture_spec import ANOMALIES, FixtureSpec
-from groupcoord.analytics.health_data import load, window
-from groupcoord.analytics.story import LagPoint
+from groupcoord.analytics.driver.cli import main
+from groupcoord.analytics.driver.health_data import load, window
+from groupcoord.analytics.fixture import scenarios as fs
+from groupcoord.analytics.fixture import story_group
+from groupcoord.analytics.fixture.generate import SCENARIO_ANOMALIES, generate
+from groupcoord.analytics.fixture.spec import ANOMALIES, FixtureSpec
+from groupcoord.analytics.report import health
+from groupcoord.analytics.report.story import LagPoint
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +42,10 @@ def test_the_window_runs_to_the_last_record_of_any_kind(scenario_dir: Path) -> N
 
 
 def test_abandoned_story_group_is_stop(verdicts: dict[str, health.GroupHealth]) -> None:
-    h = verdicts[fixture_story.GROUP]
+    h = verdicts[story_group.GROUP]
     assert h.status == "ERR" and h.members == []
     assert {p.partition: p.status for p in h.partitions} == dict.fromkeys(range(4), "STOP")
-    slow = next(p for p in h.partitions if p.partition == fixture_story.SLOW_PARTITION)
+    slow = next(p for p in h.partitions if p.partition == story_group.SLOW_PARTITION)
     assert slow.burrow == "WARN" and slow.owner and slow.owner.startswith("m3-slow")
     assert h.lag == sum(p.lag for p in h.partitions) and h.member_lag["m3-slow"] == slow.lag
     sentence = health.health_sentence(h)
@@ -68,7 +69,7 @@ def test_rebalance_storm_names_the_churning_member(
     assert f"storm-flappy joined {fs.FLAPS} times and left {fs.FLAPS}" in storm
     assert fs.FLAP_REASON in storm and "storm-steady" not in storm
     # the demo-like story (members joining one by one, one leave, one eviction) is no storm
-    assert not any("storm" in f for f in verdicts[fixture_story.GROUP].findings)
+    assert not any("storm" in f for f in verdicts[story_group.GROUP].findings)
 
 
 def test_silent_non_assignment_names_partitions_and_members(

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from groupcoord.analytics import fixture_records as fr
-from groupcoord.analytics import health, story
-from groupcoord.analytics.fixture import T0, coordinator_partition, topic_id_for
-from groupcoord.analytics.health_data import load, trend_grid_from
-from groupcoord.analytics.logwriter import LogWriters
+from groupcoord.analytics.driver.health_data import load, trend_grid_from
+from groupcoord.analytics.fixture import records as fr
+from groupcoord.analytics.fixture.generate import T0, coordinator_partition, topic_id_for
+from groupcoord.analytics.fixture.logwriter import LogWriters
+from groupcoord.analytics.report import health, story
 
 YEAR_MS = 365 * 86_400_000
 GRID_MS = 10_000

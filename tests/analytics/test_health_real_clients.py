@@ -147,8 +147,8 @@ def _orphans(bootstrap: str, members: dict[str, KafkaPythonMember]) -> None:
 
 @pytest.fixture(scope="module")
 def scenario(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from groupcoord.analytics.pipeline import RunConfig
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.pipeline import RunConfig
+    from groupcoord.analytics.driver.run import run
 
     base = tmp_path_factory.mktemp("health-real")
     factory = BrokerFactory(base, ["--group-initial-rebalance-delay-ms", "0"])

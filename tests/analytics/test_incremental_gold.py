@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from helpers.parquet_rows import parquet_rows
 
-from groupcoord.analytics.segments import list_partitions, scan_batches, scan_headers
+from groupcoord.analytics.read.segments import list_partitions, scan_batches, scan_headers
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -63,10 +63,10 @@ def _assert_same(got: dict[str, list[str]], want: dict[str, list[str]]) -> None:
 
 def test_incremental_runs_update_gold_to_the_batch_tables(spark: Any, fixture_dir: Fixture,
                                                           tmp_path: Path) -> None:
-    from groupcoord.analytics.incremental import make_ingest
-    from groupcoord.analytics.incremental_gold import STATE_DIR
-    from groupcoord.analytics.pipeline import RunConfig
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.incremental import make_ingest
+    from groupcoord.analytics.driver.pipeline import RunConfig
+    from groupcoord.analytics.driver.run import run
+    from groupcoord.analytics.gold.incremental_gold import STATE_DIR
 
     full, _ = fixture_dir
     quiet = lambda _line: None
@@ -107,7 +107,7 @@ def _files(out: Path) -> list[Path]:
 
 
 def _state(out: Path) -> dict[str, Any]:
-    from groupcoord.analytics.incremental_gold import STATE_DIR
+    from groupcoord.analytics.gold.incremental_gold import STATE_DIR
 
     return json.loads((out / STATE_DIR / "state.json").read_text())
 
@@ -116,9 +116,9 @@ def test_late_data_before_the_cut_starts_over(spark: Any, fixture_dir: Fixture,
                                               tmp_path: Path) -> None:
     """A partition that shows up with old batches (here: absent from the first run's log
     dir) would change settled rows: the update starts over and still equals a batch run."""
-    from groupcoord.analytics.incremental import make_ingest
-    from groupcoord.analytics.pipeline import RunConfig
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.incremental import make_ingest
+    from groupcoord.analytics.driver.pipeline import RunConfig
+    from groupcoord.analytics.driver.run import run
 
     full, _ = fixture_dir
     quiet = lambda _line: None

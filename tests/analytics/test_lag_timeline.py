@@ -8,8 +8,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.analytics import keyed_gold, lag
-from groupcoord.analytics.burrow import BurrowConfig, Commit, build_window
+from groupcoord.analytics.gold import keyed_gold, lag
+from groupcoord.analytics.gold.burrow import BurrowConfig, Commit, build_window
 
 history = st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 1_000), st.booleans()),
                    max_size=60)

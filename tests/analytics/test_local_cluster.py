@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from helpers.parquet_rows import parquet_rows
 
-from groupcoord.analytics.fixture import generate
-from groupcoord.analytics.fixture_spec import FixtureSpec
+from groupcoord.analytics.fixture.generate import generate
+from groupcoord.analytics.fixture.spec import FixtureSpec
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,9 +33,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # tested source tree through spark.executorEnv, as a cluster would through --py-files.
 RUN = """
 import json, os, sys
-from groupcoord.analytics.pipeline import RunConfig
-from groupcoord.analytics.run import run
-from groupcoord.analytics.session import build_session
+from groupcoord.analytics.driver.pipeline import RunConfig
+from groupcoord.analytics.driver.run import run
+from groupcoord.analytics.driver.session import build_session
 
 master, data, out = sys.argv[1:4]
 spark = build_session(master, app_name="local-cluster-test", shuffle_partitions=2,

@@ -1,7 +1,7 @@
 """``report.html`` as a person sees it, in headless Chromium.
 
 The pipeline runs once over a short synthetic fixture whose ``story`` group replays the
-demo's script (``fixture_story``: m1, m2, m3-slow and m4-killed join, m2 leaves with a KIP-800
+demo's script (``fixture.story_group``: m1, m2, m3-slow and m4-killed join, m2 leaves with a KIP-800
 reason, m4-killed is evicted by its session timeout, m3-slow falls behind). Chromium is driven
 from its command line only (no WebDriver):
 
@@ -25,9 +25,9 @@ import pytest
 from helpers.broker import REPO_ROOT
 from helpers.chromium import WINDOW_WIDTH, dump_probe, run_chromium
 
-from groupcoord.analytics import fixture_scenarios, fixture_story
-from groupcoord.analytics.fixture import SCENARIO_ANOMALIES, generate
-from groupcoord.analytics.fixture_spec import ANOMALIES, FixtureSpec
+from groupcoord.analytics.fixture import scenarios, story_group
+from groupcoord.analytics.fixture.generate import SCENARIO_ANOMALIES, generate
+from groupcoord.analytics.fixture.spec import ANOMALIES, FixtureSpec
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -96,8 +96,8 @@ window.addEventListener('load', () => {
 
 @pytest.fixture(scope="module")
 def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from groupcoord.analytics.pipeline import RunConfig
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.pipeline import RunConfig
+    from groupcoord.analytics.driver.run import run
 
     root = tmp_path_factory.mktemp("render-fixture")
     generate(root, FixtureSpec(seconds=240, anomalies=ANOMALIES + SCENARIO_ANOMALIES,
@@ -115,7 +115,7 @@ def probe(report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
 def test_story_summary_lines(probe: dict[str, Any]) -> None:
     """The demo's known events, told at the top of the page: the slow member's partition
     was WARN while its lag grew, and the group its last members left is STOP (ERR)."""
-    story = probe["groups"][fixture_story.GROUP]
+    story = probe["groups"][story_group.GROUP]
     assert story["health"].startswith("ERR: abandoned: the group has been empty since "), story
     assert "wait on t-story partitions 0, 1, 2, 3, last owned by m1, m3-slow" in story["health"]
     assert re.search(r"lag now [\d,]+ records, [\d,]+\.\d s behind \(worst: t-story "
@@ -123,7 +123,7 @@ def test_story_summary_lines(probe: dict[str, Any]) -> None:
                      r"over the last \d+ s: [+-][\d,]+ records \([+-][\d,]+\.\d records/s\)",
                      story["lag"]), story["lag"]
     assert story["rebalance"].startswith("generation 7 at "), story
-    assert f'm1 left the group: "{fixture_story.CLOSE_REASON}"' in story["rebalance"]
+    assert f'm1 left the group: "{story_group.CLOSE_REASON}"' in story["rebalance"]
     assert story["rebalance"].endswith("the group is now empty"), story
     assert probe["groups"]["stopper"]["health"].startswith(
         "ERR: t-stopper partitions 0, 1, 2, 3 are stopped (Burrow STOP")
@@ -137,9 +137,9 @@ def test_the_same_lag_in_every_section(probe: dict[str, Any], report: Path) -> N
     for group, line in probe["groups"].items():
         card = int(re.match(r"lag now ([\d,]+) record", line["lag"]).group(1).replace(",", ""))
         assert card == probe["groupTable"][group] == summary["groups"][group]["lag"], group
-    slow = summary["groups"][fixture_story.GROUP]
+    slow = summary["groups"][story_group.GROUP]
     assert slow["member_lag"]["m3-slow"] > 0
-    stuck = [p for p in slow["partition_detail"] if p["partition"] == fixture_story.SLOW_PARTITION]
+    stuck = [p for p in slow["partition_detail"] if p["partition"] == story_group.SLOW_PARTITION]
     assert stuck[0]["status"] == "STOP" and stuck[0]["owner"].startswith("m3-slow")
 
 
@@ -151,8 +151,8 @@ def test_every_chart_has_a_legend_and_every_group_a_card(probe: dict[str, Any]) 
     assert {"m1", "m3-slow"} <= set(probe["legends"]["chart-owners"])
     assert set(probe["kinds"]) == set(probe["groupTable"])
     assert probe["kinds"]["cg-rebal"] == "consumer group"
-    assert probe["kinds"][fixture_story.GROUP] == "classic group"
-    assert probe["kinds"][fixture_scenarios.STREAMS] == "streams group"
+    assert probe["kinds"][story_group.GROUP] == "classic group"
+    assert probe["kinds"][scenarios.STREAMS] == "streams group"
     assert probe["kinds"]["share-a"] == "share group"
     assert probe["groups"]["share-a"]["health"] == ("OK: 50 records not yet acknowledged on "
                                                     "1 share partition")
@@ -167,10 +167,10 @@ def test_slow_partition_is_warn_while_its_lag_grows_then_stop(probe: dict[str, A
 
 
 def test_storm_and_silent_non_assignment_in_words(probe: dict[str, Any]) -> None:
-    storm = probe["groups"][fixture_scenarios.STORM]["health"]
+    storm = probe["groups"][scenarios.STORM]["health"]
     assert storm.startswith("WARN: rebalance storm: 8 rebalances in 42 s from "), storm
     assert "storm-flappy joined 4 times and left 4" in storm
-    orphan = probe["groups"][fixture_scenarios.ORPHAN]["health"]
+    orphan = probe["groups"][scenarios.ORPHAN]["health"]
     assert orphan.startswith("ERR: silent non-assignment: t-orphan partitions 3, 4, 5 have had "
                              "no owner since "), orphan
     assert "although the group has members (orphan-a, orphan-b)" in orphan
@@ -179,7 +179,7 @@ def test_storm_and_silent_non_assignment_in_words(probe: dict[str, Any]) -> None
 def test_rebalance_table_tells_joins_and_leaves(probe: dict[str, Any]) -> None:
     text = probe["text"]
     assert "m1 joined; 4 partitions moved; 300 ms" in text
-    assert f'm2 left the group: "{fixture_story.LEAVE_REASON}"; 1 partition moved; 600 ms' in text
+    assert f'm2 left the group: "{story_group.LEAVE_REASON}"; 1 partition moved; 600 ms' in text
 
 
 def test_numbers_are_formatted(probe: dict[str, Any]) -> None:
@@ -193,11 +193,11 @@ def test_charts_respond_to_the_filters(probe: dict[str, Any]) -> None:
     before, group, part = probe["before"], probe["group"], probe["partition"]
     for chart in CHARTS:
         assert before[chart], chart
-        assert {s["g"] for s in before[chart]} > {fixture_story.GROUP}, chart
-        assert group[chart] and {s["g"] for s in group[chart]} == {fixture_story.GROUP}, chart
+        assert {s["g"] for s in before[chart]} > {story_group.GROUP}, chart
+        assert group[chart] and {s["g"] for s in group[chart]} == {story_group.GROUP}, chart
     assert probe["partOptions"] == ["", "t-story-0", "t-story-1", "t-story-2", "t-story-3"]
     for chart in ("chart-lag-records", "chart-lag-seconds"):
-        assert part[chart] == [{"g": fixture_story.GROUP, "p": "t-story-3"}], chart
+        assert part[chart] == [{"g": story_group.GROUP, "p": "t-story-3"}], chart
     assert {s["p"] for s in part["chart-owners"]} == {"t-story-3"}
     # m3-slow's partition was m1's (generation 1), then m2's (2), then m3-slow's (3 on)
     assert len(part["chart-owners"]) == 3
@@ -206,7 +206,7 @@ def test_charts_respond_to_the_filters(probe: dict[str, Any]) -> None:
 def test_zoom_hover_and_sort(probe: dict[str, Any]) -> None:
     assert probe["zoomAfter"] != probe["zoomBefore"] == probe["zoomReset"]
     assert probe["tooltip"]["shown"] == "block"
-    assert f'm1 left the group: "{fixture_story.CLOSE_REASON}"' in probe["tooltip"]["text"]
+    assert f'm1 left the group: "{story_group.CLOSE_REASON}"' in probe["tooltip"]["text"]
     assert probe["sortedLag"] == sorted(probe["sortedLag"], reverse=True)
 
 

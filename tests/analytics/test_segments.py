@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.analytics import columns, splits
-from groupcoord.analytics.logwriter import PartitionWriter
-from groupcoord.analytics.reader import iter_raw_records
-from groupcoord.analytics.segments import (
+from groupcoord.analytics.fixture.logwriter import PartitionWriter
+from groupcoord.analytics.read import columns, splits
+from groupcoord.analytics.read.reader import iter_raw_records
+from groupcoord.analytics.read.segments import (
     PartitionTxns,
     iter_records,
     list_partitions,
@@ -75,7 +75,7 @@ def test_transactions_resolved_and_aborted_dropped(tmp_path: Path) -> None:
 
 def test_partition_txns_never_scans_a_partition_nobody_asks_about(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from groupcoord.analytics import segments
+    from groupcoord.analytics.read import segments
 
     w = PartitionWriter(tmp_path, "__consumer_offsets", 0)
     w.append([(b"\x00\x63a", b"x", 1)])

@@ -20,8 +20,8 @@ Fixture = tuple[Path, dict[str, Any]]
 @pytest.fixture(scope="module")
 def result(spark: Any, fixture_dir: Fixture, tmp_path_factory: pytest.TempPathFactory
            ) -> dict[str, Any]:
-    from groupcoord.analytics.pipeline import RunConfig
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.pipeline import RunConfig
+    from groupcoord.analytics.driver.run import run
 
     root, _ = fixture_dir
     out = tmp_path_factory.mktemp("analytics-out")

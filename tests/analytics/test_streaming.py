@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics import logpos
-from groupcoord.analytics.logwriter import PartitionWriter
-from groupcoord.analytics.segments import list_partitions
+from groupcoord.analytics.fixture.logwriter import PartitionWriter
+from groupcoord.analytics.read import logpos
+from groupcoord.analytics.read.segments import list_partitions
 
 Fixture = tuple[Path, dict[str, Any]]
 LATE_PARTITIONS = ("__consumer_offsets-3", "t-stopper-0", "t-stopper-1")
@@ -87,10 +87,10 @@ def _batch_rows(spark: Any, data_dir: Path, table: str, columns: list[str],
 @pytest.mark.slow
 def test_two_incremental_runs_equal_one_batch_run(spark: Any, fixture_dir: Fixture,
                                                   tmp_path: Path) -> None:
-    from groupcoord.analytics import table_schemas
-    from groupcoord.analytics.incremental import append_new, make_ingest
-    from groupcoord.analytics.pipeline import RunConfig, Stages
-    from groupcoord.analytics.run import run
+    from groupcoord.analytics.driver.incremental import append_new, make_ingest
+    from groupcoord.analytics.driver.pipeline import RunConfig, Stages
+    from groupcoord.analytics.driver.run import run
+    from groupcoord.analytics.read import table_schemas
 
     full, manifest = fixture_dir
     data, out, ckpt = tmp_path / "log", tmp_path / "out", tmp_path / "ckpt"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.analytics import membership, streams_groups
-from groupcoord.analytics.reader import decode_record
+from groupcoord.analytics.read.reader import decode_record
+from groupcoord.analytics.silver import membership, streams_groups
 from groupcoord.coordinator.streams import records as rec
 from groupcoord.coordinator.streams.member import MemberState, StreamsGroupMember
 from groupcoord.coordinator.streams.tasks import TasksTuple, TasksWithEpochs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from groupcoord.analytics.table_schemas import SCHEMAS, arrow_schema, ddl
+from groupcoord.analytics.read.table_schemas import SCHEMAS, arrow_schema, ddl
 
 
 def test_arrow_schema_reads_every_type_ddl_writes() -> None:

@@ -16,11 +16,11 @@ import pyarrow.compute as pc
 import pytest
 from helpers.parquet_rows import parquet_rows
 
-from groupcoord.analytics import gold, keyed_gold, keyed_rollups, lag, task_gold
-from groupcoord.analytics.burrow import BurrowConfig
-from groupcoord.analytics.direct_silver import TaskFile
-from groupcoord.analytics.pipeline import RunConfig
-from groupcoord.analytics.run import OWNERS_SCHEMA, run
+from groupcoord.analytics.driver.pipeline import RunConfig
+from groupcoord.analytics.driver.run import OWNERS_SCHEMA, run
+from groupcoord.analytics.gold import keyed_gold, keyed_rollups, lag, spark_gold, task_gold
+from groupcoord.analytics.gold.burrow import BurrowConfig
+from groupcoord.analytics.silver.direct_silver import TaskFile
 
 from .test_gold_native import T0, _history, _per_partition, _rows
 
@@ -86,7 +86,7 @@ def test_owner_lookup_equals_the_spark_range_join(spark: Any, seed: int) -> None
     owners = spark.createDataFrame(
         [tuple(r[k] for k in ("group_id", "topic", "partition", "member_id", "from_ts_ms",
                               "to_ts_ms")) for r in intervals], OWNERS_SCHEMA)
-    want = gold._owned(spark.createDataFrame(plag), owners, "ts_ms")
+    want = spark_gold._owned(spark.createDataFrame(plag), owners, "ts_ms")
     assert sorted(_rows(got)) == sorted(json.dumps(r.asDict(), sort_keys=True)
                                         for r in want.collect())
     assert any(r["owner_member_id"] for r in got.to_pylist())
@@ -105,9 +105,9 @@ def test_rollups_equal_the_spark_tables(spark: Any, seed: int, tmp_path: Path) -
     rate, rate_exact = keyed_rollups.commit_rate(plag, bucket_s=20)
     rew = keyed_rollups.rewinds(plag)
     assert rollup_exact and rate_exact
-    for got, want in ((rollup, gold.lag_rollup(df, tmp_path, bucket_s=20)),
-                      (rate, gold.commit_rate(df, tmp_path, bucket_s=20)),
-                      (rew, gold.rewinds(df, tmp_path))):
+    for got, want in ((rollup, spark_gold.lag_rollup(df, tmp_path, bucket_s=20)),
+                      (rate, spark_gold.commit_rate(df, tmp_path, bucket_s=20)),
+                      (rew, spark_gold.rewinds(df, tmp_path))):
         assert got.column_names == want.columns
         assert sorted(_rows(got)) == sorted(json.dumps(r.asDict(), sort_keys=True)
                                             for r in want.collect())

@@ -1,6 +1,6 @@
 """``analyze why`` and the sentences behind it (``story``), without Spark.
 
-The fixture's ``story`` group replays the demo's script (``fixture_story``), so its six
+The fixture's ``story`` group replays the demo's script (``fixture.story_group``), so its six
 rebalances and their causes are known exactly.
 """
 
@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from groupcoord.analytics import story, why
-from groupcoord.analytics.cli import main
-from groupcoord.analytics.fixture import T0
+from groupcoord.analytics.driver import why
+from groupcoord.analytics.driver.cli import main
+from groupcoord.analytics.fixture.generate import T0
+from groupcoord.analytics.report import story
 
 Fixture = tuple[Path, dict[str, Any]]
 
@@ -39,8 +40,8 @@ STORY = [
 @pytest.fixture(scope="module")
 def short_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """240 s, as the report test: the story's times above are for that length."""
-    from groupcoord.analytics.fixture import generate
-    from groupcoord.analytics.fixture_spec import FixtureSpec
+    from groupcoord.analytics.fixture.generate import generate
+    from groupcoord.analytics.fixture.spec import FixtureSpec
 
     root = tmp_path_factory.mktemp("why-fixture")
     generate(root, FixtureSpec(seconds=240))

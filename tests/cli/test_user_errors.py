@@ -159,7 +159,7 @@ def test_a_mistyped_subcommand_gets_the_closest_match(
 def test_analyze_knows_every_subcommand_of_its_parser() -> None:
     import argparse
 
-    from groupcoord.analytics import cli as analytics_cli
+    from groupcoord.analytics.driver import cli as analytics_cli
 
     sub = next(a for a in analytics_cli._parser()._actions
                if isinstance(a, argparse._SubParsersAction))

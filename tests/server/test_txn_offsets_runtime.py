@@ -250,7 +250,11 @@ def _raise() -> Any:
 
 def test_analytics_reader_resolves_our_transactions(tmp_path: Path) -> None:
     """The analytics reader (read only here) sees our batches' outcomes as written."""
-    from groupcoord.analytics.segments import list_partitions, resolve_transactions, scan_headers
+    from groupcoord.analytics.read.segments import (
+        list_partitions,
+        resolve_transactions,
+        scan_headers,
+    )
 
     async def go() -> list[int]:
         async with InProcBroker(tmp_path) as b:

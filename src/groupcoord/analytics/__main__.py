@@ -1,5 +1,5 @@
 """``python -m groupcoord.analytics``: the analyze CLI (also the spark-submit entry point)."""
 
-from groupcoord.analytics.cli import main
+from groupcoord.analytics.driver.cli import main
 
 raise SystemExit(main())

@@ -12,8 +12,8 @@ from groupcoord.cli import action_options
 
 
 def main(argv: Sequence[str]) -> int:
-    from groupcoord.analytics.cli import COMMANDS
-    from groupcoord.analytics.cli import main as analytics_main
+    from groupcoord.analytics.driver.cli import COMMANDS
+    from groupcoord.analytics.driver.cli import main as analytics_main
 
     action_options.check_subcommand(list(argv), COMMANDS, [], "groupcoord analyze")
     return int(analytics_main(list(argv)) or 0)
