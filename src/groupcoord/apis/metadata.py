@@ -37,6 +37,12 @@ UUID_ZERO = bytes(16)
 
 
 def _partition(index: int, node: int) -> MetadataResponsePartition:
+    if node < 0:
+        # Nobody leads it now (a lease lapsed and not yet taken): Kafka's answer for a
+        # partition without a live leader; the client asks again.
+        return MetadataResponsePartition(
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1,
+            leader_epoch=-1, replica_nodes=[], isr_nodes=[], offline_replicas=[])
     replicas = [node]
     return MetadataResponsePartition(error_code=0, partition_index=index, leader_id=node,
                                      leader_epoch=0, replica_nodes=replicas, isr_nodes=replicas,

@@ -119,7 +119,8 @@ class Broker:
         self.node_servers: dict[int, list[Acceptor]] = {}
         # Each node's bound ports, kept while it is stopped so it starts where it was.
         self.node_ports: dict[int, list[int]] = {}
-        # Who serves what with several nodes (`server.cluster_map`); None with one.
+        # Who serves what with several nodes (`server.cluster_map`; on PostgreSQL the lease
+        # table's, `server.lease_cluster_map`); None with one node on a data dir.
         self.cluster: ClusterMap | None = None
         self.connection_limits: ConnectionLimits | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -183,6 +184,11 @@ class Broker:
         self.connection_limits = build_connection_limits(cfg)
         if cfg.nodes > 1:
             self.cluster = _cluster_map(cfg)
+        elif cfg.storage is not None:
+            from groupcoord.server.postgres_node import PostgresNode
+
+            self._postgres = PostgresNode(cfg, _coordinator_partitions(cfg))
+            self.cluster = self._postgres.cluster_map
         for index in range(cfg.nodes):
             ports = [0 if lst.port == 0 else lst.port + index for lst in cfg.listeners]
             await self.bind_node(cfg.node_id + index, ports)
@@ -217,12 +223,10 @@ class Broker:
         self.scram_store()
         self.fetch_sessions = FetchSessionCache(cfg.fetch_max_sessions)
         self.cleaner = LogCleaner(cfg.file_io)
-        if cfg.storage is None:
+        if self._postgres is None:
             self.logs = self._opened_logs = LogManager(cfg.data_dir, io=cfg.file_io)
         else:
-            from groupcoord.server.postgres_node import PostgresNode
-
-            self._postgres = PostgresNode(cfg)
+            self._postgres.advertise()
             self.logs = self._opened_logs = self._postgres.partitions
         # Log recovery (CRC scans after an unclean stop, index rebuilds and their fsyncs) on a
         # worker thread: the loop keeps answering ApiVersions, and nothing else reads the
@@ -248,7 +252,7 @@ class Broker:
         self._services.append(self.transactions)
         if self._postgres is not None:
             # Stopped last: the leases stay while the runtimes write their last records.
-            self._postgres.start(self.groups, self.producers)
+            self._postgres.start(self.topics, self.groups, self.producers)
             self._services.insert(0, self._postgres)
 
     def scram_store(self) -> ScramCredentialStore:
@@ -503,12 +507,17 @@ def _after_bind(cfg: BrokerConfig) -> None:
             continue
 
 
-def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
+def _coordinator_partitions(cfg: BrokerConfig) -> dict[str, int]:
+    """The partition counts of the coordinators' topics (FindCoordinator's key -> partition)."""
     from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
-    from groupcoord.server.cluster_map import ClusterMap
     from groupcoord.server.share_state import STATE_TOPIC_PARTITIONS
     from groupcoord.server.transactions import txn_topic_partitions
 
-    return ClusterMap([cfg.node_id + i for i in range(cfg.nodes)], {
-        OFFSETS_TOPIC: cfg.offsets_partitions, SHARE_STATE_TOPIC: STATE_TOPIC_PARTITIONS,
-        TXN_TOPIC: txn_topic_partitions(cfg.extra)})
+    return {OFFSETS_TOPIC: cfg.offsets_partitions, SHARE_STATE_TOPIC: STATE_TOPIC_PARTITIONS,
+            TXN_TOPIC: txn_topic_partitions(cfg.extra)}
+
+
+def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
+    from groupcoord.server.cluster_map import ClusterMap
+
+    return ClusterMap([cfg.node_id + i for i in range(cfg.nodes)], _coordinator_partitions(cfg))

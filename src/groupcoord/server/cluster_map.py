@@ -6,9 +6,10 @@ Kafka spreads leaders over brokers and moves them when a broker stops; this map 
 same without replication (every node reads the one storage, so a new leader has every
 byte already):
 
-- a partition's preferred node is `nodes[(partition + abs(java_string_hash(topic))) % N]`,
-  so the partitions of a topic, and the coordinator partitions of `__consumer_offsets`,
-  `__share_group_state` and `__transaction_state`, are spread over all nodes;
+- a partition's preferred node is `storage.placement.preferred_node`
+  (`nodes[(partition + abs(java_string_hash(topic))) % N]`), so the partitions of a topic,
+  and the coordinator partitions of `__consumer_offsets`, `__share_group_state` and
+  `__transaction_state`, are spread over all nodes;
 - a partition may be pinned to a node (moving a coordinator); a pin wins while its node
   lives;
 - a partition whose chosen node is stopped goes to the next live node in id order, and
@@ -22,9 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from groupcoord.coordinator.partitioning import java_string_hash, partition_for
+from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
 from groupcoord.server.config import Listener
+from groupcoord.storage.placement import preferred_node, topic_offset
 
 # FindCoordinator key types (`FindCoordinatorRequest.CoordinatorType`).
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
@@ -57,8 +59,8 @@ class ClusterMap:
     def preferred(self, topic: str, partition: int) -> int:
         offset = self._offsets.get(topic)
         if offset is None:
-            offset = self._offsets[topic] = abs(java_string_hash(topic))
-        return self._order[(partition + offset) % len(self._order)]
+            offset = self._offsets[topic] = topic_offset(topic)
+        return preferred_node(offset, partition, self._order)
 
     def owner(self, topic: str, partition: int) -> int:
         """The live node serving the partition; -1 when every node is stopped."""

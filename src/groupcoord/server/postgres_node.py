@@ -17,6 +17,13 @@ follows each change, as Kafka's brokers do on a leadership change:
 
 Without a live lease a node writes nothing: only the lease's epoch fences, so a late pass
 (a paused process, a slow PostgreSQL) can never append over another node.
+
+The live nodes share the partitions (the manager's ``share_leases``: a node registry, each
+node leading its preferred partitions among the live ones). After each pass the node's
+`server.lease_cluster_map` follows the registry, so Metadata, FindCoordinator and
+DescribeCluster send clients to the leaders; the topics other nodes created (the catalog the
+pass read) become known here, and every partition of every known topic is opened, so each
+node has a copy of each, following or leading it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+from groupcoord.server.lease_cluster_map import LeaseClusterMap
 from groupcoord.storage.config import StorageError
 from groupcoord.storage.postgres_manager import LeasePass, PostgresLogManager
 from groupcoord.storage.postgres_session import PostgresSession
@@ -34,6 +42,7 @@ if TYPE_CHECKING:
     from groupcoord.server.config import BrokerConfig
     from groupcoord.server.producer_state import ProducerStateManager
     from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
+    from groupcoord.server.topics import TopicStore
 
 log = logging.getLogger("groupcoord.cluster")
 
@@ -41,22 +50,34 @@ log = logging.getLogger("groupcoord.cluster")
 class PostgresNode:
     """The node's partitions in PostgreSQL and the passes that keep their leases."""
 
-    def __init__(self, cfg: BrokerConfig) -> None:
+    def __init__(self, cfg: BrokerConfig, coordinator_partitions: dict[str, int]) -> None:
+        """Before the listeners are bound (their endpoints go into `cluster_map`); nothing
+        is read or written until `advertise`."""
         assert cfg.storage is not None
         self._conninfo = cfg.storage
         self.partitions = PostgresLogManager(
             cfg.data_dir, PostgresSession.for_conninfo(cfg.storage), node_id=cfg.node_id,
-            lease_ms=cfg.broker_session_timeout_ms, io=cfg.file_io)
+            lease_ms=cfg.broker_session_timeout_ms, io=cfg.file_io, share_leases=True)
+        self.cluster_map = LeaseClusterMap(self.partitions, coordinator_partitions)
         self._interval_s = cfg.broker_heartbeat_interval_ms / 1000.0
         self._task: asyncio.Task[None] | None = None
 
-    def start(self, groups: CoordinatorRuntime, producers: ProducerStateManager) -> None:
+    def advertise(self) -> None:
+        """Once the listeners are bound, before the partitions load: the endpoints this node
+        registers with."""
+        self.partitions.endpoints = self.cluster_map.own_endpoints()
+
+    def start(self, topics: TopicStore, groups: CoordinatorRuntime,
+              producers: ProducerStateManager) -> None:
         """Once the runtimes run: unload the offsets shards this node follows, then keep
         the leases."""
         broker_side = _LeadershipFollower(groups, producers)
+        self.cluster_map.follow_registry()
+        _follow_catalog(self.partitions, topics)
         followed = [tp for tp, copy in self.partitions.leased.items() if copy.leader is None]
         broker_side.follow(LeasePass(lost=followed))
-        self._task = asyncio.get_running_loop().create_task(self._keep_leases(broker_side))
+        self._task = asyncio.get_running_loop().create_task(
+            self._keep_leases(topics, broker_side))
 
     async def stop(self) -> None:
         """Stop the passes; the leases are released when the partitions close."""
@@ -65,7 +86,7 @@ class PostgresNode:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
-    async def _keep_leases(self, broker_side: _LeadershipFollower) -> None:
+    async def _keep_leases(self, topics: TopicStore, broker_side: _LeadershipFollower) -> None:
         session = PostgresSession.for_conninfo(self._conninfo)
         try:
             while True:
@@ -85,9 +106,30 @@ class PostgresNode:
                 # A copy that stepped down between passes (its write fenced) is among the
                 # followed ones: the broker follows it as a lost lease too.
                 stepped_down = [tp for tp in plan.followed if tp not in result.taken]
-                broker_side.follow(LeasePass(result.lost + stepped_down, result.taken))
+                broker_side.follow(LeasePass(result.lost + result.released + stepped_down,
+                                             result.taken))
+                self.cluster_map.follow_registry()
+                _follow_catalog(self.partitions, topics)
         finally:
             session.close()
+
+
+def _follow_catalog(partitions: PostgresLogManager, topics: TopicStore) -> None:
+    """Know the topics of the catalog (created on other nodes too) and open every partition
+    of every known topic not open yet (lazily created internal ones included): each is led
+    here if it is this node's share and free, else followed."""
+    for name, found in partitions.catalog.items():
+        if topics.adopt(name, found.topic_id, found.partitions):
+            log.info("topic %s (%d partitions) known from the catalog", name, found.partitions)
+    for topic in topics.all():
+        for partition in range(topic.num_partitions):
+            if partitions.get(topic.name, partition) is not None:
+                continue
+            try:
+                topics.log(topic.name, partition)
+            except StorageError as exc:
+                log.warning("%s-%d: not opened yet: %s", topic.name, partition, exc)
+                return
 
 
 class _LeadershipFollower:

@@ -18,6 +18,16 @@ A lease runs ``broker.session.timeout.ms`` past its last renewal (Kafka's broker
 so another node takes over that long after this one stopped renewing; only the epoch
 fences, so a late renewal or a paused node can never append over the next leader.
 A clean ``close`` releases the held leases, so another node may take them at once.
+
+Several live nodes share the partitions (``share_leases``): each node registers in the node
+registry (``storage.postgres_registry``) with its advertised endpoints, and its passes renew
+that liveness lease with the partition leases (one expiry for both). A partition belongs to
+its preferred node among the live ones (``storage.placement``): a node takes a lease only
+in its share (at opening, or in a pass once it is free or lapsed: a dead node's), and
+releases a held one that is another live node's share now, which takes it at its next pass.
+Each pass also reads the registry, the live leases and the topic catalog, so the node knows
+who leads what (``leader``), which nodes live (``live_nodes``) and the topics other nodes
+created (``catalog``). Without ``share_leases`` a node takes every lease it can.
 """
 
 from __future__ import annotations
@@ -34,17 +44,29 @@ from groupcoord.storage.config import LeaseHeld, LogConfig, RecoveryReport, Stor
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.leased_log import LeasedPartitionLog
 from groupcoord.storage.manager import LogManager, TopicPartition, parse_partition_dir
+from groupcoord.storage.placement import preferred_node, topic_offset
 from groupcoord.storage.postgres_catalog import (
+    CatalogTopic,
     PostgresDocuments,
     delete_topic,
     list_topics,
     register_partition,
+)
+from groupcoord.storage.postgres_registry import (
+    ClusterView,
+    LiveNode,
+    NodeEndpoint,
+    PartitionLeader,
+    cluster_view,
+    heartbeat_node,
+    leave_cluster,
 )
 from groupcoord.storage.postgres_session import PostgresSession
 from groupcoord.storage.postgres_store import (
     PostgresPartitionStore,
     acquire_leadership,
     ensure_schema,
+    fence_previous_process,
     lapsed_leases,
     release_leadership,
     renew_leases,
@@ -75,10 +97,15 @@ class LeasePlan:
 
 @dataclass
 class LeasePass:
-    """What a pass found: leases lost (another node took them) and leases taken (epoch)."""
+    """What a pass found: leases lost (another node took them), leases released (another
+    live node's share now) and leases taken (epoch); with ``share_leases``, the cluster as
+    the pass read it and the topic catalog."""
 
     lost: list[TopicPartition] = field(default_factory=list)
     taken: dict[TopicPartition, int] = field(default_factory=dict)
+    released: list[TopicPartition] = field(default_factory=list)
+    view: ClusterView | None = None
+    catalog: dict[str, CatalogTopic] | None = None
 
 
 class PostgresLogManager(LogManager):
@@ -88,16 +115,23 @@ class PostgresLogManager(LogManager):
     def __init__(self, data_dir: str, session: PostgresSession, *, node_id: int,
                  lease_ms: int = DEFAULT_LEASE_MS, default_config: LogConfig | None = None,
                  topic_configs: dict[str, dict[str, Any]] | None = None,
-                 io: FileIO = OS_FILE_IO, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+                 io: FileIO = OS_FILE_IO, clock_ms: Callable[[], int] = wall_clock_ms,
+                 share_leases: bool = False) -> None:
         super().__init__(data_dir, default_config, topic_configs, io)
         self.session = session
         self.node_id = node_id
         self.lease_ms = lease_ms
         self._clock_ms = clock_ms
+        self.share_leases = share_leases
         self.documents = PostgresDocuments(session)
         # The logs of `logs`, typed as the copies they are (each leading or following).
         self.leased: dict[TopicPartition, LeasedPartitionLog] = {}
         self._catalog_ids: dict[str, bytes] = {}
+        # This node's advertised endpoints, registered with its liveness (`advertise`).
+        self.endpoints: tuple[NodeEndpoint, ...] = ()
+        # The cluster and the catalog as the last pass (or the start) read them.
+        self.view = ClusterView((), {})
+        self.catalog: dict[str, CatalogTopic] = {}
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -105,7 +139,9 @@ class PostgresLogManager(LogManager):
         """Open every partition of the catalog (its copy recovered, then caught up), first
         removing the copies of partitions the catalog no longer has."""
         ensure_schema(self.session)
-        catalog = list_topics(self.session)
+        if self.share_leases:
+            self._join()
+        catalog = self.catalog = list_topics(self.session)
         self._catalog_ids = {t.name: t.topic_id for t in catalog.values()}
         wanted = {(t.name, p) for t in catalog.values() for p in range(t.partitions)}
         for name in self.io.listdir(self.data_dir):
@@ -130,6 +166,38 @@ class PostgresLogManager(LogManager):
                               config_overrides)
         return self.leased[(topic, partition)]
 
+    def _join(self) -> None:
+        """Register as live, and fence what a previous process of this node id still leads:
+        its leases are freed with their epochs bumped, so they go by the shares from now on
+        and that process can append nothing more."""
+        now = self._clock_ms()
+        heartbeat_node(self.session, self.node_id, self.endpoints, now + self.lease_ms)
+        fence_previous_process(self.session, self.node_id)
+        self.view = cluster_view(self.session, now)
+
+    def _order(self, view: ClusterView) -> list[int]:
+        """The live node ids, ascending, this node among them."""
+        return sorted({*view.live_ids, self.node_id})
+
+    def _my_share(self, tp: TopicPartition, order: list[int]) -> bool:
+        return not self.share_leases or preferred_node(topic_offset(tp[0]), tp[1],
+                                                       order) == self.node_id
+
+    def leader(self, tp: TopicPartition) -> PartitionLeader | None:
+        """The partition's leader and epoch: this node while its copy leads, else the holder
+        of the live lease the last pass read; None while nobody leads."""
+        copy = self.leased.get(tp)
+        if copy is not None and copy.leader is not None:
+            return PartitionLeader(self.node_id, copy.leader.leader_epoch)
+        found = self.view.leaders.get(tp)
+        return None if found is None or found.node_id == self.node_id else found
+
+    def live_nodes(self) -> tuple[LiveNode, ...]:
+        """The live nodes as the last pass read them, this one always among them."""
+        others = tuple(node for node in self.view.live if node.node_id != self.node_id)
+        return tuple(sorted((*others, LiveNode(self.node_id, self.endpoints)),
+                            key=lambda node: node.node_id))
+
     def _open(self, path: str, topic: str, partition: int, *, topic_id: bytes | None = None,
               log_start_offset: int = 0, recovery_point: int | None = None,
               now_ms: int | None = None, clean_shutdown: bool = False) -> LeasedPartitionLog:
@@ -144,12 +212,16 @@ class PostgresLogManager(LogManager):
         try:
             copy.attach(PostgresPartitionStore(self.session, topic, partition,
                                                leader_epoch=READ_ONLY_EPOCH, config=config))
-            try:
-                epoch = acquire_leadership(self.session, topic, partition, self.node_id,
-                                           self.lease_ms, self._clock_ms())
-            except LeaseHeld as held:
-                log.info("%s-%d: following node %d (epoch %d)", topic, partition,
-                         held.holder_node_id, held.epoch)
+            epoch: int | None = None
+            # Another live node's share is left to it (it takes it once free).
+            if self._my_share((topic, partition), self._order(self.view)):
+                try:
+                    epoch = acquire_leadership(self.session, topic, partition, self.node_id,
+                                               self.lease_ms, self._clock_ms())
+                except LeaseHeld as held:
+                    log.info("%s-%d: following node %d (epoch %d)", topic, partition,
+                             held.holder_node_id, held.epoch)
+            if epoch is None:
                 copy.catch_up()
             else:
                 copy.lead(self._leader_store(topic, partition, epoch, config))
@@ -184,6 +256,11 @@ class PostgresLogManager(LogManager):
                 release_leadership(self.session, topic, partition, copy.leader.leader_epoch)
             except StorageError as exc:
                 log.warning("%s-%d: the lease stays until it lapses: %s", topic, partition, exc)
+        if self.share_leases:
+            try:
+                leave_cluster(self.session, self.node_id)
+            except StorageError as exc:
+                log.warning("node %d stays live until its lease lapses: %s", self.node_id, exc)
         self.leased.clear()
         super().close()
         self.session.close()
@@ -206,9 +283,22 @@ class PostgresLogManager(LogManager):
         the lapsed ones among the followed partitions. PostgreSQL only; ``apply`` the result
         on the loop. ``StorageUnavailable`` if PostgreSQL cannot be reached."""
         now = self._clock_ms()
+        if self.share_leases:
+            # One expiry for the node and its partitions: it stops being live when they lapse.
+            heartbeat_node(session, self.node_id, self.endpoints, now + self.lease_ms)
         renewed = renew_leases(session, plan.held, self.lease_ms, now)
         result = LeasePass(lost=[tp for tp in plan.held if tp not in renewed])
-        for topic, partition in lapsed_leases(session, plan.followed, self.node_id, now):
+        followed = plan.followed
+        if self.share_leases:
+            result.view = cluster_view(session, now)
+            result.catalog = list_topics(session)
+            order = self._order(result.view)
+            for tp in sorted(renewed):
+                if not self._my_share(tp, order):
+                    release_leadership(session, *tp, plan.held[tp])
+                    result.released.append(tp)
+            followed = [tp for tp in followed if self._my_share(tp, order)]
+        for topic, partition in lapsed_leases(session, followed, self.node_id, now):
             try:
                 result.taken[(topic, partition)] = acquire_leadership(
                     session, topic, partition, self.node_id, self.lease_ms, now)
@@ -220,7 +310,7 @@ class PostgresLogManager(LogManager):
         """On the loop: step down where a lease was lost, lead (after a catch-up) where one
         was taken; partitions closed meanwhile are skipped (a deleted topic's epochs are
         bumped, so a lease taken on it fences nothing that matters)."""
-        for tp in result.lost:
+        for tp in result.lost + result.released:
             copy = self.leased.get(tp)
             if copy is not None and copy.leader is not None and (
                     copy.leader.leader_epoch == plan.held[tp]):
@@ -231,3 +321,11 @@ class PostgresLogManager(LogManager):
                 continue
             copy.lead(self._leader_store(topic, partition, epoch, copy.config))
             log.info("%s-%d: leading at epoch %d", topic, partition, epoch)
+        if result.released:
+            log.info("leases released to their live preferred nodes: %s", result.released)
+        if result.view is not None:
+            self.view = result.view
+        if result.catalog is not None:
+            self.catalog = result.catalog
+            for name, topic in result.catalog.items():
+                self._catalog_ids.setdefault(name, topic.topic_id)
