@@ -183,17 +183,18 @@ def _produce_error(node: BrokerProcess, partition: int) -> int:
     return produce_error(node, TOPIC, partition)
 
 
-def _spread(node: BrokerProcess, node_ids: set[int]) -> dict[int, int]:
-    """Once the live nodes share the topic's two partitions (one each, by their placement):
-    partition -> leader, as `node`'s Metadata tells it."""
-    leaders: dict[int, int] = {}
+def _spread(*nodes: BrokerProcess) -> dict[int, int]:
+    """Once the live nodes share the topic's two partitions (one each, by their placement),
+    every node telling the same: partition -> leader."""
+    views: list[dict[int, int]] = []
 
     def spread() -> bool:
-        leaders.update(partition_leaders(node.bootstrap, TOPIC))
-        return set(leaders.values()) == node_ids
-    wait_for(spread, f"the partitions spread over nodes {sorted(node_ids)}", WAIT_S,
-             lambda: f"leaders {leaders}", interval=0.2)
-    return leaders
+        views[:] = [partition_leaders(node, TOPIC) for node in nodes]
+        return (all(view == views[0] for view in views)
+                and set(views[0].values()) == set(range(1, len(nodes) + 1)))
+    wait_for(spread, "the partitions spread over the nodes, every node agreeing", WAIT_S,
+             lambda: f"leaders per node {views}", interval=0.2)
+    return views[0]
 
 
 def test_a_second_node_appends_nothing_where_the_first_leads(
@@ -204,7 +205,7 @@ def test_a_second_node_appends_nothing_where_the_first_leads(
     _produce_acked(first, [f"r-{i}".encode() for i in range(20)])
 
     second = broker_factory.create(node_args(storage_url, 2))
-    leaders = _spread(first, {1, 2})
+    leaders = _spread(first, second)
     nodes = {1: first, 2: second}
     before = _read(first.bootstrap, "read_uncommitted")
     for partition, leader in leaders.items():
@@ -259,7 +260,7 @@ def test_a_following_node_takes_over_when_the_leader_is_killed(
     ends = high_watermarks(first.bootstrap, TOPIC, PARTITIONS)
 
     second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
-    leaders = _spread(first, {1, 2})
+    leaders = _spread(first, second)
     followed = next(p for p, leader in leaders.items() if leader == 1)
     assert _produce_error(second, followed) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     first.kill()
@@ -287,14 +288,15 @@ def test_a_paused_leader_resumed_after_a_takeover_writes_nothing(
     log = _produce_acked(first, [f"r-{i:03d}".encode() for i in range(100)])
     committed = _consume_group(first.bootstrap, 100)
     second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
-    _spread(first, {1, 2})
+    _spread(first, second)
     assert first.proc is not None
 
     first.proc.send_signal(signal.SIGSTOP)
     try:
         for partition in range(PARTITIONS):
-            wait_for(lambda p=partition: _produce_error(second, p) == ErrorCode.NONE,
-                     "node 2 to lead", WAIT_S, lambda: second.log_tail(20), interval=0.2)
+            def led(p: int = partition) -> bool:
+                return _produce_error(second, p) == ErrorCode.NONE
+            wait_for(led, "node 2 to lead", WAIT_S, lambda: second.log_tail(20), interval=0.2)
         taken_over = _read(second.bootstrap, "read_uncommitted")
         paused_log = len(first.log_text(current_run=True))
     finally:

@@ -56,7 +56,7 @@ def _spread(nodes: dict[int, BrokerProcess]) -> dict[int, int]:
     seen: list[dict[int, int]] = []
 
     def agreed() -> bool:
-        views = [partition_leaders(node.bootstrap, TOPIC) for node in nodes.values()]
+        views = [partition_leaders(node, TOPIC) for node in nodes.values()]
         seen[:] = views
         first = views[0]
         return (len(first) == PARTITIONS and all(view == first for view in views)
@@ -115,8 +115,10 @@ def _consume(consumer: Consumer, seen: dict[tuple[int, int], bytes], wanted: set
         assert time.monotonic() < deadline, (
             f"the group read {len(set(seen.values()) & wanted)} of {len(wanted)}")
         for msg in consumer.consume(num_messages=500, timeout=0.2):
-            if msg.error() is not None:
-                assert msg.error().retriable() or not msg.error().fatal(), msg.error()
+            error = msg.error()
+            if error is not None:
+                # Transient errors while a node is down (the client retries); none fatal.
+                assert not error.fatal(), error
                 continue
             seen[(cast(int, msg.partition()), cast(int, msg.offset()))] = cast(bytes,
                                                                                msg.value())
@@ -155,7 +157,7 @@ def test_the_group_carries_on_when_its_coordinator_and_leader_is_killed(
         def taken_over() -> bool:
             """A survivor leads each of the victim's partitions (its own Metadata says so as
             soon as it holds the lease) and coordinates the group (its shard loaded)."""
-            views = {n: partition_leaders(node.bootstrap, TOPIC)
+            views = {n: partition_leaders(node, TOPIC)
                      for n, node in survivors.items()}
             led = all(any(views[n].get(p) == n for n in survivors) for p in victim_partitions)
             return led and any(offset_fetch_error(node, group) == ErrorCode.NONE
@@ -167,7 +169,7 @@ def test_the_group_carries_on_when_its_coordinator_and_leader_is_killed(
 
         def told() -> bool:
             """The bootstrap node sends clients to the survivors."""
-            found = partition_leaders(bootstrap, TOPIC)
+            found = partition_leaders(survivors[min(survivors)], TOPIC)
             return (all(found.get(p) in survivors for p in victim_partitions)
                     and group_coordinator(survivors[min(survivors)], group)[1] in survivors)
         wait_for(told, "the metadata to name the new leaders", WAIT_S, interval=0.05)

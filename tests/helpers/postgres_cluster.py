@@ -1,5 +1,6 @@
-"""Asking the nodes of a cluster on PostgreSQL who leads what, over the wire and through
-confluent-kafka's metadata: the partition leaders, a key's coordinator, a produce's error."""
+"""Asking one node of a cluster on PostgreSQL who leads what (over the wire, so the answer is
+that node's): the partition leaders, a group's coordinator, an offset fetch's and a produce's
+error; and the brokers its Metadata lists, through confluent-kafka."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from groupcoord.logformat.batch import build_batch
 from groupcoord.wire.generated.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+)
+from groupcoord.wire.generated.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
 )
 from groupcoord.wire.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from groupcoord.wire.generated.produce import (
@@ -34,13 +40,19 @@ def node_args(storage_url: str, node_id: int) -> list[str]:
 SHORT_LEASE = ["--broker-session-timeout-ms", "3000", "--broker-heartbeat-interval-ms", "500"]
 
 
-def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:
-    """partition -> leader node id (-1: none) as the node's Metadata tells it."""
-    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=15)
-    found = metadata.topics[topic]
-    if found.error is not None:
+def partition_leaders(node: BrokerProcess, topic: str) -> dict[int, int]:
+    """partition -> leader node id (-1: none) as `node` itself answers Metadata (v9)."""
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                             allow_auto_topic_creation=False), 9)
+    finally:
+        conn.close()
+    assert isinstance(response, MetadataResponse)
+    found = response.topics[0]
+    if found.error_code != 0:
         return {}
-    return {p: meta.leader for p, meta in found.partitions.items()}
+    return {p.partition_index: p.leader_id for p in found.partitions}
 
 
 def broker_ids(bootstrap: str) -> set[int]:

@@ -184,11 +184,6 @@ class Broker:
         self.connection_limits = build_connection_limits(cfg)
         if cfg.nodes > 1:
             self.cluster = _cluster_map(cfg)
-        elif cfg.storage is not None:
-            from groupcoord.server.postgres_node import PostgresNode
-
-            self._postgres = PostgresNode(cfg, _coordinator_partitions(cfg))
-            self.cluster = self._postgres.cluster_map
         for index in range(cfg.nodes):
             ports = [0 if lst.port == 0 else lst.port + index for lst in cfg.listeners]
             await self.bind_node(cfg.node_id + index, ports)
@@ -223,10 +218,16 @@ class Broker:
         self.scram_store()
         self.fetch_sessions = FetchSessionCache(cfg.fetch_max_sessions)
         self.cleaner = LogCleaner(cfg.file_io)
-        if self._postgres is None:
+        if cfg.storage is None:
             self.logs = self._opened_logs = LogManager(cfg.data_dir, io=cfg.file_io)
         else:
-            self._postgres.advertise()
+            from groupcoord.server.postgres_node import PostgresNode
+
+            advertised = {listener.name: security.advertised
+                          for listener, security in zip(cfg.listeners, self.listener_security,
+                                                        strict=True)}
+            self._postgres = PostgresNode(cfg, _coordinator_partitions(cfg), advertised)
+            self.cluster = self._postgres.cluster_map
             self.logs = self._opened_logs = self._postgres.partitions
         # Log recovery (CRC scans after an unclean stop, index rebuilds and their fsyncs) on a
         # worker thread: the loop keeps answering ApiVersions, and nothing else reads the

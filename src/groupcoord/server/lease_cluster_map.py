@@ -5,9 +5,9 @@ and the node registry rather than from a placement in one process.
 
 - a partition's owner is the node holding its live lease: this node while its copy leads
   (known at once, also between lease passes), else the holder the last lease pass read;
-  -1 while nobody leads (a lease lapsed and not yet taken);
+  -1 while nobody leads (a lease lapsed and not yet taken); its leader epoch is the lease's;
 - the nodes are the live ones of the registry as the last pass read them, each with the
-  endpoints it advertised; this node's are those its listeners were bound with.
+  endpoints it advertised; this node's are those of its bound listeners.
 
 Nothing here does IO: `server.postgres_node` calls `follow_registry` after each pass.
 """
@@ -23,18 +23,25 @@ from groupcoord.storage.postgres_registry import NodeEndpoint
 class LeaseClusterMap(ClusterMap):
     """Leaders from the leases of ``partitions``, nodes from its registry view."""
 
-    def __init__(self, partitions: PostgresLogManager,
-                 coordinator_partitions: dict[str, int]) -> None:
+    def __init__(self, partitions: PostgresLogManager, coordinator_partitions: dict[str, int],
+                 advertised: dict[str, Listener]) -> None:
         super().__init__([partitions.node_id], coordinator_partitions)
         self._partitions = partitions
         self._own = self.nodes[partitions.node_id]
+        self._own.endpoints.update(advertised)
 
     def owner(self, topic: str, partition: int) -> int:
         leader = self._partitions.leader((topic, partition))
         return -1 if leader is None else leader.node_id
 
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The epoch of the partition's live lease (-1 while nobody leads): Kafka's leader
+        epoch, so clients ignore Metadata older than what they have seen."""
+        leader = self._partitions.leader((topic, partition))
+        return -1 if leader is None else leader.epoch
+
     def own_endpoints(self) -> tuple[NodeEndpoint, ...]:
-        """This node's advertised endpoints (set as its listeners are bound)."""
+        """This node's advertised endpoints."""
         return tuple(NodeEndpoint(name, listener.host, listener.port)
                      for name, listener in self._own.endpoints.items())
 

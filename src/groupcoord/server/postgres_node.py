@@ -18,8 +18,8 @@ follows each change, as Kafka's brokers do on a leadership change:
 Without a live lease a node writes nothing: only the lease's epoch fences, so a late pass
 (a paused process, a slow PostgreSQL) can never append over another node.
 
-The live nodes share the partitions (the manager's ``share_leases``: a node registry, each
-node leading its preferred partitions among the live ones). After each pass the node's
+The live nodes share the partitions (the manager's placement is `server.cluster_map`'s
+spread, over the live nodes of the registry: each node leads its preferred partitions). After each pass the node's
 `server.lease_cluster_map` follows the registry, so Metadata, FindCoordinator and
 DescribeCluster send clients to the leaders; the topics other nodes created (the catalog the
 pass read) become known here, and every partition of every known topic is opened, so each
@@ -33,13 +33,14 @@ import logging
 from typing import TYPE_CHECKING
 
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+from groupcoord.server.cluster_map import preferred_node
 from groupcoord.server.lease_cluster_map import LeaseClusterMap
 from groupcoord.storage.config import StorageError
 from groupcoord.storage.postgres_manager import LeasePass, PostgresLogManager
 from groupcoord.storage.postgres_session import PostgresSession
 
 if TYPE_CHECKING:
-    from groupcoord.server.config import BrokerConfig
+    from groupcoord.server.config import BrokerConfig, Listener
     from groupcoord.server.producer_state import ProducerStateManager
     from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
     from groupcoord.server.topics import TopicStore
@@ -50,22 +51,19 @@ log = logging.getLogger("groupcoord.cluster")
 class PostgresNode:
     """The node's partitions in PostgreSQL and the passes that keep their leases."""
 
-    def __init__(self, cfg: BrokerConfig, coordinator_partitions: dict[str, int]) -> None:
-        """Before the listeners are bound (their endpoints go into `cluster_map`); nothing
-        is read or written until `advertise`."""
+    def __init__(self, cfg: BrokerConfig, coordinator_partitions: dict[str, int],
+                 advertised: dict[str, Listener]) -> None:
+        """Once the listeners are bound: `advertised` are their endpoints by listener name,
+        what this node registers with and other nodes tell clients."""
         assert cfg.storage is not None
         self._conninfo = cfg.storage
         self.partitions = PostgresLogManager(
             cfg.data_dir, PostgresSession.for_conninfo(cfg.storage), node_id=cfg.node_id,
-            lease_ms=cfg.broker_session_timeout_ms, io=cfg.file_io, share_leases=True)
-        self.cluster_map = LeaseClusterMap(self.partitions, coordinator_partitions)
+            lease_ms=cfg.broker_session_timeout_ms, io=cfg.file_io, placement=preferred_node)
+        self.cluster_map = LeaseClusterMap(self.partitions, coordinator_partitions, advertised)
+        self.partitions.endpoints = self.cluster_map.own_endpoints()
         self._interval_s = cfg.broker_heartbeat_interval_ms / 1000.0
         self._task: asyncio.Task[None] | None = None
-
-    def advertise(self) -> None:
-        """Once the listeners are bound, before the partitions load: the endpoints this node
-        registers with."""
-        self.partitions.endpoints = self.cluster_map.own_endpoints()
 
     def start(self, topics: TopicStore, groups: CoordinatorRuntime,
               producers: ProducerStateManager) -> None:
@@ -87,31 +85,35 @@ class PostgresNode:
             self._task = None
 
     async def _keep_leases(self, topics: TopicStore, broker_side: _LeadershipFollower) -> None:
+        """A pass at once (the node has just joined), then one every heartbeat interval."""
         session = PostgresSession.for_conninfo(self._conninfo)
         try:
             while True:
+                await self._lease_pass(session, topics, broker_side)
                 await asyncio.sleep(self._interval_s)
-                plan = self.partitions.lease_plan()
-                try:
-                    result = await asyncio.to_thread(self.partitions.run_lease_pass, session,
-                                                     plan)
-                    self.partitions.apply(result, plan)
-                except StorageError as exc:
-                    # The leases run on; past them another node may take over, and this
-                    # node's writes are fenced.
-                    log.warning("lease pass failed: %s", exc)
-                    continue
-                if result.lost or result.taken:
-                    log.info("leases lost: %s; taken: %s", result.lost, sorted(result.taken))
-                # A copy that stepped down between passes (its write fenced) is among the
-                # followed ones: the broker follows it as a lost lease too.
-                stepped_down = [tp for tp in plan.followed if tp not in result.taken]
-                broker_side.follow(LeasePass(result.lost + result.released + stepped_down,
-                                             result.taken))
-                self.cluster_map.follow_registry()
-                _follow_catalog(self.partitions, topics)
         finally:
             session.close()
+
+    async def _lease_pass(self, session: PostgresSession, topics: TopicStore,
+                          broker_side: _LeadershipFollower) -> None:
+        plan = self.partitions.lease_plan()
+        try:
+            result = await asyncio.to_thread(self.partitions.run_lease_pass, session, plan)
+            self.partitions.apply(result, plan)
+        except StorageError as exc:
+            # The leases run on; past them another node may take over, and this node's
+            # writes are fenced.
+            log.warning("lease pass failed: %s", exc)
+            return
+        if result.lost or result.taken:
+            log.info("leases lost: %s; taken: %s", result.lost, sorted(result.taken))
+        # A copy that stepped down between passes (its write fenced) is among the followed
+        # ones: the broker follows it as a lost lease too.
+        stepped_down = [tp for tp in plan.followed if tp not in result.taken]
+        broker_side.follow(LeasePass(result.lost + result.released + stepped_down,
+                                     result.taken))
+        self.cluster_map.follow_registry()
+        _follow_catalog(self.partitions, topics)
 
 
 def _follow_catalog(partitions: PostgresLogManager, topics: TopicStore) -> None:

@@ -19,15 +19,15 @@ so another node takes over that long after this one stopped renewing; only the e
 fences, so a late renewal or a paused node can never append over the next leader.
 A clean ``close`` releases the held leases, so another node may take them at once.
 
-Several live nodes share the partitions (``share_leases``): each node registers in the node
+Several live nodes share the partitions (given a ``Placement``): each node registers in the node
 registry (``storage.postgres_registry``) with its advertised endpoints, and its passes renew
 that liveness lease with the partition leases (one expiry for both). A partition belongs to
-its preferred node among the live ones (``storage.placement``): a node takes a lease only
+its preferred node among the live ones (the ``placement``): a node takes a lease only
 in its share (at opening, or in a pass once it is free or lapsed: a dead node's), and
 releases a held one that is another live node's share now, which takes it at its next pass.
 Each pass also reads the registry, the live leases and the topic catalog, so the node knows
 who leads what (``leader``), which nodes live (``live_nodes``) and the topics other nodes
-created (``catalog``). Without ``share_leases`` a node takes every lease it can.
+created (``catalog``). Without a placement a node takes every lease it can.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,6 @@ from groupcoord.storage.config import LeaseHeld, LogConfig, RecoveryReport, Stor
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.leased_log import LeasedPartitionLog
 from groupcoord.storage.manager import LogManager, TopicPartition, parse_partition_dir
-from groupcoord.storage.placement import preferred_node, topic_offset
 from groupcoord.storage.postgres_catalog import (
     CatalogTopic,
     PostgresDocuments,
@@ -77,6 +76,9 @@ log = logging.getLogger(__name__)
 # Kafka's broker.session.timeout.ms and broker.heartbeat.interval.ms defaults.
 DEFAULT_LEASE_MS = 9000
 DEFAULT_LEASE_RENEW_INTERVAL_MS = 2000
+# Where a partition's leadership belongs: (topic, partition, live node ids ascending) -> the
+# preferred node among them.
+Placement = Callable[[str, int, Sequence[int]], int]
 # The epoch of a store that only reads: below every epoch a partition's row holds (0 before
 # anyone led), so any write through it would be fenced.
 READ_ONLY_EPOCH = -1
@@ -98,8 +100,8 @@ class LeasePlan:
 @dataclass
 class LeasePass:
     """What a pass found: leases lost (another node took them), leases released (another
-    live node's share now) and leases taken (epoch); with ``share_leases``, the cluster as
-    the pass read it and the topic catalog."""
+    live node's share now) and leases taken (epoch); with a placement, the cluster as the
+    pass read it and the topic catalog."""
 
     lost: list[TopicPartition] = field(default_factory=list)
     taken: dict[TopicPartition, int] = field(default_factory=dict)
@@ -116,13 +118,13 @@ class PostgresLogManager(LogManager):
                  lease_ms: int = DEFAULT_LEASE_MS, default_config: LogConfig | None = None,
                  topic_configs: dict[str, dict[str, Any]] | None = None,
                  io: FileIO = OS_FILE_IO, clock_ms: Callable[[], int] = wall_clock_ms,
-                 share_leases: bool = False) -> None:
+                 placement: Placement | None = None) -> None:
         super().__init__(data_dir, default_config, topic_configs, io)
         self.session = session
         self.node_id = node_id
         self.lease_ms = lease_ms
         self._clock_ms = clock_ms
-        self.share_leases = share_leases
+        self.placement = placement
         self.documents = PostgresDocuments(session)
         # The logs of `logs`, typed as the copies they are (each leading or following).
         self.leased: dict[TopicPartition, LeasedPartitionLog] = {}
@@ -139,8 +141,8 @@ class PostgresLogManager(LogManager):
         """Open every partition of the catalog (its copy recovered, then caught up), first
         removing the copies of partitions the catalog no longer has."""
         ensure_schema(self.session)
-        if self.share_leases:
-            self._join()
+        if self.placement is not None:
+            self._fence_previous_process()
         catalog = self.catalog = list_topics(self.session)
         self._catalog_ids = {t.name: t.topic_id for t in catalog.values()}
         wanted = {(t.name, p) for t in catalog.values() for p in range(t.partitions)}
@@ -152,7 +154,10 @@ class PostgresLogManager(LogManager):
                 self.io.rmtree(full)
         for topic, partition in wanted:
             self.io.makedirs(self._dir(topic, partition))
-        return super().load_all(now_ms)
+        reports = super().load_all(now_ms)
+        if self.placement is not None:
+            self.join()
+        return reports
 
     def get_or_create(self, topic: str, partition: int, topic_id: bytes | None = None,
                       config_overrides: dict[str, Any] | None = None) -> LeasedPartitionLog:
@@ -166,22 +171,25 @@ class PostgresLogManager(LogManager):
                               config_overrides)
         return self.leased[(topic, partition)]
 
-    def _join(self) -> None:
-        """Register as live, and fence what a previous process of this node id still leads:
-        its leases are freed with their epochs bumped, so they go by the shares from now on
-        and that process can append nothing more."""
-        now = self._clock_ms()
-        heartbeat_node(self.session, self.node_id, self.endpoints, now + self.lease_ms)
+    def _fence_previous_process(self) -> None:
+        """Before opening: fence what a previous process of this node id still leads (its
+        leases freed with their epochs bumped, so that process can append nothing more and
+        they go by the shares), and read the live nodes the shares are computed over."""
         fence_previous_process(self.session, self.node_id)
-        self.view = cluster_view(self.session, now)
+        self.view = cluster_view(self.session, self._clock_ms())
+
+    def join(self) -> None:
+        """Register as live (the partitions opened): from now on the other nodes count this
+        one in the shares, and release to it what is its share. Renewed by every pass."""
+        heartbeat_node(self.session, self.node_id, self.endpoints,
+                       self._clock_ms() + self.lease_ms)
 
     def _order(self, view: ClusterView) -> list[int]:
         """The live node ids, ascending, this node among them."""
         return sorted({*view.live_ids, self.node_id})
 
     def _my_share(self, tp: TopicPartition, order: list[int]) -> bool:
-        return not self.share_leases or preferred_node(topic_offset(tp[0]), tp[1],
-                                                       order) == self.node_id
+        return self.placement is None or self.placement(*tp, order) == self.node_id
 
     def leader(self, tp: TopicPartition) -> PartitionLeader | None:
         """The partition's leader and epoch: this node while its copy leads, else the holder
@@ -256,7 +264,7 @@ class PostgresLogManager(LogManager):
                 release_leadership(self.session, topic, partition, copy.leader.leader_epoch)
             except StorageError as exc:
                 log.warning("%s-%d: the lease stays until it lapses: %s", topic, partition, exc)
-        if self.share_leases:
+        if self.placement is not None:
             try:
                 leave_cluster(self.session, self.node_id)
             except StorageError as exc:
@@ -283,13 +291,13 @@ class PostgresLogManager(LogManager):
         the lapsed ones among the followed partitions. PostgreSQL only; ``apply`` the result
         on the loop. ``StorageUnavailable`` if PostgreSQL cannot be reached."""
         now = self._clock_ms()
-        if self.share_leases:
+        if self.placement is not None:
             # One expiry for the node and its partitions: it stops being live when they lapse.
             heartbeat_node(session, self.node_id, self.endpoints, now + self.lease_ms)
         renewed = renew_leases(session, plan.held, self.lease_ms, now)
         result = LeasePass(lost=[tp for tp in plan.held if tp not in renewed])
         followed = plan.followed
-        if self.share_leases:
+        if self.placement is not None:
             result.view = cluster_view(session, now)
             result.catalog = list_topics(session)
             order = self._order(result.view)
@@ -327,5 +335,5 @@ class PostgresLogManager(LogManager):
             self.view = result.view
         if result.catalog is not None:
             self.catalog = result.catalog
-            for name, topic in result.catalog.items():
-                self._catalog_ids.setdefault(name, topic.topic_id)
+            for name, found in result.catalog.items():
+                self._catalog_ids.setdefault(name, found.topic_id)

@@ -6,7 +6,7 @@ liveness lease renewed by every lease pass with the same expiry as the node's pa
 leases, so a node stops being live when its partition leases lapse, not before. A clean stop
 ends the node's lease at once (``leave_cluster``).
 
-A node's liveness decides only where leadership should go (``storage.placement`` over the
+A node's liveness decides only where leadership should go (the placement over the
 live nodes) and whom clients are sent to; it fences nothing: only a partition's epoch does
 (``storage.postgres_store``).
 """
