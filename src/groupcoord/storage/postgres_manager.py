@@ -5,8 +5,8 @@ Which partitions exist, and their topic ids, come from the cluster's catalog
 (``storage.postgres_catalog``), not from the data dir: ``load_all`` opens every partition of
 the catalog, removes the copies of topics deleted meanwhile, and each partition's log is a
 ``storage.leased_log.LeasedPartitionLog``, a copy in the data dir of the log PostgreSQL
-holds. Opening a partition takes its leader lease unless another node's lease is live; the
-node then leads it (appends, truncations, DeleteRecords and retention go to PostgreSQL at
+holds. Opening a partition takes its leader lease unless another node's lease is live (or,
+with a placement, the partition is another live node's share); the node then leads it (appends, truncations, DeleteRecords and retention go to PostgreSQL at
 the lease's epoch) or follows (its copy answers reads as of the last catch-up; writes are
 refused with ``NotPartitionLeader``).
 
@@ -19,15 +19,16 @@ so another node takes over that long after this one stopped renewing; only the e
 fences, so a late renewal or a paused node can never append over the next leader.
 A clean ``close`` releases the held leases, so another node may take them at once.
 
-Several live nodes share the partitions (given a ``Placement``): each node registers in the node
-registry (``storage.postgres_registry``) with its advertised endpoints, and its passes renew
-that liveness lease with the partition leases (one expiry for both). A partition belongs to
-its preferred node among the live ones (the ``placement``): a node takes a lease only
-in its share (at opening, or in a pass once it is free or lapsed: a dead node's), and
-releases a held one that is another live node's share now, which takes it at its next pass.
-Each pass also reads the registry, the live leases and the topic catalog, so the node knows
-who leads what (``leader``), which nodes live (``live_nodes``) and the topics other nodes
-created (``catalog``). Without a placement a node takes every lease it can.
+Several live nodes share the partitions (given a ``Placement``): each node registers in
+the node registry (``storage.postgres_registry``) with its advertised endpoints once its
+partitions are open, and its passes renew that liveness lease with the partition leases (one
+expiry for both). A partition belongs to its preferred node among the live ones (the
+``placement``): a node takes a lease only in its share (at opening, or in a pass once it is
+free or lapsed: a dead node's), and releases a held one that is another live node's share
+now, which takes it at its next pass. Each pass also reads the registry, the live leases and
+the topic catalog, so the node knows who leads what (``leader``), which nodes live
+(``live_nodes``) and the topics other nodes created (``catalog``). Without a placement a
+node takes every lease it can.
 """
 
 from __future__ import annotations
