@@ -2,8 +2,8 @@
 server, driven by confluent-kafka: records produced and fetched, a classic group that joins
 and commits, a committed transaction; then the node stopped (SIGTERM, and SIGKILL) and a new
 one started on the same storage with an empty data dir finds every acknowledged record, the
-group's offsets, the transaction and the cluster id. A second node started while the first
-holds live leases appends nothing to the partitions it does not lead. PostgreSQL restarted
+group's offsets, the transaction and the cluster id. Two live nodes share the partitions,
+and neither appends anything to the partitions the other leads. PostgreSQL restarted
 under an idempotent producer's load: nothing acknowledged lost, nothing stored twice. The
 leader killed while another node follows: the follower takes over once the leases lapse; a
 leader paused past its leases and resumed after a takeover writes nothing."""
@@ -28,18 +28,10 @@ from helpers.confluent_io import (
     produce,
 )
 from helpers.polling import wait_for
+from helpers.postgres_cluster import SHORT_LEASE, node_args, partition_leaders, produce_error
 from helpers.postgres_server import PostgresServer
-from helpers.wire_client import WireConnection
 
-from groupcoord.logformat.batch import build_batch
 from groupcoord.wire.errors import ErrorCode
-from groupcoord.wire.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
-from groupcoord.wire.generated.produce import (
-    PartitionProduceData,
-    ProduceRequest,
-    ProduceResponse,
-    TopicProduceData,
-)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -47,11 +39,6 @@ TOPIC = "orders"
 PARTITIONS = 2
 GROUP = "billing"
 WAIT_S = 60.0
-
-
-def node_args(storage_url: str, node_id: int) -> list[str]:
-    return ["--storage", storage_url, "--node-id", str(node_id), "--offsets-partitions", "3",
-            "--group-initial-rebalance-delay-ms", "0"]
 
 
 @dataclass
@@ -193,31 +180,41 @@ def test_a_new_node_on_the_same_storage_finds_everything(
 
 
 def _produce_error(node: BrokerProcess, partition: int) -> int:
-    """Produce one batch over the wire (no client retries); the partition's error code."""
-    batch = build_batch([(b"k", b"from-another-node", [], int(time.time() * 1000))])
-    request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
-        name=TOPIC, partition_data=[PartitionProduceData(index=partition, records=batch)])])
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(request, 9)
-    finally:
-        conn.close()
-    assert isinstance(response, ProduceResponse)
-    return int(response.responses[0].partition_responses[0].error_code)
+    return produce_error(node, TOPIC, partition)
+
+
+def _spread(*nodes: BrokerProcess) -> dict[int, int]:
+    """Once the live nodes share the topic's two partitions (one each, by their placement),
+    every node telling the same: partition -> leader."""
+    views: list[dict[int, int]] = []
+
+    def spread() -> bool:
+        views[:] = [partition_leaders(node, TOPIC) for node in nodes]
+        return (all(view == views[0] for view in views)
+                and set(views[0].values()) == set(range(1, len(nodes) + 1)))
+    wait_for(spread, "the partitions spread over the nodes, every node agreeing", WAIT_S,
+             lambda: f"leaders per node {views}", interval=0.2)
+    return views[0]
 
 
 def test_a_second_node_appends_nothing_where_the_first_leads(
         broker_factory: BrokerFactory, storage_url: str) -> None:
+    """Two live nodes share the partitions; each node's produce to the partition the other
+    leads is NOT_LEADER_OR_FOLLOWER with nothing written, and the leaders are unaffected."""
     first = broker_factory.create(node_args(storage_url, 1))
     _produce_acked(first, [f"r-{i}".encode() for i in range(20)])
-    before = _read(first.bootstrap, "read_uncommitted")
 
     second = broker_factory.create(node_args(storage_url, 2))
-    assert [_produce_error(second, p) for p in range(PARTITIONS)] == [
-        ErrorCode.NOT_LEADER_OR_FOLLOWER] * PARTITIONS
+    leaders = _spread(first, second)
+    nodes = {1: first, 2: second}
+    before = _read(first.bootstrap, "read_uncommitted")
+    for partition, leader in leaders.items():
+        other = nodes[3 - leader]
+        assert _produce_error(other, partition) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert _read(first.bootstrap, "read_uncommitted") == before
-    # The leader is unaffected.
-    assert [_produce_error(first, p) for p in range(PARTITIONS)] == [ErrorCode.NONE] * PARTITIONS
+    # The leaders are unaffected.
+    for partition, leader in leaders.items():
+        assert _produce_error(nodes[leader], partition) == ErrorCode.NONE
 
 
 def test_postgresql_restarted_under_produce_load_loses_nothing_acknowledged(
@@ -251,22 +248,21 @@ def test_postgresql_restarted_under_produce_load_loses_nothing_acknowledged(
     assert "PostgreSQL" in node.log_text(current_run=True)  # the retriable errors, logged
 
 
-SHORT_LEASE = ["--broker-session-timeout-ms", "3000", "--broker-heartbeat-interval-ms", "500"]
-
-
 def test_a_following_node_takes_over_when_the_leader_is_killed(
         broker_factory: BrokerFactory, storage_url: str) -> None:
-    """Node 2 follows while node 1 leads; node 1 is SIGKILLed; once node 1's leases lapse
-    node 2 takes them (a lease pass), catches its copies up and serves: every record node 1
-    acknowledged, the group's committed offsets (its offsets shard loaded on node 2), and
-    new appends after them."""
+    """Node 2 follows the partition node 1 leads; node 1 is SIGKILLed; once node 1's leases
+    lapse node 2 takes them (a lease pass), catches its copies up and serves: every record
+    node 1 acknowledged, the group's committed offsets (its offsets shard loaded on node 2),
+    and new appends after them."""
     first = broker_factory.create(node_args(storage_url, 1) + SHORT_LEASE)
     log = _produce_acked(first, [f"r-{i:03d}".encode() for i in range(100)])
     committed = _consume_group(first.bootstrap, 100)
     ends = high_watermarks(first.bootstrap, TOPIC, PARTITIONS)
 
     second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
-    assert _produce_error(second, 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    leaders = _spread(first, second)
+    followed = next(p for p, leader in leaders.items() if leader == 1)
+    assert _produce_error(second, followed) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     first.kill()
 
     wait_for(lambda: _produce_error(second, 0) == ErrorCode.NONE, "node 2 to lead", WAIT_S,
@@ -280,43 +276,42 @@ def test_a_following_node_takes_over_when_the_leader_is_killed(
     assert _committed(second.bootstrap) == committed
 
 
-def _offset_fetch_error(node: BrokerProcess) -> int:
-    """The group's OffsetFetch error code (v7: one group, all its partitions)."""
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(OffsetFetchRequest(group_id=GROUP, topics=None), 7)
-    finally:
-        conn.close()
-    assert isinstance(response, OffsetFetchResponse)
-    return int(response.error_code)
-
-
 def test_a_paused_leader_resumed_after_a_takeover_writes_nothing(
         broker_factory: BrokerFactory, storage_url: str) -> None:
-    """Node 1 is paused (SIGSTOP) past its leases while node 2 follows; node 2 takes over and
-    appends; node 1 resumed (SIGCONT) is refused every append (fenced by the epoch, or
-    stepped down by its next lease pass), nothing it tries is readable, and its offsets
-    shard is unloaded (NOT_COORDINATOR), while node 2 serves the group's offsets."""
+    """Node 1 is paused (SIGSTOP) past its leases while node 2 is live; node 2 takes over and
+    appends; node 1 resumed (SIGCONT) is refused every append at its old epoch (fenced, or
+    stepped down by its next lease pass) and unloads its offsets shards; nothing it tried is
+    readable. It rejoins as a live node and may take its share back later, at a new epoch:
+    an append it acknowledges then comes after everything node 2 wrote. Node 2 serves the
+    group's offsets."""
     first = broker_factory.create(node_args(storage_url, 1) + SHORT_LEASE)
     log = _produce_acked(first, [f"r-{i:03d}".encode() for i in range(100)])
     committed = _consume_group(first.bootstrap, 100)
     second = broker_factory.create(node_args(storage_url, 2) + SHORT_LEASE)
+    _spread(first, second)
     assert first.proc is not None
 
     first.proc.send_signal(signal.SIGSTOP)
     try:
         for partition in range(PARTITIONS):
-            wait_for(lambda p=partition: _produce_error(second, p) == ErrorCode.NONE,
-                     "node 2 to lead", WAIT_S, lambda: second.log_tail(20), interval=0.2)
+            def led(p: int = partition) -> bool:
+                return _produce_error(second, p) == ErrorCode.NONE
+            wait_for(led, "node 2 to lead", WAIT_S, lambda: second.log_tail(20), interval=0.2)
+        taken_over = _read(second.bootstrap, "read_uncommitted")
+        paused_log = len(first.log_text(current_run=True))
     finally:
         first.proc.send_signal(signal.SIGCONT)
-    taken_over = _read(second.bootstrap, "read_uncommitted")
 
-    assert [_produce_error(first, p) for p in range(PARTITIONS)] == [
-        ErrorCode.NOT_LEADER_OR_FOLLOWER] * PARTITIONS
-    wait_for(lambda: _offset_fetch_error(first) == ErrorCode.NOT_COORDINATOR,
-             "node 1 to unload its offsets shard", WAIT_S, lambda: first.log_tail(20),
-             interval=0.2)
-    assert _read(second.bootstrap, "read_uncommitted") == taken_over
+    codes = [_produce_error(first, p) for p in range(PARTITIONS)]
+    assert set(codes) <= {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE}, codes
+
+    def stepped_down() -> bool:
+        resumed = first.log_text(current_run=True)[paused_log:]
+        return "leases lost" in resumed and "unloaded shard __consumer_offsets" in resumed
+    wait_for(stepped_down, "node 1 to step down and unload its offsets shards", WAIT_S,
+             lambda: first.log_tail(20), interval=0.2)
+    after = _read(second.bootstrap, "read_uncommitted")
+    assert {key: after[key] for key in taken_over} == taken_over
+    assert len(after) == len(taken_over) + codes.count(ErrorCode.NONE)
     assert {key: taken_over[key] for key in log.acked} == log.acked
     assert _committed(second.bootstrap) == committed

@@ -4,7 +4,8 @@ the same storage, even from an empty data dir; a second node while the first hol
 leases follows and can write nothing; a lease pass moves a lapsed lease to it (a manual clock
 for the leases); a deposed leader steps down with nothing written; a copy that differs from
 PostgreSQL's log is made again, one missing a committed batch takes it in before the next
-write; a deleted topic's copies go; id blocks never overlap."""
+write; a deleted topic's copies go; id blocks never overlap; with a placement, live nodes
+share the partitions and a dead node's share is taken."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from helpers.postgres_server import PostgresServer
 from storage_helpers import make_batch
 
+from groupcoord.server.cluster_map import preferred_node
 from groupcoord.storage.config import FencedLeaderEpoch, NotPartitionLeader, StorageUnavailable
 from groupcoord.storage.postgres_catalog import PostgresDocuments, list_topics
 from groupcoord.storage.postgres_manager import PostgresLogManager
@@ -216,3 +218,68 @@ def test_a_write_the_copy_missed_is_taken_in_before_the_next(open_node: Open, to
     assert copy.log_end_offset == 3  # the landed batch is in the copy now
     assert copy.append(make_batch(3, ts=NOW), now_ms=NOW).base_offset == 3
     assert _batches(node, topic) == [bytes(v) for v in copy.source.iter_batches()]
+
+
+def _lease_pass(node: PostgresLogManager, topic: str) -> tuple[set[int], set[int]]:
+    """A pass; the partitions of `topic` it released and took (the test database holds
+    other tests' topics too)."""
+    plan = node.lease_plan()
+    result = node.run_lease_pass(node.session, plan)
+    node.apply(result, plan)
+    return ({p for t, p in result.released if t == topic},
+            {p for t, p in result.taken if t == topic})
+
+
+def test_live_nodes_share_the_partitions_and_a_dead_nodes_share_is_taken(
+        postgres_server: PostgresServer, clock: ManualClock, topic: str,
+        tmp_path: Path) -> None:
+    """With a placement, a node alone leads everything; a second node that joins follows
+    until the first releases the second's share in its next pass, and takes it in its own;
+    both then tell the same leaders. The second stops renewing (dead): past its lease the
+    first is the only live node and takes the second's share back."""
+    opened: list[PostgresLogManager] = []
+
+    def open_sharing(node_id: int, data_dir: Path) -> PostgresLogManager:
+        node = PostgresLogManager(str(data_dir), PostgresSession.for_conninfo(
+            postgres_server.dsn), node_id=node_id, lease_ms=LEASE_MS, clock_ms=clock,
+            placement=preferred_node)
+        node.load_all(now_ms=NOW)
+        opened.append(node)
+        return node
+
+    # Node ids no other test registers: the registry is the database's.
+    first_id, second_id = 101, 102
+    try:
+        first = open_sharing(first_id, tmp_path / "a")
+        for partition in (0, 1):
+            first.get_or_create(topic, partition, TOPIC_ID).append(make_batch(1, ts=NOW),
+                                                                   now_ms=NOW)
+        assert all(first.leased[(topic, p)].leader is not None for p in (0, 1))
+
+        second = open_sharing(second_id, tmp_path / "b")
+        assert all(second.leased[(topic, p)].leader is None for p in (0, 1))
+        share = {p: preferred_node(topic, p, [first_id, second_id]) for p in (0, 1)}
+        assert set(share.values()) == {first_id, second_id}
+        theirs = next(p for p, node_id in share.items() if node_id == second_id)
+
+        assert _lease_pass(first, topic) == ({theirs}, set())
+        assert first.leader((topic, theirs)) is None
+        assert _lease_pass(second, topic) == (set(), {theirs})
+        _lease_pass(first, topic)
+        for node in (first, second):
+            assert {p: node.leader((topic, p)).node_id for p in (0, 1)} == share  # type: ignore[union-attr]
+            assert [n.node_id for n in node.live_nodes()] == [first_id, second_id]
+        copy = second.leased[(topic, theirs)]
+        assert copy.log_end_offset == 1  # caught up when it took the lease
+        copy.append(make_batch(1, ts=NOW), now_ms=NOW)
+
+        # The second stops renewing; the first renews its own past the second's lease.
+        clock.now_ms += LEASE_MS
+        assert _lease_pass(first, topic) == (set(), {theirs})
+        assert [n.node_id for n in first.live_nodes()] == [first_id]
+        assert first.leased[(topic, theirs)].log_end_offset == 2
+        with pytest.raises(FencedLeaderEpoch):
+            copy.append(make_batch(1, ts=NOW), now_ms=NOW)
+    finally:
+        for node in opened:
+            node.close()

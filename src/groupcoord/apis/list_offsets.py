@@ -7,7 +7,8 @@ timestamp (v7+), -4 earliest local (= earliest, no tiered storage), -5 latest ti
 (none: -1); otherwise the first offset whose timestamp is at or after the one asked. As
 `Partition.fetchOffsetForTimestamp`, a timestamp answer at or past the last fetchable
 offset (the LSO for read_committed) is no answer (-1). A partition listed twice ->
-INVALID_REQUEST; a current leader epoch newer than 0 -> UNKNOWN_LEADER_EPOCH.
+INVALID_REQUEST; a current leader epoch newer than the partition's (0; on PostgreSQL its
+lease's) -> UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
-from groupcoord.apis.nodes import leads
+from groupcoord.apis.nodes import current_epoch_error, leads
 from groupcoord.storage.config import CorruptBatchError
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.list_offsets import (
@@ -74,8 +75,9 @@ def _partition(ctx: RequestContext, name: str, p: Any, duplicate: bool,
     if not leads(ctx, name, p.partition_index):
         resp.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         return resp
-    if p.current_leader_epoch > LEADER_EPOCH:
-        resp.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    epoch_error = current_epoch_error(ctx, name, p.partition_index, p.current_leader_epoch)
+    if epoch_error is not None:
+        resp.error_code = epoch_error
         return resp
     if p.timestamp == MAX_TIMESTAMP and version < 7:
         resp.error_code = ErrorCode.UNSUPPORTED_VERSION

@@ -36,20 +36,27 @@ MIN_VERSION, MAX_VERSION = 0, 12
 UUID_ZERO = bytes(16)
 
 
-def _partition(index: int, node: int) -> MetadataResponsePartition:
+def _partition(index: int, node: int, epoch: int) -> MetadataResponsePartition:
+    if node < 0:
+        # Nobody leads it now (a lease lapsed and not yet taken): Kafka's answer for a
+        # partition without a live leader; the client asks again.
+        return MetadataResponsePartition(
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1,
+            leader_epoch=-1, replica_nodes=[], isr_nodes=[], offline_replicas=[])
     replicas = [node]
     return MetadataResponsePartition(error_code=0, partition_index=index, leader_id=node,
-                                     leader_epoch=0, replica_nodes=replicas, isr_nodes=replicas,
-                                     offline_replicas=[])
+                                     leader_epoch=epoch, replica_nodes=replicas,
+                                     isr_nodes=replicas, offline_replicas=[])
 
 
 def topic_metadata(ctx: RequestContext, topic: Any, with_ops: bool) -> MetadataResponseTopic:
     cluster = ctx.cluster
     if cluster is None:
         node = ctx.config.node_id
-        partitions = [_partition(p, node) for p in range(topic.num_partitions)]
+        partitions = [_partition(p, node, 0) for p in range(topic.num_partitions)]
     else:
-        partitions = [_partition(p, cluster.owner(topic.name, p))
+        partitions = [_partition(p, cluster.owner(topic.name, p),
+                                 cluster.leader_epoch(topic.name, p))
                       for p in range(topic.num_partitions)]
     return MetadataResponseTopic(
         error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,

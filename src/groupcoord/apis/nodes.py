@@ -6,6 +6,7 @@ NOT_COORDINATOR."""
 from __future__ import annotations
 
 from groupcoord.apis.context import RequestContext
+from groupcoord.wire.errors import ErrorCode
 
 # FindCoordinator key types (Kafka's `FindCoordinatorRequest.CoordinatorType`).
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
@@ -38,6 +39,18 @@ def leads(ctx: RequestContext, topic: str, partition: int) -> bool:
     """Whether the request's node leads the partition."""
     cluster = ctx.cluster
     return cluster is None or cluster.owner(topic, partition) == ctx.node_id
+
+
+def current_epoch_error(ctx: RequestContext, topic: str, partition: int,
+                        current_leader_epoch: int) -> int | None:
+    """Kafka's check of a request's current leader epoch against the partition's (-1: no
+    check): FENCED_LEADER_EPOCH if older, UNKNOWN_LEADER_EPOCH if newer, else None."""
+    cluster = ctx.cluster
+    epoch = 0 if cluster is None else cluster.leader_epoch(topic, partition)
+    if current_leader_epoch < 0 or current_leader_epoch == epoch:
+        return None
+    return (ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < epoch
+            else ErrorCode.UNKNOWN_LEADER_EPOCH)
 
 
 def coordinator_node(ctx: RequestContext, key_type: int, key: str) -> int:

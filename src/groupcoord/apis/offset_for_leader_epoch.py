@@ -3,7 +3,8 @@
 Mirrors `ReplicaManager.lastOffsetForLeaderEpoch` + `LeaderEpochFileCache.endOffsetFor`
 with a single leader epoch, 0, starting at offset 0 (every stored batch carries epoch 0):
 asking for epoch 0 gives the log end offset; any other epoch is undefined (-1, -1). A
-current leader epoch newer than 0 -> UNKNOWN_LEADER_EPOCH. Clients use this to validate
+current leader epoch newer than the partition's (0; on PostgreSQL its lease's) ->
+UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH. Clients use this to validate
 their position after a leader change (KIP-320).
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from groupcoord.apis import authorization as authz
 from groupcoord.apis.context import RequestContext
-from groupcoord.apis.nodes import leads
+from groupcoord.apis.nodes import current_epoch_error, leads
 from groupcoord.wire.errors import ErrorCode
 from groupcoord.wire.generated.offset_for_leader_epoch import (
     EpochEndOffset,
@@ -34,8 +35,9 @@ def _end_offset(ctx: RequestContext, topic: str, p: Any) -> EpochEndOffset:
         result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     elif not leads(ctx, topic, p.partition):
         result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    elif p.current_leader_epoch > LEADER_EPOCH:
-        result.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    elif (epoch_error := current_epoch_error(ctx, topic, p.partition,
+                                             p.current_leader_epoch)) is not None:
+        result.error_code = epoch_error
     elif p.leader_epoch == LEADER_EPOCH:
         result.leader_epoch, result.end_offset = LEADER_EPOCH, plog.log_end_offset
     return result

@@ -119,7 +119,8 @@ class Broker:
         self.node_servers: dict[int, list[Acceptor]] = {}
         # Each node's bound ports, kept while it is stopped so it starts where it was.
         self.node_ports: dict[int, list[int]] = {}
-        # Who serves what with several nodes (`server.cluster_map`); None with one.
+        # Who serves what with several nodes (`server.cluster_map`; on PostgreSQL the lease
+        # table's, `server.lease_cluster_map`); None with one node on a data dir.
         self.cluster: ClusterMap | None = None
         self.connection_limits: ConnectionLimits | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -222,7 +223,11 @@ class Broker:
         else:
             from groupcoord.server.postgres_node import PostgresNode
 
-            self._postgres = PostgresNode(cfg)
+            advertised = {listener.name: security.advertised
+                          for listener, security in zip(cfg.listeners, self.listener_security,
+                                                        strict=True)}
+            self._postgres = PostgresNode(cfg, _coordinator_partitions(cfg), advertised)
+            self.cluster = self._postgres.cluster_map
             self.logs = self._opened_logs = self._postgres.partitions
         # Log recovery (CRC scans after an unclean stop, index rebuilds and their fsyncs) on a
         # worker thread: the loop keeps answering ApiVersions, and nothing else reads the
@@ -248,7 +253,7 @@ class Broker:
         self._services.append(self.transactions)
         if self._postgres is not None:
             # Stopped last: the leases stay while the runtimes write their last records.
-            self._postgres.start(self.groups, self.producers)
+            self._postgres.start(self.topics, self.groups, self.producers)
             self._services.insert(0, self._postgres)
 
     def scram_store(self) -> ScramCredentialStore:
@@ -503,12 +508,17 @@ def _after_bind(cfg: BrokerConfig) -> None:
             continue
 
 
-def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
+def _coordinator_partitions(cfg: BrokerConfig) -> dict[str, int]:
+    """The partition counts of the coordinators' topics (FindCoordinator's key -> partition)."""
     from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
-    from groupcoord.server.cluster_map import ClusterMap
     from groupcoord.server.share_state import STATE_TOPIC_PARTITIONS
     from groupcoord.server.transactions import txn_topic_partitions
 
-    return ClusterMap([cfg.node_id + i for i in range(cfg.nodes)], {
-        OFFSETS_TOPIC: cfg.offsets_partitions, SHARE_STATE_TOPIC: STATE_TOPIC_PARTITIONS,
-        TXN_TOPIC: txn_topic_partitions(cfg.extra)})
+    return {OFFSETS_TOPIC: cfg.offsets_partitions, SHARE_STATE_TOPIC: STATE_TOPIC_PARTITIONS,
+            TXN_TOPIC: txn_topic_partitions(cfg.extra)}
+
+
+def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
+    from groupcoord.server.cluster_map import ClusterMap
+
+    return ClusterMap([cfg.node_id + i for i in range(cfg.nodes)], _coordinator_partitions(cfg))

@@ -6,8 +6,9 @@ Kafka spreads leaders over brokers and moves them when a broker stops; this map 
 same without replication (every node reads the one storage, so a new leader has every
 byte already):
 
-- a partition's preferred node is `nodes[(partition + abs(java_string_hash(topic))) % N]`,
-  so the partitions of a topic, and the coordinator partitions of `__consumer_offsets`,
+- a partition's preferred node is `nodes[(partition + abs(java_string_hash(topic))) % N]`
+  (`preferred_node`, also the spread of the live nodes of a cluster on PostgreSQL), so the
+  partitions of a topic, and the coordinator partitions of `__consumer_offsets`,
   `__share_group_state` and `__transaction_state`, are spread over all nodes;
 - a partition may be pinned to a node (moving a coordinator); a pin wins while its node
   lives;
@@ -20,6 +21,7 @@ unload and load).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator.partitioning import java_string_hash, partition_for
@@ -28,6 +30,11 @@ from groupcoord.server.config import Listener
 
 # FindCoordinator key types (`FindCoordinatorRequest.CoordinatorType`).
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+
+
+def preferred_node(topic: str, partition: int, order: Sequence[int]) -> int:
+    """The partition's preferred node among ``order``, node ids ascending (not empty)."""
+    return order[(partition + abs(java_string_hash(topic))) % len(order)]
 
 
 @dataclass
@@ -50,15 +57,11 @@ class ClusterMap:
         # Partition counts of the coordinators' topics, for FindCoordinator's key -> partition.
         self.coordinator_partitions = dict(coordinator_partitions)
         self.pinned: dict[tuple[str, int], int] = {}
-        self._offsets: dict[str, int] = {}
 
     # -- placement -------------------------------------------------------------------------
 
     def preferred(self, topic: str, partition: int) -> int:
-        offset = self._offsets.get(topic)
-        if offset is None:
-            offset = self._offsets[topic] = abs(java_string_hash(topic))
-        return self._order[(partition + offset) % len(self._order)]
+        return preferred_node(topic, partition, self._order)
 
     def owner(self, topic: str, partition: int) -> int:
         """The live node serving the partition; -1 when every node is stopped."""
@@ -73,6 +76,11 @@ class ClusterMap:
             if self.nodes[candidate].live:
                 return candidate
         return -1
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch: 0, as one process over one storage never changes
+        leader in Kafka's sense (every node reads the same log)."""
+        return 0
 
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
         """The internal partition coordinating a FindCoordinator key (Kafka's

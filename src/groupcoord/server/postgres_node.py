@@ -17,6 +17,13 @@ follows each change, as Kafka's brokers do on a leadership change:
 
 Without a live lease a node writes nothing: only the lease's epoch fences, so a late pass
 (a paused process, a slow PostgreSQL) can never append over another node.
+
+The live nodes share the partitions (the manager's placement is `server.cluster_map`'s
+spread, over the live nodes of the registry: each node leads its preferred partitions). After each pass the node's
+`server.lease_cluster_map` follows the registry, so Metadata, FindCoordinator and
+DescribeCluster send clients to the leaders; the topics other nodes created (the catalog the
+pass read) become known here, and every partition of every known topic is opened, so each
+node has a copy of each, following or leading it.
 """
 
 from __future__ import annotations
@@ -26,14 +33,17 @@ import logging
 from typing import TYPE_CHECKING
 
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
+from groupcoord.server.cluster_map import preferred_node
+from groupcoord.server.lease_cluster_map import LeaseClusterMap
 from groupcoord.storage.config import StorageError
 from groupcoord.storage.postgres_manager import LeasePass, PostgresLogManager
 from groupcoord.storage.postgres_session import PostgresSession
 
 if TYPE_CHECKING:
-    from groupcoord.server.config import BrokerConfig
+    from groupcoord.server.config import BrokerConfig, Listener
     from groupcoord.server.producer_state import ProducerStateManager
     from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
+    from groupcoord.server.topics import TopicStore
 
 log = logging.getLogger("groupcoord.cluster")
 
@@ -41,22 +51,31 @@ log = logging.getLogger("groupcoord.cluster")
 class PostgresNode:
     """The node's partitions in PostgreSQL and the passes that keep their leases."""
 
-    def __init__(self, cfg: BrokerConfig) -> None:
+    def __init__(self, cfg: BrokerConfig, coordinator_partitions: dict[str, int],
+                 advertised: dict[str, Listener]) -> None:
+        """Once the listeners are bound: `advertised` are their endpoints by listener name,
+        what this node registers with and other nodes tell clients."""
         assert cfg.storage is not None
         self._conninfo = cfg.storage
         self.partitions = PostgresLogManager(
             cfg.data_dir, PostgresSession.for_conninfo(cfg.storage), node_id=cfg.node_id,
-            lease_ms=cfg.broker_session_timeout_ms, io=cfg.file_io)
+            lease_ms=cfg.broker_session_timeout_ms, io=cfg.file_io, placement=preferred_node)
+        self.cluster_map = LeaseClusterMap(self.partitions, coordinator_partitions, advertised)
+        self.partitions.endpoints = self.cluster_map.own_endpoints()
         self._interval_s = cfg.broker_heartbeat_interval_ms / 1000.0
         self._task: asyncio.Task[None] | None = None
 
-    def start(self, groups: CoordinatorRuntime, producers: ProducerStateManager) -> None:
+    def start(self, topics: TopicStore, groups: CoordinatorRuntime,
+              producers: ProducerStateManager) -> None:
         """Once the runtimes run: unload the offsets shards this node follows, then keep
         the leases."""
         broker_side = _LeadershipFollower(groups, producers)
+        self.cluster_map.follow_registry()
+        _follow_catalog(self.partitions, topics)
         followed = [tp for tp, copy in self.partitions.leased.items() if copy.leader is None]
         broker_side.follow(LeasePass(lost=followed))
-        self._task = asyncio.get_running_loop().create_task(self._keep_leases(broker_side))
+        self._task = asyncio.get_running_loop().create_task(
+            self._keep_leases(topics, broker_side))
 
     async def stop(self) -> None:
         """Stop the passes; the leases are released when the partitions close."""
@@ -65,29 +84,54 @@ class PostgresNode:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
-    async def _keep_leases(self, broker_side: _LeadershipFollower) -> None:
+    async def _keep_leases(self, topics: TopicStore, broker_side: _LeadershipFollower) -> None:
+        """A pass at once (the node has just joined), then one every heartbeat interval."""
         session = PostgresSession.for_conninfo(self._conninfo)
         try:
             while True:
+                await self._lease_pass(session, topics, broker_side)
                 await asyncio.sleep(self._interval_s)
-                plan = self.partitions.lease_plan()
-                try:
-                    result = await asyncio.to_thread(self.partitions.run_lease_pass, session,
-                                                     plan)
-                    self.partitions.apply(result, plan)
-                except StorageError as exc:
-                    # The leases run on; past them another node may take over, and this
-                    # node's writes are fenced.
-                    log.warning("lease pass failed: %s", exc)
-                    continue
-                if result.lost or result.taken:
-                    log.info("leases lost: %s; taken: %s", result.lost, sorted(result.taken))
-                # A copy that stepped down between passes (its write fenced) is among the
-                # followed ones: the broker follows it as a lost lease too.
-                stepped_down = [tp for tp in plan.followed if tp not in result.taken]
-                broker_side.follow(LeasePass(result.lost + stepped_down, result.taken))
         finally:
             session.close()
+
+    async def _lease_pass(self, session: PostgresSession, topics: TopicStore,
+                          broker_side: _LeadershipFollower) -> None:
+        plan = self.partitions.lease_plan()
+        try:
+            result = await asyncio.to_thread(self.partitions.run_lease_pass, session, plan)
+            self.partitions.apply(result, plan)
+        except StorageError as exc:
+            # The leases run on; past them another node may take over, and this node's
+            # writes are fenced.
+            log.warning("lease pass failed: %s", exc)
+            return
+        if result.lost or result.taken:
+            log.info("leases lost: %s; taken: %s", result.lost, sorted(result.taken))
+        # A copy that stepped down between passes (its write fenced) is among the followed
+        # ones: the broker follows it as a lost lease too.
+        stepped_down = [tp for tp in plan.followed if tp not in result.taken]
+        broker_side.follow(LeasePass(result.lost + result.released + stepped_down,
+                                     result.taken))
+        self.cluster_map.follow_registry()
+        _follow_catalog(self.partitions, topics)
+
+
+def _follow_catalog(partitions: PostgresLogManager, topics: TopicStore) -> None:
+    """Know the topics of the catalog (created on other nodes too) and open every partition
+    of every known topic not open yet (lazily created internal ones included): each is led
+    here if it is this node's share and free, else followed."""
+    for name, found in partitions.catalog.items():
+        if topics.adopt(name, found.topic_id, found.partitions):
+            log.info("topic %s (%d partitions) known from the catalog", name, found.partitions)
+    for topic in topics.all():
+        for partition in range(topic.num_partitions):
+            if partitions.get(topic.name, partition) is not None:
+                continue
+            try:
+                topics.log(topic.name, partition)
+            except StorageError as exc:
+                log.warning("%s-%d: not opened yet: %s", topic.name, partition, exc)
+                return
 
 
 class _LeadershipFollower:

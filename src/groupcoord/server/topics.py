@@ -147,6 +147,20 @@ class TopicStore:
         self._changed()
         return topic
 
+    def adopt(self, name: str, topic_id: bytes, num_partitions: int) -> bool:
+        """A topic another node of the cluster created or grew (the catalog has it): known
+        here from now on, with no config overrides of its own; whether anything changed.
+        Its partitions open on first use (`log`)."""
+        topic = self._topics.get(name)
+        if topic is None:
+            self._add(Topic(name, topic_id, num_partitions, name in KAFKA_INTERNAL_TOPICS))
+        elif topic.num_partitions < num_partitions:
+            topic.num_partitions = num_partitions
+        else:
+            return False
+        self._changed()
+        return True
+
     def ensure_internal(self, name: str, num_partitions: int, configs: dict[str, str]) -> Topic:
         topic = self._topics.get(name)
         if topic is None:

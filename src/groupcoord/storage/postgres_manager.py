@@ -5,8 +5,8 @@ Which partitions exist, and their topic ids, come from the cluster's catalog
 (``storage.postgres_catalog``), not from the data dir: ``load_all`` opens every partition of
 the catalog, removes the copies of topics deleted meanwhile, and each partition's log is a
 ``storage.leased_log.LeasedPartitionLog``, a copy in the data dir of the log PostgreSQL
-holds. Opening a partition takes its leader lease unless another node's lease is live; the
-node then leads it (appends, truncations, DeleteRecords and retention go to PostgreSQL at
+holds. Opening a partition takes its leader lease unless another node's lease is live (or,
+with a placement, the partition is another live node's share); the node then leads it (appends, truncations, DeleteRecords and retention go to PostgreSQL at
 the lease's epoch) or follows (its copy answers reads as of the last catch-up; writes are
 refused with ``NotPartitionLeader``).
 
@@ -18,6 +18,17 @@ A lease runs ``broker.session.timeout.ms`` past its last renewal (Kafka's broker
 so another node takes over that long after this one stopped renewing; only the epoch
 fences, so a late renewal or a paused node can never append over the next leader.
 A clean ``close`` releases the held leases, so another node may take them at once.
+
+Several live nodes share the partitions (given a ``Placement``): each node registers in
+the node registry (``storage.postgres_registry``) with its advertised endpoints once its
+partitions are open, and its passes renew that liveness lease with the partition leases (one
+expiry for both). A partition belongs to its preferred node among the live ones (the
+``placement``): a node takes a lease only in its share (at opening, or in a pass once it is
+free or lapsed: a dead node's), and releases a held one that is another live node's share
+now, which takes it at its next pass. Each pass also reads the registry, the live leases and
+the topic catalog, so the node knows who leads what (``leader``), which nodes live
+(``live_nodes``) and the topics other nodes created (``catalog``). Without a placement a
+node takes every lease it can.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,16 +46,27 @@ from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.leased_log import LeasedPartitionLog
 from groupcoord.storage.manager import LogManager, TopicPartition, parse_partition_dir
 from groupcoord.storage.postgres_catalog import (
+    CatalogTopic,
     PostgresDocuments,
     delete_topic,
     list_topics,
     register_partition,
+)
+from groupcoord.storage.postgres_registry import (
+    ClusterView,
+    LiveNode,
+    NodeEndpoint,
+    PartitionLeader,
+    cluster_view,
+    heartbeat_node,
+    leave_cluster,
 )
 from groupcoord.storage.postgres_session import PostgresSession
 from groupcoord.storage.postgres_store import (
     PostgresPartitionStore,
     acquire_leadership,
     ensure_schema,
+    fence_previous_process,
     lapsed_leases,
     release_leadership,
     renew_leases,
@@ -55,6 +77,9 @@ log = logging.getLogger(__name__)
 # Kafka's broker.session.timeout.ms and broker.heartbeat.interval.ms defaults.
 DEFAULT_LEASE_MS = 9000
 DEFAULT_LEASE_RENEW_INTERVAL_MS = 2000
+# Where a partition's leadership belongs: (topic, partition, live node ids ascending) -> the
+# preferred node among them.
+Placement = Callable[[str, int, Sequence[int]], int]
 # The epoch of a store that only reads: below every epoch a partition's row holds (0 before
 # anyone led), so any write through it would be fenced.
 READ_ONLY_EPOCH = -1
@@ -75,10 +100,15 @@ class LeasePlan:
 
 @dataclass
 class LeasePass:
-    """What a pass found: leases lost (another node took them) and leases taken (epoch)."""
+    """What a pass found: leases lost (another node took them), leases released (another
+    live node's share now) and leases taken (epoch); with a placement, the cluster as the
+    pass read it and the topic catalog."""
 
     lost: list[TopicPartition] = field(default_factory=list)
     taken: dict[TopicPartition, int] = field(default_factory=dict)
+    released: list[TopicPartition] = field(default_factory=list)
+    view: ClusterView | None = None
+    catalog: dict[str, CatalogTopic] | None = None
 
 
 class PostgresLogManager(LogManager):
@@ -88,16 +118,23 @@ class PostgresLogManager(LogManager):
     def __init__(self, data_dir: str, session: PostgresSession, *, node_id: int,
                  lease_ms: int = DEFAULT_LEASE_MS, default_config: LogConfig | None = None,
                  topic_configs: dict[str, dict[str, Any]] | None = None,
-                 io: FileIO = OS_FILE_IO, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+                 io: FileIO = OS_FILE_IO, clock_ms: Callable[[], int] = wall_clock_ms,
+                 placement: Placement | None = None) -> None:
         super().__init__(data_dir, default_config, topic_configs, io)
         self.session = session
         self.node_id = node_id
         self.lease_ms = lease_ms
         self._clock_ms = clock_ms
+        self.placement = placement
         self.documents = PostgresDocuments(session)
         # The logs of `logs`, typed as the copies they are (each leading or following).
         self.leased: dict[TopicPartition, LeasedPartitionLog] = {}
         self._catalog_ids: dict[str, bytes] = {}
+        # This node's advertised endpoints, registered with its liveness (`advertise`).
+        self.endpoints: tuple[NodeEndpoint, ...] = ()
+        # The cluster and the catalog as the last pass (or the start) read them.
+        self.view = ClusterView((), {})
+        self.catalog: dict[str, CatalogTopic] = {}
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -105,7 +142,9 @@ class PostgresLogManager(LogManager):
         """Open every partition of the catalog (its copy recovered, then caught up), first
         removing the copies of partitions the catalog no longer has."""
         ensure_schema(self.session)
-        catalog = list_topics(self.session)
+        if self.placement is not None:
+            self._fence_previous_process()
+        catalog = self.catalog = list_topics(self.session)
         self._catalog_ids = {t.name: t.topic_id for t in catalog.values()}
         wanted = {(t.name, p) for t in catalog.values() for p in range(t.partitions)}
         for name in self.io.listdir(self.data_dir):
@@ -116,7 +155,10 @@ class PostgresLogManager(LogManager):
                 self.io.rmtree(full)
         for topic, partition in wanted:
             self.io.makedirs(self._dir(topic, partition))
-        return super().load_all(now_ms)
+        reports = super().load_all(now_ms)
+        if self.placement is not None:
+            self.join()
+        return reports
 
     def get_or_create(self, topic: str, partition: int, topic_id: bytes | None = None,
                       config_overrides: dict[str, Any] | None = None) -> LeasedPartitionLog:
@@ -129,6 +171,41 @@ class PostgresLogManager(LogManager):
         super().get_or_create(topic, partition, self._catalog_ids.get(topic, topic_id),
                               config_overrides)
         return self.leased[(topic, partition)]
+
+    def _fence_previous_process(self) -> None:
+        """Before opening: fence what a previous process of this node id still leads (its
+        leases freed with their epochs bumped, so that process can append nothing more and
+        they go by the shares), and read the live nodes the shares are computed over."""
+        fence_previous_process(self.session, self.node_id)
+        self.view = cluster_view(self.session, self._clock_ms())
+
+    def join(self) -> None:
+        """Register as live (the partitions opened): from now on the other nodes count this
+        one in the shares, and release to it what is its share. Renewed by every pass."""
+        heartbeat_node(self.session, self.node_id, self.endpoints,
+                       self._clock_ms() + self.lease_ms)
+
+    def _order(self, view: ClusterView) -> list[int]:
+        """The live node ids, ascending, this node among them."""
+        return sorted({*view.live_ids, self.node_id})
+
+    def _my_share(self, tp: TopicPartition, order: list[int]) -> bool:
+        return self.placement is None or self.placement(*tp, order) == self.node_id
+
+    def leader(self, tp: TopicPartition) -> PartitionLeader | None:
+        """The partition's leader and epoch: this node while its copy leads, else the holder
+        of the live lease the last pass read; None while nobody leads."""
+        copy = self.leased.get(tp)
+        if copy is not None and copy.leader is not None:
+            return PartitionLeader(self.node_id, copy.leader.leader_epoch)
+        found = self.view.leaders.get(tp)
+        return None if found is None or found.node_id == self.node_id else found
+
+    def live_nodes(self) -> tuple[LiveNode, ...]:
+        """The live nodes as the last pass read them, this one always among them."""
+        others = tuple(node for node in self.view.live if node.node_id != self.node_id)
+        return tuple(sorted((*others, LiveNode(self.node_id, self.endpoints)),
+                            key=lambda node: node.node_id))
 
     def _open(self, path: str, topic: str, partition: int, *, topic_id: bytes | None = None,
               log_start_offset: int = 0, recovery_point: int | None = None,
@@ -144,12 +221,16 @@ class PostgresLogManager(LogManager):
         try:
             copy.attach(PostgresPartitionStore(self.session, topic, partition,
                                                leader_epoch=READ_ONLY_EPOCH, config=config))
-            try:
-                epoch = acquire_leadership(self.session, topic, partition, self.node_id,
-                                           self.lease_ms, self._clock_ms())
-            except LeaseHeld as held:
-                log.info("%s-%d: following node %d (epoch %d)", topic, partition,
-                         held.holder_node_id, held.epoch)
+            epoch: int | None = None
+            # Another live node's share is left to it (it takes it once free).
+            if self._my_share((topic, partition), self._order(self.view)):
+                try:
+                    epoch = acquire_leadership(self.session, topic, partition, self.node_id,
+                                               self.lease_ms, self._clock_ms())
+                except LeaseHeld as held:
+                    log.info("%s-%d: following node %d (epoch %d)", topic, partition,
+                             held.holder_node_id, held.epoch)
+            if epoch is None:
                 copy.catch_up()
             else:
                 copy.lead(self._leader_store(topic, partition, epoch, config))
@@ -184,6 +265,11 @@ class PostgresLogManager(LogManager):
                 release_leadership(self.session, topic, partition, copy.leader.leader_epoch)
             except StorageError as exc:
                 log.warning("%s-%d: the lease stays until it lapses: %s", topic, partition, exc)
+        if self.placement is not None:
+            try:
+                leave_cluster(self.session, self.node_id)
+            except StorageError as exc:
+                log.warning("node %d stays live until its lease lapses: %s", self.node_id, exc)
         self.leased.clear()
         super().close()
         self.session.close()
@@ -206,9 +292,22 @@ class PostgresLogManager(LogManager):
         the lapsed ones among the followed partitions. PostgreSQL only; ``apply`` the result
         on the loop. ``StorageUnavailable`` if PostgreSQL cannot be reached."""
         now = self._clock_ms()
+        if self.placement is not None:
+            # One expiry for the node and its partitions: it stops being live when they lapse.
+            heartbeat_node(session, self.node_id, self.endpoints, now + self.lease_ms)
         renewed = renew_leases(session, plan.held, self.lease_ms, now)
         result = LeasePass(lost=[tp for tp in plan.held if tp not in renewed])
-        for topic, partition in lapsed_leases(session, plan.followed, self.node_id, now):
+        followed = plan.followed
+        if self.placement is not None:
+            result.view = cluster_view(session, now)
+            result.catalog = list_topics(session)
+            order = self._order(result.view)
+            for tp in sorted(renewed):
+                if not self._my_share(tp, order):
+                    release_leadership(session, *tp, plan.held[tp])
+                    result.released.append(tp)
+            followed = [tp for tp in followed if self._my_share(tp, order)]
+        for topic, partition in lapsed_leases(session, followed, self.node_id, now):
             try:
                 result.taken[(topic, partition)] = acquire_leadership(
                     session, topic, partition, self.node_id, self.lease_ms, now)
@@ -220,7 +319,7 @@ class PostgresLogManager(LogManager):
         """On the loop: step down where a lease was lost, lead (after a catch-up) where one
         was taken; partitions closed meanwhile are skipped (a deleted topic's epochs are
         bumped, so a lease taken on it fences nothing that matters)."""
-        for tp in result.lost:
+        for tp in result.lost + result.released:
             copy = self.leased.get(tp)
             if copy is not None and copy.leader is not None and (
                     copy.leader.leader_epoch == plan.held[tp]):
@@ -231,3 +330,11 @@ class PostgresLogManager(LogManager):
                 continue
             copy.lead(self._leader_store(topic, partition, epoch, copy.config))
             log.info("%s-%d: leading at epoch %d", topic, partition, epoch)
+        if result.released:
+            log.info("leases released to their live preferred nodes: %s", result.released)
+        if result.view is not None:
+            self.view = result.view
+        if result.catalog is not None:
+            self.catalog = result.catalog
+            for name, found in result.catalog.items():
+                self._catalog_ids.setdefault(name, found.topic_id)

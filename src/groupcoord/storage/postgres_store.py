@@ -12,6 +12,8 @@ Schema (``ensure_schema``, idempotent):
   batch holding an offset.
 - ``topics``, ``cluster_documents`` and ``cluster_counters``: the cluster's topic catalog and
   metadata (``storage.postgres_catalog``).
+- ``cluster_nodes``: the node registry, each node's advertised endpoints and liveness lease
+  (``storage.postgres_registry``).
 
 Leadership: ``acquire_leadership`` gives a node the partition when no lease is live (or
 the live one is its own, from before a restart), and bumps the epoch; ``renew_leadership``
@@ -109,6 +111,10 @@ _SCHEMA: tuple[LiteralString, ...] = (
     """CREATE TABLE IF NOT EXISTS cluster_counters (
         name text PRIMARY KEY,
         next_id bigint NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS cluster_nodes (
+        node_id integer PRIMARY KEY,
+        endpoints text NOT NULL,
+        lease_expiry_ms bigint NOT NULL)""",
 )
 
 _KEY: LiteralString = "topic = %s AND partition_index = %s"
@@ -216,6 +222,15 @@ def release_leadership(session: PostgresSession, topic: str, partition: int,
     with session.transaction(WRITE_ISOLATION) as cur:
         cur.execute("UPDATE partition_state SET leader_node_id = NULL, lease_expiry_ms = 0"
                     " WHERE " + _KEY + " AND leader_epoch = %s", (topic, partition, epoch))
+
+
+def fence_previous_process(session: PostgresSession, node_id: int) -> None:
+    """At a node's start: free every lease ``node_id`` holds (its previous process's), each
+    epoch bumped, so nothing that process might still try is appended, and the partitions
+    go wherever their shares say."""
+    with session.transaction(WRITE_ISOLATION) as cur:
+        cur.execute("UPDATE partition_state SET leader_node_id = NULL, lease_expiry_ms = 0,"
+                    " leader_epoch = leader_epoch + 1 WHERE leader_node_id = %s", (node_id,))
 
 
 @dataclass(frozen=True)
