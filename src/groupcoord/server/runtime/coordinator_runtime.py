@@ -32,13 +32,14 @@ from groupcoord.server.runtime.append_errors import (
 )
 from groupcoord.server.runtime.clock import sleep_ms
 from groupcoord.server.runtime.coordinator_txn import EndTxnWrite
+from groupcoord.server.runtime.shard_lifecycle import LOAD_SLICE_S, ShardState
 from groupcoord.server.runtime.shard_loader import (
     SNAPSHOT_AFTER_RECORDS,
     SNAPSHOT_INTERVAL_S,
     take_snapshot,
 )
 from groupcoord.server.runtime.shard_runtime import ShardRuntime
-from groupcoord.server.runtime.shard_task import LOAD_SLICE_S, Operation, ShardState
+from groupcoord.server.runtime.shard_task import Operation
 
 if TYPE_CHECKING:
     from groupcoord.server.broker_ports import CoordinatorHost

@@ -1,6 +1,7 @@
 """One shard of a coordinator runtime: its task, queue, timers and parked replies
 (`shard_runtime` holds every shard of a topic: `__consumer_offsets` for groups,
-`__share_group_state` for share state).
+`__share_group_state` for share state). This module serves a loaded shard's operations;
+loading, the reload after a failure and unloading are `shard_lifecycle`'s.
 
 Mirrors a `CoordinatorRuntime.CoordinatorContext` of Kafka (coordinator-common). The task
 replays the shard's partition (in slices of a few milliseconds, so other APIs are served
@@ -25,11 +26,9 @@ before anything is appended: Kafka's runtime refuses such an atomic write with
 `RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
 as UNKNOWN_SERVER_ERROR. Group events go to `__group_events` (see `group_events`).
 
-States (Kafka's `scheduleLoadOperation` / `scheduleUnloadOperation` and
-`activeContextOrThrow`): a shard is LOADING while it replays, ACTIVE once `on_loaded` ran,
-and UNLOADED once resigned. A request for a LOADING shard is answered at once with
-COORDINATOR_LOAD_IN_PROGRESS (it does not wait), for an unloaded one with NOT_COORDINATOR;
-unloading answers every queued and parked request NOT_COORDINATOR and drops the state. A
+States (`shard_lifecycle.ShardState`; Kafka's `activeContextOrThrow` is `check_active`): a
+request for a LOADING shard is answered at once with COORDINATOR_LOAD_IN_PROGRESS (it does
+not wait), for an unloaded one with NOT_COORDINATOR. A
 shard with nothing to replay is ACTIVE on creation, so the first request of a new group
 never sees LOAD_IN_PROGRESS.
 
@@ -49,26 +48,22 @@ coordinator's own shards write plain records through the queue like groups.)
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.result import Effect, Result, ScheduleTimer
-from groupcoord.coordinator.shard import Shard
 from groupcoord.logformat.batch import HEADER_SIZE, build_batch
 from groupcoord.server import group_events
-from groupcoord.server.runtime import heap
 from groupcoord.server.runtime.append_errors import AppendFailed, log_error
 from groupcoord.server.runtime.coordinator_txn import EndTxnWrite
 from groupcoord.server.runtime.op_queue import OpQueue
 from groupcoord.server.runtime.runtime_metrics import BOUNDS_NS, bucket_of
 from groupcoord.server.runtime.shard_host import Operation
-from groupcoord.server.runtime.shard_loader import ShardLoader
+from groupcoord.server.runtime.shard_lifecycle import ShardLifecycle, ShardState
 from groupcoord.server.runtime.shard_log import (
     NO_PRODUCER_ID,
-    ProducerEpochs,
     WriteRefused,
     build_checked,
     encode_checked,
@@ -85,8 +80,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("groupcoord.coordinator")
 
-# Longest stretch a loading shard holds the event loop before letting other work run.
-LOAD_SLICE_S = 0.005
 # Most records one coalesced batch takes (bounds the batch a failed append fails).
 MAX_BATCH_RECORDS = 4096
 # Bytes one encoded record takes at most beyond its key and value: length prefix,
@@ -102,32 +95,11 @@ QueueItem = tuple[Operation, Any, "asyncio.Future[Any] | None", Txn, int]
 Row = tuple[bytes, "bytes | None", tuple[()], int]
 
 
-class ShardState(enum.Enum):
-    """Kafka's `CoordinatorRuntime.CoordinatorState`, without INITIAL (a task is created
-    loading) and CLOSED (an unloaded task is dropped); RECOVERING is the reload after a
-    failed append, which stands for Kafka's rollback to the last committed snapshot: the
-    shard stays the coordinator and requests queue until the reload ends."""
-
-    LOADING = "loading"
-    ACTIVE = "active"
-    RECOVERING = "recovering"
-    UNLOADED = "unloaded"
-
-
-class ShardTask:
+class ShardTask(ShardLifecycle):
     """One shard: its state object, queue, timers and parked replies."""
 
     def __init__(self, runtime: ShardHost, partition: int) -> None:
-        self.runtime = runtime
-        self.clock = runtime.broker.clock
-        self.topic = runtime.topic
-        self.partition = partition
-        self.shard: Shard = runtime.new_shard(partition)
-        self.state = ShardState.LOADING
-        # Set while the shard is ACTIVE (or RECOVERING): its log has been replayed.
-        self.loaded = asyncio.Event()
-        # How many times a failed append made the shard reload from its log.
-        self.reloads = 0
+        super().__init__(runtime, partition)
         # The loop the task runs on, kept: asyncio.get_running_loop() costs a getpid()
         # system call on every call.
         self.loop = asyncio.get_running_loop()
@@ -137,9 +109,6 @@ class ShardTask:
         # Chosen once: an untimed task reads no clock and takes no branch per operation
         # beyond one per drain and per append (`runtime_metrics`).
         self.timed = runtime.metrics.enabled
-        self._load_started_ms = self.clock.now_ms()
-        # Soft state re-derived from the log at each load, like Kafka's producer state.
-        self.producers = ProducerEpochs()
         self.timers = ShardTimers(runtime, lambda op: self.submit(op, None, None))
         self.parked: dict[int, asyncio.Future[Any]] = {}
         self.offloads = Offloads(partition)
@@ -152,68 +121,14 @@ class ShardTask:
         self._batch_limit = 0
         self._batch_events: list[Any] = []
         self._batch_effects: list[Effect] = []
-        # The callers of a drain whose append failed, and their answer: given once the
-        # shard has reloaded from its log (`_main`).
-        self._unanswered: list[tuple[asyncio.Future[Any], AppendFailed]] = []
         # For `runtime_metrics`: when the batch's first row was staged; the drain's appends.
         self._batch_started_ns = 0
         self._append_ns = 0
-        plog = runtime.broker.logs.get(self.topic, partition)
-        # No log (or an empty one): nothing to replay. A log whose end is not known yet (a
-        # torn tail before recovery) is replayed.
-        if plog is None or plog.log_end_offset == plog.log_start_offset:
-            try:
-                self._loaded(0)  # nothing to replay: serving from the first request on
-            except Exception:
-                log.exception("shard %d failed to load; retrying", partition)
-                self.state = ShardState.LOADING
-        self.task: asyncio.Task[None] = self.loop.create_task(self._main())
+        self._start()
 
-    # -- loading ---------------------------------------------------------------------------
-
-    def _begin_load(self) -> None:
-        rt = self.runtime
-        self._load_started_ms = self.clock.now_ms()
-        if self.state is not ShardState.RECOVERING:
-            self.state = ShardState.LOADING
-            self.loaded.clear()
-        self.shard = rt.new_shard(self.partition)
-        self.producers = ProducerEpochs()
-        self._drop_batch()
-
-    async def _load(self) -> None:
-        """Replay the shard's partition (from its snapshot, see `shard_loader`), giving the
-        loop back every few milliseconds so a large `__consumer_offsets` never stalls other
-        APIs; requests for this shard are answered COORDINATOR_LOAD_IN_PROGRESS until the
-        replay ends."""
-        rt = self.runtime
-        self._begin_load()
-        # Only an existing partition is replayed; the directory is created by the first
-        # append, so read-only calls (ListGroups over every shard) create nothing.
-        plog = rt.broker.logs.get(self.topic, self.partition)
-        loop = asyncio.get_running_loop()
-        count = 0
-        # One shard replays at a time (Kafka's loader is one thread too), so what the loop
-        # gives to loading is one slice per turn, whatever the number of shards.
-        loader = ShardLoader(plog, self.shard, self.producers, self.partition)
-        async with rt.loading:
-            slice_end = loop.time() + LOAD_SLICE_S
-            for count in loader.steps():
-                if loop.time() >= slice_end:
-                    await asyncio.sleep(0)
-                    slice_end = loop.time() + LOAD_SLICE_S
-        self._loaded(count)
-        loader.write_snapshot_if_due()
-
-    def _loaded(self, count: int) -> None:
-        if count:
-            log.info("loaded %d records into shard %s-%d", count, self.topic, self.partition)
-            heap.settle_after_load(count)
+    def _on_loaded(self) -> None:
         self._release([], self._apply(self._call(lambda s, _c, n: s.on_loaded(n))))
         self.timers.schedule_cleanup(self.shard)
-        self.state = ShardState.ACTIVE
-        self.loaded.set()
-        self.metrics.partition_loaded(self._load_started_ms, self.clock.now_ms())
 
     # -- the operation loop ----------------------------------------------------------------
 
@@ -231,20 +146,7 @@ class ShardTask:
             except Exception:
                 log.exception("shard %s-%d failed; reloading from its log", self.topic,
                               self.partition)
-                self.reloads += 1
-                self.state = ShardState.RECOVERING
-                self._fail_all()
-                if not self._unanswered:
-                    await asyncio.sleep(0.1)
-
-    def _answer_failed_drain(self) -> None:
-        """The callers of a drain whose append failed get its error once the reload that
-        follows has ended (or failed: the shard then loads again), so a caller's retry
-        meets the state the log holds."""
-        unanswered, self._unanswered = self._unanswered, []
-        for fut, error in unanswered:
-            if not fut.done():
-                fut.set_exception(error)
+                await self._fail_stop()
 
     def check_active(self) -> None:
         """Kafka's `activeContextOrThrow`: a request is taken only by an ACTIVE shard."""
@@ -254,15 +156,6 @@ class ShardTask:
         if state is ShardState.LOADING:
             raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         raise ApiError(ErrorCode.NOT_COORDINATOR)
-
-    def unload(self) -> None:
-        """Stop taking requests: every queued and parked one is answered NOT_COORDINATOR
-        (Kafka's `onUnloaded`: parked JoinGroup and SyncGroup get NOT_COORDINATOR), timers
-        stop and the task ends; the state goes with it."""
-        self.state = ShardState.UNLOADED
-        self._fail_all(ErrorCode.NOT_COORDINATOR)
-        self.task.cancel()
-        self.shard.on_unloaded()
 
     async def _serve(self) -> None:
         queue, read_ns, bucket, timed = self.queue, self.read_ns, bucket_of, self.timed
