@@ -164,6 +164,17 @@ def parse_args(argv: Sequence[str]) -> SimpleNamespace:
     return plain if plain is not None else SimpleNamespace(**vars(build_parser().parse_args(argv)))
 
 
+# The options whose value is, as given, the BrokerConfig field of the same name.
+_SETTINGS_AS_GIVEN = (
+    "storage", "broker_session_timeout_ms", "broker_heartbeat_interval_ms", "node_id", "nodes",
+    "fsync", "fsync_interval_ms", "auto_create_topics", "default_partitions",
+    "group_initial_rebalance_delay_ms", "offsets_partitions", "max_request_size",
+    "max_connections", "max_connections_per_ip", "max_connections_per_ip_overrides",
+    "connections_max_idle_ms", "authorizer", "super_users", "allow_everyone_if_no_acl_found",
+    "metrics_max_groups",
+)
+
+
 def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
     """The broker's configuration; the cluster id is read from the data dir (or made up),
     and stored by the broker once it has bound its listeners."""
@@ -183,32 +194,14 @@ def config_from_args(ns: SimpleNamespace) -> BrokerConfig:
         raise ValueError(f"--data-dir {data_dir}: {exc.strerror or exc}") from None
     if ns.storage is not None:
         cluster_id = _storage_cluster_id(ns.storage, ns.cluster_id, cluster_id)
+    given = vars(ns)
     return BrokerConfig(
         **security_args.config_kwargs(ns),
+        **{name: given[name] for name in _SETTINGS_AS_GIVEN},
         data_dir=data_dir,
         file_io=io,
-        storage=ns.storage,
-        broker_session_timeout_ms=ns.broker_session_timeout_ms,
-        broker_heartbeat_interval_ms=ns.broker_heartbeat_interval_ms,
-        node_id=ns.node_id,
-        nodes=ns.nodes,
         cluster_id=cluster_id,
-        fsync=ns.fsync,
-        fsync_interval_ms=ns.fsync_interval_ms,
-        auto_create_topics=ns.auto_create_topics,
-        default_partitions=ns.default_partitions,
-        group_initial_rebalance_delay_ms=ns.group_initial_rebalance_delay_ms,
-        offsets_partitions=ns.offsets_partitions,
-        max_request_size=ns.max_request_size,
-        max_connections=ns.max_connections,
-        max_connections_per_ip=ns.max_connections_per_ip,
-        max_connections_per_ip_overrides=ns.max_connections_per_ip_overrides,
-        connections_max_idle_ms=ns.connections_max_idle_ms,
         extra=_group_configs(ns.group_config),
-        authorizer=ns.authorizer,
-        super_users=ns.super_users,
-        allow_everyone_if_no_acl_found=ns.allow_everyone_if_no_acl_found,
-        metrics_max_groups=ns.metrics_max_groups,
         runtime_metrics=ns.metrics_listen is not None,
     )
 
