@@ -1,6 +1,8 @@
 """Asking one node of a cluster on PostgreSQL who leads what (over the wire, so the answer is
-that node's): the partition leaders, a group's coordinator, an offset fetch's and a produce's
-error; and the brokers its Metadata lists, through confluent-kafka."""
+that node's): the partition leaders, a group's or transactional id's coordinator, an offset
+fetch's and a produce's error, the transactions its coordinator shards hold; the brokers its
+Metadata lists, through confluent-kafka; and starting nodes and waiting until they agree how
+a topic's partitions are spread."""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ from groupcoord.logformat.batch import build_batch
 from groupcoord.wire.generated.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+)
+from groupcoord.wire.generated.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
 )
 from groupcoord.wire.generated.metadata import (
     MetadataRequest,
@@ -25,10 +31,12 @@ from groupcoord.wire.generated.produce import (
     ProduceResponse,
     TopicProduceData,
 )
-from helpers.broker import BrokerProcess
+from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.polling import wait_for
 from helpers.wire_client import WireConnection
 
-GROUP_KEY = 0
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+WAIT_S = 60.0
 
 
 def node_args(storage_url: str, node_id: int) -> list[str]:
@@ -62,10 +70,15 @@ def broker_ids(bootstrap: str) -> set[int]:
 
 def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
     """(error code, node id) of FindCoordinator for the group, asked of `node`."""
+    return coordinator(node, GROUP_KEY, group)
+
+
+def coordinator(node: BrokerProcess, key_type: int, key: str) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator for the key, asked of `node`."""
     conn = WireConnection("127.0.0.1", node.port)
     try:
-        response = conn.call(FindCoordinatorRequest(key_type=GROUP_KEY,
-                                                    coordinator_keys=[group]), 4)
+        response = conn.call(FindCoordinatorRequest(key_type=key_type,
+                                                    coordinator_keys=[key]), 4)
     finally:
         conn.close()
     assert isinstance(response, FindCoordinatorResponse)
@@ -97,3 +110,55 @@ def offset_fetch_error(node: BrokerProcess, group: str) -> int:
         conn.close()
     assert isinstance(response, OffsetFetchResponse)
     return int(response.error_code)
+
+
+def listed_transactions(node: BrokerProcess) -> tuple[int, dict[str, str]]:
+    """ListTransactions asked of `node`: (error code, transactional id -> state) over the
+    coordinator shards it has loaded."""
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(ListTransactionsRequest(), 1)
+    finally:
+        conn.close()
+    assert isinstance(response, ListTransactionsResponse)
+    return int(response.error_code), {t.transactional_id: t.transaction_state
+                                      for t in response.transaction_states}
+
+
+# How long a node may take to listen: nodes start several at a time, each importing the
+# broker and connecting to PostgreSQL, on a machine the test shares.
+NODE_START_TIMEOUT_S = 30.0
+
+
+def start_node(factory: BrokerFactory, storage_url: str, node_id: int,
+               extra_args: list[str]) -> BrokerProcess:
+    """A `serve --storage` node, once it listens."""
+    node = factory.create(node_args(storage_url, node_id) + extra_args, start=False)
+    node.start(timeout=NODE_START_TIMEOUT_S)
+    return node
+
+
+def start_nodes(factory: BrokerFactory, storage_url: str, node_ids: set[int],
+                extra_args: list[str]) -> dict[int, BrokerProcess]:
+    """`serve --storage` nodes of one cluster, once each lists them all as live."""
+    nodes = {n: start_node(factory, storage_url, n, extra_args) for n in sorted(node_ids)}
+    wait_for(lambda: all(broker_ids(node.bootstrap) == node_ids for node in nodes.values()),
+             "every node to list every live node", WAIT_S, interval=0.2)
+    return nodes
+
+
+def spread_leaders(nodes: dict[int, BrokerProcess], topic: str, partitions: int
+                   ) -> dict[int, int]:
+    """Once every node tells the same leaders for every partition of `topic`, spread over all
+    the nodes: partition -> leader."""
+    seen: list[dict[int, int]] = []
+
+    def agreed() -> bool:
+        views = [partition_leaders(node, topic) for node in nodes.values()]
+        seen[:] = views
+        first = views[0]
+        return (len(first) == partitions and all(view == first for view in views)
+                and set(first.values()) == set(nodes))
+    wait_for(agreed, "the partitions spread over the nodes, every node agreeing", WAIT_S,
+             lambda: f"leaders per node {seen}", interval=0.2)
+    return seen[0]
