@@ -24,16 +24,23 @@ from helpers.postgres_cluster import (
     TRANSACTION_KEY,
     coordinator,
     group_coordinator,
+    leader_epochs,
     listed_transactions,
     spread_leaders,
     start_node,
     start_nodes,
 )
+from helpers.wire_client import WireConnection
 
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.logformat.internal_topics import TXN_TOPIC
 from groupcoord.server.cluster_map import preferred_node
 from groupcoord.wire.errors import ErrorCode
+from groupcoord.wire.generated.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    TopicRequest,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -108,6 +115,20 @@ def _transaction(producer: Producer, bootstrap: str, group: str, label: str,
     return values
 
 
+def _coordinator_epochs(node: BrokerProcess, partition: int) -> set[int]:
+    """The coordinator epochs of the producers the partition's leader `node` knows."""
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(DescribeProducersRequest(topics=[
+            TopicRequest(name=TOPIC, partition_indexes=[partition])]), 0)
+    finally:
+        conn.close()
+    assert isinstance(response, DescribeProducersResponse)
+    found = response.topics[0].partitions[0]
+    assert found.error_code == ErrorCode.NONE
+    return {p.coordinator_epoch for p in found.active_producers}
+
+
 def _group_not_coordinated_by(node: BrokerProcess, node_id: int) -> str:
     """A group whose coordinator is not `node_id`."""
     for i in range(100):
@@ -145,9 +166,15 @@ def test_a_transaction_spanning_the_nodes_is_all_or_nothing(
     assert sorted(v for values in everything.values() for v in values) == sorted(
         committed + aborted)
     assert _committed(bootstrap, group) == {p: 100 + p for p in range(PARTITIONS)}
-    # Every node's coordinator shard agrees the transaction is complete.
     wait_for(lambda: listed_transactions(nodes[txn_node])[1].get(tid) == "CompleteAbort",
              "the coordinator to complete the abort", WAIT_S, interval=0.2)
+    # The markers carry the coordinator's epoch: its `__transaction_state` lease's, so a
+    # deposed coordinator's late markers would be refused.
+    txn_partition = partition_for(tid, TXN_PARTITIONS)
+    lease_epoch = leader_epochs(nodes[txn_node], TXN_TOPIC)[txn_partition]
+    assert lease_epoch >= 1
+    for partition, leader in leaders.items():
+        assert _coordinator_epochs(nodes[leader], partition) == {lease_epoch}
 
 
 def _tid_moving_to(node_id: int, before: list[int], after: list[int]) -> str:

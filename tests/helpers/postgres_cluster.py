@@ -23,6 +23,7 @@ from groupcoord.wire.generated.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
+    MetadataResponsePartition,
 )
 from groupcoord.wire.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from groupcoord.wire.generated.produce import (
@@ -50,6 +51,15 @@ SHORT_LEASE = ["--broker-session-timeout-ms", "3000", "--broker-heartbeat-interv
 
 def partition_leaders(node: BrokerProcess, topic: str) -> dict[int, int]:
     """partition -> leader node id (-1: none) as `node` itself answers Metadata (v9)."""
+    return {p.partition_index: p.leader_id for p in _partitions(node, topic)}
+
+
+def leader_epochs(node: BrokerProcess, topic: str) -> dict[int, int]:
+    """partition -> leader epoch (its lease's) as `node` itself answers Metadata (v9)."""
+    return {p.partition_index: p.leader_epoch for p in _partitions(node, topic)}
+
+
+def _partitions(node: BrokerProcess, topic: str) -> list[MetadataResponsePartition]:
     conn = WireConnection("127.0.0.1", node.port)
     try:
         response = conn.call(MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
@@ -58,9 +68,7 @@ def partition_leaders(node: BrokerProcess, topic: str) -> dict[int, int]:
         conn.close()
     assert isinstance(response, MetadataResponse)
     found = response.topics[0]
-    if found.error_code != 0:
-        return {}
-    return {p.partition_index: p.leader_id for p in found.partitions}
+    return [] if found.error_code != 0 else list(found.partitions)
 
 
 def broker_ids(bootstrap: str) -> set[int]:

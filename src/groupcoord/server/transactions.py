@@ -88,6 +88,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupcoord.transactions")
 
 TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+# The coordinator epoch of one node (and of the nodes of one process): the leader epoch of
+# its single replica. On a cluster on PostgreSQL a shard's is its partition's lease epoch.
 COORDINATOR_EPOCH = 0
 # Marker answers after which the partition needs no marker any more (a leader too old for
 # markers, UNSUPPORTED_*, as Kafka's `TransactionMarkerRequestCompletionHandler`).
@@ -174,6 +176,8 @@ class TransactionRuntime:
         # Per transactional id: the marker being written and the partitions still without it.
         self._todo: dict[str, tuple[TxnMarker, set[TopicPartition]]] = {}
         self._retrying: dict[str, asyncio.Task[None]] = {}
+        # The coordinator epoch of each loaded shard, as of its load.
+        self._epochs: dict[int, int] = {}
         self._channel: TxnPeers | None = None
         if peers is not None:
             assert broker.cluster is not None, "a node with peers has a cluster map"
@@ -216,6 +220,7 @@ class TransactionRuntime:
         """Resign the shard (another node took its partition): NOT_COORDINATOR from now on,
         and its transactions' marker work is dropped (the new coordinator resumes it)."""
         self.runtime.unload(partition)
+        self._epochs.pop(partition, None)
         for tid in [tid for tid in self._todo if self.partition_for(tid) == partition]:
             del self._todo[tid]
         for tid in [tid for tid in self._retrying if self.partition_for(tid) == partition]:
@@ -225,7 +230,23 @@ class TransactionRuntime:
         """Take the shard (this node took its partition): replayed from the log,
         COORDINATOR_LOAD_IN_PROGRESS meanwhile; its prepared transactions' markers are
         written once it is loaded."""
+        self._epochs.pop(partition, None)
         self.runtime.load(partition)
+
+    def coordinator_epoch(self, partition: int) -> int:
+        """The epoch the shard's markers carry (Kafka's coordinator epoch, the
+        `__transaction_state` partition's leader epoch): on a cluster on PostgreSQL the lease
+        epoch this node held when it loaded the shard, so the leaders refuse a deposed
+        coordinator's late markers (TRANSACTION_COORDINATOR_FENCED) once its successor's
+        were written; COORDINATOR_EPOCH otherwise."""
+        epoch = self._epochs.get(partition)
+        if epoch is None:
+            cluster = self.broker.cluster
+            epoch = COORDINATOR_EPOCH
+            if self._channel is not None and cluster is not None:
+                epoch = max(COORDINATOR_EPOCH, cluster.leader_epoch(TXN_TOPIC, partition))
+            self._epochs[partition] = epoch
+        return epoch
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions)
@@ -352,7 +373,8 @@ class TransactionRuntime:
             return  # the shard is loading (its on_loaded resumes the markers) or gone
         if md is None or md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return
-        marker = TxnMarker(md.producer_id, md.producer_epoch, COORDINATOR_EPOCH,
+        marker = TxnMarker(md.producer_id, md.producer_epoch,
+                           self.coordinator_epoch(self.partition_for(tid)),
                         md.state == S.PREPARE_COMMIT, md.client_tv)
         pending = self._todo.get(tid)
         if pending is None or pending[0] != marker:
