@@ -11,21 +11,20 @@ the node that led it and loaded by the new one, which finishes the open transact
 
 from __future__ import annotations
 
-import time
-from typing import cast
-
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers.broker import BrokerFactory, BrokerProcess
-from helpers.confluent_io import create_topic, high_watermarks
+from helpers.confluent_io import create_topic
 from helpers.polling import wait_for
 from helpers.postgres_cluster import (
     SHORT_LEASE,
     TRANSACTION_KEY,
+    committed_offsets,
     coordinator,
     group_coordinator,
     leader_epochs,
     listed_transactions,
+    read_to_ends,
     spread_leaders,
     start_node,
     start_nodes,
@@ -58,36 +57,16 @@ def _producer(bootstrap: str, tid: str) -> Producer:
 
 
 def _read(bootstrap: str, isolation: str) -> dict[int, list[bytes]]:
-    """Every record up to the high watermarks, per partition, as a consumer of `isolation`
-    gets them: read_committed reaches the ends only once every transaction is complete."""
-    ends = high_watermarks(bootstrap, TOPIC, PARTITIONS)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
-                         "enable.auto.commit": False, "isolation.level": isolation})
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    """Every record up to the high watermarks, per partition in offset order."""
     records: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
-    deadline = time.monotonic() + WAIT_S
-    try:
-        while True:
-            positions = consumer.position([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
-            if all(tp.offset >= ends[tp.partition] for tp in positions):
-                return records
-            assert time.monotonic() < deadline, f"reading stalled at {positions}, ends {ends}"
-            for msg in consumer.consume(num_messages=500, timeout=0.5):
-                assert msg.error() is None, msg.error()
-                records[cast(int, msg.partition())].append(cast(bytes, msg.value()))
-    finally:
-        consumer.close()
+    for (partition, _offset), value in sorted(
+            read_to_ends(bootstrap, TOPIC, PARTITIONS, isolation).items()):
+        records[partition].append(value)
+    return records
 
 
 def _committed(bootstrap: str, group: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False})
-    try:
-        found = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)],
-                                   timeout=30)
-    finally:
-        consumer.close()
-    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    return committed_offsets(bootstrap, group, TOPIC, PARTITIONS)
 
 
 def _transaction(producer: Producer, bootstrap: str, group: str, label: str,

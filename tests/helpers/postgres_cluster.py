@@ -7,7 +7,9 @@ a topic's partitions are spread."""
 from __future__ import annotations
 
 import time
+from typing import cast
 
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.logformat.batch import build_batch
@@ -33,6 +35,7 @@ from groupcoord.wire.generated.produce import (
     TopicProduceData,
 )
 from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.confluent_io import high_watermarks
 from helpers.polling import wait_for
 from helpers.wire_client import WireConnection
 
@@ -170,3 +173,41 @@ def spread_leaders(nodes: dict[int, BrokerProcess], topic: str, partitions: int
     wait_for(agreed, "the partitions spread over the nodes, every node agreeing", WAIT_S,
              lambda: f"leaders per node {seen}", interval=0.2)
     return seen[0]
+
+
+def read_to_ends(bootstrap: str, topic: str, partitions: int, isolation: str
+                 ) -> dict[tuple[int, int], bytes]:
+    """Every record up to the high watermarks, (partition, offset) -> value, as a consumer
+    of `isolation` gets them (transaction markers take offsets but are not delivered;
+    read_committed reaches the ends only once every transaction there is complete)."""
+    ends = high_watermarks(bootstrap, topic, partitions)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
+                         "enable.auto.commit": False, "isolation.level": isolation})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    records: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while True:
+            positions = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
+            if all(tp.offset >= ends[tp.partition] for tp in positions):
+                return records
+            assert time.monotonic() < deadline, f"reading stalled at {positions}, ends {ends}"
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                records[(cast(int, msg.partition()), cast(int, msg.offset()))] = cast(
+                    bytes, msg.value())
+    finally:
+        consumer.close()
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int
+                      ) -> dict[int, int]:
+    """The group's committed offsets of the topic's partitions (those it has)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)],
+                                   timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}

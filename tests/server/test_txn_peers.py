@@ -8,6 +8,8 @@ coordinator's node."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from broker_inproc import InProcBroker, run
@@ -56,26 +58,31 @@ class Local:
         return 0
 
 
-def _peers(port: int, local: Local) -> tuple[TxnPeers, InterBrokerClient]:
-    cluster = ClusterMap([PEER, GONE], {})
-    cluster.nodes[PEER].endpoints["PLAINTEXT"] = Listener("127.0.0.1", port)
-    cluster.nodes[GONE].endpoints["PLAINTEXT"] = Listener("127.0.0.1", 1)  # refused
-    client = InterBrokerClient(HERE, cluster, "PLAINTEXT", ManualClock())
-    return TxnPeers(HERE, Owners(), client, lambda topic: topic == TOPIC, local.write,
-                    local.verify), client
+@asynccontextmanager
+async def _peers(tmp_path: Path, topic_there: bool
+                 ) -> AsyncIterator[tuple[TxnPeers, Local, InProcBroker]]:
+    """This node's transaction RPCs, with an in-process broker as node PEER (knowing the
+    topic or not)."""
+    async with InProcBroker(tmp_path) as peer:
+        if topic_there:
+            peer.broker.topics.create(TOPIC, 4, {})
+        cluster = ClusterMap([PEER, GONE], {})
+        cluster.nodes[PEER].endpoints["PLAINTEXT"] = Listener("127.0.0.1", peer.port)
+        cluster.nodes[GONE].endpoints["PLAINTEXT"] = Listener("127.0.0.1", 1)  # refused
+        client = InterBrokerClient(HERE, cluster, "PLAINTEXT", ManualClock())
+        local = Local()
+        try:
+            yield TxnPeers(HERE, Owners(), client, lambda topic: topic == TOPIC, local.write,
+                           local.verify), local, peer
+        finally:
+            await client.close()
 
 
 def test_markers_go_to_each_partitions_leader(tmp_path: Path) -> None:
     async def go() -> None:
-        async with InProcBroker(tmp_path) as peer:
-            peer.broker.topics.create(TOPIC, 4, {})
-            local = Local()
-            peers, client = _peers(peer.port, local)
-            try:
-                errors = await peers.write_markers(
-                    [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2), (TOPIC, 3), ("deleted", 0)], MARKER)
-            finally:
-                await client.close()
+        async with _peers(tmp_path, topic_there=True) as (peers, local, peer):
+            errors = await peers.write_markers(
+                [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2), (TOPIC, 3), ("deleted", 0)], MARKER)
             assert errors == {(TOPIC, 0): 0, (TOPIC, 1): 0,
                               (TOPIC, 2): E.NOT_LEADER_OR_FOLLOWER,
                               (TOPIC, 3): E.NOT_LEADER_OR_FOLLOWER,
@@ -88,28 +95,18 @@ def test_markers_go_to_each_partitions_leader(tmp_path: Path) -> None:
 
 def test_a_leader_that_does_not_know_the_topic_yet_is_asked_again(tmp_path: Path) -> None:
     async def go() -> None:
-        async with InProcBroker(tmp_path) as peer:  # no topic there
-            peers, client = _peers(peer.port, Local())
-            try:
-                errors = await peers.write_markers([(TOPIC, 1)], MARKER)
-            finally:
-                await client.close()
+        async with _peers(tmp_path, topic_there=False) as (peers, _local, _peer):
+            errors = await peers.write_markers([(TOPIC, 1)], MARKER)
             assert errors == {(TOPIC, 1): E.NOT_LEADER_OR_FOLLOWER}
     run(go())
 
 
 def test_verification_at_the_coordinators_node(tmp_path: Path) -> None:
     async def go() -> None:
-        async with InProcBroker(tmp_path) as peer:
-            peer.broker.topics.create(TOPIC, 4, {})
-            local = Local()
-            peers, client = _peers(peer.port, local)
-            try:
-                assert await peers.verify("here", 1, 0, (TOPIC, 0), add=False) == 0
-                assert local.verified == [("here", (TOPIC, 0), False)]
-                # The peer coordinates "there" and has no such transaction: Kafka's answer.
-                assert await peers.verify("there", 1, 0, (TOPIC, 1), add=False) \
-                    == E.INVALID_PRODUCER_ID_MAPPING
-            finally:
-                await client.close()
+        async with _peers(tmp_path, topic_there=True) as (peers, local, _peer):
+            assert await peers.verify("here", 1, 0, (TOPIC, 0), add=False) == 0
+            assert local.verified == [("here", (TOPIC, 0), False)]
+            # The peer coordinates "there" and has no such transaction: Kafka's answer.
+            assert await peers.verify("there", 1, 0, (TOPIC, 1), add=False) \
+                == E.INVALID_PRODUCER_ID_MAPPING
     run(go())
