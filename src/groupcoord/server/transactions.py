@@ -375,7 +375,7 @@ class TransactionRuntime:
             return
         marker = TxnMarker(md.producer_id, md.producer_epoch,
                            self.coordinator_epoch(self.partition_for(tid)),
-                        md.state == S.PREPARE_COMMIT, md.client_tv)
+                           md.state == S.PREPARE_COMMIT, md.client_tv)
         pending = self._todo.get(tid)
         if pending is None or pending[0] != marker:
             pending = self._todo[tid] = (marker, set(md.partitions))
