@@ -32,6 +32,7 @@ BROKER_MODULES: tuple[str, ...] = (
     "end_txn", "list_transactions", "describe_transactions", "describe_producers",
     "describe_acls", "create_acls", "delete_acls", "update_features", "sasl_handshake",
     "sasl_authenticate", "describe_user_scram_credentials", "alter_user_scram_credentials",
+    "write_txn_markers",
 )
 GROUP_MODULES: tuple[str, ...] = (
     "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",

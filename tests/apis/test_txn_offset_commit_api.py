@@ -84,6 +84,13 @@ class Transactions:
         self.added.append((tid, pid, epoch, partitions))
         return self.verify_error
 
+    async def verify_at_coordinator(self, tid: str, pid: int, epoch: int, tp: tuple[str, int],
+                                    add: bool) -> int:
+        """As the coordinator of one node answers a partition leader (KIP-890)."""
+        if add:
+            return await self.add_partitions(tid, pid, epoch, [tp], 2)
+        return self.verify_partitions(tid, pid, epoch, [tp])[tp]
+
 
 @dataclass
 class ProducerState:

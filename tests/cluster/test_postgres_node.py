@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import cast
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from helpers.broker import BrokerFactory, BrokerProcess
 from helpers.confluent_io import (
@@ -28,7 +28,14 @@ from helpers.confluent_io import (
     produce,
 )
 from helpers.polling import wait_for
-from helpers.postgres_cluster import SHORT_LEASE, node_args, partition_leaders, produce_error
+from helpers.postgres_cluster import (
+    SHORT_LEASE,
+    committed_offsets,
+    node_args,
+    partition_leaders,
+    produce_error,
+    read_to_ends,
+)
 from helpers.postgres_server import PostgresServer
 
 from groupcoord.wire.errors import ErrorCode
@@ -78,14 +85,7 @@ def _consume_group(bootstrap: str, count: int) -> dict[int, int]:
 
 
 def _committed(bootstrap: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                         "enable.auto.commit": False})
-    try:
-        found = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)],
-                                   timeout=30)
-    finally:
-        consumer.close()
-    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    return committed_offsets(bootstrap, GROUP, TOPIC, PARTITIONS)
 
 
 def _commit_transaction(bootstrap: str, values: list[bytes]) -> None:
@@ -99,26 +99,7 @@ def _commit_transaction(bootstrap: str, values: list[bytes]) -> None:
 
 
 def _read(bootstrap: str, isolation: str) -> dict[tuple[int, int], bytes]:
-    """Every record up to the high watermarks, (partition, offset) -> value, as a consumer
-    of `isolation` gets them (transaction markers take offsets but are not delivered)."""
-    ends = high_watermarks(bootstrap, TOPIC, PARTITIONS)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
-                         "enable.auto.commit": False, "isolation.level": isolation})
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    records: dict[tuple[int, int], bytes] = {}
-    deadline = time.monotonic() + WAIT_S
-    try:
-        while True:
-            positions = consumer.position([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
-            if all(tp.offset >= ends[tp.partition] for tp in positions):
-                return records
-            assert time.monotonic() < deadline, f"reading stalled at {positions}, ends {ends}"
-            for msg in consumer.consume(num_messages=500, timeout=0.5):
-                assert msg.error() is None, msg.error()
-                records[(cast(int, msg.partition()), cast(int, msg.offset()))] = cast(
-                    bytes, msg.value())
-    finally:
-        consumer.close()
+    return read_to_ends(bootstrap, TOPIC, PARTITIONS, isolation)
 
 
 def _produce_acked(node: BrokerProcess, values: list[bytes]) -> AckLog:

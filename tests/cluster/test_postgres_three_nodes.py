@@ -21,12 +21,12 @@ from helpers.confluent_io import AckLog, acks_all_producer, create_topic, high_w
 from helpers.polling import wait_for
 from helpers.postgres_cluster import (
     SHORT_LEASE,
-    broker_ids,
     group_coordinator,
-    node_args,
     offset_fetch_error,
     partition_leaders,
     produce_error,
+    spread_leaders,
+    start_nodes,
 )
 
 from groupcoord.wire.errors import ErrorCode
@@ -44,26 +44,11 @@ SCHEDULING_SLACK_S = 1.0
 
 
 def _start(factory: BrokerFactory, storage_url: str) -> dict[int, BrokerProcess]:
-    nodes = {n: factory.create(node_args(storage_url, n) + SHORT_LEASE) for n in sorted(NODE_IDS)}
-    wait_for(lambda: all(broker_ids(node.bootstrap) == NODE_IDS for node in nodes.values()),
-             "every node to list the three live nodes", WAIT_S, interval=0.2)
-    return nodes
+    return start_nodes(factory, storage_url, NODE_IDS, SHORT_LEASE)
 
 
 def _spread(nodes: dict[int, BrokerProcess]) -> dict[int, int]:
-    """Once every node tells the same leaders for every partition of TOPIC, spread over the
-    three nodes: partition -> leader."""
-    seen: list[dict[int, int]] = []
-
-    def agreed() -> bool:
-        views = [partition_leaders(node, TOPIC) for node in nodes.values()]
-        seen[:] = views
-        first = views[0]
-        return (len(first) == PARTITIONS and all(view == first for view in views)
-                and set(first.values()) == NODE_IDS)
-    wait_for(agreed, "the partitions spread over the three nodes, every node agreeing", WAIT_S,
-             lambda: f"leaders per node {seen}", interval=0.2)
-    return seen[0]
+    return spread_leaders(nodes, TOPIC, PARTITIONS)
 
 
 def test_three_nodes_share_the_partitions_and_the_coordinators(

@@ -1,11 +1,15 @@
 """Asking one node of a cluster on PostgreSQL who leads what (over the wire, so the answer is
-that node's): the partition leaders, a group's coordinator, an offset fetch's and a produce's
-error; and the brokers its Metadata lists, through confluent-kafka."""
+that node's): the partition leaders, a group's or transactional id's coordinator, an offset
+fetch's and a produce's error, the transactions its coordinator shards hold; the brokers its
+Metadata lists, through confluent-kafka; and starting nodes and waiting until they agree how
+a topic's partitions are spread."""
 
 from __future__ import annotations
 
 import time
+from typing import cast
 
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.logformat.batch import build_batch
@@ -13,10 +17,15 @@ from groupcoord.wire.generated.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from groupcoord.wire.generated.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from groupcoord.wire.generated.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
+    MetadataResponsePartition,
 )
 from groupcoord.wire.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from groupcoord.wire.generated.produce import (
@@ -25,10 +34,13 @@ from groupcoord.wire.generated.produce import (
     ProduceResponse,
     TopicProduceData,
 )
-from helpers.broker import BrokerProcess
+from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.confluent_io import high_watermarks
+from helpers.polling import wait_for
 from helpers.wire_client import WireConnection
 
-GROUP_KEY = 0
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+WAIT_S = 60.0
 
 
 def node_args(storage_url: str, node_id: int) -> list[str]:
@@ -42,6 +54,15 @@ SHORT_LEASE = ["--broker-session-timeout-ms", "3000", "--broker-heartbeat-interv
 
 def partition_leaders(node: BrokerProcess, topic: str) -> dict[int, int]:
     """partition -> leader node id (-1: none) as `node` itself answers Metadata (v9)."""
+    return {p.partition_index: p.leader_id for p in _partitions(node, topic)}
+
+
+def leader_epochs(node: BrokerProcess, topic: str) -> dict[int, int]:
+    """partition -> leader epoch (its lease's) as `node` itself answers Metadata (v9)."""
+    return {p.partition_index: p.leader_epoch for p in _partitions(node, topic)}
+
+
+def _partitions(node: BrokerProcess, topic: str) -> list[MetadataResponsePartition]:
     conn = WireConnection("127.0.0.1", node.port)
     try:
         response = conn.call(MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
@@ -50,9 +71,7 @@ def partition_leaders(node: BrokerProcess, topic: str) -> dict[int, int]:
         conn.close()
     assert isinstance(response, MetadataResponse)
     found = response.topics[0]
-    if found.error_code != 0:
-        return {}
-    return {p.partition_index: p.leader_id for p in found.partitions}
+    return [] if found.error_code != 0 else list(found.partitions)
 
 
 def broker_ids(bootstrap: str) -> set[int]:
@@ -62,10 +81,15 @@ def broker_ids(bootstrap: str) -> set[int]:
 
 def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
     """(error code, node id) of FindCoordinator for the group, asked of `node`."""
+    return coordinator(node, GROUP_KEY, group)
+
+
+def coordinator(node: BrokerProcess, key_type: int, key: str) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator for the key, asked of `node`."""
     conn = WireConnection("127.0.0.1", node.port)
     try:
-        response = conn.call(FindCoordinatorRequest(key_type=GROUP_KEY,
-                                                    coordinator_keys=[group]), 4)
+        response = conn.call(FindCoordinatorRequest(key_type=key_type,
+                                                    coordinator_keys=[key]), 4)
     finally:
         conn.close()
     assert isinstance(response, FindCoordinatorResponse)
@@ -97,3 +121,93 @@ def offset_fetch_error(node: BrokerProcess, group: str) -> int:
         conn.close()
     assert isinstance(response, OffsetFetchResponse)
     return int(response.error_code)
+
+
+def listed_transactions(node: BrokerProcess) -> tuple[int, dict[str, str]]:
+    """ListTransactions asked of `node`: (error code, transactional id -> state) over the
+    coordinator shards it has loaded."""
+    conn = WireConnection("127.0.0.1", node.port)
+    try:
+        response = conn.call(ListTransactionsRequest(), 1)
+    finally:
+        conn.close()
+    assert isinstance(response, ListTransactionsResponse)
+    return int(response.error_code), {t.transactional_id: t.transaction_state
+                                      for t in response.transaction_states}
+
+
+# How long a node may take to listen: nodes start several at a time, each importing the
+# broker and connecting to PostgreSQL, on a machine the test shares.
+NODE_START_TIMEOUT_S = 30.0
+
+
+def start_node(factory: BrokerFactory, storage_url: str, node_id: int,
+               extra_args: list[str]) -> BrokerProcess:
+    """A `serve --storage` node, once it listens."""
+    node = factory.create(node_args(storage_url, node_id) + extra_args, start=False)
+    node.start(timeout=NODE_START_TIMEOUT_S)
+    return node
+
+
+def start_nodes(factory: BrokerFactory, storage_url: str, node_ids: set[int],
+                extra_args: list[str]) -> dict[int, BrokerProcess]:
+    """`serve --storage` nodes of one cluster, once each lists them all as live."""
+    nodes = {n: start_node(factory, storage_url, n, extra_args) for n in sorted(node_ids)}
+    wait_for(lambda: all(broker_ids(node.bootstrap) == node_ids for node in nodes.values()),
+             "every node to list every live node", WAIT_S, interval=0.2)
+    return nodes
+
+
+def spread_leaders(nodes: dict[int, BrokerProcess], topic: str, partitions: int
+                   ) -> dict[int, int]:
+    """Once every node tells the same leaders for every partition of `topic`, spread over all
+    the nodes: partition -> leader."""
+    seen: list[dict[int, int]] = []
+
+    def agreed() -> bool:
+        views = [partition_leaders(node, topic) for node in nodes.values()]
+        seen[:] = views
+        first = views[0]
+        return (len(first) == partitions and all(view == first for view in views)
+                and set(first.values()) == set(nodes))
+    wait_for(agreed, "the partitions spread over the nodes, every node agreeing", WAIT_S,
+             lambda: f"leaders per node {seen}", interval=0.2)
+    return seen[0]
+
+
+def read_to_ends(bootstrap: str, topic: str, partitions: int, isolation: str
+                 ) -> dict[tuple[int, int], bytes]:
+    """Every record up to the high watermarks, (partition, offset) -> value, as a consumer
+    of `isolation` gets them (transaction markers take offsets but are not delivered;
+    read_committed reaches the ends only once every transaction there is complete)."""
+    ends = high_watermarks(bootstrap, topic, partitions)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
+                         "enable.auto.commit": False, "isolation.level": isolation})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    records: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while True:
+            positions = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
+            if all(tp.offset >= ends[tp.partition] for tp in positions):
+                return records
+            assert time.monotonic() < deadline, f"reading stalled at {positions}, ends {ends}"
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                records[(cast(int, msg.partition()), cast(int, msg.offset()))] = cast(
+                    bytes, msg.value())
+    finally:
+        consumer.close()
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int
+                      ) -> dict[int, int]:
+    """The group's committed offsets of the topic's partitions (those it has)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)],
+                                   timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}

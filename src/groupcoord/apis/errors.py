@@ -38,3 +38,19 @@ def operation_error(code: int) -> int:
     """The group coordinator's answer for an operation that failed with `code`
     (`handleOperationException`)."""
     return _OPERATION_ERRORS.get(int(code), int(code))
+
+
+# The group coordinator's errors the transaction coordinator does not expect for a marker.
+_COORDINATOR_NOT_READY = frozenset({codes.COORDINATOR_NOT_AVAILABLE,
+                                    codes.COORDINATOR_LOAD_IN_PROGRESS, codes.NOT_COORDINATOR})
+
+
+def marker_error(code: int) -> int:
+    """What the transaction coordinator hears for a marker on `__consumer_offsets` whose
+    write failed with `code` (the log's error, or the group coordinator's):
+    `GroupCoordinatorService.completeTransaction` passes the log's error through, and
+    `KafkaApis.handleWriteTxnMarkersRequest` turns the coordinator errors the transaction
+    coordinator does not expect into NOT_LEADER_OR_FOLLOWER (the coordinator is not ready)."""
+    if code in _COORDINATOR_NOT_READY:
+        return codes.NOT_LEADER_OR_FOLLOWER
+    return int(code)

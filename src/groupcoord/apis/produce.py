@@ -32,7 +32,6 @@ import struct
 from typing import Any
 
 from groupcoord.apis import authorization as authz
-from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.nodes import leads
 from groupcoord.logformat.batch import (
@@ -102,14 +101,9 @@ async def _verify_error(ctx: RequestContext, state: Any, header: Any, topic: str
     while the partition was being added bumped the producer's epoch, so the batch is fenced."""
     if state.has_ongoing(header.producer_id, header.producer_epoch):
         return 0
-    if version >= FIRST_ADD_PARTITION_VERSION:
-        code = int(await ctx.transactions.add_partitions(
-            tid or "", header.producer_id, header.producer_epoch, [(topic, partition)],
-            features.TRANSACTION_VERSION_2))
-    else:
-        errors = ctx.transactions.verify_partitions(tid or "", header.producer_id,
-                                                    header.producer_epoch, [(topic, partition)])
-        code = int(errors.get((topic, partition), 0))
+    code = int(await ctx.transactions.verify_at_coordinator(
+        tid or "", header.producer_id, header.producer_epoch, (topic, partition),
+        add=version >= FIRST_ADD_PARTITION_VERSION))
     if code == ErrorCode.PRODUCER_FENCED:
         return int(ErrorCode.INVALID_PRODUCER_EPOCH)
     if code == ErrorCode.TRANSACTION_ABORTABLE and version <= 10:

@@ -181,6 +181,12 @@ def _alter_user_scram_credentials() -> ApiSpec:
                    0, m.error_response)
 
 
+def _write_txn_markers() -> ApiSpec:
+    from groupcoord.apis import write_txn_markers as m
+    return ApiSpec(27, 1, 2, m.handle, m.WriteTxnMarkersRequest, m.WriteTxnMarkersResponse,
+                   1, m.error_response)
+
+
 def _join_group() -> ApiSpec:
     from groupcoord.apis import join_group as m
     return ApiSpec(11, 0, 9, m.handle, m.JoinGroupRequest, m.JoinGroupResponse,
@@ -355,6 +361,7 @@ SERVED: dict[str, ServedApi] = {
     "sasl_authenticate": ServedApi(36, 0, 2, _sasl_authenticate),
     "describe_user_scram_credentials": ServedApi(50, 0, 0, _describe_user_scram_credentials),
     "alter_user_scram_credentials": ServedApi(51, 0, 0, _alter_user_scram_credentials),
+    "write_txn_markers": ServedApi(27, 1, 2, _write_txn_markers),
     "join_group": ServedApi(11, 0, 9, _join_group),
     "sync_group": ServedApi(14, 0, 5, _sync_group),
     "heartbeat": ServedApi(12, 0, 4, _heartbeat),

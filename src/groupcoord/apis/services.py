@@ -14,7 +14,11 @@ from groupcoord.coordinator.share.partition import Acquired, SharePartition
 from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
 from groupcoord.coordinator.share.state_store import PersistedState, SharePartitionKey
 from groupcoord.coordinator.transactions.coordinator import TxnReply
-from groupcoord.coordinator.transactions.state import TopicPartition, TransactionMetadata
+from groupcoord.coordinator.transactions.state import (
+    TopicPartition,
+    TransactionMetadata,
+    TxnMarker,
+)
 
 # -- topics -------------------------------------------------------------------------------
 
@@ -129,6 +133,15 @@ class Transactions(Protocol):
     async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
                       client_tv: int = 0) -> TxnReply: ...
     def metadata(self, tid: str) -> TransactionMetadata | None: ...
+    async def verify_at_coordinator(self, tid: str, pid: int, epoch: int,
+                                    tp: TopicPartition, add: bool) -> int:
+        """KIP-890 for a partition leader: the transaction coordinator's answer (verified,
+        or added when `add`), wherever it runs."""
+        ...
+    async def write_marker(self, tp: TopicPartition, marker: TxnMarker) -> int:
+        """Append a marker to a partition this node hosts (WriteTxnMarkers); 0 or the
+        partition's error."""
+        ...
     def list_transactions(self, states: list[str], producer_ids: list[int], duration_ms: int,
                           pattern: str | None, now_ms: int
                           ) -> tuple[list[TransactionMetadata], list[str]]: ...

@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.apis import authorization as authz
-from groupcoord.apis import features
 from groupcoord.apis.context import RequestContext
 from groupcoord.apis.errors import ApiError, operation_error
 from groupcoord.apis.group_support import partition_exists, topic_info
@@ -88,11 +87,8 @@ async def _verify(ctx: RequestContext, request: Any, version: int) -> int:
         return 0
     tp = (OFFSETS_TOPIC, partition)
     tid = request.transactional_id or ""
-    if version >= FIRST_ADD_PARTITION_VERSION:
-        code = await ctx.transactions.add_partitions(tid, pid, epoch, [tp],
-                                                     features.TRANSACTION_VERSION_2)
-    else:
-        code = ctx.transactions.verify_partitions(tid, pid, epoch, [tp]).get(tp, 0)
+    code = await ctx.transactions.verify_at_coordinator(
+        tid, pid, epoch, tp, add=version >= FIRST_ADD_PARTITION_VERSION)
     return verification_error(code, version)
 
 

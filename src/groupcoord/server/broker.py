@@ -226,7 +226,8 @@ class Broker:
             advertised = {listener.name: security.advertised
                           for listener, security in zip(cfg.listeners, self.listener_security,
                                                         strict=True)}
-            self._postgres = PostgresNode(cfg, _coordinator_partitions(cfg), advertised)
+            self._postgres = PostgresNode(cfg, _coordinator_partitions(cfg), advertised,
+                                          self.clock)
             self.cluster = self._postgres.cluster_map
             self.logs = self._opened_logs = self._postgres.partitions
         # Log recovery (CRC scans after an unclean stop, index rebuilds and their fsyncs) on a
@@ -248,12 +249,22 @@ class Broker:
         self._services.append(self.groups)
         await self.shares.start()
         self._services.append(self.shares)
-        self.transactions = TransactionRuntime(self, self.groups)
+        self.transactions = TransactionRuntime(
+            self, self.groups, None if self._postgres is None else self._postgres.peers)
         await self.transactions.start()
         self._services.append(self.transactions)
         if self._postgres is not None:
+            from groupcoord.logformat.internal_topics import (
+                OFFSETS_TOPIC,
+                SHARE_STATE_TOPIC,
+                TXN_TOPIC,
+            )
+
             # Stopped last: the leases stay while the runtimes write their last records.
-            self._postgres.start(self.topics, self.groups, self.producers)
+            self._postgres.start(self.topics, {OFFSETS_TOPIC: self.groups,
+                                               TXN_TOPIC: self.transactions,
+                                               SHARE_STATE_TOPIC: self.shares.state.runtime},
+                                 self.producers)
             self._services.insert(0, self._postgres)
 
     def scram_store(self) -> ScramCredentialStore:

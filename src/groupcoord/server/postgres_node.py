@@ -9,9 +9,11 @@ every `broker.heartbeat.interval.ms` renews them (PostgreSQL's work on a worker 
 session of its own) and takes the lapsed leases of partitions it follows; the broker then
 follows each change, as Kafka's brokers do on a leadership change:
 
-- a `__consumer_offsets` partition this node leads is loaded (its shard replayed from the
-  caught-up copy); one it does not lead is unloaded, so its groups are answered
-  NOT_COORDINATOR here rather than from a stale shard, and a write could not land anyway;
+- a `__consumer_offsets`, `__transaction_state` or `__share_group_state` partition this
+  node leads is loaded (its shard replayed from the caught-up copy,
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile); one it does not lead is unloaded, so its groups,
+  transactional ids and share-partition states are answered NOT_COORDINATOR here rather than
+  from a stale shard, and a write could not land anyway;
 - a data partition newly led forgets its producer state, rebuilt from the caught-up copy
   on first use.
 
@@ -23,26 +25,28 @@ spread, over the live nodes of the registry: each node leads its preferred parti
 `server.lease_cluster_map` follows the registry, so Metadata, FindCoordinator and
 DescribeCluster send clients to the leaders; the topics other nodes created (the catalog the
 pass read) become known here, and every partition of every known topic is opened, so each
-node has a copy of each, following or leading it.
+node has a copy of each, following or leading it. What one node asks of another (a
+transaction's markers on the partitions another leads) goes over `peers`, this node's
+inter-broker connections to the live nodes the map names.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from groupcoord.logformat.internal_topics import OFFSETS_TOPIC
 from groupcoord.server.cluster_map import preferred_node
+from groupcoord.server.inter_broker import InterBrokerClient
 from groupcoord.server.lease_cluster_map import LeaseClusterMap
 from groupcoord.storage.config import StorageError
 from groupcoord.storage.postgres_manager import LeasePass, PostgresLogManager
 from groupcoord.storage.postgres_session import PostgresSession
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.clock import Clock
     from groupcoord.server.config import BrokerConfig, Listener
     from groupcoord.server.producer_state import ProducerStateManager
-    from groupcoord.server.runtime.coordinator_runtime import CoordinatorRuntime
     from groupcoord.server.topics import TopicStore
 
 log = logging.getLogger("groupcoord.cluster")
@@ -52,7 +56,7 @@ class PostgresNode:
     """The node's partitions in PostgreSQL and the passes that keep their leases."""
 
     def __init__(self, cfg: BrokerConfig, coordinator_partitions: dict[str, int],
-                 advertised: dict[str, Listener]) -> None:
+                 advertised: dict[str, Listener], clock: Clock) -> None:
         """Once the listeners are bound: `advertised` are their endpoints by listener name,
         what this node registers with and other nodes tell clients."""
         assert cfg.storage is not None
@@ -62,14 +66,18 @@ class PostgresNode:
             lease_ms=cfg.broker_session_timeout_ms, io=cfg.file_io, placement=preferred_node)
         self.cluster_map = LeaseClusterMap(self.partitions, coordinator_partitions, advertised)
         self.partitions.endpoints = self.cluster_map.own_endpoints()
+        # To the other nodes on the first listener's name (Kafka's inter.broker.listener.name
+        # defaults to the first listener).
+        self.peers = InterBrokerClient(cfg.node_id, self.cluster_map, cfg.listeners[0].name,
+                                       clock)
         self._interval_s = cfg.broker_heartbeat_interval_ms / 1000.0
         self._task: asyncio.Task[None] | None = None
 
-    def start(self, topics: TopicStore, groups: CoordinatorRuntime,
+    def start(self, topics: TopicStore, coordinators: dict[str, CoordinatorShards],
               producers: ProducerStateManager) -> None:
-        """Once the runtimes run: unload the offsets shards this node follows, then keep
-        the leases."""
-        broker_side = _LeadershipFollower(groups, producers)
+        """Once the runtimes run: unload the coordinator shards this node follows (by
+        internal topic), then keep the leases."""
+        broker_side = _LeadershipFollower(coordinators, producers)
         self.cluster_map.follow_registry()
         _follow_catalog(self.partitions, topics)
         followed = [tp for tp, copy in self.partitions.leased.items() if copy.leader is None]
@@ -78,11 +86,13 @@ class PostgresNode:
             self._keep_leases(topics, broker_side))
 
     async def stop(self) -> None:
-        """Stop the passes; the leases are released when the partitions close."""
+        """Stop the passes and close the connections to the other nodes; the leases are
+        released when the partitions close."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        await self.peers.close()
 
     async def _keep_leases(self, topics: TopicStore, broker_side: _LeadershipFollower) -> None:
         """A pass at once (the node has just joined), then one every heartbeat interval."""
@@ -134,20 +144,30 @@ def _follow_catalog(partitions: PostgresLogManager, topics: TopicStore) -> None:
                 return
 
 
+class CoordinatorShards(Protocol):
+    """The shards of one internal topic (`ShardRuntime`, `TransactionRuntime`)."""
+
+    def unload(self, partition: int) -> None: ...
+    def load(self, partition: int) -> object: ...
+
+
 class _LeadershipFollower:
     """The broker's part of a leadership change (see the module docstring)."""
 
-    def __init__(self, groups: CoordinatorRuntime, producers: ProducerStateManager) -> None:
-        self._groups = groups
+    def __init__(self, coordinators: dict[str, CoordinatorShards],
+                 producers: ProducerStateManager) -> None:
+        self._coordinators = coordinators
         self._producers = producers
 
     def follow(self, changes: LeasePass) -> None:
         for topic, partition in changes.lost:
-            if topic == OFFSETS_TOPIC:
-                self._groups.unload(partition)
+            shards = self._coordinators.get(topic)
+            if shards is not None:
+                shards.unload(partition)
         for topic, partition in sorted(changes.taken):
-            if topic == OFFSETS_TOPIC:
-                self._groups.unload(partition)
-                self._groups.load(partition)
+            shards = self._coordinators.get(topic)
+            if shards is not None:
+                shards.unload(partition)
+                shards.load(partition)
             else:
                 self._producers.drop_partition(topic, partition)

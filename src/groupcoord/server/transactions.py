@@ -25,12 +25,19 @@ Rules kept:
   answer before it writes (Kafka's `AddPartitionsToTxnManager`); a marker written
   meanwhile bumped the producer's epoch, so the write is then refused as fenced;
 - markers go to data partitions through `txn_log.write_marker` and to `__consumer_offsets`
-  through the group coordinator's `complete_transaction`; a partition leaves the
-  transaction's to-do set when its marker is written (or the partition is gone, or it
-  reports a newer producer/coordinator epoch), and the Complete* record follows the last;
+  through the group coordinator's `complete_transaction` (`write_marker`, also what a
+  WriteTxnMarkers from another node's coordinator runs); on a node of a cluster on
+  PostgreSQL, markers for partitions another node leads go there as WriteTxnMarkers
+  (`txn_peers`); a partition leaves the transaction's to-do set when its marker is
+  written (or the partition is gone, or it reports a newer producer/coordinator epoch), and
+  the Complete* record follows the last;
 - EndTxn and the fencing InitProducerId answer after the markers were tried once (Kafka
   answers after the Prepare* append; answering later only spares the client a retry);
-  partitions that failed are retried by the shard's abort pass;
+  partitions that failed are retried by the shard's abort pass, and on a node of a cluster
+  every `MARKER_RETRY_BACKOFF_MS` as well, as Kafka's `TransactionMarkerChannelManager`
+  re-queues them (a partition moving between nodes is written once its new leader has it);
+- a shard unloaded (another node took its partition) drops its transactions' marker work:
+  the new coordinator's load resumes it;
 - at start every partition with a log is loaded before the broker serves; at every load
   (start, a load after an unload, a fail-stop reload) transactions found in
   PrepareCommit/PrepareAbort get their markers again, Ongoing ones are left to time out,
@@ -62,27 +69,38 @@ from groupcoord.coordinator.transactions.state import (
     TopicPartition,
     TransactionMetadata,
     TransactionState,
+    TxnMarker,
 )
 from groupcoord.logformat.internal_topics import OFFSETS_TOPIC, TXN_TOPIC
 from groupcoord.server.runtime.append_errors import txn_append_error
+from groupcoord.server.runtime.clock import sleep_ms
 from groupcoord.server.runtime.shard_runtime import ShardRuntime
 from groupcoord.server.runtime.shard_task import ShardState, ShardTask
 from groupcoord.server.txn_log import write_marker
-from groupcoord.storage.config import StorageError
+from groupcoord.server.txn_peers import TxnPeers
+from groupcoord.storage.config import NotPartitionLeader, StorageError
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker_ports import CoordinatorHost
+    from groupcoord.server.inter_broker import InterBrokerClient
 
 log = logging.getLogger("groupcoord.transactions")
 
 TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+# The coordinator epoch of one node (and of the nodes of one process): the leader epoch of
+# its single replica. On a cluster on PostgreSQL a shard's is its partition's lease epoch.
 COORDINATOR_EPOCH = 0
-# Marker answers after which the partition needs no marker any more.
+# Marker answers after which the partition needs no marker any more (a leader too old for
+# markers, UNSUPPORTED_*, as Kafka's `TransactionMarkerRequestCompletionHandler`).
 # NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS are retried: the shard is moving.
 _MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                           ErrorCode.INVALID_PRODUCER_EPOCH,
-                          ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+                          ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                          ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                          ErrorCode.UNSUPPORTED_VERSION})
+# Kafka's `retry.backoff.ms` default: how soon a node of a cluster retries failed markers.
+MARKER_RETRY_BACKOFF_MS = 100
 
 
 TXN_PARTITIONS = "transaction.state.log.num.partitions"
@@ -135,7 +153,10 @@ class OffsetsMarkers(Protocol):
 class TransactionRuntime:
     """`broker.transactions`: what the transaction API handlers call."""
 
-    def __init__(self, broker: CoordinatorHost, groups: OffsetsMarkers) -> None:
+    def __init__(self, broker: CoordinatorHost, groups: OffsetsMarkers,
+                 peers: InterBrokerClient | None = None) -> None:
+        """`peers`: on a node of a cluster on PostgreSQL, its connections to the others, to
+        which the markers of the partitions they lead go."""
         self.broker = broker
         self.groups = groups
         self.clock = broker.clock
@@ -152,7 +173,18 @@ class TransactionRuntime:
                                     self._new_shard, self._run_effect)
         self.runtime.append_error = txn_append_error
         self._completing: dict[str, asyncio.Task[None]] = {}
-        self._todo: dict[str, set[TopicPartition]] = {}
+        # Per transactional id: the marker being written and the partitions still without it.
+        self._todo: dict[str, tuple[TxnMarker, set[TopicPartition]]] = {}
+        self._retrying: dict[str, asyncio.Task[None]] = {}
+        # The coordinator epoch of each loaded shard, as of its load.
+        self._epochs: dict[int, int] = {}
+        self._channel: TxnPeers | None = None
+        if peers is not None:
+            assert broker.cluster is not None, "a node with peers has a cluster map"
+            self._channel = TxnPeers(
+                broker.config.node_id, broker.cluster, peers,
+                lambda topic: broker.topics.get(topic) is not None, self.write_marker,
+                self.verify_here)
 
     def _new_shard(self, _partition: int) -> TransactionCoordinator:
         return TransactionCoordinator(
@@ -176,12 +208,45 @@ class TransactionRuntime:
         await self.runtime.wait_loaded()
 
     async def stop(self) -> None:
-        tasks = list(self._completing.values())
+        tasks = list(self._completing.values()) + list(self._retrying.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._completing.clear()
+        self._retrying.clear()
         await self.runtime.stop()
+
+    def unload(self, partition: int) -> None:
+        """Resign the shard (another node took its partition): NOT_COORDINATOR from now on,
+        and its transactions' marker work is dropped (the new coordinator resumes it)."""
+        self.runtime.unload(partition)
+        self._epochs.pop(partition, None)
+        for tid in [tid for tid in self._todo if self.partition_for(tid) == partition]:
+            del self._todo[tid]
+        for tid in [tid for tid in self._retrying if self.partition_for(tid) == partition]:
+            self._retrying.pop(tid).cancel()
+
+    def load(self, partition: int) -> None:
+        """Take the shard (this node took its partition): replayed from the log,
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile; its prepared transactions' markers are
+        written once it is loaded."""
+        self._epochs.pop(partition, None)
+        self.runtime.load(partition)
+
+    def coordinator_epoch(self, partition: int) -> int:
+        """The epoch the shard's markers carry (Kafka's coordinator epoch, the
+        `__transaction_state` partition's leader epoch): on a cluster on PostgreSQL the lease
+        epoch this node held when it loaded the shard, so the leaders refuse a deposed
+        coordinator's late markers (TRANSACTION_COORDINATOR_FENCED) once its successor's
+        were written; COORDINATOR_EPOCH otherwise."""
+        epoch = self._epochs.get(partition)
+        if epoch is None:
+            cluster = self.broker.cluster
+            epoch = COORDINATOR_EPOCH
+            if self._channel is not None and cluster is not None:
+                epoch = max(COORDINATOR_EPOCH, cluster.leader_epoch(TXN_TOPIC, partition))
+            self._epochs[partition] = epoch
+        return epoch
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions)
@@ -266,6 +331,23 @@ class TransactionRuntime:
             await self._complete(tid)
         return reply
 
+    async def verify_at_coordinator(self, tid: str, pid: int, epoch: int, tp: TopicPartition,
+                                    add: bool) -> int:
+        """KIP-890, for a partition leader about to write `tid`'s first batch to `tp`: the
+        coordinator's answer, verified (`add` False, part 1) or added (part 2). On a node of
+        a cluster, asked of the coordinator's node when another node coordinates `tid`."""
+        if self._channel is not None:
+            return await self._channel.verify(tid, pid, epoch, tp, add)
+        return await self.verify_here(tid, pid, epoch, tp, add)
+
+    async def verify_here(self, tid: str, pid: int, epoch: int, tp: TopicPartition,
+                          add: bool) -> int:
+        """`verify_at_coordinator` on this node's shard of `tid`."""
+        if add:
+            return await self.add_partitions(tid, pid, epoch, [tp],
+                                             features.TRANSACTION_VERSION_2)
+        return self.verify_partitions(tid, pid, epoch, [tp]).get(tp, 0)
+
     # -- markers ---------------------------------------------------------------------------
 
     def _spawn(self, tid: str) -> asyncio.Task[None]:
@@ -291,35 +373,63 @@ class TransactionRuntime:
             return  # the shard is loading (its on_loaded resumes the markers) or gone
         if md is None or md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return
-        commit = md.state == S.PREPARE_COMMIT
-        pid, epoch = md.producer_id, md.producer_epoch
-        todo = self._todo.setdefault(tid, set(md.partitions))
-        for tp in sorted(todo):
-            error = await self._marker(tp, pid, epoch, commit)
+        marker = TxnMarker(md.producer_id, md.producer_epoch,
+                           self.coordinator_epoch(self.partition_for(tid)),
+                           md.state == S.PREPARE_COMMIT, md.client_tv)
+        pending = self._todo.get(tid)
+        if pending is None or pending[0] != marker:
+            pending = self._todo[tid] = (marker, set(md.partitions))
+        todo = pending[1]
+        for tp, error in (await self._send_markers(sorted(todo), marker)).items():
             if error in _MARKER_DONE:
                 todo.discard(tp)
             else:
                 log.info("marker for %r on %s-%d failed (%d); will retry", tid, tp[0], tp[1],
                          error)
         if todo:
+            if self._channel is not None:
+                self._retry_later(tid)
             return
         del self._todo[tid]
         await self._run(tid, lambda c, now: c.complete(tid, now))
 
-    async def _marker(self, tp: TopicPartition, pid: int, epoch: int, commit: bool) -> int:
+    async def _send_markers(self, partitions: list[TopicPartition], marker: TxnMarker
+                            ) -> dict[TopicPartition, int]:
+        if self._channel is not None:
+            return await self._channel.write_markers(partitions, marker)
+        return {tp: await self.write_marker(tp, marker) for tp in partitions}
+
+    def _retry_later(self, tid: str) -> None:
+        if tid in self._retrying:
+            return
+
+        async def retry() -> None:
+            await sleep_ms(self.clock, MARKER_RETRY_BACKOFF_MS)
+            del self._retrying[tid]
+            self._spawn(tid)
+        self._retrying[tid] = asyncio.get_running_loop().create_task(retry())
+
+    async def write_marker(self, tp: TopicPartition, marker: TxnMarker) -> int:
+        """Append the marker to a partition of this node (a data partition, or the
+        transaction's offsets on `__consumer_offsets`); 0 or Kafka's error, as
+        `KafkaApis.handleWriteTxnMarkersRequest` answers it: NOT_LEADER_OR_FOLLOWER where
+        another node leads, KAFKA_STORAGE_ERROR for a log that failed."""
         topic, partition = tp
+        pid, epoch, commit = marker.producer_id, marker.producer_epoch, marker.commit
         try:
             if topic == OFFSETS_TOPIC:
                 groups = self.groups
                 if not 0 <= partition < groups.num_partitions:
                     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # no such offsets partition
                 return await groups.complete_transaction(partition, pid, epoch,
-                                                         COORDINATOR_EPOCH, commit)
-            return write_marker(self.broker, topic, partition, pid, epoch, COORDINATOR_EPOCH,
-                                commit, self.clock.now_ms())
+                                                         marker.coordinator_epoch, commit)
+            return write_marker(self.broker, topic, partition, pid, epoch,
+                                marker.coordinator_epoch, commit, self.clock.now_ms())
+        except NotPartitionLeader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         except (OSError, StorageError):
             log.exception("marker write to %s-%d failed", topic, partition)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.KAFKA_STORAGE_ERROR
 
     # -- the periodic passes, on demand (they also run as each shard's timers) ---------
 

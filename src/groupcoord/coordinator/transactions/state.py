@@ -29,6 +29,18 @@ SHORT_MAX = 32767
 TopicPartition = tuple[str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A transaction's COMMIT/ABORT marker, as WriteTxnMarkers carries it: whose (producer
+    id and epoch, the coordinator's epoch), its outcome and the transaction version."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+    transaction_version: int
+
+
 class TransactionState(IntEnum):
     """Kafka's TransactionState with its on-disk ids."""
 

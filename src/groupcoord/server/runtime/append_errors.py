@@ -65,26 +65,11 @@ def txn_append_error(exc: BaseException) -> int:
 class AppendFailed(ApiError):
     """A shard operation's append failed: `code` is the kind's answer for it, `log_code` the
     log layer's own error (what a transaction marker's writer is told, see
-    `marker_append_error`)."""
+    `apis.errors.marker_error`)."""
 
     def __init__(self, code: int, log_code: int) -> None:
         super().__init__(code)
         self.log_code = log_code
-
-
-def marker_append_error(log_code: int) -> int:
-    """What the transaction coordinator hears when a marker's write to a coordinator
-    partition failed: `GroupCoordinatorService.completeTransaction` passes the log's error
-    through, and `KafkaApis.handleWriteTxnMarkersRequest` turns the coordinator errors the
-    transaction coordinator does not expect into NOT_LEADER_OR_FOLLOWER."""
-    if log_code in _COORDINATOR_NOT_READY:
-        return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    return log_code
-
-
-_COORDINATOR_NOT_READY = frozenset({int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-                                    int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
-                                    int(ErrorCode.NOT_COORDINATOR)})
 
 
 def coordinator_append_error(exc: BaseException) -> int:

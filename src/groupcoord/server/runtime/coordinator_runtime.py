@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.apis.errors import ApiError
+from groupcoord.apis.errors import ApiError, marker_error
 from groupcoord.coordinator.partitioning import partition_for
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.stats import CoordinatorStats
@@ -28,7 +28,6 @@ from groupcoord.server.group_caller import GroupCaller
 from groupcoord.server.runtime.append_errors import (
     AppendFailed,
     coordinator_append_error,
-    marker_append_error,
 )
 from groupcoord.server.runtime.clock import sleep_ms
 from groupcoord.server.runtime.coordinator_txn import EndTxnWrite
@@ -179,7 +178,7 @@ class CoordinatorRuntime(ShardRuntime):
         `__consumer_offsets-<partition>` and replay it (Kafka's
         `GroupCoordinatorService.completeTransaction`); returns a Kafka error code:
         NOT_COORDINATOR for a partition this broker does not host, the log's error if the
-        marker's append failed (`marker_append_error`), INVALID_PRODUCER_EPOCH /
+        marker's append failed (`apis.errors.marker_error`), INVALID_PRODUCER_EPOCH /
         TRANSACTION_COORDINATOR_FENCED for a fenced writer, 0 once the marker is written."""
         end = EndTxnWrite(producer_id, producer_epoch, coordinator_epoch, commit)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -187,7 +186,7 @@ class CoordinatorRuntime(ShardRuntime):
             self.active_shard(partition).submit(lambda _s, _c, _n: end, None, fut)
             return int(await fut)
         except AppendFailed as exc:
-            return marker_append_error(exc.log_code)
+            return marker_error(exc.log_code)
         except ApiError as exc:
             return int(exc.code)
 
