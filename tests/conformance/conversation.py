@@ -11,6 +11,7 @@ prefixes the scenario's own name, so every scenario can share one broker of each
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -49,8 +50,12 @@ from groupcoord.wire.messages import WireStruct
 W = TypeVar("W", bound=WireStruct)
 POLL_DEADLINE_S = 20.0
 POLL_INTERVAL_S = 0.02
-# A fixed creation time, so fetched records are byte-for-byte the same on both brokers.
-RECORD_TIME_MS = 1_700_000_000_000
+# One creation time for every record of the test session, so fetched records are
+# byte-for-byte the same on both brokers; read from the clock because a fixed time in the
+# past is past the default retention.ms (7 days): Kafka's retention pass (30 s after start,
+# then every 5 min) rolls and deletes such a segment, the active one included, under the
+# scenario that is running, whose records then vanish on Kafka alone.
+RECORD_TIME_MS = int(time.time() * 1000)
 
 
 @dataclass(frozen=True)
