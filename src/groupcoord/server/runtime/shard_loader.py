@@ -81,12 +81,22 @@ class ShardLoader:
         self.point: SnapshotPoint | None = None
         self.snapshot_point: SnapshotPoint | None = None
         self.log_records = 0
+        self._snapshot: tuple[SnapshotPoint, list[memoryview]] | None = None
+        self._snapshot_read = False
+
+    def read_snapshot(self) -> None:
+        """Read and verify the shard's snapshot, if it has one: a whole file read and checked
+        against the log, so a caller on the event loop runs it on a worker thread first."""
+        if self.plog is not None and self.fast and not self._snapshot_read:
+            self._snapshot = read_snapshot(self.plog, self.partition)
+            self._snapshot_read = True
 
     def steps(self) -> Iterator[int]:
         if self.plog is None or not self.fast:
             yield from replay_log_in_steps(self.plog, self.shard, self.producers, step_batches=1)
             return
-        found = read_snapshot(self.plog, self.partition)
+        self.read_snapshot()
+        found = self._snapshot
         head: list[memoryview] = []
         start = None
         if found is not None:
