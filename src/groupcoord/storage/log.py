@@ -253,6 +253,11 @@ class PartitionLog:
         start = self.log_start_offset
         if from_offset is not None:
             start = max(start, from_offset)
+        if start >= self.log_end_offset:
+            # Nothing is stored there, and no index entry finds it: a walk from the segment's
+            # start would read and check the whole segment to return nothing (a shard whose
+            # snapshot covers its whole log).
+            return
         repaired: set[int] = set()
         i = self._segment_index(start)
         while i < len(self.segments):

@@ -47,7 +47,7 @@ from groupcoord.wire.primitives import read_varlong
 RawRecord = tuple[int, bytes, bytes | None]
 # Keys are flushed in slices this long (a few milliseconds of decoding), so a run of a
 # million distinct keys does not hold the event loop in one step.
-FLUSH_SLICE = 512
+FLUSH_SLICE = 128
 # A batch's records are scanned in slices this long for the same reason: one batch of a
 # snapshot can hold every offset commit of the shard.
 SCAN_SLICE = 4096
