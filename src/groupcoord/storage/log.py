@@ -253,22 +253,23 @@ class PartitionLog:
         start = self.log_start_offset
         if from_offset is not None:
             start = max(start, from_offset)
-        if start >= self.log_end_offset:
-            # Nothing is stored there, and no index entry finds it: a walk from the segment's
-            # start would read and check the whole segment to return nothing (a shard whose
-            # snapshot covers its whole log).
-            return
         repaired: set[int] = set()
         i = self._segment_index(start)
         while i < len(self.segments):
             seg = self.segments[i]
             end = 0
             damaged = False
-            try:
-                found = seg.find_batch(start) if start > seg.base_offset else None
-            except CorruptBatchError:
-                found = None  # walked from the start below, which finds and repairs it
-            first = found[0] if found is not None else 0
+            if seg is self.active and start >= seg.next_offset > seg.base_offset:
+                # Nothing stored from `start` (a snapshot covers the log): the walk checks
+                # the tail from the last index entry, as the open found the end, not every
+                # batch of the segment to return none.
+                first = seg.offset_index.lookup(start)
+            else:
+                try:
+                    found = seg.find_batch(start) if start > seg.base_offset else None
+                except CorruptBatchError:
+                    found = None  # walked from the start below, which finds and repairs it
+                first = found[0] if found is not None else 0
             for pos, view in iter_file_batches(self.io, seg.fd, first, seg.size):
                 try:
                     header = validate(view)
