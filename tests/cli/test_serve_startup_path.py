@@ -148,3 +148,14 @@ def test_a_started_broker_has_stored_its_cluster_id_and_collects_again(tmp_path:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_client_handlers_imported_while_the_logs_load_exist() -> None:
+    from groupcoord.server.broker import CLIENT_HANDLERS
+
+    code = ("import sys\n"
+            f"for name in {CLIENT_HANDLERS!r}: __import__(name)\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True, env=dict(os.environ, PYTHONPATH=SRC))
+    assert set(CLIENT_HANDLERS) <= set(out.stdout.split())
