@@ -63,6 +63,31 @@ def test_after_start_young_collections_are_rarer_and_older_ones_unchanged(
     assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, older, oldest)
 
 
+def test_a_start_up_step_collects_garbage_and_freezes_what_is_alive(unfrozen: None) -> None:
+    class Node:
+        other: object = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    gone = weakref.ref(a)
+    del a, b
+    kept = [[i] for i in range(100)]
+    try:
+        heap.pause_until_started()
+        heap.settle_step()
+        assert gone() is None
+        assert gc.get_freeze_count() >= len(kept)
+        assert not gc.isenabled()  # still paused: `settle_after_start` ends the pause
+    finally:
+        heap.end_pause()
+
+
+def test_a_start_up_step_does_nothing_while_the_collector_runs(unfrozen: None) -> None:
+    kept = [[i] for i in range(100)]
+    heap.settle_step()
+    assert gc.get_freeze_count() == 0 and len(kept) == 100
+
+
 def test_the_collector_is_paused_until_the_start_has_settled(unfrozen: None) -> None:
     assert gc.isenabled()
     try:

@@ -36,6 +36,7 @@ from groupcoord.server.fault_injection import FaultInjector
 from groupcoord.server.framing import API_VERSIONS_KEY
 from groupcoord.server.listener_setup import ListenerSetup
 from groupcoord.server.request_context import BrokerRequestContext
+from groupcoord.server.runtime import heap
 from groupcoord.server.runtime.clock import SystemClock
 from groupcoord.server.waiters import FetchWaiters
 
@@ -201,6 +202,7 @@ class Broker:
         self.listening.set()
         try:
             await asyncio.to_thread(_after_bind, cfg)
+            heap.settle_step()
             self._tasks.append(asyncio.create_task(asyncio.to_thread(_import, CLIENT_HANDLERS)))
             await self._load()
         except BaseException:
@@ -244,6 +246,7 @@ class Broker:
         # worker thread: the loop keeps answering ApiVersions, and nothing else reads the
         # logs before `ready`, as Kafka serves no partition before its log is loaded.
         await asyncio.to_thread(self.logs.load_all)
+        heap.settle_step()
         self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs)
         self.broker_configs = self.topics.broker_configs
