@@ -207,6 +207,7 @@ class Broker:
         try:
             await asyncio.to_thread(_after_bind, cfg)
             heap.settle_step()
+            await asyncio.sleep(0)  # the step and the start of `_load` in turns of their own
             self._tasks.append(asyncio.create_task(asyncio.to_thread(_import, CLIENT_HANDLERS)))
             await self._load()
         except BaseException:
@@ -251,6 +252,7 @@ class Broker:
         # logs before `ready`, as Kafka serves no partition before its log is loaded.
         await asyncio.to_thread(self.logs.load_all)
         heap.settle_step()
+        await asyncio.sleep(0)  # the runtimes are built in a loop turn of their own
         self.authorizer = build_authorizer(cfg)
         self.topics = TopicStore(self.logs)
         self.broker_configs = self.topics.broker_configs
