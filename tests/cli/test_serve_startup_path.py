@@ -99,12 +99,7 @@ def test_the_heavy_modules_are_what_the_broker_loads_after_the_bind() -> None:
     # The test above would pass vacuously if the names no longer existed.
     from groupcoord.server.broker import LOADED_AFTER_BIND
 
-    code = ("import sys\n"
-            f"for name in {LOADED_AFTER_BIND!r}: __import__(name)\n"
-            "print(' '.join(sorted(sys.modules)))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True, env=dict(os.environ, PYTHONPATH=SRC))
-    after = set(out.stdout.split())
+    after = _modules_after_importing(LOADED_AFTER_BIND)
     for name in ("groupcoord.storage.manager", "groupcoord.logformat.batch", "cramjam",
                  "groupcoord.server.runtime.coordinator_runtime", "groupcoord.server.transactions",
                  "groupcoord.security.acl", "uuid", "groupcoord.wire.errors"):
@@ -148,3 +143,19 @@ def test_a_started_broker_has_stored_its_cluster_id_and_collects_again(tmp_path:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_client_handlers_imported_while_the_logs_load_exist() -> None:
+    from groupcoord.server.broker import CLIENT_HANDLERS
+
+    assert set(CLIENT_HANDLERS) <= _modules_after_importing(CLIENT_HANDLERS)
+
+
+def _modules_after_importing(names: tuple[str, ...]) -> set[str]:
+    """`sys.modules` of a fresh interpreter once it has imported `names`."""
+    code = ("import sys\n"
+            f"for name in {names!r}: __import__(name)\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True, env=dict(os.environ, PYTHONPATH=SRC))
+    return set(out.stdout.split())

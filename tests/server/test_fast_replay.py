@@ -8,11 +8,15 @@ import random
 import pytest
 from replay_log_support import random_log
 
-from groupcoord.coordinator.records import offset_commit_record, offset_tombstone
+from groupcoord.coordinator.records import (
+    group_metadata_record,
+    offset_commit_record,
+    offset_tombstone,
+)
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.logformat.batch import build_batch
 from groupcoord.logformat.record import CorruptRecordError
-from groupcoord.server.runtime.fast_replay import FastReplay
+from groupcoord.server.runtime.fast_replay import SCAN_SLICE, FastReplay
 from groupcoord.server.runtime.shard_log import ProducerEpochs, replay_batch
 
 
@@ -70,3 +74,26 @@ def test_a_records_section_that_does_not_match_its_count_is_corrupt() -> None:
     batch[57:61] = (2).to_bytes(4, "big")  # recordsCount, not covered by the check here
     with pytest.raises(CorruptRecordError):
         _fast([bytes(batch)])
+
+
+@pytest.mark.parametrize("other_at", [None, SCAN_SLICE - 1, SCAN_SLICE, SCAN_SLICE + 1])
+def test_a_batch_longer_than_a_scan_slice_replays_as_the_plain_loader_and_yields_between(
+        other_at: int | None) -> None:
+    """One batch of more commits than `SCAN_SLICE` (a snapshot's can hold every commit of the
+    shard) is scanned in slices with a step between them; a record of another type at, just
+    before or just after a slice's end is replayed in its place."""
+    rows = []
+    for n in range(2 * SCAN_SLICE + 10):
+        if n == other_at:
+            rec = group_metadata_record("g-other", "consumer", 1, "range", "", 1_000, [])
+        else:
+            rec = offset_commit_record(f"g{n % 7}", "t", n % 40, n, -1, "", 1_000, -1,
+                                       bytes(16))
+        rows.append((rec.key_bytes(), rec.value_bytes(), (), 1_000))
+    batches = [build_batch(rows, base_offset=10)]
+    shard, producers = GroupCoordinatorShard(0), ProducerEpochs()
+    steps = list(FastReplay(shard, producers).steps(memoryview(b) for b in batches))
+    assert len(steps) > 2  # the batch did not go in one step
+    plain, _ = _plain(batches)
+    assert shard.snapshot() == plain.snapshot()
+    assert sorted(shard.classic.groups) == sorted(plain.classic.groups)

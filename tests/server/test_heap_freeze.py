@@ -21,6 +21,17 @@ def unfrozen() -> Iterator[None]:
     gc.set_threshold(*thresholds)
 
 
+def cyclic_garbage() -> weakref.ref[object]:
+    """A weak reference to an object in a cycle no one else holds: only the collector
+    frees it."""
+    class Node:
+        other: object = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
 def test_a_large_load_freezes_what_is_alive(unfrozen: None) -> None:
     state = [[i] for i in range(1_000)]  # containers the collector would walk
     assert not heap.settle_after_load(heap.LARGE_LOAD_RECORDS - 1)
@@ -30,26 +41,14 @@ def test_a_large_load_freezes_what_is_alive(unfrozen: None) -> None:
 
 
 def test_young_cyclic_garbage_is_collected_not_frozen(unfrozen: None) -> None:
-    class Node:
-        other: object = None
-
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    gone = weakref.ref(a)
-    del a, b  # a cycle: only the collector frees it
+    gone = cyclic_garbage()
     assert gone() is not None
     heap.settle_after_load(heap.LARGE_LOAD_RECORDS)
     assert gone() is None
 
 
 def test_after_start_everything_alive_is_frozen_and_garbage_collected(unfrozen: None) -> None:
-    class Node:
-        other: object = None
-
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    gone = weakref.ref(a)
-    del a, b
+    gone = cyclic_garbage()
     kept = [[i] for i in range(100)]
     heap.settle_after_start()
     assert gone() is None
@@ -61,6 +60,25 @@ def test_after_start_young_collections_are_rarer_and_older_ones_unchanged(
     _, older, oldest = gc.get_threshold()
     heap.settle_after_start()
     assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, older, oldest)
+
+
+def test_a_start_up_step_collects_garbage_and_freezes_what_is_alive(unfrozen: None) -> None:
+    gone = cyclic_garbage()
+    kept = [[i] for i in range(100)]
+    try:
+        heap.pause_until_started()
+        heap.settle_step()
+        assert gone() is None
+        assert gc.get_freeze_count() >= len(kept)
+        assert not gc.isenabled()  # still paused: `settle_after_start` ends the pause
+    finally:
+        heap.end_pause()
+
+
+def test_a_start_up_step_does_nothing_while_the_collector_runs(unfrozen: None) -> None:
+    kept = [[i] for i in range(100)]
+    heap.settle_step()
+    assert gc.get_freeze_count() == 0 and len(kept) == 100
 
 
 def test_the_collector_is_paused_until_the_start_has_settled(unfrozen: None) -> None:

@@ -11,7 +11,7 @@ import os
 import pytest
 from storage_helpers import make_batch
 
-from groupcoord.logformat.batch import iter_batches, validate
+from groupcoord.logformat.batch import HEADER_SIZE, iter_batches, validate
 from groupcoord.storage.config import LogConfig
 from groupcoord.storage.fileio import OS_FILE_IO
 from groupcoord.storage.log import PartitionLog
@@ -98,3 +98,42 @@ def test_interrupted_repair_is_finished_on_the_next_load(log_dir: str) -> None:
     assert not os.path.exists(path + ".swap")
     assert all_offsets(third) == [o for o in range(end) if o != lost]
     third.close()
+
+
+def test_replay_from_the_log_end_still_checks_the_active_tail(log_dir: str) -> None:
+    """After a clean shutdown nothing is CRC-checked at the open; a replay from the log end
+    (a shard whose snapshot covers the log) reads no batch, but the torn tail of the active
+    segment is still found and cut, as a replay from an earlier offset would."""
+    log = build(log_dir)
+    path, end = log.segments[-1].log_path, log.log_end_offset
+    log.close()
+    damage_tail_records(path)
+
+    again = PartitionLog.open(log_dir, CONFIG, clean_shutdown=True)
+    assert again.log_end_offset == end and again.recovery_report.clean
+    assert list(again.iter_batches(end)) == []
+    assert again.recovery_report.bytes_truncated > 0
+    assert again.log_end_offset == end - 1
+    assert all_offsets(again) == list(range(end - 1))
+    again.close()
+
+
+def test_replay_from_the_log_end_of_an_intact_log_reads_nothing(log_dir: str) -> None:
+    log = build(log_dir)
+    end = log.log_end_offset
+    log.close()
+    again = PartitionLog.open(log_dir, CONFIG, clean_shutdown=True)
+    assert list(again.iter_batches(end)) == []
+    assert again.recovery_report.clean and again.log_end_offset == end
+    again.close()
+
+
+def damage_tail_records(path: str) -> None:
+    """Garbage over the records of the segment's last batch, its header left whole: only
+    a CRC check finds it (the header walk of a clean open does not)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        *_, (last, _) = iter_file_batches(OS_FILE_IO, fd, 0, os.fstat(fd).st_size)
+        os.pwrite(fd, b"\xff" * 16, last + HEADER_SIZE)
+    finally:
+        os.close(fd)

@@ -316,6 +316,9 @@ async def _serve_broker(config: BrokerConfig, control_listen: Listener | None,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    from groupcoord.server.runtime import heap
+
+    heap.settle_step()  # the modules imported so far, before any client waits
     starting = loop.create_task(broker.start())
     metrics = None
     if metrics_listen is not None:
@@ -344,8 +347,6 @@ async def _serve_broker(config: BrokerConfig, control_listen: Listener | None,
         if metrics is not None:
             await metrics.stop()
         raise
-    from groupcoord.server.runtime import heap
-
     for _ in heap.collect_young_first():
         await asyncio.sleep(0)  # requests are answered between the collections
     heap.settle_after_start()  # out of the cyclic GC's reach: every full collection is cheaper

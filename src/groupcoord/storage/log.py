@@ -259,11 +259,17 @@ class PartitionLog:
             seg = self.segments[i]
             end = 0
             damaged = False
-            try:
-                found = seg.find_batch(start) if start > seg.base_offset else None
-            except CorruptBatchError:
-                found = None  # walked from the start below, which finds and repairs it
-            first = found[0] if found is not None else 0
+            if seg is self.active and start >= seg.next_offset > seg.base_offset:
+                # Nothing stored from `start` (a snapshot covers the log): the walk checks
+                # the tail from the last index entry, as the open found the end, not every
+                # batch of the segment to return none.
+                first = seg.offset_index.lookup(start)
+            else:
+                try:
+                    found = seg.find_batch(start) if start > seg.base_offset else None
+                except CorruptBatchError:
+                    found = None  # walked from the start below, which finds and repairs it
+                first = found[0] if found is not None else 0
             for pos, view in iter_file_batches(self.io, seg.fd, first, seg.size):
                 try:
                     header = validate(view)

@@ -47,7 +47,10 @@ from groupcoord.wire.primitives import read_varlong
 RawRecord = tuple[int, bytes, bytes | None]
 # Keys are flushed in slices this long (a few milliseconds of decoding), so a run of a
 # million distinct keys does not hold the event loop in one step.
-FLUSH_SLICE = 512
+FLUSH_SLICE = 128
+# A batch's records are scanned in slices this long for the same reason: one batch of a
+# snapshot can hold every offset commit of the shard.
+SCAN_SLICE = 4096
 
 
 class ReplaySink(Protocol):
@@ -97,7 +100,8 @@ class FastReplay:
         while True:
             span = len(self._spans)
             try:
-                stop, scanned = _scan(data, pos, end, span << 32, self._run, self._full_keys)
+                stop, scanned = _scan(data, pos, end, span << 32, self._run, self._full_keys,
+                                      SCAN_SLICE)
             except (IndexError, DecodeError) as exc:
                 raise CorruptRecordError(f"malformed record: {exc}") from exc
             seen += scanned
@@ -106,6 +110,12 @@ class FastReplay:
                 self._spans.append((data, pos, stop, base))
             if stop >= end:
                 break
+            if scanned == SCAN_SLICE:
+                # The slice ended, not the run: the loop takes a turn, then the scan goes
+                # on (a record of another type there scans as none and is handled below).
+                pos = stop
+                yield self.count
+                continue
             # A record of another type: the run ends before it, and it is replayed alone.
             yield from self.flush()
             offset, key, value, pos = _read_record(data, stop, base)
@@ -181,17 +191,18 @@ def _offset_of(record: RawRecord) -> int:
 
 
 def _scan(data: bytes, pos: int, end: int, span: int, run: dict[bytes, int],
-          full_keys: set[bytes]) -> tuple[int, int]:
-    """Scan offset-commit records from `pos`, noting in `run` where each key's last record
-    starts (`span` << 32 | position: one int, no tuple per record).
+          full_keys: set[bytes], limit: int) -> tuple[int, int]:
+    """Scan at most `limit` offset-commit records from `pos`, noting in `run` where each
+    key's last record starts (`span` << 32 | position: one int, no tuple per record).
 
     Returns (position, records scanned): `end` when the section is done, else the start
-    of the first record whose key is not an offset commit. Varints of one and two bytes
+    of the first record whose key is not an offset commit or, after `limit` records, of
+    the next record. Varints of one and two bytes
     (every record length below 8192) are read inline and the deltas only skipped: this
     loop is the cost of a cold load.
     """
     count = 0
-    while pos < end:
+    while pos < end and count < limit:
         start = pos
         b = data[pos]
         if b < 0x80:

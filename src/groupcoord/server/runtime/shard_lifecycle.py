@@ -134,6 +134,8 @@ class ShardLifecycle(ABC):
         # gives to loading is one slice per turn, whatever the number of shards.
         loader = ShardLoader(plog, self.shard, self.producers, self.partition)
         async with rt.loading:
+            if loader.snapshot_read_is_long():
+                await asyncio.to_thread(loader.read_snapshot_file)
             slice_end = loop.time() + LOAD_SLICE_S
             for count in loader.steps():
                 if loop.time() >= slice_end:

@@ -144,18 +144,53 @@ def verify_against_log(point: SnapshotPoint, plog: PartitionStore) -> None:
                                f"{point.covered} it covers (compacted or truncated since)")
 
 
-def read_snapshot(plog: Any, partition: int) -> tuple[SnapshotPoint, list[memoryview]] | None:
-    """The verified snapshot beside `plog`, or None (absent, or rejected with a log line)."""
+def read_snapshot_file(plog: Any, partition: int
+                       ) -> tuple[SnapshotPoint, list[memoryview]] | None:
+    """The snapshot beside `plog`, read and checked on its own (file and bytes work only,
+    so a large one can be read on a worker thread), or None (absent, or rejected with a log
+    line). `checked_against_log` then tells whether the log still fits it."""
     path = snapshot_path(plog.path)
     if not plog.io.exists(path):
         return None
     try:
-        point, batches = decode_snapshot(plog.io.read_bytes(path), partition)
-        verify_against_log(point, plog)
+        return decode_snapshot(plog.io.read_bytes(path), partition)
     except (OSError, ValueError) as exc:
-        log.warning("ignoring the snapshot of %s (%s); replaying the whole log", plog.path, exc)
+        _ignore(plog, exc)
         return None
-    return point, batches
+
+
+def checked_against_log(plog: Any, found: tuple[SnapshotPoint, list[memoryview]] | None
+                        ) -> tuple[SnapshotPoint, list[memoryview]] | None:
+    """`found` if the log still holds the batch it was taken at (a read of the log: on
+    the log's thread), else None (rejected with a log line)."""
+    if found is None:
+        return None
+    try:
+        verify_against_log(found[0], plog)
+    except (OSError, ValueError) as exc:
+        _ignore(plog, exc)
+        return None
+    return found
+
+
+def _ignore(plog: Any, exc: Exception) -> None:
+    log.warning("ignoring the snapshot of %s (%s); replaying the whole log", plog.path, exc)
+
+
+def snapshot_size(plog: Any) -> int:
+    """The size of the snapshot file beside `plog`; 0 when there is none."""
+    path = snapshot_path(plog.path)
+    io = plog.io
+    try:
+        if not io.exists(path):
+            return 0
+        fd = io.open(path, os.O_RDONLY)
+        try:
+            return int(io.size(fd))
+        finally:
+            io.close(fd)
+    except OSError:
+        return 0
 
 
 def covered_offset(plog: Any) -> int:
