@@ -1,6 +1,8 @@
 """Asking one node of a cluster on PostgreSQL who leads what (over the wire, so the answer is
 that node's): the partition leaders, a group's coordinator, an offset fetch's and a produce's
-error; and the brokers its Metadata lists, through confluent-kafka."""
+error; and the brokers its Metadata lists, through confluent-kafka. Starting a cluster of
+nodes and waiting until it is settled: every node listing every other, the coordinators of the
+internal topics spread over them, every node telling the same."""
 
 from __future__ import annotations
 
@@ -25,15 +27,20 @@ from groupcoord.wire.generated.produce import (
     ProduceResponse,
     TopicProduceData,
 )
-from helpers.broker import BrokerProcess
+from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.polling import wait_for
 from helpers.wire_client import WireConnection
 
-GROUP_KEY = 0
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+THREE_NODES = (1, 2, 3)
+SETTLE_TIMEOUT_S = 60.0
+# Keys enough that their coordinators fall on every node (three internal partitions or more).
+SPREAD_PROBES = 12
 
 
-def node_args(storage_url: str, node_id: int) -> list[str]:
-    return ["--storage", storage_url, "--node-id", str(node_id), "--offsets-partitions", "3",
-            "--group-initial-rebalance-delay-ms", "0"]
+def node_args(storage_url: str, node_id: int, offsets_partitions: int = 3) -> list[str]:
+    return ["--storage", storage_url, "--node-id", str(node_id), "--offsets-partitions",
+            str(offsets_partitions), "--group-initial-rebalance-delay-ms", "0"]
 
 
 # Leases of 3 s renewed every 0.5 s: takeovers within a test's patience.
@@ -60,17 +67,69 @@ def broker_ids(bootstrap: str) -> set[int]:
     return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).brokers)
 
 
-def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
-    """(error code, node id) of FindCoordinator for the group, asked of `node`."""
+def coordinator(node: BrokerProcess, key_type: int, key: str) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator (v6) for the key, asked of `node`."""
     conn = WireConnection("127.0.0.1", node.port)
     try:
-        response = conn.call(FindCoordinatorRequest(key_type=GROUP_KEY,
-                                                    coordinator_keys=[group]), 4)
+        response = conn.call(FindCoordinatorRequest(key_type=key_type,
+                                                    coordinator_keys=[key]), 6)
     finally:
         conn.close()
     assert isinstance(response, FindCoordinatorResponse)
     found = response.coordinators[0]
     return int(found.error_code), int(found.node_id)
+
+
+def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator for the group, asked of `node`."""
+    return coordinator(node, GROUP_KEY, group)
+
+
+def start_cluster(factory: BrokerFactory, storage_url: str, extra_args: list[str],
+                  node_ids: tuple[int, ...] = THREE_NODES,
+                  offsets_partitions: int = 3) -> dict[int, BrokerProcess]:
+    """One node per id on the database, once every node lists them all as live."""
+    nodes = {n: factory.create(node_args(storage_url, n, offsets_partitions) + extra_args,
+                               start=False) for n in node_ids}
+    for node in nodes.values():
+        # A node opens every partition of the catalog (the internal topics' included, a
+        # PostgreSQL round trip each) before it listens.
+        node.start(timeout=SETTLE_TIMEOUT_S)
+    wait_for(lambda: all(broker_ids(node.bootstrap) == set(node_ids) for node in nodes.values()),
+             f"every node to list the live nodes {node_ids}", SETTLE_TIMEOUT_S, interval=0.2)
+    return nodes
+
+
+def wait_for_spread_coordinators(nodes: dict[int, BrokerProcess]) -> None:
+    """Until group, transaction and share-state keys find coordinators on every node, each
+    node naming the same: the internal topics exist and their leases are settled, so a
+    client's lookups hold for the rest of a run."""
+    share_keys = [f"probe:AAAAAAAAAAAAAAAAAAAAAA:{i}" for i in range(SPREAD_PROBES)]
+    probes = {GROUP_KEY: [f"probe-{i}" for i in range(SPREAD_PROBES)],
+              TRANSACTION_KEY: [f"probe-{i}" for i in range(SPREAD_PROBES)],
+              SHARE_KEY: share_keys}
+    seen: list[object] = []
+
+    def settled() -> bool:
+        for key_type, keys in probes.items():
+            chosen = set()
+            for key in keys:
+                answers = {coordinator(node, key_type, key) for node in nodes.values()}
+                if len(answers) != 1:
+                    seen[:] = [key_type, key, answers]
+                    return False
+                code, node_id = answers.pop()
+                if code != 0:
+                    seen[:] = [key_type, key, code]
+                    return False
+                chosen.add(node_id)
+            if chosen != set(nodes):
+                seen[:] = [key_type, chosen]
+                return False
+        return True
+
+    wait_for(settled, "the coordinators spread over the nodes, every node agreeing",
+             SETTLE_TIMEOUT_S, lambda: f"last disagreement {seen}", interval=0.2)
 
 
 def produce_error(node: BrokerProcess, topic: str, partition: int) -> int:
