@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.logformat.batch import build_batch
@@ -83,6 +84,14 @@ def coordinator(node: BrokerProcess, key_type: int, key: str) -> tuple[int, int]
 def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
     """(error code, node id) of FindCoordinator for the group, asked of `node`."""
     return coordinator(node, GROUP_KEY, group)
+
+
+def cluster_bootstrap(request: pytest.FixtureRequest) -> BrokerProcess:
+    """The bootstrap node of the session's three-node cluster (the interop suite's
+    `three_node_cluster` fixture), for a broker fixture parametrised with THREE_NODE_CLUSTER."""
+    node = request.getfixturevalue("three_node_cluster")
+    assert isinstance(node, BrokerProcess)
+    return node
 
 
 def start_cluster(factory: BrokerFactory, storage_url: str, extra_args: list[str],
