@@ -15,6 +15,7 @@ from pathlib import Path
 
 from conformance.conversation import Conversation
 from conformance.normalise import Tree
+from conformance.routing import ClusterRoutes
 
 Scenario = Callable[[Conversation], None]
 # Set to a directory to keep both normalised transcripts of every scenario (for reading).
@@ -25,11 +26,14 @@ TRANSCRIPTS_ENV = "CONFORMANCE_TRANSCRIPTS"
 class Endpoint:
     broker: str
     host: str
-    port: int
+    port: int  # the bootstrap broker's
+    # A cluster: each request is sent to the node a client would send it to (`routing`).
+    routed: bool = False
 
 
 def run_scenario(endpoint: Endpoint, name: str, scenario: Scenario) -> list[tuple[str, Tree]]:
-    conversation = Conversation(endpoint.broker, endpoint.host, endpoint.port, name)
+    routes = ClusterRoutes(endpoint.host, endpoint.port) if endpoint.routed else None
+    conversation = Conversation(endpoint.broker, endpoint.host, endpoint.port, name, routes)
     try:
         scenario(conversation)
     finally:
