@@ -36,13 +36,9 @@ CLUSTER_SCENARIO_FILES = frozenset({
     "test_conformance_transactions.py"})
 # Scenarios of those files not run against the cluster yet, each with why. These need the
 # requests between nodes that are not done (docs/cluster.md, "What is not done yet"): where
-# the share-partition leader and the share coordinator, or the transaction coordinator and
-# a partition or group coordinator it verifies with, are on different nodes.
+# the share-partition leader and the share coordinator are on different nodes.
 _SHARE_STATE = ("the share-partition leader and the group's share coordinator are on "
                 "different nodes: share-state RPCs between nodes")
-_TXN_VERIFY = ("the transaction coordinator and a partition leader or group coordinator are "
-               "on different nodes: transaction verification and WriteTxnMarkers between nodes "
-               "(INVALID_PRODUCER_ID_MAPPING / a transaction never completing)")
 CLUSTER_AWAITS_CROSS_NODE_RPCS: dict[str, str] = {
     "test_share_group_and_consumer_group_ids_do_not_mix": _SHARE_STATE,
     "test_share_fetch_acknowledge_and_redelivery": _SHARE_STATE,
@@ -51,13 +47,6 @@ CLUSTER_AWAITS_CROSS_NODE_RPCS: dict[str, str] = {
     "test_share_first_heartbeat_assigns_after_initialization": _SHARE_STATE,
     "test_share_offsets_admin": _SHARE_STATE,
     "test_redelivery_is_throttled_near_the_delivery_limit": _SHARE_STATE,
-    "test_transactional_offsets_commit": _TXN_VERIFY,
-    "test_transactional_offsets_abort": _TXN_VERIFY,
-    "test_txn_offset_commit_errors": _TXN_VERIFY,
-    "test_txn_offset_commit_to_a_share_group": _TXN_VERIFY,
-    "test_txn_offset_commit_as_classic_member": _TXN_VERIFY,
-    "test_tv2_aborts_with_no_partition_and_retries": _TXN_VERIFY,
-    "test_txn_offset_commit_v6_by_topic_id": _TXN_VERIFY,
 }
 # Group configs (IncrementalAlterConfigs on GROUP) are read from PostgreSQL at a node's start
 # only: one set on the bootstrap node does not reach a coordinator on another node.
