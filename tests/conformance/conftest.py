@@ -48,12 +48,6 @@ CLUSTER_AWAITS_CROSS_NODE_RPCS: dict[str, str] = {
     "test_share_offsets_admin": _SHARE_STATE,
     "test_redelivery_is_throttled_near_the_delivery_limit": _SHARE_STATE,
 }
-# Group configs (IncrementalAlterConfigs on GROUP) are read from PostgreSQL at a node's start
-# only: one set on the bootstrap node does not reach a coordinator on another node.
-CLUSTER_AWAITS_GROUP_CONFIG_PROPAGATION: dict[str, str] = {
-    "test_group_heartbeat_interval_override_reaches_the_member": "group configs per node",
-    "test_consumer_assignment_interval_holds_the_second_assignment": "group configs per node",
-}
 PEERS = ("groupcoord", "cluster")
 # Names stay short enough for every name a scenario derives from them.
 SCENARIO_NAME_MAX = 80
@@ -88,9 +82,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if ("differential" not in metafunc.fixturenames
             or Path(str(metafunc.definition.fspath)).name not in CLUSTER_SCENARIO_FILES):
         return
-    not_yet = CLUSTER_AWAITS_CROSS_NODE_RPCS.keys() | CLUSTER_AWAITS_GROUP_CONFIG_PROPAGATION.keys()
     peers = [peer for peer in PEERS
-             if peer != "cluster" or metafunc.definition.name not in not_yet]
+             if peer != "cluster" or metafunc.definition.name not in CLUSTER_AWAITS_CROSS_NODE_RPCS]
     metafunc.parametrize("peer", peers, indirect=True)
 
 

@@ -4,7 +4,10 @@ Against one broker every request goes to it. Against a cluster (several groupcoo
 PostgreSQL) a scenario's connection sends each request where a Kafka client sends it: a
 group's requests to the group's coordinator, a transaction's to its transaction coordinator,
 a partition's to its leader (all looked up, unrecorded, on the bootstrap node, as a client
-does with FindCoordinator and Metadata), and the rest to the bootstrap node. An admin request
+does with FindCoordinator and Metadata), and the rest to the bootstrap node. A DescribeConfigs
+of one group's configs goes to the group's coordinator too: a scenario waiting until a config
+it set is applied waits for where the group is coordinated (every node follows the stored
+configs within a lease pass; Kafka's brokers within a metadata update). An admin request
 naming groups or transactions of several coordinators is split per coordinator and the answers
 joined, and ListGroups / ListTransactions ask every node, as the Java admin client does; the
 transcript compares arrays as multisets, so the joined answer reads as one broker's.
@@ -32,6 +35,7 @@ from groupcoord.wire.generated.consumer_group_heartbeat import ConsumerGroupHear
 from groupcoord.wire.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from groupcoord.wire.generated.delete_records import DeleteRecordsRequest
 from groupcoord.wire.generated.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from groupcoord.wire.generated.describe_configs import DescribeConfigsRequest
 from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from groupcoord.wire.generated.describe_producers import DescribeProducersRequest
 from groupcoord.wire.generated.describe_share_group_offsets import (
@@ -88,6 +92,7 @@ from groupcoord.wire.messages import WireStruct
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+GROUP_RESOURCE = 32  # a ConfigResource's type
 FIND_COORDINATOR_VERSION = 4  # batched keys
 METADATA_VERSION = 12  # topics by name or by id
 # Answers a client retries its lookup on: the coordinator or leader is being moved or loaded.
@@ -382,6 +387,10 @@ class ClusterRoutes:
                                    lambda ids: DescribeShareGroupOffsetsRequest(
                                        groups=[g for g in request.groups if g.group_id in ids]),
                                    _join_share_offsets, request)
+            case DescribeConfigsRequest() if (len(request.resources) == 1 and
+                                              request.resources[0].resource_type
+                                              == GROUP_RESOURCE):
+                return self._group(request.resources[0].resource_name, request)
             case ListGroupsRequest():
                 return self._every_node(request, _join_list_groups)
             case InitProducerIdRequest() if request.transactional_id is not None:
