@@ -6,7 +6,9 @@ the Maven-fetched broker), so `make test-fast` leaves those out. The `differenti
 a scenario against Kafka and a groupcoord peer and compares the transcripts (see
 `differential.py`). In the files of `CLUSTER_SCENARIO_FILES` every scenario runs twice: against
 one groupcoord (`[groupcoord]`) and against the cluster (`[cluster]`, its requests routed to
-the coordinators and leaders as a client's are, see `routing.py`), each compared with Kafka.
+the coordinators and leaders as a client's are, see `routing.py`), each compared with Kafka's
+one run of it (kept for the session by scenario name: `make conformance` runs a file's tests
+on one worker, `--dist loadfile`, so both variants find the same Kafka and its transcript).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from helpers.postgres_cluster import start_cluster, wait_for_spread_coordinators
 from helpers.postgres_server import PostgresServer, postgres_server
 from helpers.reference_broker import GROUP_SETTINGS, ReferenceBroker, log_event
 
-from conformance.differential import Endpoint, Scenario, run_both
+from conformance.differential import Endpoint, KafkaTranscripts, Scenario, compare_on
 
 __all__ = ["postgres_server"]  # the session's PostgreSQL, for the cluster peer
 
@@ -87,14 +89,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("peer", peers, indirect=True)
 
 
-def scenario_name(test_name: str) -> str:
-    """The prefix of everything the scenario names, unique per test (parameters included):
-    Kafka is shared by every run, so no two may name the same group."""
+def scenario_name(item: pytest.Item) -> str:
+    """The prefix of everything the scenario names, unique per test (parameters included,
+    the peer's not: Kafka runs it once for every peer): Kafka is shared by every run, so no
+    two may name the same group."""
+    callspec = getattr(item, "callspec", None)  # pytest's, on parametrised tests only
+    peer = None if callspec is None else callspec.params.get("peer")
+    test_name = item.name if peer is None else _without_id(item.name, peer)
     name = test_name.replace("[", "-").replace("]", "").replace("_", "-")
     if len(name) <= SCENARIO_NAME_MAX:
         return name
     digest = hashlib.sha1(name.encode()).hexdigest()[:8]
     return f"{name[:SCENARIO_NAME_MAX - len(digest) - 1]}-{digest}"
+
+
+def _without_id(test_name: str, param_id: str) -> str:
+    """`test_name` without one parameter's id: test[a-x-b] less x is test[a-b]."""
+    base, _, ids = test_name.partition("[")
+    kept = ids.removesuffix("]").split("-")
+    kept.remove(param_id)
+    return f"{base}[{'-'.join(kept)}]" if kept else base
 
 
 def _group_settings() -> list[str]:
@@ -146,15 +160,19 @@ def peer(request: pytest.FixtureRequest) -> Endpoint:
     return endpoint
 
 
+@pytest.fixture(scope="session")
+def kafka_transcripts(kafka_reference: ReferenceBroker) -> KafkaTranscripts:
+    return KafkaTranscripts(Endpoint("kafka", "127.0.0.1", kafka_reference.port))
+
+
 @pytest.fixture
-def differential(kafka_reference: ReferenceBroker, peer: Endpoint,
+def differential(kafka_transcripts: KafkaTranscripts, peer: Endpoint,
                  request: pytest.FixtureRequest) -> Callable[[Scenario], None]:
-    """`differential(scenario)`: run it on Kafka and the peer under this test's name and
-    compare."""
-    kafka = Endpoint("kafka", "127.0.0.1", kafka_reference.port)
-    name = scenario_name(request.node.name)
+    """`differential(scenario)`: run it on the peer under this test's name and compare with
+    Kafka's run of it (the first peer's call runs it on Kafka)."""
+    name = scenario_name(request.node)
 
     def run(scenario: Scenario) -> None:
-        run_both(kafka, peer, name, scenario)
+        compare_on(kafka_transcripts.of(name, scenario), peer, name, scenario)
 
     return run
