@@ -25,7 +25,8 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
-from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.broker import ONE_NODE, THREE_NODE_CLUSTER, BrokerFactory, BrokerProcess
+from helpers.postgres_cluster import cluster_bootstrap
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,7 +45,11 @@ def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
 
 
 @pytest.fixture
-def broker(broker_factory: BrokerFactory) -> BrokerProcess:
+def broker(broker_factory: BrokerFactory, request: pytest.FixtureRequest) -> BrokerProcess:
+    """A broker of the test's own; parametrised (indirectly) with THREE_NODE_CLUSTER, the
+    bootstrap node of the session's three-node cluster on PostgreSQL instead (interop)."""
+    if getattr(request, "param", ONE_NODE) == THREE_NODE_CLUSTER:
+        return cluster_bootstrap(request)
     return broker_factory.create()
 
 

@@ -26,8 +26,8 @@ from helpers.postgres_cluster import (
     listed_transactions,
     read_to_ends,
     spread_leaders,
+    start_cluster,
     start_node,
-    start_nodes,
 )
 from helpers.wire_client import WireConnection
 
@@ -120,7 +120,7 @@ def _group_not_coordinated_by(node: BrokerProcess, node_id: int) -> str:
 
 def test_a_transaction_spanning_the_nodes_is_all_or_nothing(
         broker_factory: BrokerFactory, storage_url: str) -> None:
-    nodes = start_nodes(broker_factory, storage_url, {1, 2, 3}, SHORT_LEASE)
+    nodes = start_cluster(broker_factory, storage_url, SHORT_LEASE)
     create_topic(nodes[1].bootstrap, TOPIC, PARTITIONS)
     leaders = spread_leaders(nodes, TOPIC, PARTITIONS)
     tid = "spanning"
@@ -170,7 +170,7 @@ def _tid_moving_to(node_id: int, before: list[int], after: list[int]) -> str:
 
 def test_a_moved_transaction_coordinator_is_unloaded_and_loaded(
         broker_factory: BrokerFactory, storage_url: str) -> None:
-    nodes = start_nodes(broker_factory, storage_url, {1, 2}, SHORT_LEASE)
+    nodes = start_cluster(broker_factory, storage_url, SHORT_LEASE, (1, 2))
     create_topic(nodes[1].bootstrap, TOPIC, PARTITIONS)
     spread_leaders(nodes, TOPIC, PARTITIONS)
     tid = _tid_moving_to(3, [1, 2], [1, 2, 3])

@@ -26,7 +26,7 @@ from helpers.postgres_cluster import (
     partition_leaders,
     produce_error,
     spread_leaders,
-    start_nodes,
+    start_cluster,
 )
 
 from groupcoord.wire.errors import ErrorCode
@@ -44,7 +44,7 @@ SCHEDULING_SLACK_S = 1.0
 
 
 def _start(factory: BrokerFactory, storage_url: str) -> dict[int, BrokerProcess]:
-    return start_nodes(factory, storage_url, NODE_IDS, SHORT_LEASE)
+    return start_cluster(factory, storage_url, SHORT_LEASE)
 
 
 def _spread(nodes: dict[int, BrokerProcess]) -> dict[int, int]:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from helpers.wire_client import Pending, WireConnection
-
 from conformance.conversation import Conversation
+from conformance.routing import ClientConnection, Sent
 from groupcoord.wire.generated.consumer_protocol_assignment import (
     ConsumerProtocolAssignment,
 )
@@ -73,14 +72,14 @@ def join_request(group: str, member_id: str = "", *, instance_id: str | None = N
 
 
 def join(c: Conversation, step: str, group: str, member_id: str = "", *,
-         version: int = JOIN_VERSION, conn: WireConnection | None = None,
+         version: int = JOIN_VERSION, conn: ClientConnection | None = None,
          **kwargs: object) -> JoinGroupResponse:
     return c.call(step, join_request(group, member_id, **kwargs),  # type: ignore[arg-type]
                   version, JoinGroupResponse, conn)
 
 
-def send_join(conn: WireConnection, group: str, member_id: str = "",
-              **kwargs: object) -> Pending:
+def send_join(conn: ClientConnection, group: str, member_id: str = "",
+              **kwargs: object) -> Sent:
     return conn.send(join_request(group, member_id, **kwargs),  # type: ignore[arg-type]
                      JOIN_VERSION)
 
@@ -95,7 +94,7 @@ def join_new_member(c: Conversation, label: str, group: str,
 def sync(c: Conversation, step: str, group: str, generation: int, member_id: str,
          assignments: dict[str, bytes] | None = None, *, instance_id: str | None = None,
          protocol_name: str | None = "range", protocol_type: str | None = "consumer",
-         version: int = SYNC_VERSION, conn: WireConnection | None = None) -> SyncGroupResponse:
+         version: int = SYNC_VERSION, conn: ClientConnection | None = None) -> SyncGroupResponse:
     request = SyncGroupRequest(
         group_id=group, generation_id=generation, member_id=member_id,
         group_instance_id=instance_id, protocol_type=protocol_type, protocol_name=protocol_name,

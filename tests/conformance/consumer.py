@@ -6,9 +6,8 @@ fixed ids so both brokers see the same requests.
 
 from __future__ import annotations
 
-from helpers.wire_client import WireConnection
-
 from conformance.conversation import Conversation, Topic
+from conformance.routing import ClientConnection
 from groupcoord.wire.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -47,7 +46,7 @@ def join_request(group: str, member: str, topics: list[str] | None = None, *,
 
 
 def heartbeat(c: Conversation, step: str, request: ConsumerGroupHeartbeatRequest,
-              conn: WireConnection | None = None) -> ConsumerGroupHeartbeatResponse:
+              conn: ClientConnection | None = None) -> ConsumerGroupHeartbeatResponse:
     return c.call(step, request, HEARTBEAT_VERSION, ConsumerGroupHeartbeatResponse, conn)
 
 

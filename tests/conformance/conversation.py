@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from helpers.polling import wait_for
-from helpers.wire_client import Pending, WireConnection
+from helpers.wire_client import WireConnection
 
 from conformance.normalise import Symbols, Tree, normalise
+from conformance.routing import ClientConnection, ClusterRoutes, Sent
 from groupcoord.logformat.batch import build_batch
 from groupcoord.logformat.record import SimpleRecord
 from groupcoord.wire.errors import ErrorCode
@@ -73,21 +74,30 @@ class Conversation:
     host: str
     port: int
     scenario: str
+    # Against a cluster: where each request goes (see `routing`); None against one broker.
+    routes: ClusterRoutes | None = None
     transcript: list[tuple[str, Tree]] = field(default_factory=list)
     symbols: Symbols = field(default_factory=Symbols)
-    connections: list[WireConnection] = field(default_factory=list)
-    _default: WireConnection | None = None
+    connections: list[ClientConnection] = field(default_factory=list)
+    raw_connections: list[WireConnection] = field(default_factory=list)
+    _default: ClientConnection | None = None
 
     def name(self, suffix: str) -> str:
         return f"{self.scenario}-{suffix}"
 
-    def connect(self, client_id: str = "conformance") -> WireConnection:
-        conn = WireConnection(self.host, self.port, client_id=client_id)
+    def connect(self, client_id: str = "conformance") -> ClientConnection:
+        conn = ClientConnection(self.host, self.port, client_id, self.routes)
         self.connections.append(conn)
         return conn
 
+    def connect_raw(self, client_id: str) -> WireConnection:
+        """A plain connection to the bootstrap broker, for byte-level requests (never routed)."""
+        conn = WireConnection(self.host, self.port, client_id=client_id)
+        self.raw_connections.append(conn)
+        return conn
+
     @property
-    def default(self) -> WireConnection:
+    def default(self) -> ClientConnection:
         if self._default is None:
             self._default = self.connect()
         return self._default
@@ -95,14 +105,14 @@ class Conversation:
     # -- recorded steps ---------------------------------------------------------------------
 
     def call(self, step: str, request: WireStruct, version: int, response_type: type[W],
-             conn: WireConnection | None = None) -> W:
+             conn: ClientConnection | None = None) -> W:
         """Send, wait, record the normalised response under `step`, return it decoded."""
         conn = conn or self.default
         return self.receive(step, conn, conn.send(request, version), response_type)
 
-    def receive(self, step: str, conn: WireConnection, pending: Pending,
+    def receive(self, step: str, conn: ClientConnection, sent: Sent,
                 response_type: type[W]) -> W:
-        response = conn.receive(pending)
+        response = conn.receive(sent)
         if not isinstance(response, response_type):
             raise TypeError(f"{step}: got {type(response).__name__}")
         self.record(step, response)
@@ -131,7 +141,7 @@ class Conversation:
     # -- unrecorded steps -------------------------------------------------------------------
 
     def quiet(self, request: WireStruct, version: int, response_type: type[W],
-              conn: WireConnection | None = None) -> W:
+              conn: ClientConnection | None = None) -> W:
         response = (conn or self.default).call(request, version)
         if not isinstance(response, response_type):
             raise TypeError(f"got {type(response).__name__}")
@@ -150,6 +160,8 @@ class Conversation:
         if result.error_code != ErrorCode.NONE:
             raise AssertionError(f"{self.broker}: CreateTopics {name}: {result.error_code}")
         self.wait_until(lambda: self._has_leaders(name, partitions), f"metadata of {name}")
+        if self.routes is not None:
+            self.routes.wait_known_everywhere(name, partitions)
         probes = iter(range(1_000_000))
         self.wait_until(lambda: self._coordinator_sees(name, partitions, next(probes)),
                         f"the group coordinator's view of {name}")
@@ -221,3 +233,7 @@ class Conversation:
     def close(self) -> None:
         for conn in self.connections:
             conn.close()
+        for raw in self.raw_connections:
+            raw.close()
+        if self.routes is not None:
+            self.routes.close()

@@ -57,7 +57,7 @@ def frame(api_key: int, version: int, body: bytes, header_version: int = 1,
 
 def closes_connection(c: Conversation, raw: bytes) -> bool:
     """Send `raw` on a fresh connection; whether the broker closes it without answering."""
-    conn = c.connect("hostile")
+    conn = c.connect_raw("hostile")
     conn.sock.settimeout(CLOSE_WAIT_S)
     conn.send_raw(raw)
     return conn.is_closed_by_peer()
@@ -65,7 +65,7 @@ def closes_connection(c: Conversation, raw: bytes) -> bool:
 
 def test_api_versions_of_an_unknown_version(differential: Run) -> None:
     def scenario(c: Conversation) -> None:
-        conn = c.connect("hostile")
+        conn = c.connect_raw("hostile")
         conn.send_raw(frame(API_VERSIONS_KEY, 99, b"\x00" * 8, header_version=2))
         data = conn.read_frame()
         _correlation, pos = decode_response_header(data, 0, 0)

@@ -47,6 +47,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# The brokers a test can run against (the parameter of its broker fixture): one node of its
+# own, or the bootstrap node of the session's three-node cluster on PostgreSQL.
+ONE_NODE, THREE_NODE_CLUSTER = "one-node", "three-node-cluster"
+BROKER_KINDS = (ONE_NODE, THREE_NODE_CLUSTER)
+
 class BrokerProcess:
     """One broker on one data dir; can be started, stopped, killed and restarted.
 

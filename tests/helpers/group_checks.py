@@ -21,20 +21,36 @@ from typing import Any
 
 from groupcoord.cli import group_ops
 from groupcoord.cli.wire_client import WireClient
+from groupcoord.wire.generated.find_coordinator import FindCoordinatorRequest
 from helpers import confluent_io
 from helpers.group_members import Ledger, wait_for
 
 SETTLE_TIMEOUT_S = 40.0
 
+GROUP_KEY = 0
+FIND_COORDINATOR_VERSION = 4  # batched keys
+
+
+def coordinator_address(bootstrap: str, group: str) -> str:
+    """`host:port` of the group's coordinator as the bootstrap broker names it (FindCoordinator
+    v4), where a cluster answers the group's requests; the bootstrap itself when it names none."""
+    with WireClient(bootstrap, timeout_s=10) as client:
+        response, version = client.request(FindCoordinatorRequest(
+            key_type=GROUP_KEY, coordinator_keys=[group]), FIND_COORDINATOR_VERSION)
+    if version < FIND_COORDINATOR_VERSION or response.coordinators[0].error_code != 0:
+        return bootstrap
+    found = response.coordinators[0]
+    return f"{found.host}:{found.port}"
+
 
 def describe(bootstrap: str, group: str) -> dict[str, Any]:
     """DescribeGroups for one group: state, protocol and members with decoded assignments."""
-    with WireClient(bootstrap, timeout_s=10) as client:
+    with WireClient(coordinator_address(bootstrap, group), timeout_s=10) as client:
         return group_ops.describe_group(client, group)
 
 
 def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
-    with WireClient(bootstrap, timeout_s=10) as client:
+    with WireClient(coordinator_address(bootstrap, group), timeout_s=10) as client:
         return group_ops.committed_offsets(client, group)
 
 
@@ -79,7 +95,7 @@ def wait_settled(bootstrap: str, group: str, topic: str, partitions: int, ledger
         return last[0] is None
 
     try:
-        wait_for(settled, f"group {group} to settle on {sorted(live)}", timeout, 0.1)
+        wait_for(settled, f"group {group} to settle on {sorted(live)}", timeout, interval=0.1)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; last problem: {last[0]}") from None
     return time.monotonic() - start

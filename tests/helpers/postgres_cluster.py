@@ -1,14 +1,16 @@
 """Asking one node of a cluster on PostgreSQL who leads what (over the wire, so the answer is
 that node's): the partition leaders, a group's or transactional id's coordinator, an offset
 fetch's and a produce's error, the transactions its coordinator shards hold; the brokers its
-Metadata lists, through confluent-kafka; and starting nodes and waiting until they agree how
-a topic's partitions are spread."""
+Metadata lists, through confluent-kafka. Starting a cluster of nodes and waiting until it is
+settled: every node listing every other, the coordinators of the internal topics or a topic's
+partitions spread over them, every node telling the same."""
 
 from __future__ import annotations
 
 import time
 from typing import cast
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -39,13 +41,16 @@ from helpers.confluent_io import high_watermarks
 from helpers.polling import wait_for
 from helpers.wire_client import WireConnection
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+THREE_NODES = (1, 2, 3)
 WAIT_S = 60.0
+# Keys enough that their coordinators fall on every node (three internal partitions or more).
+SPREAD_PROBES = 12
 
 
-def node_args(storage_url: str, node_id: int) -> list[str]:
-    return ["--storage", storage_url, "--node-id", str(node_id), "--offsets-partitions", "3",
-            "--group-initial-rebalance-delay-ms", "0"]
+def node_args(storage_url: str, node_id: int, offsets_partitions: int = 3) -> list[str]:
+    return ["--storage", storage_url, "--node-id", str(node_id), "--offsets-partitions",
+            str(offsets_partitions), "--group-initial-rebalance-delay-ms", "0"]
 
 
 # Leases of 3 s renewed every 0.5 s: takeovers within a test's patience.
@@ -79,22 +84,88 @@ def broker_ids(bootstrap: str) -> set[int]:
     return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).brokers)
 
 
-def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
-    """(error code, node id) of FindCoordinator for the group, asked of `node`."""
-    return coordinator(node, GROUP_KEY, group)
-
-
 def coordinator(node: BrokerProcess, key_type: int, key: str) -> tuple[int, int]:
-    """(error code, node id) of FindCoordinator for the key, asked of `node`."""
+    """(error code, node id) of FindCoordinator (v6) for the key, asked of `node`."""
     conn = WireConnection("127.0.0.1", node.port)
     try:
         response = conn.call(FindCoordinatorRequest(key_type=key_type,
-                                                    coordinator_keys=[key]), 4)
+                                                    coordinator_keys=[key]), 6)
     finally:
         conn.close()
     assert isinstance(response, FindCoordinatorResponse)
     found = response.coordinators[0]
     return int(found.error_code), int(found.node_id)
+
+
+def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator for the group, asked of `node`."""
+    return coordinator(node, GROUP_KEY, group)
+
+
+def cluster_bootstrap(request: pytest.FixtureRequest) -> BrokerProcess:
+    """The bootstrap node of the session's three-node cluster (the interop suite's
+    `three_node_cluster` fixture), for a broker fixture parametrised with THREE_NODE_CLUSTER."""
+    node = request.getfixturevalue("three_node_cluster")
+    assert isinstance(node, BrokerProcess)
+    return node
+
+
+# How long a node may take to listen: it opens every partition of the catalog (the internal
+# topics' included, a PostgreSQL round trip each) first, nodes start several at a time, on a
+# machine the test shares.
+NODE_START_TIMEOUT_S = 60.0
+
+
+def start_node(factory: BrokerFactory, storage_url: str, node_id: int, extra_args: list[str],
+               offsets_partitions: int = 3) -> BrokerProcess:
+    """A `serve --storage` node, once it listens."""
+    node = factory.create(node_args(storage_url, node_id, offsets_partitions) + extra_args,
+                          start=False)
+    node.start(timeout=NODE_START_TIMEOUT_S)
+    return node
+
+
+def start_cluster(factory: BrokerFactory, storage_url: str, extra_args: list[str],
+                  node_ids: tuple[int, ...] = THREE_NODES,
+                  offsets_partitions: int = 3) -> dict[int, BrokerProcess]:
+    """One node per id on the database, once every node lists them all as live."""
+    nodes = {n: start_node(factory, storage_url, n, extra_args, offsets_partitions)
+             for n in node_ids}
+    wait_for(lambda: all(broker_ids(node.bootstrap) == set(node_ids) for node in nodes.values()),
+             f"every node to list the live nodes {node_ids}", WAIT_S, interval=0.2)
+    return nodes
+
+
+def wait_for_spread_coordinators(nodes: dict[int, BrokerProcess]) -> None:
+    """Until group, transaction and share-state keys find coordinators on every node, each
+    node naming the same: the internal topics exist and their leases are settled, so a
+    client's lookups hold for the rest of a run."""
+    share_keys = [f"probe:AAAAAAAAAAAAAAAAAAAAAA:{i}" for i in range(SPREAD_PROBES)]
+    probes = {GROUP_KEY: [f"probe-{i}" for i in range(SPREAD_PROBES)],
+              TRANSACTION_KEY: [f"probe-{i}" for i in range(SPREAD_PROBES)],
+              SHARE_KEY: share_keys}
+    seen: list[object] = []
+
+    def settled() -> bool:
+        for key_type, keys in probes.items():
+            chosen = set()
+            for key in keys:
+                answers = {coordinator(node, key_type, key) for node in nodes.values()}
+                if len(answers) != 1:
+                    seen[:] = [key_type, key, answers]
+                    return False
+                code, node_id = answers.pop()
+                if code != 0:
+                    seen[:] = [key_type, key, code]
+                    return False
+                chosen.add(node_id)
+            if chosen != set(nodes):
+                seen[:] = [key_type, chosen]
+                return False
+        return True
+
+    wait_for(settled, "the coordinators spread over the nodes, every node agreeing",
+             WAIT_S, lambda: f"last disagreement {seen}", interval=0.2)
 
 
 def produce_error(node: BrokerProcess, topic: str, partition: int) -> int:
@@ -134,28 +205,6 @@ def listed_transactions(node: BrokerProcess) -> tuple[int, dict[str, str]]:
     assert isinstance(response, ListTransactionsResponse)
     return int(response.error_code), {t.transactional_id: t.transaction_state
                                       for t in response.transaction_states}
-
-
-# How long a node may take to listen: nodes start several at a time, each importing the
-# broker and connecting to PostgreSQL, on a machine the test shares.
-NODE_START_TIMEOUT_S = 30.0
-
-
-def start_node(factory: BrokerFactory, storage_url: str, node_id: int,
-               extra_args: list[str]) -> BrokerProcess:
-    """A `serve --storage` node, once it listens."""
-    node = factory.create(node_args(storage_url, node_id) + extra_args, start=False)
-    node.start(timeout=NODE_START_TIMEOUT_S)
-    return node
-
-
-def start_nodes(factory: BrokerFactory, storage_url: str, node_ids: set[int],
-                extra_args: list[str]) -> dict[int, BrokerProcess]:
-    """`serve --storage` nodes of one cluster, once each lists them all as live."""
-    nodes = {n: start_node(factory, storage_url, n, extra_args) for n in sorted(node_ids)}
-    wait_for(lambda: all(broker_ids(node.bootstrap) == node_ids for node in nodes.values()),
-             "every node to list every live node", WAIT_S, interval=0.2)
-    return nodes
 
 
 def spread_leaders(nodes: dict[int, BrokerProcess], topic: str, partitions: int

@@ -7,7 +7,8 @@ every change each partition is owned by exactly one live member (rebalance callb
 DescribeGroups agree); at the end no record is lost and duplicates come only from the
 killed member's uncommitted tail (or a commit the client saw fail).
 
-One broker serves the module, with no initial rebalance delay so joins settle at once.
+One broker serves the module, with no initial rebalance delay so joins settle at once; the
+cases of CLUSTER_CASES run against the session's three-node cluster on PostgreSQL too.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.broker import BrokerFactory, BrokerProcess
+from helpers.broker import ONE_NODE, THREE_NODE_CLUSTER, BrokerFactory, BrokerProcess
 from helpers.group_scenario import run_membership_scenario
+from helpers.postgres_cluster import cluster_bootstrap
 
 pytestmark = pytest.mark.interop
 
@@ -37,15 +39,26 @@ CASES = [
 ]
 
 
+# One case per client on the three-node cluster as well.
+CLUSTER_CASES = [("confluent", "range"), ("java", "range")]
+RUNS = ([(c, a, ONE_NODE) for c, a in CASES]
+        + [(c, a, THREE_NODE_CLUSTER) for c, a in CLUSTER_CASES])
+
+
 @pytest.fixture(scope="module")
-def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def group_broker(tmp_path_factory: pytest.TempPathFactory,
+                 request: pytest.FixtureRequest) -> Iterator[BrokerProcess]:
+    if request.param == THREE_NODE_CLUSTER:
+        yield cluster_bootstrap(request)
+        return
     factory = BrokerFactory(tmp_path_factory.mktemp("groups"),
                             ["--group-initial-rebalance-delay-ms", "0"])
     yield factory.create()
     factory.close()
 
 
-@pytest.mark.parametrize(("client", "assignor"), CASES, ids=[f"{c}-{a}" for c, a in CASES])
+@pytest.mark.parametrize(("client", "assignor", "group_broker"), RUNS, indirect=["group_broker"],
+                         ids=[f"{c}-{a}" + ("" if k == ONE_NODE else f"-{k}") for c, a, k in RUNS])
 def test_membership_changes(client: str, assignor: str, group_broker: BrokerProcess,
                             tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if client == "java":

@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.broker import ONE_NODE, THREE_NODE_CLUSTER, BrokerFactory, BrokerProcess
+from helpers.group_checks import coordinator_address
+from helpers.postgres_cluster import cluster_bootstrap
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
@@ -259,7 +262,7 @@ def describe(bootstrap: str, group: str) -> dict[str, Any]:
     from groupcoord.cli.wire_client import WireClient
     from groupcoord.wire.generated.consumer_group_describe import ConsumerGroupDescribeRequest
 
-    with WireClient(bootstrap, timeout_s=10) as client:
+    with WireClient(coordinator_address(bootstrap, group), timeout_s=10) as client:
         resp, _ = client.request(ConsumerGroupDescribeRequest(group_ids=[group]), 1)
     g = resp.groups[0]
     return {"state": g.group_state, "epoch": g.group_epoch, "members": [
@@ -333,10 +336,25 @@ def run_scenario(broker: Any, client: str, assignor: str, tmp_group: str) -> Non
         group.stop_all()
 
 
-@pytest.mark.parametrize("assignor", ["uniform", "range"])
-def test_confluent_consumer_protocol(broker_factory: Any, assignor: str) -> None:
-    broker = broker_factory.create(BROKER_ARGS)
-    run_scenario(broker, "confluent", assignor, f"cf-{assignor}")
+@pytest.fixture
+def protocol_broker(broker_factory: BrokerFactory, request: pytest.FixtureRequest
+                    ) -> BrokerProcess:
+    """A broker of the test's own with BROKER_ARGS, or the three-node cluster's bootstrap
+    node (which has them too)."""
+    if request.param == THREE_NODE_CLUSTER:
+        return cluster_bootstrap(request)
+    return broker_factory.create(BROKER_ARGS)
+
+
+# Each assignor on one node; the uniform one on the three-node cluster as well.
+RUNS = [("uniform", ONE_NODE), ("range", ONE_NODE), ("uniform", THREE_NODE_CLUSTER)]
+RUN_IDS = [a + ("" if kind == ONE_NODE else f"-{kind}") for a, kind in RUNS]
+
+
+@pytest.mark.parametrize(("assignor", "protocol_broker"), RUNS, indirect=["protocol_broker"],
+                         ids=RUN_IDS)
+def test_confluent_consumer_protocol(protocol_broker: BrokerProcess, assignor: str) -> None:
+    run_scenario(protocol_broker, "confluent", assignor, f"cf-{assignor}")
 
 
 def _skip_without_java(client: str) -> None:
@@ -347,11 +365,11 @@ def _skip_without_java(client: str) -> None:
         pytest.skip(reason)
 
 
-@pytest.mark.parametrize("assignor", ["uniform", "range"])
-def test_java_consumer_protocol(broker_factory: Any, assignor: str) -> None:
+@pytest.mark.parametrize(("assignor", "protocol_broker"), RUNS, indirect=["protocol_broker"],
+                         ids=RUN_IDS)
+def test_java_consumer_protocol(protocol_broker: BrokerProcess, assignor: str) -> None:
     _skip_without_java("java")
-    broker = broker_factory.create(BROKER_ARGS)
-    run_scenario(broker, "java", assignor, f"java-{assignor}")
+    run_scenario(protocol_broker, "java", assignor, f"java-{assignor}")
 
 
 def test_confluent_regex_picks_up_new_topic(broker_factory: Any) -> None:

@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
+from helpers.broker import BROKER_KINDS
 from helpers.confluent_io import create_share_topic, produce_ids
 
 pytestmark = pytest.mark.interop
@@ -140,6 +141,7 @@ def check_ledger(ledger: Ledger, expected: set[int], consumers: int) -> None:
         assert len(deliveries) == expected_deliveries, (record_id, rule, deliveries)
 
 
+@pytest.mark.parametrize("broker", BROKER_KINDS, indirect=True)
 def test_confluent_share_consumers_queue_semantics(broker: Any) -> None:
     topic, group = "share-q", "share-g"
     setup_topic(broker.bootstrap, topic, group)
@@ -250,6 +252,7 @@ def consume_all(bootstrap: str, topic: str, group: str, want: set[int]) -> set[i
     return seen
 
 
+@pytest.mark.parametrize("broker", BROKER_KINDS, indirect=True)
 def test_java_share_consumers_queue_semantics(broker: Any, java_harness: Any,
                                               tmp_path: Any) -> None:
     """The 4.4 KafkaShareConsumer, `share.acknowledgement.mode=explicit`: ACCEPT, RELEASE

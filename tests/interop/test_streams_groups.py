@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 from helpers import confluent_io, streams_app
-from helpers.broker import BrokerFactory
+from helpers.broker import BROKER_KINDS, THREE_NODE_CLUSTER, BrokerFactory, BrokerProcess
 from helpers.polling import wait_for
+from helpers.postgres_cluster import cluster_bootstrap
 from helpers.reference_broker import ReferenceBroker
 
 pytestmark = pytest.mark.interop
@@ -91,10 +92,20 @@ def _detail(instances: list[streams_app.StreamsInstance]) -> str:
     return "; ".join(f"#{n}: {i.state} {i.tasks}" for n, i in enumerate(instances))
 
 
+@pytest.fixture
+def streams_broker(broker_factory: BrokerFactory, request: pytest.FixtureRequest
+                   ) -> BrokerProcess:
+    """A broker of the test's own with one standby replica per task, or the three-node
+    cluster's bootstrap node (which has that setting too)."""
+    if request.param == THREE_NODE_CLUSTER:
+        return cluster_bootstrap(request)
+    return broker_factory.create(["--group-config", "group.streams.num.standby.replicas=1"])
+
+
+@pytest.mark.parametrize("streams_broker", BROKER_KINDS, indirect=True)
 def test_word_count_one_three_two_instances_exactly_once(
-        broker_factory: BrokerFactory, word_count_classes: Path, tmp_path: Path) -> None:
-    broker = broker_factory.create(["--group-config", "group.streams.num.standby.replicas=1"])
-    counts, expected = _scale_scenario(broker.bootstrap, word_count_classes, tmp_path)
+        streams_broker: BrokerProcess, word_count_classes: Path, tmp_path: Path) -> None:
+    counts, expected = _scale_scenario(streams_broker.bootstrap, word_count_classes, tmp_path)
     assert counts == dict(expected)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import confluent_io, java
-from helpers.broker import BrokerProcess
+from helpers.broker import BROKER_KINDS, BrokerProcess
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -68,6 +68,7 @@ def _expected(plan: list[tuple[str, int]], outcomes: tuple[str, ...]) -> list[st
             for i in range(n)]
 
 
+@pytest.mark.parametrize("broker", BROKER_KINDS, indirect=True)
 def test_java_transactions_commit_and_abort(broker: BrokerProcess) -> None:
     _need_java()
     bootstrap, topic = broker.bootstrap, "txn-java"
@@ -85,6 +86,7 @@ def test_java_transactions_commit_and_abort(broker: BrokerProcess) -> None:
     assert _values(_confluent_read(bootstrap, topic, "read_uncommitted")) == everything
 
 
+@pytest.mark.parametrize("broker", BROKER_KINDS, indirect=True)
 def test_confluent_transactions_commit_and_abort(broker: BrokerProcess) -> None:
     bootstrap, topic = broker.bootstrap, "txn-confluent"
     confluent_io.create_topic(bootstrap, topic, 1)

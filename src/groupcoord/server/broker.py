@@ -284,7 +284,7 @@ class Broker:
             self._postgres.start(self.topics, {OFFSETS_TOPIC: self.groups,
                                                TXN_TOPIC: self.transactions,
                                                SHARE_STATE_TOPIC: self.shares.state.runtime},
-                                 self.producers)
+                                 self.producers, self.shares.group_configs)
             self._services.insert(0, self._postgres)
 
     def scram_store(self) -> ScramCredentialStore:

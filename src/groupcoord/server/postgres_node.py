@@ -27,7 +27,9 @@ DescribeCluster send clients to the leaders; the topics other nodes created (the
 pass read) become known here, and every partition of every known topic is opened, so each
 node has a copy of each, following or leading it. What one node asks of another (a
 transaction's markers on the partitions another leads) goes over `peers`, this node's
-inter-broker connections to the live nodes the map names.
+inter-broker connections to the live nodes the map names. The pass also re-reads the group
+configs document (`server.share_configs`): one set through another node reaches this
+node's coordinators.
 """
 
 from __future__ import annotations
@@ -39,14 +41,17 @@ from typing import TYPE_CHECKING, Protocol
 from groupcoord.server.cluster_map import preferred_node
 from groupcoord.server.inter_broker import InterBrokerClient
 from groupcoord.server.lease_cluster_map import LeaseClusterMap
+from groupcoord.server.share_configs import FILE_NAME as GROUP_CONFIGS_DOCUMENT
 from groupcoord.storage.config import StorageError
-from groupcoord.storage.postgres_manager import LeasePass, PostgresLogManager
+from groupcoord.storage.postgres_catalog import read_document
+from groupcoord.storage.postgres_manager import LeasePass, LeasePlan, PostgresLogManager
 from groupcoord.storage.postgres_session import PostgresSession
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.clock import Clock
     from groupcoord.server.config import BrokerConfig, Listener
     from groupcoord.server.producer_state import ProducerStateManager
+    from groupcoord.server.share_configs import GroupConfigStore
     from groupcoord.server.topics import TopicStore
 
 log = logging.getLogger("groupcoord.cluster")
@@ -74,10 +79,10 @@ class PostgresNode:
         self._task: asyncio.Task[None] | None = None
 
     def start(self, topics: TopicStore, coordinators: dict[str, CoordinatorShards],
-              producers: ProducerStateManager) -> None:
+              producers: ProducerStateManager, group_configs: GroupConfigStore) -> None:
         """Once the runtimes run: unload the coordinator shards this node follows (by
         internal topic), then keep the leases."""
-        broker_side = _LeadershipFollower(coordinators, producers)
+        broker_side = _LeadershipFollower(coordinators, producers, group_configs)
         self.cluster_map.follow_registry()
         _follow_catalog(self.partitions, topics)
         followed = [tp for tp, copy in self.partitions.leased.items() if copy.leader is None]
@@ -107,8 +112,9 @@ class PostgresNode:
     async def _lease_pass(self, session: PostgresSession, topics: TopicStore,
                           broker_side: _LeadershipFollower) -> None:
         plan = self.partitions.lease_plan()
+        config_writes = broker_side.group_configs.writes
         try:
-            result = await asyncio.to_thread(self.partitions.run_lease_pass, session, plan)
+            result, group_configs = await asyncio.to_thread(self._run_pass, session, plan)
             self.partitions.apply(result, plan)
         except StorageError as exc:
             # The leases run on; past them another node may take over, and this node's
@@ -124,6 +130,13 @@ class PostgresNode:
                                      result.taken))
         self.cluster_map.follow_registry()
         _follow_catalog(self.partitions, topics)
+        broker_side.group_configs.follow(group_configs, config_writes)
+
+    def _run_pass(self, session: PostgresSession, plan: LeasePlan
+                  ) -> tuple[LeasePass, bytes | None]:
+        """On the worker thread: the lease pass, then the group configs as stored."""
+        return (self.partitions.run_lease_pass(session, plan),
+                read_document(session, GROUP_CONFIGS_DOCUMENT))
 
 
 def _follow_catalog(partitions: PostgresLogManager, topics: TopicStore) -> None:
@@ -152,12 +165,14 @@ class CoordinatorShards(Protocol):
 
 
 class _LeadershipFollower:
-    """The broker's part of a leadership change (see the module docstring)."""
+    """The broker's part of a pass: a leadership change (see the module docstring), and
+    the group configs as stored."""
 
     def __init__(self, coordinators: dict[str, CoordinatorShards],
-                 producers: ProducerStateManager) -> None:
+                 producers: ProducerStateManager, group_configs: GroupConfigStore) -> None:
         self._coordinators = coordinators
         self._producers = producers
+        self.group_configs = group_configs
 
     def follow(self, changes: LeasePass) -> None:
         for topic, partition in changes.lost:

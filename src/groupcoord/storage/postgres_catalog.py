@@ -81,6 +81,14 @@ def cluster_id(session: PostgresSession, proposed: str) -> str:
     return bytes(found[0]).decode()
 
 
+def read_document(session: PostgresSession, name: str) -> bytes | None:
+    """The document's body, None if it was never written."""
+    with session.statement() as cur:
+        cur.execute("SELECT body FROM cluster_documents WHERE name = %s", (name,))
+        found = cur.fetchone()
+    return None if found is None else bytes(found[0])
+
+
 class PostgresDocuments:
     """``storage.documents.MetadataDocuments`` in the ``cluster_documents`` table."""
 
@@ -88,10 +96,7 @@ class PostgresDocuments:
         self._session = session
 
     def read(self, name: str) -> bytes | None:
-        with self._session.statement() as cur:
-            cur.execute("SELECT body FROM cluster_documents WHERE name = %s", (name,))
-            found = cur.fetchone()
-        return None if found is None else bytes(found[0])
+        return read_document(self._session, name)
 
     def write(self, name: str, body: bytes) -> None:
         with self._session.transaction(WRITE_ISOLATION) as cur:
