@@ -39,7 +39,10 @@ class ModuleTrace:
         self.modules: set[str] = set()
 
     def __call__(self, frame: FrameType, event: str, _arg: Any) -> None:
-        if self.recording and event == "call":
+        # The default executor's threads are left out: while it starts, the broker imports
+        # there the handlers clients send first, which is no request's path.
+        if self.recording and event == "call" and \
+                not threading.current_thread().name.startswith("asyncio_"):
             path = frame.f_code.co_filename
             if "/groupcoord/" in path:
                 module = "groupcoord/" + path.rsplit("/groupcoord/", 1)[1]
