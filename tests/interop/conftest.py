@@ -28,7 +28,12 @@ _EOS_CLOSE_HANGS = ("an instance's close does not finish: its producer's AddOffs
                     "the coordinator aborting the transaction on its timeout")
 _ORACLE = ("the test's own DescribeGroups / ConsumerGroupDescribe checks (WireClient, one "
            "connection per call to the coordinator) time out, run alone too: a node leaves "
-           "even ApiVersions unanswered for 10 s (java-range passed once alone)")
+           "even ApiVersions unanswered for 10 s (java-range passed once alone). Seen in the "
+           "consumer-protocol runs while "
+           "it does not answer: its event loop runs the feeder's Produce requests, each "
+           "partition's append a PostgreSQL transaction of its own, blocking and back to "
+           "back (one after another in pg_stat_activity, no lock waited for in pg_locks), "
+           "so a new connection's requests wait their turn behind them")
 CLUSTER_RUNS_NOT_YET: dict[str, str] = {
     "test_confluent_share_consumers_queue_semantics[three-node-cluster]": _SHARE_STATE,
     "test_java_share_consumers_queue_semantics[three-node-cluster]": _SHARE_STATE,

@@ -21,17 +21,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import LiteralString, Self
+from dataclasses import dataclass
+from typing import Self
 
 import psycopg
+from psycopg import IsolationLevel
 from psycopg.rows import TupleRow
 
 from groupcoord.storage.config import StorageError, StorageUnavailable
 
+
+@dataclass(frozen=True)
+class TransactionMode:
+    """How a transaction runs, named in its BEGIN: no round trip of its own. Appends run
+    back to back on the broker's event loop, so every round trip of theirs counts."""
+
+    isolation: IsolationLevel
+    read_only: bool
+
+
 # Every write transaction's level (the stores' fencing relies on READ COMMITTED re-reading
 # a row it waited for), and every multi-statement read's: one snapshot, no writes.
-WRITE_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
-READ_ISOLATION: LiteralString = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+WRITE_ISOLATION = TransactionMode(IsolationLevel.READ_COMMITTED, read_only=False)
+READ_ISOLATION = TransactionMode(IsolationLevel.REPEATABLE_READ, read_only=True)
 
 Connection = psycopg.Connection[TupleRow]
 Cursor = psycopg.Cursor[TupleRow]
@@ -78,13 +90,16 @@ class PostgresSession:
         return conn
 
     @contextmanager
-    def transaction(self, isolation: LiteralString) -> Iterator[Cursor]:
-        """One explicit transaction at ``isolation``: committed on exit, rolled back on
-        error; ``StorageUnavailable`` if the connection is lost (then whether it committed
-        is unknown)."""
+    def transaction(self, mode: TransactionMode) -> Iterator[Cursor]:
+        """One explicit transaction in ``mode``: committed on exit, rolled back on error;
+        ``StorageUnavailable`` if the connection is lost (then whether it committed is
+        unknown)."""
         conn = self.connection()
+        # Outside a transaction (autocommit), so setting these sends nothing; the BEGIN
+        # that conn.transaction() sends carries them.
+        conn.isolation_level = mode.isolation
+        conn.read_only = mode.read_only
         with self._translated(), conn.transaction(), conn.cursor() as cur:
-            cur.execute(isolation)
             yield cur
 
     @contextmanager
