@@ -26,9 +26,10 @@ from groupcoord.wire.generated.produce import (
     TopicProduceData,
 )
 from helpers.broker import BrokerProcess
-from helpers.wire_client import WireConnection
+from helpers.wire_client import DEFAULT_TIMEOUT_S, WireConnection
 
 GROUP_KEY = 0
+TRANSACTION_KEY = 1
 
 
 def node_args(storage_url: str, node_id: int) -> list[str]:
@@ -62,10 +63,17 @@ def broker_ids(bootstrap: str) -> set[int]:
 
 def group_coordinator(node: BrokerProcess, group: str) -> tuple[int, int]:
     """(error code, node id) of FindCoordinator for the group, asked of `node`."""
-    conn = WireConnection("127.0.0.1", node.port)
+    return coordinator(node, group, GROUP_KEY)
+
+
+def coordinator(node: BrokerProcess, key: str, key_type: int,
+                timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator for a key of `key_type` (0 a group, 1 a
+    transactional id), asked of `node`."""
+    conn = WireConnection("127.0.0.1", node.port, timeout=timeout)
     try:
-        response = conn.call(FindCoordinatorRequest(key_type=GROUP_KEY,
-                                                    coordinator_keys=[group]), 4)
+        response = conn.call(FindCoordinatorRequest(key_type=key_type,
+                                                    coordinator_keys=[key]), 4)
     finally:
         conn.close()
     assert isinstance(response, FindCoordinatorResponse)
