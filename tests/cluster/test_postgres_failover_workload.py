@@ -66,7 +66,7 @@ def test_failover_under_load_keeps_every_promise(broker_factory: BrokerFactory,
         recovery = recovery_after(workload, killed_at)
         print(f"\nafter SIGKILL of node {victim} (lease {LEASE_S} s, heartbeat "
               f"{HEARTBEAT_S} s): {recovery.summary()}")
-        verdict = finish(cluster, workload)
+        verdict = finish(cluster.bootstrap, workload)
     finally:
         workload.stop()
     print(verdict.summary())

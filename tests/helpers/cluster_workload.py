@@ -71,11 +71,11 @@ def now() -> float:
     return time.monotonic()
 
 
-def create_topics(bootstrap: str) -> None:
-    """The workload's two topics."""
+def create_topics(bootstrap: str, replication: int = 1) -> None:
+    """The workload's two topics (groupcoord on PostgreSQL has one copy of record: 1)."""
     admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    futures = admin.create_topics([NewTopic(EVENTS_TOPIC, EVENTS_PARTITIONS, 1),
-                                   NewTopic(TXN_TOPIC, TXN_PARTITIONS, 1)])
+    futures = admin.create_topics([NewTopic(EVENTS_TOPIC, EVENTS_PARTITIONS, replication),
+                                   NewTopic(TXN_TOPIC, TXN_PARTITIONS, replication)])
     for future in futures.values():
         future.result(timeout=30)
 

@@ -150,6 +150,9 @@ class ThreeNodes:
         else:
             node.restart(WAIT_S)
 
+    def kill(self, node_id: int) -> None:
+        self.nodes[node_id].kill()
+
     def pause(self, node_id: int) -> None:
         proc = self.nodes[node_id].proc
         assert proc is not None
@@ -189,16 +192,16 @@ def wait_working(workload: Workload, since: float, what: str) -> Recovery:
     return found[0]
 
 
-def finish(cluster: ThreeNodes, workload: Workload) -> Verdict:
+def finish(bootstrap: str, workload: Workload) -> Verdict:
     """Stop producing, let every group reach the log ends, stop the workload and check it."""
     workload.stop_producing()
-    ends = high_watermarks(cluster.bootstrap, EVENTS_TOPIC, EVENTS_PARTITIONS)
+    ends = high_watermarks(bootstrap, EVENTS_TOPIC, EVENTS_PARTITIONS)
     wait_for(lambda: workload.caught_up(ends), "the groups to commit the log ends", WAIT_S,
              lambda: f"ends {ends}, last views "
                      f"{ {g: v[-1] for g, v in workload.watcher.views.items() if v} }",
              interval=0.2)
     workload.stop()
-    return check(workload, cluster.bootstrap)
+    return check(workload, bootstrap)
 
 
 @dataclass
@@ -240,7 +243,7 @@ def fault_run(cluster: ThreeNodes, seed: int, duration_s: float,
             recovery = recovery_after(workload, at)
             within = recovery.produce_s is not None and at + recovery.produce_s < until
             run.recoveries.append((fault, recovery if within else None))
-        run.verdict = finish(cluster, workload)
+        run.verdict = finish(cluster.bootstrap, workload)
     finally:
         workload.stop()
         cluster.release()
