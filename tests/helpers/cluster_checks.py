@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from helpers.cluster_workload import (
     EVENTS_PARTITIONS,
@@ -42,7 +42,16 @@ from helpers.cluster_workload import (
 READ_BACK_TIMEOUT_S = 90.0
 
 
-def _read(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[Message]:
+@dataclass(frozen=True)
+class Stored:
+    """One record as read back."""
+
+    partition: int
+    offset: int
+    value: bytes
+
+
+def _read(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[Stored]:
     """Every record of `topic` from the start to the end its reader can reach: the high
     watermark (read_uncommitted), or past the last transaction marker (read_committed, whose
     position reaches the high watermark once every transaction is complete)."""
@@ -52,7 +61,7 @@ def _read(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[M
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1]
                 for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        records: list[Message] = []
+        records: list[Stored] = []
         deadline = now() + READ_BACK_TIMEOUT_S
         while True:
             positions = {tp.partition: tp.offset
@@ -65,7 +74,8 @@ def _read(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[M
                                      f"ends {ends} (a transaction left open?)")
             for msg in consumer.consume(num_messages=1000, timeout=0.5):
                 if msg.error() is None:
-                    records.append(msg)
+                    records.append(Stored(cast(int, msg.partition()), cast(int, msg.offset()),
+                                          cast(bytes, msg.value())))
     finally:
         consumer.close()
 
@@ -83,14 +93,13 @@ class Verdict:
         return f"{len(self.violations)} violations ({figures}):\n  {shown}"
 
 
-def check_producers(logs: Sequence[ProducerLog], records: list[Message],
+def check_producers(logs: Sequence[ProducerLog], records: list[Stored],
                     verdict: Verdict) -> None:
     """Every acknowledged sequence stored exactly once, where it was acknowledged; no
     sequence stored twice."""
     stored: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
     for msg in records:
-        stored[sequence_of(cast(bytes, msg.value()))].append(
-            (cast(int, msg.partition()), cast(int, msg.offset())))
+        stored[sequence_of(msg.value)].append((msg.partition, msg.offset))
     for log in logs:
         for error in log.fatal_errors:
             verdict.violations.append(f"{log.name}: fatal producer error {error}")
@@ -110,12 +119,12 @@ def check_producers(logs: Sequence[ProducerLog], records: list[Message],
         verdict.figures[f"{log.name} failed"] = len(log.failed)
 
 
-def check_transactions(log: TxnLog, records: list[Message], verdict: Verdict) -> None:
+def check_transactions(log: TxnLog, records: list[Stored], verdict: Verdict) -> None:
     """read_committed sees each transaction whole or not at all: committed ones whole,
     aborted ones not at all, unknown ones either; no record twice."""
     seen: dict[int, list[int]] = defaultdict(list)
     for msg in records:
-        _, txn_text, part = cast(bytes, msg.value()).decode().split(":")
+        _, txn_text, part = msg.value.decode().split(":")
         seen[int(txn_text)].append(int(part.split("/")[0]))
     for txn, size in log.sizes.items():
         outcome = log.outcomes.get(txn, TxnOutcome.UNKNOWN)
