@@ -229,19 +229,25 @@ def main(argv: list[str] | None = None) -> int:
         for run in range(ns.runs):
             print(f"{system} run {run + 1} of {ns.runs}", flush=True)
             with tempfile.TemporaryDirectory(prefix=f"failover-{system}-") as work:
-                if system == "groupcoord":
-                    with groupcoord_cluster(Path(work)) as cluster:
-                        results[system].append(failover_once(cluster, 1, print))
-                else:
-                    with kafka_cluster(Path(work)) as kafka:
-                        results[system].append(failover_once(kafka, 3, print))
+                try:
+                    if system == "groupcoord":
+                        with groupcoord_cluster(Path(work)) as cluster:
+                            results[system].append(failover_once(cluster, 1, print))
+                    else:
+                        with kafka_cluster(Path(work)) as kafka:
+                            results[system].append(failover_once(kafka, 3, print))
+                except AssertionError as exc:  # a wait that timed out: the run failed
+                    print(f"  run failed: {str(exc)[:300]}")
+                    results[system].append({"failed": str(exc)[:300]})
     summary = {}
-    for system, runs in results.items():
+    for system, all_runs in results.items():
+        runs = [r for r in all_runs if "failed" not in r]
         worst = [w for w in (_stable_worst(r) for r in runs) if w is not None]
         produce = [float(str(r["produce_resumed_s"])) for r in runs
                    if r["produce_resumed_s"] is not None]
         summary[system] = {
-            "runs": len(runs),
+            "runs": len(all_runs),
+            "runs_failed": len(all_runs) - len(runs),
             "produce_resumed_s_median": round(statistics.median(produce), 2) if produce else None,
             "groups_stable_s_median": round(statistics.median(worst), 2) if worst else None,
             "groups_stable_s_max": round(max(worst), 2) if worst else None,
