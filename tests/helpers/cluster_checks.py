@@ -162,8 +162,7 @@ def check_offsets_monotonic(group: str, views: list[GroupView], verdict: Verdict
 
 def ownership_overlaps(changes: list[OwnershipChange]) -> list[str]:
     """Partitions two members owned at one instant, by the members' own reports: an
-    ownership runs from its assignment callback's start to its revocation (or loss)
-    callback's end."""
+    ownership runs from its assignment callback to its revocation (or loss) callback."""
     intervals: dict[int, list[tuple[float, float, str]]] = defaultdict(list)
     open_since: dict[tuple[str, int], float] = {}
     for change in sorted(changes, key=lambda c: c.at):
