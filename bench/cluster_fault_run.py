@@ -19,6 +19,7 @@ import random
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from bench.common import RESULTS_DIR, TESTS_DIR
@@ -28,6 +29,20 @@ if str(TESTS_DIR) not in sys.path:
 from helpers.broker import BrokerFactory
 from helpers.fault_run import FaultRun, ThreeNodes, fault_run
 from helpers.postgres_server import DATABASE, PostgresServer
+
+# The checker's wording of each kind of violation (helpers.cluster_checks).
+VIOLATION_KINDS = (("stored at", "acknowledged record stored elsewhere or twice"),
+                   ("stored twice", "unacknowledged record stored twice"),
+                   (", lost", "acknowledged record lost"),
+                   ("moved back", "committed offset moved back"),
+                   ("owned by", "partition owned by two members"),
+                   ("transaction", "transaction seen in part or against its outcome"),
+                   ("never consumed", "acknowledged records never consumed"),
+                   ("fatal", "fatal client error"))
+
+
+def _kind(violation: str) -> str:
+    return next((kind for words, kind in VIOLATION_KINDS if words in violation), "other")
 
 
 def _figures(run: FaultRun) -> dict[str, object]:
@@ -42,7 +57,8 @@ def _figures(run: FaultRun) -> dict[str, object]:
             "faults_recovered_before_the_next": sum(1 for _, r in run.recoveries if r),
             "produce_resumed_s": spread(produce), "group_stable_s": spread(stable),
             "violations": len(run.verdict.violations),
-            "first_violations": run.verdict.violations[:20],
+            "violations_by_kind": dict(Counter(_kind(v) for v in run.verdict.violations)),
+            "all_violations": run.verdict.violations,
             "checker_figures": run.verdict.figures}
 
 
@@ -69,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     figures = _figures(run)
     print(run.verdict.summary())
-    print(json.dumps({k: v for k, v in figures.items() if k != "first_violations"}, indent=2))
+    print(json.dumps({k: v for k, v in figures.items() if k != "all_violations"}, indent=2))
     RESULTS_DIR.mkdir(exist_ok=True)
     (RESULTS_DIR / "cluster_fault_run.json").write_text(json.dumps(figures, indent=2) + "\n")
     return 1 if run.verdict.violations else 0
