@@ -34,19 +34,18 @@ from bench.common import RESULTS_DIR, TESTS_DIR, free_port
 if str(TESTS_DIR) not in sys.path:
     sys.path.append(str(TESTS_DIR))
 from helpers.broker import BrokerFactory
-from helpers.cluster_checks import Recovery, recovery_after
-from helpers.cluster_workload import TRANSACTIONAL_ID, Workload, WorkloadPlan, create_topics, now
-from helpers.fault_run import NODE_IDS, ThreeNodes, finish, wait_working
+from helpers.cluster_workload import (
+    TRANSACTIONAL_ID,
+    Workload,
+    WorkloadPlan,
+    create_topics,
+    find_coordinator,
+)
+from helpers.fault_run import NODE_IDS, ThreeNodes, finish, group_named_for, kill_under_load
 from helpers.kraft_node import KraftNode, Quorum
 from helpers.polling import wait_for
-from helpers.postgres_cluster import GROUP_KEY, TRANSACTION_KEY, broker_ids
+from helpers.postgres_cluster import TRANSACTION_KEY, broker_ids
 from helpers.postgres_server import DATABASE, PostgresServer
-from helpers.wire_client import WireConnection
-
-from groupcoord.wire.generated.find_coordinator import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-)
 
 WAIT_S = 120.0
 LEASE_MS, HEARTBEAT_MS = 3000, 500
@@ -73,8 +72,6 @@ class Cluster(Protocol):
     def bootstrap(self) -> str: ...
 
     def coordinator_of(self, key: str, key_type: int = TRANSACTION_KEY) -> int | None: ...
-
-    def group_named_for(self, prefix: str, node_id: int) -> str: ...
 
     def kill(self, node_id: int) -> None: ...
 
@@ -118,27 +115,11 @@ class KafkaThree:
 
     def coordinator_of(self, key: str, key_type: int = TRANSACTION_KEY) -> int | None:
         for n, port in self.ports.items():
-            if self.procs[n].poll() is not None:
-                continue
-            try:
-                conn = WireConnection("127.0.0.1", port, timeout=2.0)
-                try:
-                    response = conn.call(FindCoordinatorRequest(key_type=key_type,
-                                                                coordinator_keys=[key]), 4)
-                finally:
-                    conn.close()
-            except OSError:
-                continue
-            assert isinstance(response, FindCoordinatorResponse)
-            if response.coordinators[0].error_code == 0:
-                return int(response.coordinators[0].node_id)
+            if self.procs[n].poll() is None:
+                found = find_coordinator("127.0.0.1", port, key, key_type)
+                if found is not None:
+                    return int(found.node_id)
         return None
-
-    def group_named_for(self, prefix: str, node_id: int) -> str:
-        for i in range(200):
-            if self.coordinator_of(f"{prefix}-{i}", GROUP_KEY) == node_id:
-                return f"{prefix}-{i}"
-        raise AssertionError(f"no {prefix} group coordinated by node {node_id}")
 
     def kill(self, node_id: int) -> None:
         self.procs[node_id].kill()
@@ -164,18 +145,12 @@ def failover_once(cluster: Cluster, replication: int, say: Callable[[str], None]
              "a transaction coordinator", WAIT_S, interval=0.2)
     victim = cluster.coordinator_of(TRANSACTIONAL_ID)
     assert victim is not None
-    groups = {cluster.group_named_for("classic", victim): "classic",
-              cluster.group_named_for("consumer", victim): "consumer"}
+    groups = {group_named_for(cluster.coordinator_of, "classic", victim): "classic",
+              group_named_for(cluster.coordinator_of, "consumer", victim): "consumer"}
     workload = Workload(WorkloadPlan(cluster.bootstrap, groups, cluster.coordinator_of))
     workload.start()
     try:
-        wait_working(workload, now(), "the workload to start working")
-        wait_for(lambda: len(workload.transactions.log.committed_at) >= 3,
-                 "transactions to commit", WAIT_S, interval=0.1)
-        killed_at = now()
-        cluster.kill(victim)
-        wait_working(workload, killed_at, "the workload to work again after the kill")
-        recovery: Recovery = recovery_after(workload, killed_at)
+        recovery = kill_under_load(workload, lambda: cluster.kill(victim))
         say(f"  node {victim} killed: {recovery.summary()}")
         verdict = finish(cluster.bootstrap, workload)
     finally:

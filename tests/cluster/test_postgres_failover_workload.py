@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import pytest
 from helpers.broker import BrokerFactory
-from helpers.cluster_checks import recovery_after
 from helpers.cluster_workload import (
     EVENTS_TOPIC,
     TRANSACTIONAL_ID,
     create_topics,
-    now,
 )
-from helpers.fault_run import ThreeNodes, finish, wait_working, workload_for
-from helpers.polling import wait_for
+from helpers.fault_run import (
+    ThreeNodes,
+    finish,
+    group_named_for,
+    kill_under_load,
+    workload_for,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -35,7 +38,6 @@ LEASE_S, HEARTBEAT_S = 3.0, 0.5
 # COMMIT_INTERVAL_S (0.25 s) later and the watcher's next look WATCH_INTERVAL_S (0.25 s)
 # after that; and one more second for scheduling on a loaded two-core machine.
 CLIENT_SLACK_S = 1.0 + 1.0 + 0.25 + 0.25 + 1.0
-WAIT_S = 60.0
 
 
 def test_failover_under_load_keeps_every_promise(broker_factory: BrokerFactory,
@@ -46,24 +48,15 @@ def test_failover_under_load_keeps_every_promise(broker_factory: BrokerFactory,
     leaders = cluster.wait_spread()
     victim = cluster.coordinator_of(TRANSACTIONAL_ID)
     assert victim is not None
-    groups = {cluster.group_named_for("classic", victim): "classic",
-              cluster.group_named_for("consumer", victim): "consumer"}
+    groups = {group_named_for(cluster.coordinator_of, "classic", victim): "classic",
+              group_named_for(cluster.coordinator_of, "consumer", victim): "consumer"}
     victim_partitions = [p for p, n in leaders[EVENTS_TOPIC].items() if n == victim]
     assert victim_partitions
 
     workload = workload_for(cluster, groups, seed=1)
     workload.start()
     try:
-        wait_working(workload, now(), "the workload to start working")
-        wait_for(lambda: len(workload.transactions.log.committed_at) >= 3,
-                 "transactions to commit", WAIT_S, interval=0.1)
-        killed_at = now()
-        cluster.nodes[victim].kill()
-        wait_working(workload, killed_at, "the workload to work again after the kill")
-        wait_for(lambda: any(t > killed_at for t in
-                             list(workload.transactions.log.committed_at.values())),
-                 "a transaction to commit after the kill", WAIT_S, interval=0.1)
-        recovery = recovery_after(workload, killed_at)
+        recovery = kill_under_load(workload, lambda: cluster.kill(victim))
         print(f"\nafter SIGKILL of node {victim} (lease {LEASE_S} s, heartbeat "
               f"{HEARTBEAT_S} s): {recovery.summary()}")
         verdict = finish(cluster.bootstrap, workload)

@@ -42,6 +42,7 @@ from groupcoord.wire.generated.consumer_group_describe import (
 )
 from groupcoord.wire.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from groupcoord.wire.generated.find_coordinator import (
+    Coordinator,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
@@ -50,6 +51,7 @@ from groupcoord.wire.generated.offset_fetch import (
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
 )
+from helpers.postgres_cluster import GROUP_KEY
 from helpers.wire_client import WireConnection
 
 EVENTS_TOPIC = "events"
@@ -399,6 +401,23 @@ class GroupView:
     assigned: int  # partitions assigned over all members
 
 
+def find_coordinator(host: str, port: int, key: str, key_type: int) -> Coordinator | None:
+    """The coordinator of `key` as the broker at host:port tells it; None when that broker
+    does not answer in ASK_TIMEOUT_S or knows none."""
+    try:
+        conn = WireConnection(host, port, timeout=ASK_TIMEOUT_S)
+        try:
+            response = conn.call(FindCoordinatorRequest(key_type=key_type,
+                                                        coordinator_keys=[key]), 4)
+        finally:
+            conn.close()
+    except OSError:
+        return None
+    assert isinstance(response, FindCoordinatorResponse)
+    found = response.coordinators[0]
+    return found if found.error_code == 0 else None
+
+
 def _addresses(bootstrap: str) -> list[tuple[str, int]]:
     return [(host, int(port)) for host, port in
             (address.rsplit(":", 1) for address in bootstrap.split(","))]
@@ -418,20 +437,9 @@ class GroupWatcher(ClientThread):
 
     def _coordinator(self, group: str) -> tuple[str, int] | None:
         for host, port in self.addresses:
-            try:
-                conn = WireConnection(host, port, timeout=ASK_TIMEOUT_S)
-                try:
-                    response = conn.call(FindCoordinatorRequest(key_type=0,
-                                                                coordinator_keys=[group]), 4)
-                finally:
-                    conn.close()
-            except OSError:
-                continue
-            assert isinstance(response, FindCoordinatorResponse)
-            found = response.coordinators[0]
-            if found.error_code == 0:
-                host = "127.0.0.1" if found.host == "localhost" else found.host
-                return host, int(found.port)
+            found = find_coordinator(host, port, group, GROUP_KEY)
+            if found is not None:
+                return "127.0.0.1" if found.host == "localhost" else found.host, found.port
         return None
 
     def _view(self, conn: WireConnection, group: str) -> GroupView:

@@ -103,13 +103,6 @@ class ThreeNodes:
                 return node_id
         return None
 
-    def group_named_for(self, prefix: str, node_id: int) -> str:
-        """A group name of `prefix` whose coordinator is `node_id`."""
-        for i in range(200):
-            if self.coordinator_of(f"{prefix}-{i}", GROUP_KEY) == node_id:
-                return f"{prefix}-{i}"
-        raise AssertionError(f"no {prefix} group coordinated by node {node_id}")
-
     def wait_healthy(self) -> None:
         """Every node up, listing the three live nodes."""
         wait_for(lambda: len(self.answering()) == len(NODE_IDS) and all(
@@ -172,6 +165,31 @@ class ThreeNodes:
 
 
 GROUPS = {"classic-group": "classic", "consumer-group": "consumer"}
+
+
+def group_named_for(coordinator_of: Callable[[str, int], int | None], prefix: str,
+                    node_id: int) -> str:
+    """A group name of `prefix` whose coordinator (as `coordinator_of` finds it) is
+    `node_id`."""
+    for i in range(200):
+        if coordinator_of(f"{prefix}-{i}", GROUP_KEY) == node_id:
+            return f"{prefix}-{i}"
+    raise AssertionError(f"no {prefix} group coordinated by node {node_id}")
+
+
+def kill_under_load(workload: Workload, kill: Callable[[], None]) -> Recovery:
+    """With the workload working and transactions committing, `kill` a node; once the
+    workload works again (a transaction committed too), how long each part took."""
+    wait_working(workload, now(), "the workload to start working")
+    wait_for(lambda: len(workload.transactions.log.committed_at) >= 3,
+             "transactions to commit", WAIT_S, interval=0.1)
+    killed_at = now()
+    kill()
+    wait_working(workload, killed_at, "the workload to work again after the kill")
+    wait_for(lambda: any(t > killed_at for t in
+                         list(workload.transactions.log.committed_at.values())),
+             "a transaction to commit after the kill", WAIT_S, interval=0.1)
+    return recovery_after(workload, killed_at)
 
 
 def workload_for(cluster: ThreeNodes, groups: dict[str, str], seed: int) -> Workload:
