@@ -23,8 +23,9 @@ from helpers.cluster_workload import (
 )
 
 
-def _producer_log(acked: dict[int, tuple[int, int]], sent: int) -> ProducerLog:
-    log = ProducerLog("idempotent")
+def _producer_log(acked: dict[int, tuple[int, int]], sent: int,
+                  name: str = "idempotent") -> ProducerLog:
+    log = ProducerLog(name, deduplicated=name == "idempotent")
     log.sent = {seq: 0.0 for seq in range(sent)}
     log.acked = {seq: Ack(p, o, 1.0) for seq, (p, o) in acked.items()}
     return log
@@ -48,6 +49,35 @@ def test_acknowledged_records_lost_moved_or_stored_twice_are_found() -> None:
                for v in verdict.violations)
     assert any("idempotent 1 acknowledged at 0/1, lost" in v for v in verdict.violations)
     assert any("idempotent 3 stored twice" in v for v in verdict.violations)
+
+
+def test_a_plain_producer_s_repeated_send_is_told_apart_from_a_record_stored_twice() -> None:
+    """librdkafka sends a plain producer's request again when it counts it as not persisted
+    (retries off or not): the record also stored before the acknowledged copy, in the same
+    partition, is the client's at-least-once. Any other second copy is still a violation,
+    and none is allowed to the idempotent producer."""
+    plain = _producer_log({0: (0, 5), 1: (0, 6), 2: (1, 3)}, sent=3, name="plain")
+    history = [Stored(0, 1, b"plain:0"), Stored(0, 2, b"plain:1"),  # sent, then again
+               Stored(0, 5, b"plain:0"), Stored(0, 6, b"plain:1"),  # acknowledged here
+               Stored(1, 3, b"plain:2")]
+    verdict = Verdict()
+    check_producers([plain], history, verdict)
+    assert verdict.violations == []
+    assert verdict.figures["plain re-sent by the client"] == 2
+
+    wrong = [Stored(0, 5, b"plain:0"), Stored(0, 9, b"plain:0"),  # after the acknowledged one
+             Stored(0, 6, b"plain:1"), Stored(1, 0, b"plain:1"),  # in another partition
+             Stored(1, 3, b"plain:2"), Stored(1, 3, b"plain:2")]  # twice at one offset
+    verdict = Verdict()
+    check_producers([plain], wrong, verdict)
+    assert len(verdict.violations) == 3, verdict.violations
+    assert verdict.figures["plain re-sent by the client"] == 0
+
+    idempotent = _producer_log({0: (0, 5)}, sent=1)
+    verdict = Verdict()
+    check_producers([idempotent], [Stored(0, 1, b"idempotent:0"), Stored(0, 5, b"idempotent:0")],
+                    verdict)
+    assert verdict.violations == ["idempotent 0 acknowledged at 0/5, stored at [(0, 1), (0, 5)]"]
 
 
 def test_transactions_seen_in_part_or_against_their_outcome_are_found() -> None:

@@ -3,7 +3,10 @@ back and lists every violation of what a failover must keep, and measures how lo
 fault the workload worked again.
 
 - every acknowledged record present exactly once per producer sequence, where it was
-  acknowledged, and no sequence stored twice;
+  acknowledged, and no sequence stored twice; but a record of the plain (not deduplicated)
+  producer stored where it was acknowledged and also earlier in the same partition is a send
+  librdkafka repeated (helpers.cluster_workload: at-least-once, not the broker storing a
+  request twice), counted apart as re-sent by the client;
 - committed offsets never moving back (nor vanishing) as OffsetFetch saw them;
 - no partition owned by two consumer-protocol members at once, as the members reported it;
 - read_committed readers seeing whole transactions only: committed ones whole, aborted ones not
@@ -28,6 +31,7 @@ from helpers.cluster_workload import (
     QUIET,
     TXN_PARTITIONS,
     TXN_TOPIC,
+    Ack,
     Change,
     GroupView,
     OwnershipChange,
@@ -95,20 +99,26 @@ class Verdict:
 
 def check_producers(logs: Sequence[ProducerLog], records: list[Stored],
                     verdict: Verdict) -> None:
-    """Every acknowledged sequence stored exactly once, where it was acknowledged; no
-    sequence stored twice."""
+    """Every acknowledged sequence stored exactly once, where it was acknowledged (or, for a
+    producer the broker does not deduplicate, there and at earlier sends the client repeated);
+    no sequence stored twice."""
     stored: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
     for msg in records:
         stored[sequence_of(msg.value)].append((msg.partition, msg.offset))
     for log in logs:
         for error in log.fatal_errors:
             verdict.violations.append(f"{log.name}: fatal producer error {error}")
+        resent = 0
         for seq, ack in log.acked.items():
             places = stored.get((log.name, seq), [])
             if not places:
                 verdict.violations.append(f"{log.name} {seq} acknowledged at "
                                           f"{ack.partition}/{ack.offset}, lost")
-            elif places != [(ack.partition, ack.offset)]:
+            elif places == [(ack.partition, ack.offset)]:
+                continue
+            elif not log.deduplicated and _resent_before(places, ack):
+                resent += 1
+            else:
                 verdict.violations.append(f"{log.name} {seq} acknowledged at "
                                           f"{ack.partition}/{ack.offset}, stored at {places}")
         for seq in log.sent:
@@ -117,6 +127,15 @@ def check_producers(logs: Sequence[ProducerLog], records: list[Stored],
                 verdict.violations.append(f"{log.name} {seq} stored twice: {places}")
         verdict.figures[f"{log.name} acked"] = len(log.acked)
         verdict.figures[f"{log.name} failed"] = len(log.failed)
+        if not log.deduplicated:
+            verdict.figures[f"{log.name} re-sent by the client"] = resent
+
+
+def _resent_before(places: list[tuple[int, int]], ack: Ack) -> bool:
+    """Whether the record is stored once where it was acknowledged and otherwise only before
+    it in the same partition: earlier sends of it, the last one acknowledged."""
+    return places.count((ack.partition, ack.offset)) == 1 and all(
+        partition == ack.partition and offset <= ack.offset for partition, offset in places)
 
 
 def check_transactions(log: TxnLog, records: list[Stored], verdict: Verdict) -> None:

@@ -4,7 +4,11 @@ Real confluent-kafka clients run in threads of the test process, every event sta
 this process's monotonic clock (so the events of different clients compare):
 
 - two keyed producers on the `events` topic, acks=all: one idempotent (retries on), one plain
-  with retries off (a record is sent once, so the broker can store it at most once);
+  with retries off. Retries off does not make the plain one send each record once: librdkafka
+  sends a request again, retries off or not, when it counts it as not persisted, and it counts
+  so the requests in flight to a broker it drops because a Metadata answer no longer lists it
+  (`Local: Broker handle destroyed`, actions Refresh,MsgNotPersisted), although that broker may
+  have stored them. Only the idempotent producer is deduplicated by the broker;
 - a transactional producer on the `txn` topic, each transaction a few records to one partition,
   every fifth aborted on purpose. Transactions complete only where the transaction coordinator
   and the partition's leader are one node (WriteTxnMarkers between nodes is not done yet), so
@@ -102,9 +106,12 @@ class Ack:
 
 @dataclass
 class ProducerLog:
-    """What one producer sent and what the cluster acknowledged, by sequence."""
+    """What one producer sent and what the cluster acknowledged, by sequence; `deduplicated`:
+    the broker must store each of its records once even when the client sends it again
+    (idempotent)."""
 
     name: str
+    deduplicated: bool
     sent: dict[int, float] = field(default_factory=dict)
     acked: dict[int, Ack] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
@@ -127,7 +134,7 @@ class KeyedProducer(ClientThread):
         self.bootstrap = bootstrap
         self.idempotent = idempotent
         self.rate = rate
-        self.log = ProducerLog(name)
+        self.log = ProducerLog(name, deduplicated=idempotent)
         self.drained = True
 
     def _producer(self) -> Producer:
