@@ -23,9 +23,9 @@ pytestmark = [
     # What the run found and is not fixed yet (docs/cluster.md, "What is not done yet"): a
     # classic group that stops committing on some partitions for tens of seconds after node
     # restarts (the plain producer's records stored twice are librdkafka sending again, which
-    # the checker counts apart; an idempotent record stored twice, seen once, is not settled).
+    # the checker counts apart; idempotent records stored twice, seen rarely, are not settled).
     pytest.mark.xfail(reason="fault run findings open: a classic group stalling its commits; "
-                             "an idempotent record once stored twice", strict=False),
+                             "idempotent records stored twice (rare)", strict=False),
 ]
 
 SEED_ENV = "GROUPCOORD_FAULT_SEED"
