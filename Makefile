@@ -41,7 +41,7 @@ KLAG_BUILT := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/groupcoord/klag-exporter-$(
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $$HOME/.cargo/bin/cargo)
 KLAG_BUILD_DEPS := cmake g++ pkg-config libssl-dev libsasl2-dev libcurl4-openssl-dev zlib1g-dev
 
-.PHONY: test test-fast interop demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus postgresql klag-exporter client-suites
+.PHONY: test test-fast interop demo cluster-demo wheel venv jars client-jars streams-jars java-check browser lint bench clean reference conformance kafka-tools prometheus postgresql klag-exporter client-suites
 
 venv: $(VENV)/.installed
 
@@ -197,6 +197,10 @@ lint: venv
 demo: venv
 	$(PY) -m groupcoord demo
 
+# Three nodes on a throwaway PostgreSQL (docs/cluster.md), one killed, the group moving on.
+cluster-demo: venv postgresql
+	$(PY) -m groupcoord cluster-demo
+
 # The package as a wheel in dist/ (`pip install dist/groupcoord-*.whl`, `...whl[spark]` for
 # `groupcoord analyze`). pip builds it in an isolated environment of the build requirements
 # (from PyPI); setuptools' scratch directories are removed after it.
@@ -209,4 +213,4 @@ bench: venv
 	$(PY) -m bench.run_all
 
 clean:
-	rm -rf $(VENV) .cache data demo-out tests/interop/java/build
+	rm -rf $(VENV) .cache data demo-out cluster-demo-out tests/interop/java/build

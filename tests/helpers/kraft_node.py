@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from groupcoord.wire.kafka_uuid import random_uuid, uuid_text
@@ -94,6 +95,27 @@ def cluster_id() -> str:
 FORMAT_FEATURES: Mapping[str, str] = {"share.version": "2"}
 
 
+@dataclass(frozen=True)
+class Quorum:
+    """The controllers of a several-node cluster, each node formatted with the same cluster
+    id and `--initial-controllers` (KIP-853: `id@host:port:directory-id`, comma-separated)."""
+
+    cluster_id: str
+    initial_controllers: str
+
+    @staticmethod
+    def of(controller_ports: Mapping[int, int]) -> Quorum:
+        """node id -> controller port on 127.0.0.1."""
+        return Quorum(cluster_id(), ",".join(
+            f"{node}@127.0.0.1:{port}:{cluster_id()}"
+            for node, port in sorted(controller_ports.items())))
+
+    def bootstrap_servers(self) -> str:
+        """controller.quorum.bootstrap.servers for every node."""
+        return ",".join(entry.split("@", 1)[1].rsplit(":", 1)[0]
+                        for entry in self.initial_controllers.split(","))
+
+
 class KraftNode:
     """Config, format step and command line of one node serving on `127.0.0.1:port`.
 
@@ -140,16 +162,20 @@ class KraftNode:
         return ["java", *self.jvm_options, f"-Dlog4j2.configurationFile={self.log4j_path}",
                 "-cp", f"{ensure_jars()}/*"]
 
-    def format(self, timeout: float, properties: Mapping[str, str] | None = None) -> None:
+    def format(self, timeout: float, properties: Mapping[str, str] | None = None,
+               quorum: Quorum | None = None) -> None:
         """Write the config files (`properties`, default `self.properties()`) and format the
-        data dir for a fresh single-node cluster."""
+        data dir for a fresh single-node cluster, or as one controller of `quorum`."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
         config = self.properties() if properties is None else properties
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
         self.log4j_path.write_text(_log4j_config(self.log_file))
+        controllers = (["--standalone"] if quorum is None
+                       else ["--initial-controllers", quorum.initial_controllers])
         formatted = subprocess.run(
-            [*self.java(), "kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(),
-             "--config", str(self.config_path), "--standalone",
+            [*self.java(), "kafka.tools.StorageTool", "format", "--cluster-id",
+             cluster_id() if quorum is None else quorum.cluster_id,
+             "--config", str(self.config_path), *controllers,
              *(arg for name, level in self.features.items()
                for arg in ("--feature", f"{name}={level}"))],
             capture_output=True, text=True, check=False, timeout=timeout)

@@ -41,3 +41,11 @@ async def wait_for_async(condition: Callable[[], Awaitable[bool]], what: str, ti
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+def hold(seconds: float) -> None:
+    """Let `seconds` pass on the real clock: a fault schedule against real processes (a node
+    kept down or paused for so long, the next fault so much later) runs on the clock those
+    processes run on, as nothing they do can be awaited instead."""
+    if seconds > 0:
+        time.sleep(seconds)

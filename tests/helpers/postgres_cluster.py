@@ -39,7 +39,7 @@ from groupcoord.wire.generated.produce import (
 from helpers.broker import BrokerFactory, BrokerProcess
 from helpers.confluent_io import high_watermarks
 from helpers.polling import wait_for
-from helpers.wire_client import WireConnection
+from helpers.wire_client import DEFAULT_TIMEOUT_S, WireConnection
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 THREE_NODES = (1, 2, 3)
@@ -84,9 +84,10 @@ def broker_ids(bootstrap: str) -> set[int]:
     return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).brokers)
 
 
-def coordinator(node: BrokerProcess, key_type: int, key: str) -> tuple[int, int]:
+def coordinator(node: BrokerProcess, key_type: int, key: str,
+                timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, int]:
     """(error code, node id) of FindCoordinator (v6) for the key, asked of `node`."""
-    conn = WireConnection("127.0.0.1", node.port)
+    conn = WireConnection("127.0.0.1", node.port, timeout=timeout)
     try:
         response = conn.call(FindCoordinatorRequest(key_type=key_type,
                                                     coordinator_keys=[key]), 6)

@@ -1,154 +1,38 @@
-"""A real PostgreSQL server for tests (Debian's `postgresql`, installed by `make test`):
-`initdb` into a temporary directory, started on a free loopback port with fsync and
-synchronous commit on, one database created, stopped (and its files removed) afterwards.
-
-PostgreSQL refuses to run as root, and the suite runs as root on CI: then the cluster
-belongs to the unprivileged `postgres` user of Debian's package (`nobody` without it), which
-runs initdb and pg_ctl through `runuser`; the data lives in a directory that user owns.
-Readiness is pg_ctl's own bounded wait (`-w -t`), never a sleep here.
+"""A real PostgreSQL server for tests (Debian's `postgresql`, installed by `make test`): the
+throwaway server of `groupcoord.cli.local_postgres` (initdb into a temporary directory, a free
+loopback port, fsync and synchronous commit on), one per session. Locally a missing server
+skips the tests that need it; in CI it fails them.
 """
 
 from __future__ import annotations
 
 import os
-import pwd
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
-from helpers.broker import free_port
+from groupcoord.cli.local_postgres import DATABASE, SUPERUSER, LocalPostgres, find_bin_dir
 
-START_TIMEOUT_S = 60
-# A port taken by another process between `free_port` and the server binding it: try anew.
-START_ATTEMPTS = 3
-DATABASE = "groupcoord"
-SUPERUSER = "groupcoord"
-# Who runs the server when the tests run as root, first found first.
-UNPRIVILEGED_USERS = ("postgres", "nobody")
+__all__ = ["DATABASE", "SUPERUSER", "PostgresServer", "postgres_bin_dir", "postgres_server"]
 
 
 def postgres_bin_dir() -> Path:
-    """The directory of `initdb`, `pg_ctl` and `postgres`: from PATH, else the newest
-    /usr/lib/postgresql/<version>/bin. Locally a missing server skips; in CI it fails
-    (`make test` installs it)."""
-    found = shutil.which("pg_ctl")
-    if found is not None and shutil.which("initdb") is not None:
-        return Path(found).resolve().parent
-    versions = sorted((p for p in Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")),
-                      key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
-                      else -1)
-    if versions:
-        return versions[-1].parent
+    """The directory of `initdb` and `pg_ctl`; skips (fails in CI) when not installed."""
+    found = find_bin_dir()
+    if found is not None:
+        return found
     reason = "PostgreSQL is not installed (make test installs Debian's package)"
     if os.environ.get("CI"):
         pytest.fail(reason)
     pytest.skip(reason)
 
 
-def _server_user() -> pwd.struct_passwd | None:
-    """The unprivileged account to run the server as, or None to run it as ourselves."""
-    if os.geteuid() != 0:
-        return None
-    for name in UNPRIVILEGED_USERS:
-        try:
-            return pwd.getpwnam(name)
-        except KeyError:
-            continue
-    raise RuntimeError("running as root with no unprivileged user to run PostgreSQL as")
-
-
-class PostgresServer:
-    """One PostgreSQL cluster in a temporary directory; `dsn` names its test database."""
+class PostgresServer(LocalPostgres):
+    """The local server, from the installed binaries (or the test skipped)."""
 
     def __init__(self) -> None:
-        self.bin_dir = postgres_bin_dir()
-        self.user = _server_user()
-        self.work_dir = Path(tempfile.mkdtemp(prefix="groupcoord-pg-"))
-        self.data_dir = self.work_dir / "data"
-        self.log_path = self.work_dir / "server.log"
-        self.port = 0
-        if self.user is not None:
-            os.chown(self.work_dir, self.user.pw_uid, self.user.pw_gid)
-
-    @property
-    def dsn(self) -> str:
-        return self.dsn_for(DATABASE)
-
-    def dsn_for(self, database: str) -> str:
-        return (f"host=127.0.0.1 port={self.port} user={SUPERUSER} dbname={database} "
-                "connect_timeout=10")
-
-    def _run(self, program: str, *args: str) -> subprocess.CompletedProcess[str]:
-        command = [str(self.bin_dir / program), *args]
-        if self.user is not None:
-            command = ["runuser", "-u", self.user.pw_name, "--", *command]
-        return subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              cwd=self.work_dir, check=False)
-
-    def _checked(self, program: str, *args: str) -> None:
-        done = self._run(program, *args)
-        if done.returncode != 0:
-            raise RuntimeError(f"{program} {' '.join(args)} failed ({done.returncode}):\n"
-                               f"{done.stdout}{done.stderr}{self._log_tail()}")
-
-    def _log_tail(self) -> str:
-        try:
-            return self.log_path.read_text()[-3000:]
-        except OSError:
-            return ""
-
-    def start(self) -> None:
-        """initdb, start on a free port (pg_ctl waits until it accepts connections), and
-        create the test database."""
-        self._checked("initdb", "-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust",
-                      "--encoding=UTF8", "--no-instructions")
-        for attempt in range(START_ATTEMPTS):
-            self.port = free_port()
-            # The socket directory in our own tree: the packaged default may not exist here.
-            options = (f"-c listen_addresses=127.0.0.1 -p {self.port} "
-                       f"-c unix_socket_directories={self.work_dir} "
-                       "-c fsync=on -c synchronous_commit=on")
-            started = self._run("pg_ctl", "start", "-D", str(self.data_dir), "-l",
-                                str(self.log_path), "-w", "-t", str(START_TIMEOUT_S),
-                                "-o", options)
-            if started.returncode == 0:
-                break
-            if attempt == START_ATTEMPTS - 1:
-                raise RuntimeError(f"PostgreSQL did not start:\n{started.stdout}"
-                                   f"{started.stderr}{self._log_tail()}")
-        self._create_database()
-
-    def url_for(self, database: str) -> str:
-        """The database as a `postgresql://` URL (what `groupcoord serve --storage` takes)."""
-        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
-
-    def create_database(self, database: str) -> None:
-        """A new, empty database (`database` a plain identifier)."""
-        with psycopg.connect(self.dsn_for("postgres"), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {database}")
-
-    def _create_database(self) -> None:
-        self.create_database(DATABASE)
-
-    def restart(self) -> None:
-        """Stop (fast: open connections are cut) and start again on the same port and data
-        (pg_ctl reuses the options of the last start); returns once the server accepts
-        connections."""
-        # The server's output goes to its log: to pg_ctl's captured stdout, it would keep
-        # that pipe open and `subprocess.run` would never see it end.
-        self._checked("pg_ctl", "restart", "-D", str(self.data_dir), "-l", str(self.log_path),
-                      "-m", "fast", "-w", "-t", str(START_TIMEOUT_S))
-
-    def stop(self) -> None:
-        if (self.data_dir / "postmaster.pid").exists():
-            self._run("pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w",
-                      "-t", str(START_TIMEOUT_S))
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        super().__init__(postgres_bin_dir())
 
 
 @pytest.fixture(scope="session")

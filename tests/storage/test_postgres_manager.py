@@ -2,7 +2,8 @@
 copies), on a real server: what a node appends is in PostgreSQL and found by the next node on
 the same storage, even from an empty data dir; a second node while the first holds live
 leases follows and can write nothing; a lease pass moves a lapsed lease to it (a manual clock
-for the leases); a deposed leader steps down with nothing written; a copy that differs from
+for the leases); a lease taken whose catch-up fails is left out of what the pass reports
+taken and taken again at the next; a deposed leader steps down with nothing written; a copy that differs from
 PostgreSQL's log is made again, one missing a committed batch takes it in before the next
 write; a deleted topic's copies go; id blocks never overlap; with a placement, live nodes
 share the partitions and a dead node's share is taken."""
@@ -218,6 +219,46 @@ def test_a_write_the_copy_missed_is_taken_in_before_the_next(open_node: Open, to
     assert copy.log_end_offset == 3  # the landed batch is in the copy now
     assert copy.append(make_batch(3, ts=NOW), now_ms=NOW).base_offset == 3
     assert _batches(node, topic) == [bytes(v) for v in copy.source.iter_batches()]
+
+
+def _drop_connection(session: PostgresSession, dsn: str) -> None:
+    """End the server side of ``session``'s connection, as a restart of PostgreSQL would:
+    its next statement fails (``StorageUnavailable``), the one after connects again."""
+    pid = session.connection().info.backend_pid
+    with PostgresSession.for_conninfo(dsn) as other, other.statement() as cur:
+        cur.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+
+
+def test_a_lease_taken_whose_catch_up_fails_is_left_out_and_taken_at_the_next_pass(
+        open_node: Open, topic: str, tmp_path: Path, clock: ManualClock,
+        postgres_server: PostgresServer) -> None:
+    """The connection lost while a pass's taken leases are led: the partition whose catch-up
+    failed is not led and not reported taken (so the broker, which follows the taken ones,
+    follows exactly what is led), the others are led; the next pass takes it again and leads
+    it caught up."""
+    first = open_node(NODE_A, tmp_path / "a")
+    for partition in (0, 1):
+        first.get_or_create(topic, partition, TOPIC_ID).append(make_batch(2, ts=NOW),
+                                                               now_ms=NOW)
+    second = open_node(NODE_B, tmp_path / "b")
+    clock.now_ms += LEASE_MS  # the first stopped renewing
+    plan = second.lease_plan()
+    result = second.run_lease_pass(second.session, plan)
+    taken = set(result.taken)
+    assert {(topic, 0), (topic, 1)} <= taken
+
+    _drop_connection(second.session, postgres_server.dsn)
+    second.apply(result, plan)
+    led = {tp for tp in taken if second.leased[tp].leader is not None}
+    assert set(result.taken) == led and len(led) == len(taken) - 1
+
+    [missed] = taken - led
+    plan = second.lease_plan()
+    again = second.run_lease_pass(second.session, plan)
+    assert missed in again.taken
+    second.apply(again, plan)
+    copy = second.leased[missed]
+    assert copy.leader is not None and copy.log_end_offset == copy.source.offsets().log_end_offset
 
 
 def _lease_pass(node: PostgresLogManager, topic: str) -> tuple[set[int], set[int]]:

@@ -71,7 +71,7 @@ def run_demo(out_dir: Path, scenario: Scenario, analytics: bool = True) -> int:
     shutil.rmtree(out / "analytics", ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     client_log = out / "clients.log"
-    previous = signal.signal(signal.SIGINT, _interrupt_quietly(client_log))
+    previous = signal.signal(signal.SIGINT, interrupt_quietly(client_log))
     try:
         with client_log.open("ab") as log:
             return _run(out, scenario, analytics, log)
@@ -83,7 +83,7 @@ def run_demo(out_dir: Path, scenario: Scenario, analytics: bool = True) -> int:
         signal.signal(signal.SIGINT, previous)
 
 
-def _interrupt_quietly(log_path: Path) -> Callable[[int, FrameType | None], None]:
+def interrupt_quietly(log_path: Path) -> Callable[[int, FrameType | None], None]:
     """A SIGINT handler: later Ctrl-Cs are ignored (they would interrupt the clean-up), and
     this process's stderr goes to `log_path` from now on, so the clients' complaints about
     a broker that stops with them (librdkafka writes them to fd 2) stay off the terminal."""
@@ -121,8 +121,10 @@ def _run(out: Path, scenario: Scenario, analytics: bool, client_log: IO[bytes]) 
     return 0 if code == 0 and status == 0 else 1
 
 
-def start_broker(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`groupcoord serve` on a free port; waits (10 s at most) for its listening line.
+def start_broker(data_dir: Path, log_path: Path, extra_args: Sequence[str] = (),
+                 ready_timeout_s: float = 10.0) -> tuple[subprocess.Popen[bytes], str]:
+    """`groupcoord serve` (with `extra_args`) on a free port; waits (`ready_timeout_s` at
+    most) for its listening line.
 
     The initial rebalance delay is off so that the first member's join shows at once.
     """
@@ -133,9 +135,10 @@ def start_broker(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "groupcoord", "serve", "--listen", bootstrap,
-             "--data-dir", str(data_dir), "--group-initial-rebalance-delay-ms", "0"],
+             "--data-dir", str(data_dir), "--group-initial-rebalance-delay-ms", "0",
+             *extra_args],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + ready_timeout_s
     try:
         while READY_LINE not in log_path.read_text(errors="replace"):
             if proc.poll() is not None or time.monotonic() > deadline:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("groupcoord.cli.serve", "run the broker"),
     "demo": ("groupcoord.cli.demo", "run the end-to-end demo"),
+    "cluster-demo": ("groupcoord.cli.cluster_demo",
+                     "three nodes on PostgreSQL, one killed, the group moving on"),
     "groups": ("groupcoord.cli.groups", "list/describe/delete consumer groups, reset offsets"),
     "analyze": ("groupcoord.cli.analyze", "group analytics over log dirs"),
     "acls": ("groupcoord.cli.acls", "add/list/remove ACLs of a running broker"),

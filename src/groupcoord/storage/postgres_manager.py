@@ -318,17 +318,28 @@ class PostgresLogManager(LogManager):
     def apply(self, result: LeasePass, plan: LeasePlan) -> None:
         """On the loop: step down where a lease was lost, lead (after a catch-up) where one
         was taken; partitions closed meanwhile are skipped (a deleted topic's epochs are
-        bumped, so a lease taken on it fences nothing that matters)."""
+        bumped, so a lease taken on it fences nothing that matters). A taken partition whose
+        catch-up fails is dropped from ``result.taken``, so ``result`` says what changed:
+        a caller following it (the broker rebuilding producer state, loading shards) follows
+        every partition led, even when PostgreSQL fails midway."""
         for tp in result.lost + result.released:
             copy = self.leased.get(tp)
             if copy is not None and copy.leader is not None and (
                     copy.leader.leader_epoch == plan.held[tp]):
                 copy.step_down()
-        for (topic, partition), epoch in result.taken.items():
+        for (topic, partition), epoch in list(result.taken.items()):
             copy = self.leased.get((topic, partition))
             if copy is None or copy.closed:
                 continue
-            copy.lead(self._leader_store(topic, partition, epoch, copy.config))
+            try:
+                copy.lead(self._leader_store(topic, partition, epoch, copy.config))
+            except StorageError as exc:
+                # Not led (its copy may lack what the last leader wrote), and not among the
+                # taken ones the caller follows: the lease is this node's, so the next pass
+                # takes it again; the other taken partitions are led meanwhile.
+                del result.taken[(topic, partition)]
+                log.warning("%s-%d: lease taken, not led yet: %s", topic, partition, exc)
+                continue
             log.info("%s-%d: leading at epoch %d", topic, partition, epoch)
         if result.released:
             log.info("leases released to their live preferred nodes: %s", result.released)

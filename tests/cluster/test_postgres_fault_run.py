@@ -1,0 +1,47 @@
+"""A randomized fault run, CI-sized: three groupcoord nodes on PostgreSQL under the cluster
+workload (producers acks=all plain, idempotent and transactional; a classic and a
+consumer-protocol group) while seeded random faults hit one node at a time: SIGKILL and a
+restart, SIGSTOP and SIGCONT (past the lease: the others take over and the paused node is
+fenced), SIGTERM and a restart. Then the cluster heals and the checker finds nothing
+acknowledged lost or stored twice, no committed offset moving back, no partition owned by two
+consumer-protocol members at once, no transaction seen in part by a read_committed reader.
+
+The seed is printed; GROUPCOORD_FAULT_SEED=<seed> runs the same schedule again. The longer
+run is `python -m bench.cluster_fault_run --minutes 10`."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from helpers.broker import BrokerFactory
+from helpers.fault_run import ThreeNodes, fault_run
+
+pytestmark = [
+    pytest.mark.timeout(300),
+    # What the run found and is not fixed yet (docs/cluster.md, "What is not done yet"): a
+    # classic group that stops committing on some partitions for tens of seconds after node
+    # restarts (the plain producer's records stored twice are librdkafka sending again, which
+    # the checker counts apart; idempotent records stored twice, seen rarely, are not settled).
+    pytest.mark.xfail(reason="fault run findings open: a classic group stalling its commits; "
+                             "idempotent records stored twice (rare)", strict=False),
+]
+
+SEED_ENV = "GROUPCOORD_FAULT_SEED"
+# Of faults: about ten faults, a run of under three minutes with the start and the checks.
+FAULTS_S = 75.0
+
+
+def test_a_randomized_fault_run_keeps_every_promise(broker_factory: BrokerFactory,
+                                                    storage_url: str) -> None:
+    seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1_000_000))
+    print(f"\nfault run seed {seed} ({SEED_ENV}={seed} runs it again)")
+    cluster = ThreeNodes(broker_factory, storage_url)
+    cluster.start()
+    run = fault_run(cluster, seed, FAULTS_S, print)
+    for fault, recovery in run.recoveries:
+        print(f"  {fault.at_s:6.1f} s node {fault.node} {fault.kind.value}: "
+              + (recovery.summary() if recovery else "the next fault came first"))
+    print(run.verdict.summary())
+    assert run.verdict.violations == [], f"seed {seed}: {run.verdict.summary()}"
