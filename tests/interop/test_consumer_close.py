@@ -21,7 +21,9 @@ from helpers.reference_broker import ReferenceBroker
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
 TOPIC = "closing"
-# Well under the 500 ms a held session-close fetch would add, well over a prompt close.
+# Well under the 500 ms a held session-close fetch would add, well over a prompt close. A
+# broker that holds the fetch slows every close, so the faster of two closes is judged: one
+# close of a JVM slowed by a busy machine (473 ms once, on Kafka) says nothing of the broker.
 PROMPT_CLOSE_MS = 400
 
 
@@ -45,10 +47,10 @@ def close_times(bootstrap: str) -> list[int]:
 
 def test_consumer_close_is_prompt(broker: Any, java_harness: Path) -> None:
     times = close_times(broker.bootstrap)
-    assert max(times) < PROMPT_CLOSE_MS, times
+    assert min(times) < PROMPT_CLOSE_MS, times
 
 
 @pytest.mark.reference
 def test_consumer_close_is_prompt_on_kafka(kafka: ReferenceBroker, java_harness: Path) -> None:
     times = close_times(kafka.bootstrap)
-    assert max(times) < PROMPT_CLOSE_MS, times
+    assert min(times) < PROMPT_CLOSE_MS, times

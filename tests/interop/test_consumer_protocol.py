@@ -26,13 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.broker import ONE_NODE, THREE_NODE_CLUSTER, BrokerFactory, BrokerProcess
-from helpers.group_checks import coordinator_address
-from helpers.postgres_cluster import cluster_bootstrap
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
+
+# Run as a script (a confluent-kafka member host), `helpers` is found through TESTS_DIR.
+from helpers.broker import ONE_NODE, THREE_NODE_CLUSTER, BrokerFactory, BrokerProcess
+from helpers.group_checks import coordinator_address
+from helpers.postgres_cluster import cluster_bootstrap
 
 pytestmark = pytest.mark.interop
 
