@@ -130,45 +130,22 @@ def _first_error(codes: Iterable[int]) -> int:
     return next((code for code in codes if code != ErrorCode.NONE), ErrorCode.NONE)
 
 
-def _join_describe_groups(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, DescribeGroupsResponse)
-    return DescribeGroupsResponse(groups=[g for a in answers for g in a.groups])
+def _concatenated(kind: type[R], field: str) -> Merge:
+    """Join answers of `kind` that are one list each (`field`), one entry per key asked."""
+    def merge(parts: list[WireStruct]) -> WireStruct:
+        return kind(**{field: [entry for answer in _answers(parts, kind)
+                               for entry in getattr(answer, field)]})
+    return merge
 
 
-def _join_delete_groups(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, DeleteGroupsResponse)
-    return DeleteGroupsResponse(results=[r for a in answers for r in a.results])
-
-
-def _join_consumer_describe(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, ConsumerGroupDescribeResponse)
-    return ConsumerGroupDescribeResponse(groups=[g for a in answers for g in a.groups])
-
-
-def _join_streams_describe(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, StreamsGroupDescribeResponse)
-    return StreamsGroupDescribeResponse(groups=[g for a in answers for g in a.groups])
-
-
-def _join_share_describe(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, ShareGroupDescribeResponse)
-    return ShareGroupDescribeResponse(groups=[g for a in answers for g in a.groups])
-
-
-def _join_offset_fetch(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, OffsetFetchResponse)
-    return OffsetFetchResponse(groups=[g for a in answers for g in a.groups])
-
-
-def _join_share_offsets(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, DescribeShareGroupOffsetsResponse)
-    return DescribeShareGroupOffsetsResponse(groups=[g for a in answers for g in a.groups])
-
-
-def _join_describe_transactions(parts: list[WireStruct]) -> WireStruct:
-    answers = _answers(parts, DescribeTransactionsResponse)
-    return DescribeTransactionsResponse(
-        transaction_states=[s for a in answers for s in a.transaction_states])
+_join_describe_groups = _concatenated(DescribeGroupsResponse, "groups")
+_join_delete_groups = _concatenated(DeleteGroupsResponse, "results")
+_join_consumer_describe = _concatenated(ConsumerGroupDescribeResponse, "groups")
+_join_streams_describe = _concatenated(StreamsGroupDescribeResponse, "groups")
+_join_share_describe = _concatenated(ShareGroupDescribeResponse, "groups")
+_join_offset_fetch = _concatenated(OffsetFetchResponse, "groups")
+_join_share_offsets = _concatenated(DescribeShareGroupOffsetsResponse, "groups")
+_join_describe_transactions = _concatenated(DescribeTransactionsResponse, "transaction_states")
 
 
 def _join_list_groups(parts: list[WireStruct]) -> WireStruct:
