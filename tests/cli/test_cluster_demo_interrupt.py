@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.demo_process import interrupt_demo
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(240)]
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 STOPPED_WITHIN_S = 30
 POSTGRES_DIR = re.compile(r"data in (\S+), removed at the end")
 
@@ -25,30 +22,15 @@ def test_ctrl_c_stops_the_cluster_demo_with_one_line(tmp_path: Path) -> None:
     from helpers.postgres_server import postgres_bin_dir
 
     postgres_bin_dir()  # skips (fails in CI) without PostgreSQL
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "groupcoord", "cluster-demo", "--out-dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=dict(os.environ, PYTHONPATH=SRC), start_new_session=True)  # a terminal's group
-    try:
-        assert demo.stdout is not None
-        before = []
-        for line in demo.stdout:  # until the workload runs: a progress line
-            before.append(line)
-            if " acked " in line:
-                break
-        assert before and " acked " in before[-1], "".join(before)
-        os.killpg(demo.pid, signal.SIGINT)
-        out, err = demo.communicate(timeout=STOPPED_WITHIN_S)
-    finally:
-        if demo.poll() is None:
-            os.killpg(demo.pid, signal.SIGKILL)
-            demo.wait()
-    assert demo.returncode == 130, out + err
-    assert "Traceback" not in out + err
-    assert err == ""
-    last = out.splitlines()[-1]
-    assert last.startswith("[demo] interrupted: nodes, clients and PostgreSQL stopped"), out
+    demo = interrupt_demo(["cluster-demo", "--out-dir", str(tmp_path)],
+                          " acked ",  # the workload runs: a progress line
+                          STOPPED_WITHIN_S)
+    assert demo.returncode == 130, demo.out + demo.err
+    assert "Traceback" not in demo.out + demo.err
+    assert demo.err == ""
+    last = demo.out.splitlines()[-1]
+    assert last.startswith("[demo] interrupted: nodes, clients and PostgreSQL stopped"), demo.out
     with pytest.raises(ProcessLookupError):  # nothing of the demo is left running
         os.killpg(demo.pid, 0)
-    found = POSTGRES_DIR.search("".join(before))
+    found = POSTGRES_DIR.search("".join(demo.before))
     assert found is not None and not Path(found.group(1)).exists()
