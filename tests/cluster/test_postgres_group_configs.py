@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from helpers.broker import BrokerFactory, BrokerProcess
 from helpers.polling import wait_for
-from helpers.postgres_cluster import SHORT_LEASE, start_cluster
-from helpers.wire_client import WireConnection
+from helpers.postgres_cluster import SHORT_LEASE, ask, start_cluster
 
 from groupcoord.wire.generated.describe_configs import (
     DescribeConfigsRequest,
@@ -35,11 +34,7 @@ def _set(node: BrokerProcess, group: str, name: str, value: str) -> None:
     request = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
         resource_type=GROUP_RESOURCE, resource_name=group,
         configs=[AlterableConfig(name=name, config_operation=SET, value=value)])])
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(request, 1)
-    finally:
-        conn.close()
+    response = ask(node, request, 1)
     assert isinstance(response, IncrementalAlterConfigsResponse)
     assert [r.error_code for r in response.responses] == [0]
 
@@ -48,11 +43,7 @@ def _described(node: BrokerProcess, group: str, name: str) -> str | None:
     """The group's config `name` as `node` describes it."""
     request = DescribeConfigsRequest(resources=[DescribeConfigsResource(
         resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=[name])])
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(request, 4)
-    finally:
-        conn.close()
+    response = ask(node, request, 4)
     assert isinstance(response, DescribeConfigsResponse)
     result = response.results[0]
     assert result.error_code == 0, result.error_message

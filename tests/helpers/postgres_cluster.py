@@ -36,6 +36,7 @@ from groupcoord.wire.generated.produce import (
     ProduceResponse,
     TopicProduceData,
 )
+from groupcoord.wire.messages import WireStruct
 from helpers.broker import BrokerFactory, BrokerProcess
 from helpers.confluent_io import high_watermarks
 from helpers.polling import wait_for
@@ -57,6 +58,16 @@ def node_args(storage_url: str, node_id: int, offsets_partitions: int = 3) -> li
 SHORT_LEASE = ["--broker-session-timeout-ms", "3000", "--broker-heartbeat-interval-ms", "500"]
 
 
+def ask(node: BrokerProcess, request: WireStruct, version: int,
+        timeout: float = DEFAULT_TIMEOUT_S) -> WireStruct:
+    """One request over a connection of its own to `node`: the answer that node gives."""
+    conn = WireConnection("127.0.0.1", node.port, timeout=timeout)
+    try:
+        return conn.call(request, version)
+    finally:
+        conn.close()
+
+
 def partition_leaders(node: BrokerProcess, topic: str) -> dict[int, int]:
     """partition -> leader node id (-1: none) as `node` itself answers Metadata (v9)."""
     return {p.partition_index: p.leader_id for p in _partitions(node, topic)}
@@ -68,12 +79,8 @@ def leader_epochs(node: BrokerProcess, topic: str) -> dict[int, int]:
 
 
 def _partitions(node: BrokerProcess, topic: str) -> list[MetadataResponsePartition]:
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
-                                             allow_auto_topic_creation=False), 9)
-    finally:
-        conn.close()
+    response = ask(node, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                         allow_auto_topic_creation=False), 9)
     assert isinstance(response, MetadataResponse)
     found = response.topics[0]
     return [] if found.error_code != 0 else list(found.partitions)
@@ -87,12 +94,8 @@ def broker_ids(bootstrap: str) -> set[int]:
 def coordinator(node: BrokerProcess, key_type: int, key: str,
                 timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, int]:
     """(error code, node id) of FindCoordinator (v6) for the key, asked of `node`."""
-    conn = WireConnection("127.0.0.1", node.port, timeout=timeout)
-    try:
-        response = conn.call(FindCoordinatorRequest(key_type=key_type,
-                                                    coordinator_keys=[key]), 6)
-    finally:
-        conn.close()
+    response = ask(node, FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 6,
+                   timeout)
     assert isinstance(response, FindCoordinatorResponse)
     found = response.coordinators[0]
     return int(found.error_code), int(found.node_id)
@@ -174,11 +177,7 @@ def produce_error(node: BrokerProcess, topic: str, partition: int) -> int:
     batch = build_batch([(b"k", b"from-another-node", [], int(time.time() * 1000))])
     request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
         name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])])
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(request, 9)
-    finally:
-        conn.close()
+    response = ask(node, request, 9)
     assert isinstance(response, ProduceResponse)
     return int(response.responses[0].partition_responses[0].error_code)
 
@@ -186,11 +185,7 @@ def produce_error(node: BrokerProcess, topic: str, partition: int) -> int:
 def offset_fetch_error(node: BrokerProcess, group: str) -> int:
     """The group's OffsetFetch error code asked of `node` (v7: one group, all partitions):
     NONE where its coordinator has it loaded, NOT_COORDINATOR elsewhere."""
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(OffsetFetchRequest(group_id=group, topics=None), 7)
-    finally:
-        conn.close()
+    response = ask(node, OffsetFetchRequest(group_id=group, topics=None), 7)
     assert isinstance(response, OffsetFetchResponse)
     return int(response.error_code)
 
@@ -198,11 +193,7 @@ def offset_fetch_error(node: BrokerProcess, group: str) -> int:
 def listed_transactions(node: BrokerProcess) -> tuple[int, dict[str, str]]:
     """ListTransactions asked of `node`: (error code, transactional id -> state) over the
     coordinator shards it has loaded."""
-    conn = WireConnection("127.0.0.1", node.port)
-    try:
-        response = conn.call(ListTransactionsRequest(), 1)
-    finally:
-        conn.close()
+    response = ask(node, ListTransactionsRequest(), 1)
     assert isinstance(response, ListTransactionsResponse)
     return int(response.error_code), {t.transactional_id: t.transaction_state
                                       for t in response.transaction_states}
