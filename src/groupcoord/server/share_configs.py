@@ -26,6 +26,9 @@ class GroupConfigStore:
         self.configs: dict[str, dict[str, str]] = {}
         # Changes made through this broker: a document read before the latest is stale.
         self.writes = 0
+        # The document `configs` was built from (None after a change made here): a lease
+        # pass reading the same bytes again, as nearly every pass does, changes nothing.
+        self._adopted: bytes | None = None
 
     def load(self) -> None:
         self._adopt(self._documents.read(FILE_NAME))
@@ -38,6 +41,9 @@ class GroupConfigStore:
             self._adopt(stored)
 
     def _adopt(self, stored: bytes | None) -> None:
+        if stored is not None and stored == self._adopted:
+            return
+        self._adopted = stored
         raw = {} if stored is None else json.loads(stored)
         self.configs = {g: {k: str(v) for k, v in c.items()} for g, c in raw.items()}
 
@@ -48,6 +54,7 @@ class GroupConfigStore:
         # Changed as stored (with what other nodes of a cluster set), rewritten whole.
         self.load()
         self.writes += 1
+        self._adopted = None
         current = dict(self.configs.get(group_id, {}))
         for name, value in changes.items():
             if value is None:
