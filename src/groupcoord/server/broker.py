@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
@@ -535,7 +536,10 @@ def _after_bind(cfg: BrokerConfig) -> None:
 
 def _import(names: tuple[str, ...]) -> None:
     """Import `names` ahead of their use; a failure is left to the real import, which
-    reports it where its caller can handle it."""
+    reports it where its caller can handle it. Skipped where imports parse source into
+    `ast` objects (see `_imports_build_ast`): the real imports then run on the loop."""
+    if _imports_build_ast():
+        return
     for name in names:
         try:
             import_module(name)
@@ -557,3 +561,12 @@ def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
     from groupcoord.server.cluster_map import ClusterMap
 
     return ClusterMap([cfg.node_id + i for i in range(cfg.nodes)], _coordinator_partitions(cfg))
+
+
+def _imports_build_ast() -> bool:
+    """True under pytest's assertion rewriting, which parses our modules with `ast.parse`
+    (groupcoord is a pytest plugin, so pytest rewrites the whole package). CPython 3.11
+    counts the depth of its AST conversion per interpreter, not per thread (gh-106905): a
+    module parsed on a worker thread while the loop's thread parses another one fails to
+    import with "SystemError: AST constructor recursion depth mismatch"."""
+    return any(type(finder).__name__ == "AssertionRewritingHook" for finder in sys.meta_path)
