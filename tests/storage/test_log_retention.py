@@ -1,4 +1,5 @@
-"""Retention: whole inactive segments by time and by size, advancing the log start."""
+"""Retention: whole segments by time and by size, advancing the log start; the active
+segment too once it breaches retention (Kafka rolls, then deletes it), unless it is empty."""
 
 from __future__ import annotations
 
@@ -48,10 +49,38 @@ def test_unlimited_retention_never_deletes(open_log) -> None:
     assert log.delete_expired(now_ms=10**15) == 0
 
 
-def test_active_segment_never_deleted(open_log) -> None:
-    log = open_log(retention_ms=1)
+def test_an_active_segment_past_retention_is_rolled_and_deleted(open_log) -> None:
+    log = open_log(retention_ms=1000)
+    log.append(make_batch(2, ts=5_000))
+    assert log.delete_expired(now_ms=6_000) == 0  # not past retention yet
+    assert log.delete_expired(now_ms=6_001) == 1
+    # One empty segment at the old end: the log starts and ends there, and goes on from it.
+    assert len(log.segments) == 1 and log.active.size == 0
+    assert log.log_start_offset == log.log_end_offset == log.active.base_offset == 2
+    assert log.append(make_batch(1, ts=7_000)).base_offset == 2
+
+
+def test_every_segment_past_retention_goes_with_the_active_one(open_log) -> None:
+    log = _fill(open_log, retention_ms=5000)
+    segments = len(log.segments)
+    end = log.log_end_offset
+    assert log.delete_expired(now_ms=log.active.max_timestamp + 5001) == segments
+    assert log.log_start_offset == log.log_end_offset == end
+
+
+def test_the_active_segment_goes_when_the_size_asks_for_it(open_log) -> None:
+    log = open_log(retention_ms=-1, retention_bytes=0)
+    log.append(make_batch(1, ts=1))
+    assert log.delete_expired(now_ms=10**15) == 1
+    assert log.size == 0 and log.log_start_offset == log.log_end_offset == 1
+
+
+def test_an_empty_active_segment_is_never_deleted(open_log) -> None:
+    log = open_log(retention_ms=1, retention_bytes=0)
+    assert log.delete_expired(now_ms=10**15) == 0
     log.append(make_batch(ts=1))
-    assert log.delete_expired(now_ms=10**15) == 0 and log.log_end_offset == 1
+    assert log.delete_expired(now_ms=10**15) == 1
+    assert log.delete_expired(now_ms=10**15) == 0 and len(log.segments) == 1
 
 
 def test_config_overrides_by_kafka_name() -> None:

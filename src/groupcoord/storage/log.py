@@ -354,20 +354,30 @@ class PartitionLog:
     # -- retention and truncation ------------------------------------------------------
 
     def delete_expired(self, now_ms: int | None = None) -> int:
-        """Delete whole inactive segments past retention.ms / retention.bytes, or wholly
-        below the log start offset; return how many were deleted."""
+        """Delete whole segments past retention.ms / retention.bytes, or wholly below the log
+        start offset; return how many were deleted.
+
+        As Kafka's `UnifiedLog.deletableSegments`, the active segment is one of them once it
+        breaches retention and holds a record: the log rolls a new, empty segment at its end
+        first (a log always keeps one) and its start moves to its end. Only an empty active
+        segment is never deleted (it would only be made again)."""
         now = _now_ms() if now_ms is None else now_ms
         cfg = self.config
         excess = self.size - cfg.retention_bytes if cfg.retention_bytes >= 0 else 0
         deleted = 0
-        while len(self.segments) > 1:
-            seg, nxt = self.segments[0], self.segments[1]
-            below_start = nxt.base_offset <= self.log_start_offset
+        while self.segments:
+            seg = self.segments[0]
+            last = len(self.segments) == 1
+            if last and seg.size == 0:
+                break
+            below_start = not last and self.segments[1].base_offset <= self.log_start_offset
             too_old = cfg.retention_ms >= 0 and now - seg.largest_timestamp > cfg.retention_ms
             too_big = excess - seg.size >= 0 and cfg.retention_bytes >= 0
             if not (below_start or too_old or too_big):
                 break
             excess -= seg.size
+            if last:
+                self.roll(self.log_end_offset, now)
             self._delete_first_segment()
             deleted += 1
         return deleted
