@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.apis.errors import ApiError
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.share.records_state import StateBatch
@@ -41,6 +42,7 @@ from groupcoord.coordinator.share.state_store import (
 from groupcoord.logformat.internal_topics import SHARE_STATE_TOPIC as STATE_TOPIC
 from groupcoord.server.runtime.shard_runtime import ShardRuntime
 from groupcoord.server.runtime.shard_task import ShardState, ShardTask
+from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from groupcoord.server.broker_ports import CoordinatorHost
@@ -61,20 +63,25 @@ def _state_shard(task: ShardTask) -> ShareStateShard:
 
 
 class ShareStates:
-    """The persisted state of every share-partition, read from the state shards."""
+    """The persisted state of every share-partition, read from the state shards that hold
+    all of it: not while one loads, nor while it replays its log again after a failed
+    append (its store is then partly replayed, and a reload yields to the loop)."""
 
     def __init__(self, runtime: ShardRuntime) -> None:
         self._runtime = runtime
 
     def _loaded(self) -> Iterator[ShareStateShard]:
         for task in list(self._runtime.shards.values()):
-            if task.state is ShardState.ACTIVE or task.state is ShardState.RECOVERING:
+            if task.state is ShardState.ACTIVE:
                 yield _state_shard(task)
 
     def get(self, key: SharePartitionKey) -> PersistedState | None:
         """The key's state; ApiError LOAD_IN_PROGRESS / NOT_COORDINATOR when its shard is
-        loading or unloaded."""
+        loading or unloaded, COORDINATOR_NOT_AVAILABLE (what the failed write answered)
+        while it reloads."""
         task = self._runtime.active_shard(share_state_partition(key, STATE_TOPIC_PARTITIONS))
+        if task.state is ShardState.RECOVERING:
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return _state_shard(task).store.get(key)
 
     @property
