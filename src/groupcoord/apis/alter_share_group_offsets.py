@@ -33,7 +33,8 @@ RESPONSE = AlterShareGroupOffsetsResponse
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 
 
-async def _topic(ctx: RequestContext, group_id: str, t: Any) -> AlterShareGroupOffsetsResponseTopic:
+async def _topic(ctx: RequestContext, group_id: str,
+                 t: Any) -> AlterShareGroupOffsetsResponseTopic:
     topic = ctx.topics.get(t.topic_name)
     out = []
     for p in t.partitions:

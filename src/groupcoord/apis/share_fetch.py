@@ -63,7 +63,8 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ShareFetch
     results: Results = {}
     denied = support.unreadable(ctx, [tid for tid, _ in session.partitions] + [k[0] for k in acks])
     ack_codes = await support.apply_acks(ctx, group_id, member_id, acks,
-                                   support.renew_allowed(ctx, group_id, version), is_renew, denied)
+                                         support.renew_allowed(ctx, group_id, version),
+                                         is_renew, denied)
     for key, code in ack_codes.items():
         results[key] = PartitionData(partition_index=key[1], acknowledge_error_code=code)
     if request.share_session_epoch == FINAL_EPOCH:
@@ -92,8 +93,9 @@ async def _fetch(ctx: RequestContext, request: Any, version: int, session: Any, 
         await ctx.wait_for_data(keys, remaining)
 
 
-async def _acquire_all(ctx: RequestContext, request: Any, version: int, session: Any, results: Results,
-                 denied: frozenset[bytes]) -> tuple[bool, list[tuple[str, int]]]:
+async def _acquire_all(ctx: RequestContext, request: Any, version: int, session: Any,
+                       results: Results, denied: frozenset[bytes]
+                       ) -> tuple[bool, list[tuple[str, int]]]:
     """One pass over the session's partitions; (anything acquired, wake-up keys)."""
     budget = request.max_records if version >= 1 and request.max_records > 0 \
         else DEFAULT_MAX_RECORDS

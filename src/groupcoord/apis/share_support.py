@@ -91,9 +91,9 @@ def resolve(ctx: RequestContext, topic_id: bytes, index: int,
 
 
 async def apply_acks(ctx: RequestContext, group_id: str, member_id: str,
-               acks: dict[tuple[bytes, int], list[Any]], renew_allowed: bool,
-               is_renew_ack: bool, denied: frozenset[bytes] = frozenset()
-               ) -> dict[tuple[bytes, int], int]:
+                     acks: dict[tuple[bytes, int], list[Any]], renew_allowed: bool,
+                     is_renew_ack: bool, denied: frozenset[bytes] = frozenset()
+                     ) -> dict[tuple[bytes, int], int]:
     """Validate and apply acknowledgement batches per partition; the error per partition."""
     shares = ctx.shares
     results: dict[tuple[bytes, int], int] = {}

@@ -82,7 +82,7 @@ async def delete_state(rt: ShareHost, group_id: str, topic_id: bytes) -> None:
 
 
 async def initialize_state(rt: ShareHost, group_id: str, parts: dict[bytes, Any],
-                     state_epoch: int, start_offsets: Mapping[bytes, int]) -> None:
+                           state_epoch: int, start_offsets: Mapping[bytes, int]) -> None:
     """The persister's `initializeState` for a heartbeat (`GroupCoordinatorService
     .persisterInitialize`): an uninitialized share-partition gets a ShareSnapshot with the
     topic's start offset from `start_offsets`: -1 (the default), which the first fetch

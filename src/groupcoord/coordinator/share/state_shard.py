@@ -2,15 +2,15 @@
 `ShareCoordinatorShard` on the `CoordinatorRuntime`).
 
 The handlers (write, initialize, delete, read share-partition state) read the shard's
-`ShareStateStore` and return the records to write, answered NONE once they are appended; `replay`, the one path that changes
-durable share state, changes only that store. The broker's live share-partitions of this
-state partition (KIP-932 runs the share coordinator and the share-partitions in one
-process here) follow through effects, which the runtime runs once the records are appended
-(`apply_effect`): with `StateWritten` a ShareUpdate or ShareSnapshot is applied to the live
-share-partition, and a tombstone or a reset behind its window drops it. `on_loaded` reloads
-every live share-partition of the partition from the loaded store (after a fail-stop, the
-acquisition locks the log agrees with are kept: they are soft state) and drops those
-without state.
+`ShareStateStore` and return the records to write, answered NONE once they are appended;
+`replay`, the one path that changes durable share state, changes only that store. The
+broker's live share-partitions of this state partition (KIP-932 runs the share coordinator
+and the share-partitions in one process here) follow through effects, which the runtime
+runs once the records are appended (`apply_effect`): with `StateWritten` a ShareUpdate or
+ShareSnapshot is applied to the live share-partition, and a tombstone or a reset behind its
+window drops it. `on_loaded` reloads every live share-partition of the partition from the
+loaded store (after a fail-stop, the acquisition locks the log agrees with are kept: they
+are soft state) and drops those without state.
 
 Acquisition-lock expiry is a keyed timer of this shard (`lock_timer_key`, one per
 share-partition at its earliest lock deadline), so it stops with an unload and `on_loaded`
