@@ -103,6 +103,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
                     (sp.topic_id, sp.partition): None}))
             elif item[0] == "advance":
                 clock.advance(item[1])
+                await shares.quiesce()  # a fired DLQ flush writes on the loop, in this step
             else:
                 b.broker.append(TOPIC, 0, build_batch([(None, b"x", (), 0)] * item[1]), 0)
             seam.fail_next = None
@@ -123,6 +124,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
         if dlq:
             for _ in range(10):  # the DLQ writer's retries
                 clock.advance(1_000)
+                await shares.quiesce()
             live = shares.partitions[key]
             assert live.archiving() == []
             written = dlq_offsets(b.broker)
