@@ -370,7 +370,7 @@ def test_delete_group_state_forgets_every_partition(tmp_path: Path) -> None:
             await ack(c, tid, 1, [(0, 9, [1])])
             shares = b.broker.shares
             assert shares.state_partitions(G) == {tid: {0}}
-            shares.delete_group_state(G)
+            await shares.delete_group_state(G)
             assert shares.state_partitions(G) == {}
             # Re-initialized from the reset policy: everything is offered again.
             assert acquired(await fetch(c, tid, 0)) == [(0, 9, 1)]

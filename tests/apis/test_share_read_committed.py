@@ -55,7 +55,7 @@ def test_read_committed_skips_aborted_and_stops_at_the_open_transaction(
             # start offset moves up to the open transaction and nothing else comes.
             again = await fetch(c, tid, 1, acks=[(0, 4, [1]), (12, 14, [1])])
             assert acquired(again) == []
-            sp = b.broker.shares.partition(G, b.broker.topics.get(T), 0)
+            sp = await b.broker.shares.partition(G, b.broker.topics.get(T), 0)
             assert sp.start_offset == 15
     run(go())
 

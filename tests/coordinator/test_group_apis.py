@@ -109,7 +109,7 @@ class Shares:
     def __init__(self) -> None:
         self.deleted: list[str] = []
 
-    def delete_group_state(self, group_id: str) -> None:
+    async def delete_group_state(self, group_id: str) -> None:
         self.deleted.append(group_id)
 
 

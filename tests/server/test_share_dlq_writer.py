@@ -55,10 +55,10 @@ def offsets_in(records: list[tuple[Any, ...]]) -> list[int]:
     return [int(r[2]["__dlq.errors.offset"]) for r in records]
 
 
-def reject(shares: Any, sp: Any, first: int, last: int) -> None:
-    _data, got = shares.acquire(sp, TOPIC, "m1", 100, 1 << 20)
+async def reject(shares: Any, sp: Any, first: int, last: int) -> None:
+    _data, got = await shares.acquire(sp, TOPIC, "m1", 100, 1 << 20)
     assert got
-    assert shares.acknowledge(sp, TOPIC, "m1", [Ack(first, last, [AckType.REJECT])]) == 0
+    assert await shares.acknowledge(sp, TOPIC, "m1", [Ack(first, last, [AckType.REJECT])]) == 0
 
 
 def test_rejected_records_reach_the_dlq_with_kafkas_headers(tmp_path: Path) -> None:
@@ -67,12 +67,13 @@ def test_rejected_records_reach_the_dlq_with_kafkas_headers(tmp_path: Path) -> N
         async with InProcBroker(tmp_path, clock=clock) as b:
             shares = b.broker.shares
             topic = setup(b.broker, dlq_configs=ENABLE)
-            sp = shares.partition(GROUP, topic, 0)
-            reject(shares, sp, 0, 2)
+            sp = await shares.partition(GROUP, topic, 0)
+            await reject(shares, sp, 0, 2)
             # Phase 1 is durable before any DLQ write: ARCHIVING in the state log.
             assert rebuilt(b.broker, state_partition(sp)).get(sp.key).offsets[0] == (3, 1)
             assert dlq_records(b.broker) == []
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             got = dlq_records(b.broker)
             assert offsets_in(got) == [0, 1, 2]
             key, value, headers, names = got[1]
@@ -99,13 +100,14 @@ def test_copy_mode_and_delivery_limit_across_partitions(tmp_path: Path) -> None:
             topic = setup(b.broker, records=3, partitions=3, dlq_partitions=2, copy=True,
                           dlq_configs=ENABLE)
             for p in range(3):
-                sp = shares.partition(GROUP, topic, p)
+                sp = await shares.partition(GROUP, topic, p)
                 for _ in range(2):  # two deliveries, each lock expires: the limit is 2
-                    shares.acquire(sp, TOPIC, "m1", 100, 1 << 20)
+                    await shares.acquire(sp, TOPIC, "m1", 100, 1 << 20)
                     clock.advance(shares.lock_duration_ms(GROUP))
                     # The expiry is an operation of the state shard: it runs on the loop.
                     await settle(lambda sp=sp: sp.counts()["ACQUIRED"] == 0)
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             p0, p1 = dlq_records(b.broker, DLQ, 0), dlq_records(b.broker, DLQ, 1)
             # Source partition p goes to DLQ partition p % 2.
             assert sorted({int(r[2]["__dlq.errors.partition"]) for r in p0}) == [0, 2]
@@ -131,15 +133,16 @@ def test_unusable_dlq_topic_archives_without_writing(tmp_path: Path, case: str) 
             configs = {"missing": None, "not-enabled": {}, "prefix": ENABLE,
                        "no-name": ENABLE}[case]
             topic = setup(b.broker, dlq_name=name, dlq_configs=configs)
-            sp = shares.partition(GROUP, topic, 0)
+            sp = await shares.partition(GROUP, topic, 0)
             if case == "no-name":  # records ARCHIVING, then the group's DLQ is unset
-                reject(shares, sp, 0, 1)
+                await reject(shares, sp, 0, 1)
                 shares.group_configs.set(GROUP, {"errors.deadletterqueue.topic.name": None})
                 shares.reconfigure(GROUP)
             else:
-                reject(shares, sp, 0, 1)
+                await reject(shares, sp, 0, 1)
             assert [o for o, _, _ in sp.archiving()] == [0, 1]
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             assert sp.archiving() == [] and sp.start_offset == 2
             if configs is None:
                 assert b.broker.topics.get(name) is None
@@ -155,9 +158,10 @@ def test_missing_topic_is_created_when_auto_create_is_on(tmp_path: Path) -> None
         async with InProcBroker(tmp_path, clock=clock, extra=extra) as b:
             shares = b.broker.shares
             topic = setup(b.broker)
-            sp = shares.partition(GROUP, topic, 0)
-            reject(shares, sp, 4, 4)
+            sp = await shares.partition(GROUP, topic, 0)
+            await reject(shares, sp, 4, 4)
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             created = b.broker.topics.get(DLQ)
             assert created is not None
             assert created.configs == {"errors.deadletterqueue.group.enable": "true",
@@ -175,23 +179,25 @@ def test_crash_between_dlq_write_and_archived_keeps_one_copy(tmp_path: Path) -> 
         async with InProcBroker(tmp_path, clock=clock) as b:
             shares = b.broker.shares
             topic = setup(b.broker, dlq_configs=ENABLE)
-            sp = shares.partition(GROUP, topic, 0)
-            reject(shares, sp, 0, 3)
+            sp = await shares.partition(GROUP, topic, 0)
+            await reject(shares, sp, 0, 3)
 
             def refuse(*_args: Any) -> None:
                 raise OSError("disk gone")
             shares.state.append = refuse
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             assert offsets_in(dlq_records(b.broker)) == [0, 1, 2, 3]
             assert [o for o, _, _ in sp.archiving()] == [0, 1, 2, 3]
             # More rejections are persisted ARCHIVING but never flushed before the "crash".
             shares.state.append = b.broker.append
-            assert shares.acknowledge(sp, TOPIC, "m1", [Ack(4, 6, [AckType.REJECT])]) == 0
+            assert await shares.acknowledge(sp, TOPIC, "m1", [Ack(4, 6, [AckType.REJECT])]) == 0
         async with InProcBroker(tmp_path, clock=ManualClock(clock.now_ms())) as b2:
             shares = b2.broker.shares
             sp = shares.partitions[sp.key]  # resumed at start-up, before any fetch
             assert [o for o, _, _ in sp.archiving()] == list(range(7))
             b2.broker.shares.clock.advance(0)
+            await b2.broker.shares.quiesce()
             got = dlq_records(b2.broker)
             assert offsets_in(got) == list(range(7))
             assert sp.archiving() == [] and sp.start_offset == 7
@@ -206,8 +212,8 @@ def test_storage_error_in_the_dlq_append_is_retried(tmp_path: Path) -> None:
         async with InProcBroker(tmp_path, clock=clock) as b:
             shares = b.broker.shares
             topic = setup(b.broker, dlq_configs=ENABLE)
-            sp = shares.partition(GROUP, topic, 0)
-            reject(shares, sp, 0, 0)
+            sp = await shares.partition(GROUP, topic, 0)
+            await reject(shares, sp, 0, 0)
             real, calls = b.broker.append, []
 
             def flaky(name: str, *args: Any, **kwargs: Any) -> Any:
@@ -217,8 +223,10 @@ def test_storage_error_in_the_dlq_append_is_retried(tmp_path: Path) -> None:
                 return real(name, *args, **kwargs)
             b.broker.append = flaky
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             assert calls and sp.archiving() != []
             clock.advance(1_000)
+            await shares.quiesce()  # the fired flush writes on the loop
             assert offsets_in(dlq_records(b.broker)) == [0] and sp.archiving() == []
     run(go())
 
@@ -230,19 +238,20 @@ def test_archiving_state_survives_failed_state_write(tmp_path: Path) -> None:
         async with InProcBroker(tmp_path, clock=clock) as b:
             shares = b.broker.shares
             topic = setup(b.broker, dlq_configs=ENABLE)
-            sp = shares.partition(GROUP, topic, 0)
-            shares.acquire(sp, TOPIC, "m1", 100, 1 << 20)
+            sp = await shares.partition(GROUP, topic, 0)
+            await shares.acquire(sp, TOPIC, "m1", 100, 1 << 20)
 
             def refuse(*_args: Any) -> None:
                 raise OSError("disk gone")
             shares.state.append = refuse
-            code = shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 0, [AckType.REJECT])])
+            code = await shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 0, [AckType.REJECT])])
             assert code == ErrorCode.COORDINATOR_NOT_AVAILABLE
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             assert dlq_records(b.broker) == []
             assert sp.records[0].state == RecordState.ACQUIRED
             with pytest.raises(ApiError):
-                shares.state.initialize(sp.key, sp.start_offset)
+                await shares.state.initialize(sp.key, sp.start_offset)
     run(go())
 
 
@@ -264,9 +273,10 @@ def test_copy_skipped_for_records_past_the_dlq_max_message_bytes(tmp_path: Path)
                 "share.auto.offset.reset": "earliest",
                 "errors.deadletterqueue.topic.name": DLQ,
                 "errors.deadletterqueue.copy.record.enable": "true"})
-            sp = shares.partition(GROUP, topic, 0)
-            reject(shares, sp, 0, 3)
+            sp = await shares.partition(GROUP, topic, 0)
+            await reject(shares, sp, 0, 3)
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             got = dlq_records(b.broker)
             assert offsets_in(got) == [0, 1, 2, 3]
             assert [(k, v) for k, v, _h, _n in got] == [(b"small", b"s")] + [(None, None)] * 3
@@ -283,9 +293,10 @@ def test_auto_creation_refuses_an_illegal_topic_name(tmp_path: Path) -> None:
         async with InProcBroker(tmp_path / "data", clock=clock, extra=extra) as b:
             shares = b.broker.shares
             topic = setup(b.broker, dlq_name="dlq./../../escape")
-            sp = shares.partition(GROUP, topic, 0)
-            reject(shares, sp, 0, 0)
+            sp = await shares.partition(GROUP, topic, 0)
+            await reject(shares, sp, 0, 0)
             clock.advance(0)
+            await shares.quiesce()  # the fired flush writes on the loop
             assert b.broker.topics.get("dlq./../../escape") is None
             assert not (tmp_path / "escape-0").exists()
             assert sp.archiving() == [] and sp.start_offset == 1

@@ -22,8 +22,9 @@ from groupcoord.coordinator.share.partition import AckType, SharePartition
 PARKED_S = 3600.0
 
 
-def acquire(shares: Any, sp: SharePartition, member: str = "m1") -> list[tuple[int, int, int]]:
-    _data, acquired = shares.acquire(sp, TOPIC, member, 500, 1 << 20, False, 500)
+async def acquire(shares: Any, sp: SharePartition,
+                  member: str = "m1") -> list[tuple[int, int, int]]:
+    _data, acquired = await shares.acquire(sp, TOPIC, member, 500, 1 << 20, False, 500)
     return [(a.first_offset, a.last_offset, a.delivery_count) for a in acquired]
 
 
@@ -38,18 +39,19 @@ def test_a_released_record_is_acquirable_when_its_acknowledgement_returns(
             shares = b.broker.shares
             topic = make_topic(b.broker, 3)
             earliest(b.broker)
-            sp = shares.partition(GROUP, topic, 0)
-            assert acquire(shares, sp) == [(0, 2, 1)]
+            sp = await shares.partition(GROUP, topic, 0)
+            assert await acquire(shares, sp) == [(0, 2, 1)]
             waiting = parked_fetch(b)
             await settle(lambda: b.broker.waiters.parked((TOPIC, 0)))
-            assert shares.acknowledge(sp, TOPIC, "m1", [
+            assert await shares.acknowledge(sp, TOPIC, "m1", [
                 Ack(0, 1, [AckType.ACCEPT]), Ack(2, 2, [AckType.RELEASE])]) == 0
-            # Woken within the same turn: nothing is left for a later effect to apply.
+            # Woken by the write's effect, before the acknowledgement returned: nothing is
+            # left for a later turn to apply.
             assert not b.broker.waiters.parked((TOPIC, 0))
-            assert acquire(shares, sp) == [(2, 2, 2)]
+            assert await acquire(shares, sp) == [(2, 2, 2)]
             await settle(waiting.done)
-            assert shares.acknowledge(sp, TOPIC, "m1", [Ack(2, 2, [AckType.REJECT])]) == 0
-            assert acquire(shares, sp) == []
+            assert await shares.acknowledge(sp, TOPIC, "m1", [Ack(2, 2, [AckType.REJECT])]) == 0
+            assert await acquire(shares, sp) == []
     run(go())
 
 
@@ -60,18 +62,18 @@ def test_an_expired_lock_wakes_the_parked_fetch_at_its_deadline(tmp_path: Path) 
             shares = b.broker.shares
             topic = make_topic(b.broker, 2)
             earliest(b.broker)
-            sp = shares.partition(GROUP, topic, 0)
-            assert acquire(shares, sp) == [(0, 1, 1)]
-            assert acquire(shares, sp, "m2") == []
+            sp = await shares.partition(GROUP, topic, 0)
+            assert await acquire(shares, sp) == [(0, 1, 1)]
+            assert await acquire(shares, sp, "m2") == []
             waiting = parked_fetch(b)
             await settle(lambda: b.broker.waiters.parked((TOPIC, 0)))
             clock.advance(sp.config.record_lock_duration_ms - 1)
             await settle(lambda: True)
-            assert not waiting.done() and acquire(shares, sp, "m2") == []
+            assert not waiting.done() and await acquire(shares, sp, "m2") == []
             clock.advance(1)  # the lock timer's drain writes the release and wakes the fetch
             await settle(lambda: not b.broker.waiters.parked((TOPIC, 0)))
             await settle(waiting.done)
-            assert acquire(shares, sp, "m2") == [(0, 1, 2)]
+            assert await acquire(shares, sp, "m2") == [(0, 1, 2)]
     run(go())
 
 
@@ -81,20 +83,20 @@ def test_a_batch_released_until_the_delivery_limit_is_throttled(tmp_path: Path) 
             shares = b.broker.shares
             topic = make_topic(b.broker, 10)
             earliest(b.broker)
-            sp = shares.partition(GROUP, topic, 0)
+            sp = await shares.partition(GROUP, topic, 0)
             assert sp.config.delivery_count_limit == 5
             rounds = []
             for _attempt in range(5):
                 held = []
-                while runs := acquire(shares, sp):
+                while runs := await acquire(shares, sp):
                     held.append(runs)
                 rounds.append(held)
-                assert shares.acknowledge(sp, TOPIC, "m1", [
+                assert await shares.acknowledge(sp, TOPIC, "m1", [
                     Ack(first, last, [AckType.RELEASE])
                     for runs in held for first, last, _count in runs]) == 0
             assert rounds == [
                 [[(0, 9, 1)]], [[(0, 9, 2)]], [[(0, 9, 3)]],
                 [[(0, 4, 4)], [(5, 9, 4)]],
                 [[(offset, offset, 5)] for offset in range(10)]]
-            assert acquire(shares, sp) == []  # archived at the limit
+            assert await acquire(shares, sp) == []  # archived at the limit
     run(go())

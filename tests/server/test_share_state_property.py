@@ -72,7 +72,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
             shares.group_configs.set(GROUP, {"errors.deadletterqueue.topic.name": DLQ})
             shares.reconfigure(GROUP)
         seam = shares.state.append = FailingSeam(shares.state.runtime, OSError(28, "No space left on device"))
-        sp = shares.partition(GROUP, topic, 0)
+        sp = await shares.partition(GROUP, topic, 0)
         key, p = sp.key, state_partition(sp)
         acknowledged: set[int] = set()
         rejected: set[int] = set()
@@ -81,7 +81,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
             sp = shares.partitions[key]
             if item[0] == "fetch":
                 try:
-                    shares.acquire(sp, TOPIC, item[1], item[2], 1 << 20)
+                    await shares.acquire(sp, TOPIC, item[1], item[2], 1 << 20)
                 except ApiError as exc:
                     assert exc.code == ErrorCode.COORDINATOR_NOT_AVAILABLE
             elif item[0] == "ack":
@@ -91,7 +91,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
                 offset = held[pick % len(held)] if held else pick
                 rec = sp.records.get(offset)
                 member = rec.member_id if rec is not None and by_holder else "a"
-                code = shares.acknowledge(sp, TOPIC, member, [Ack(offset, offset, [kind])])
+                code = await shares.acknowledge(sp, TOPIC, member, [Ack(offset, offset, [kind])])
                 assert code in (0, ErrorCode.INVALID_RECORD_STATE,
                                 ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 if code == 0 and kind == 1:
@@ -99,10 +99,11 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
                 if code == 0 and kind == 3:
                     rejected.add(offset)
             elif item[0] == "leave":  # the member's session ends (final fetch, lost connection)
-                shares.release_session(ShareSession(GROUP, item[1], partitions={
+                await shares.release_session(ShareSession(GROUP, item[1], partitions={
                     (sp.topic_id, sp.partition): None}))
             elif item[0] == "advance":
                 clock.advance(item[1])
+                await shares.quiesce()  # a fired DLQ flush writes on the loop, in this step
             else:
                 b.broker.append(TOPIC, 0, build_batch([(None, b"x", (), 0)] * item[1]), 0)
             seam.fail_next = None
@@ -123,6 +124,7 @@ async def drive(data_dir: Path, steps: list[tuple[Any, str | None]], dlq: bool =
         if dlq:
             for _ in range(10):  # the DLQ writer's retries
                 clock.advance(1_000)
+                await shares.quiesce()
             live = shares.partitions[key]
             assert live.archiving() == []
             written = dlq_offsets(b.broker)

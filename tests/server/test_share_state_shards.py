@@ -37,28 +37,31 @@ def test_unloaded_state_shard_answers_not_coordinator_and_load_replays_it(
             shares = b.broker.shares
             topic = make_topic(b.broker, 10)
             earliest(b.broker)
-            sp = shares.partition(GROUP, topic, 0)
+            sp = await shares.partition(GROUP, topic, 0)
             key, p = sp.key, state_partition(sp)
-            shares.acquire(sp, TOPIC, "m1", 10, 1 << 20)
-            assert shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 3, [AckType.ACCEPT])]) == 0
+            await shares.acquire(sp, TOPIC, "m1", 10, 1 << 20)
+            assert await shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 3, [AckType.ACCEPT])]) == 0
             before = durable_view(sp)
             runtime = shares.state.runtime
 
             runtime.unload(p)
             assert key not in shares.partitions  # the live share-partition went with it
-            for call in (lambda: shares.store.get(key), lambda: shares.state.delete(key),
-                         lambda: shares.partition(GROUP, topic, 0)):
+            with pytest.raises(ApiError) as info:
+                shares.store.get(key)
+            assert info.value.code == ErrorCode.NOT_COORDINATOR
+            for write in (lambda: shares.state.delete(key),
+                          lambda: shares.partition(GROUP, topic, 0)):
                 with pytest.raises(ApiError) as info:
-                    call()
+                    await write()
                 assert info.value.code == ErrorCode.NOT_COORDINATOR
 
             task = runtime.load(p)
             assert task.state is ShardState.LOADING
             with pytest.raises(ApiError) as info:
-                shares.state.initialize(key, 0)
+                await shares.state.initialize(key, 0)
             assert info.value.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             await runtime.wait_loaded()
-            again = shares.partition(GROUP, topic, 0)
+            again = await shares.partition(GROUP, topic, 0)
             assert durable_view(again) == before == rebuilt(b.broker, p).canonical()[key]
     run(go())
 
@@ -69,9 +72,9 @@ def test_failed_state_append_reloads_the_shard_through_its_task(tmp_path: Path) 
             shares = b.broker.shares
             topic = make_topic(b.broker, 10)
             earliest(b.broker)
-            sp = shares.partition(GROUP, topic, 0)
+            sp = await shares.partition(GROUP, topic, 0)
             key, p = sp.key, state_partition(sp)
-            shares.acquire(sp, TOPIC, "m1", 10, 1 << 20)
+            await shares.acquire(sp, TOPIC, "m1", 10, 1 << 20)
             task = shares.state.runtime.shards[p]
             first_shard = task.shard
             real = shares.state.append
@@ -80,7 +83,7 @@ def test_failed_state_append_reloads_the_shard_through_its_task(tmp_path: Path) 
                 real(*args, **kwargs)  # the batch reaches the log, then the write "fails"
                 raise OSError("fsync failed")
             shares.state.append = failing
-            code = shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 3, [AckType.ACCEPT])])
+            code = await shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 3, [AckType.ACCEPT])])
             assert code == ErrorCode.COORDINATOR_NOT_AVAILABLE
             # Reloaded before the answer: a new shard, ACTIVE, the batch cut off again.
             assert task.state is ShardState.ACTIVE and task.reloads == 1
@@ -89,6 +92,6 @@ def test_failed_state_append_reloads_the_shard_through_its_task(tmp_path: Path) 
                 == shares.store.canonical()[key]
             assert all(sp.records[o].state == RecordState.ACQUIRED for o in range(4))
             shares.state.append = real
-            assert shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 3, [AckType.ACCEPT])]) == 0
+            assert await shares.acknowledge(sp, TOPIC, "m1", [Ack(0, 3, [AckType.ACCEPT])]) == 0
             assert rebuilt(b.broker, p).canonical()[key] == durable_view(sp)
     run(go())

@@ -33,7 +33,8 @@ RESPONSE = AlterShareGroupOffsetsResponse
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 
 
-def _topic(ctx: RequestContext, group_id: str, t: Any) -> AlterShareGroupOffsetsResponseTopic:
+async def _topic(ctx: RequestContext, group_id: str,
+                 t: Any) -> AlterShareGroupOffsetsResponseTopic:
     topic = ctx.topics.get(t.topic_name)
     out = []
     for p in t.partitions:
@@ -47,7 +48,7 @@ def _topic(ctx: RequestContext, group_id: str, t: Any) -> AlterShareGroupOffsets
             if offset == -1:  # "latest" as the admin client's reset-to-latest sends it
                 plog = ctx.topics.log(topic.name, p.partition_index)
                 offset = plog.log_end_offset if plog is not None else 0
-            ctx.shares.reset_start_offset(group_id, topic, p.partition_index, offset)
+            await ctx.shares.reset_start_offset(group_id, topic, p.partition_index, offset)
         # Kafka sets the error's default message on an unknown topic or partition.
         message = UNKNOWN_TOPIC_MESSAGE if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else None
         out.append(AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
@@ -115,6 +116,6 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: AlterShare
         return AlterShareGroupOffsetsResponse(error_code=code,
                                               error_message=_message(code, request.group_id))
     responses = [_denied(t) for t in request.topics if t.topic_name not in readable] + \
-        [_topic(ctx, request.group_id, t) for t in topics]
+        [await _topic(ctx, request.group_id, t) for t in topics]
     await share_state_init.mark_initialized(ctx, request.group_id, parts)
     return AlterShareGroupOffsetsResponse(responses=responses)

@@ -62,7 +62,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteGrou
         if r.error_code == 0:
             # A deleted share group's delivery state lives beside the group, in
             # __share_group_state; it goes too (a no-op for other group kinds).
-            ctx.shares.delete_group_state(r.group_id)
+            await ctx.shares.delete_group_state(r.group_id)
     return DeleteGroupsResponse(results=[results[g] for g in names] + [
         DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         for g in denied])

@@ -70,7 +70,7 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: DeleteShar
     if plan.error_code != ErrorCode.NONE:
         return DeleteShareGroupOffsetsResponse(error_code=plan.error_code)
     for topic_id in plan.eligible:
-        ctx.shares.delete_state(group_id, topic_id)
+        await ctx.shares.delete_state(group_id, topic_id)
 
     def complete(shard: Any, op_ctx: Any, now_ms: int) -> Any:
         return state_ops.complete_delete_offsets(shard, group_id, list(plan.eligible))

@@ -46,11 +46,11 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ShareAckno
     acks = {(bytes(t.topic_id), p.partition_index): p.acknowledgement_batches
             for t in request.topics for p in t.partitions}
     is_renew = version >= 2 and request.is_renew_ack
-    codes = support.apply_acks(ctx, group_id, member_id, acks,
-                               support.renew_allowed(ctx, group_id, version), is_renew,
-                               support.unreadable(ctx, (k[0] for k in acks)))
+    codes = await support.apply_acks(ctx, group_id, member_id, acks,
+                                     support.renew_allowed(ctx, group_id, version), is_renew,
+                                     support.unreadable(ctx, (k[0] for k in acks)))
     if request.share_session_epoch == FINAL_EPOCH:
-        ctx.shares.release_session(session)
+        await ctx.shares.release_session(session)
     by_topic: dict[bytes, list[PartitionData]] = {}
     for (topic_id, index), code in codes.items():
         by_topic.setdefault(topic_id, []).append(

@@ -62,12 +62,13 @@ async def handle(ctx: RequestContext, header: RequestHeader, request: ShareFetch
     is_renew = version >= 2 and request.is_renew_ack
     results: Results = {}
     denied = support.unreadable(ctx, [tid for tid, _ in session.partitions] + [k[0] for k in acks])
-    ack_codes = support.apply_acks(ctx, group_id, member_id, acks,
-                                   support.renew_allowed(ctx, group_id, version), is_renew, denied)
+    ack_codes = await support.apply_acks(ctx, group_id, member_id, acks,
+                                         support.renew_allowed(ctx, group_id, version),
+                                         is_renew, denied)
     for key, code in ack_codes.items():
         results[key] = PartitionData(partition_index=key[1], acknowledge_error_code=code)
     if request.share_session_epoch == FINAL_EPOCH:
-        ctx.shares.release_session(session)
+        await ctx.shares.release_session(session)
     elif not is_renew:
         await _fetch(ctx, request, version, session, results, denied)
     return _response(ctx, group_id, version, results)
@@ -85,15 +86,16 @@ async def _fetch(ctx: RequestContext, request: Any, version: int, session: Any, 
         return
     deadline = ctx.now_ms() + max(0, request.max_wait_ms)
     while True:
-        got, keys = _acquire_all(ctx, request, version, session, results, denied)
+        got, keys = await _acquire_all(ctx, request, version, session, results, denied)
         remaining = deadline - ctx.now_ms()
         if got or remaining <= 0 or not keys:
             return
         await ctx.wait_for_data(keys, remaining)
 
 
-def _acquire_all(ctx: RequestContext, request: Any, version: int, session: Any, results: Results,
-                 denied: frozenset[bytes]) -> tuple[bool, list[tuple[str, int]]]:
+async def _acquire_all(ctx: RequestContext, request: Any, version: int, session: Any,
+                       results: Results, denied: frozenset[bytes]
+                       ) -> tuple[bool, list[tuple[str, int]]]:
     """One pass over the session's partitions; (anything acquired, wake-up keys)."""
     budget = request.max_records if version >= 1 and request.max_records > 0 \
         else DEFAULT_MAX_RECORDS
@@ -116,9 +118,10 @@ def _acquire_all(ctx: RequestContext, request: Any, version: int, session: Any, 
         if budget <= 0 or max_bytes <= 0:
             continue
         try:
-            sp = ctx.shares.partition(request.group_id, topic, index)
-            records, acquired = ctx.shares.acquire(sp, topic.name, request.member_id, budget,
-                                                   max_bytes, record_limit, batch_size)
+            sp = await ctx.shares.partition(request.group_id, topic, index)
+            records, acquired = await ctx.shares.acquire(sp, topic.name, request.member_id,
+                                                         budget, max_bytes, record_limit,
+                                                         batch_size)
         except ApiError as exc:
             # The share state could not be written: nothing was acquired (retriable).
             data = results.setdefault((topic_id, index), PartitionData(partition_index=index))

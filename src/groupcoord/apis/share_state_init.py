@@ -39,8 +39,8 @@ async def initialize(ctx: RequestContext, request: InitializeRequest) -> None:
     drop it from initializing so that a later heartbeat retries."""
     group_id = request.group_id
     try:
-        ctx.shares.initialize_state(group_id, dict(request.topics), request.group_epoch,
-                                    request.start_offsets)
+        await ctx.shares.initialize_state(group_id, dict(request.topics),
+                                          request.group_epoch, request.start_offsets)
     except Exception:  # any persister failure uninitializes, as in Kafka
         log.exception("Unable to initialize share group state %s", group_id)
         failed = request.partitions()

@@ -90,10 +90,10 @@ def resolve(ctx: RequestContext, topic_id: bytes, index: int,
     return topic, ErrorCode.NONE
 
 
-def apply_acks(ctx: RequestContext, group_id: str, member_id: str,
-               acks: dict[tuple[bytes, int], list[Any]], renew_allowed: bool,
-               is_renew_ack: bool, denied: frozenset[bytes] = frozenset()
-               ) -> dict[tuple[bytes, int], int]:
+async def apply_acks(ctx: RequestContext, group_id: str, member_id: str,
+                     acks: dict[tuple[bytes, int], list[Any]], renew_allowed: bool,
+                     is_renew_ack: bool, denied: frozenset[bytes] = frozenset()
+                     ) -> dict[tuple[bytes, int], int]:
     """Validate and apply acknowledgement batches per partition; the error per partition."""
     shares = ctx.shares
     results: dict[tuple[bytes, int], int] = {}
@@ -103,8 +103,8 @@ def apply_acks(ctx: RequestContext, group_id: str, member_id: str,
             code = validate_ack_batches(batches, renew_allowed, is_renew_ack)
         if code == ErrorCode.NONE:
             try:
-                sp = shares.partition(group_id, topic, index)
-                code = shares.acknowledge(sp, topic.name, member_id, batches)
+                sp = await shares.partition(group_id, topic, index)
+                code = await shares.acknowledge(sp, topic.name, member_id, batches)
             except ApiError as exc:
                 code = exc.code
         results[(topic_id, index)] = int(code)

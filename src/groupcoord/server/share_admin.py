@@ -5,6 +5,8 @@ AlterShareGroupOffsets and DeleteShareGroupOffsets).
 
 A reset or a delete is written to `__share_group_state` (ShareSnapshot / tombstone)
 and drops the live share-partition, which is re-initialized from the store on next use.
+Each write holds the share-partition's lock (`ShareHost.locked`), so it never lands
+between another change's plan and its write.
 """
 
 from __future__ import annotations
@@ -63,22 +65,24 @@ def groups_with_state(rt: ShareHost, group_id: str) -> dict[bytes, set[int]]:
     return out
 
 
-def reset_start_offset(rt: ShareHost, group_id: str, topic: Any, index: int,
-                       offset: int) -> None:
+async def reset_start_offset(rt: ShareHost, group_id: str, topic: Any, index: int,
+                             offset: int) -> None:
     key = (group_id, bytes(topic.topic_id), index)
-    rt.drop(key)
-    rt.state.initialize(key, offset)
+    async with rt.locked(key):
+        rt.drop(key)
+        await rt.state.initialize(key, offset)
 
 
-def delete_state(rt: ShareHost, group_id: str, topic_id: bytes) -> None:
+async def delete_state(rt: ShareHost, group_id: str, topic_id: bytes) -> None:
     for index in sorted(groups_with_state(rt, group_id).get(topic_id, ())):
         key = (group_id, topic_id, index)
-        rt.drop(key)
-        rt.state.delete(key)
+        async with rt.locked(key):
+            rt.drop(key)
+            await rt.state.delete(key)
 
 
-def initialize_state(rt: ShareHost, group_id: str, parts: dict[bytes, Any],
-                     state_epoch: int, start_offsets: Mapping[bytes, int]) -> None:
+async def initialize_state(rt: ShareHost, group_id: str, parts: dict[bytes, Any],
+                           state_epoch: int, start_offsets: Mapping[bytes, int]) -> None:
     """The persister's `initializeState` for a heartbeat (`GroupCoordinatorService
     .persisterInitialize`): an uninitialized share-partition gets a ShareSnapshot with the
     topic's start offset from `start_offsets`: -1 (the default), which the first fetch
@@ -89,6 +93,7 @@ def initialize_state(rt: ShareHost, group_id: str, parts: dict[bytes, Any],
         start = start_offsets.get(topic_id, -1)
         for index in sorted(init.partitions):
             key = (group_id, topic_id, index)
-            if key in rt.partitions or rt.store.get(key) is not None:
-                continue
-            rt.state.initialize(key, start, state_epoch)
+            async with rt.locked(key):
+                if key in rt.partitions or rt.store.get(key) is not None:
+                    continue
+                await rt.state.initialize(key, start, state_epoch)

@@ -23,7 +23,9 @@ Mirrors Kafka 4.4's `SharePartition.initiateDLQAndArchive` with `ShareGroupDLQSt
   and those are not written again.
   Records ARCHIVING at start-up are resumed at once, not on the partition's first fetch.
 
-Single-threaded on the event loop; the pending flushes are keyed soft state.
+Single-threaded on the event loop; the pending flushes are keyed soft state. A flush runs as
+a task holding its share-partition's lock (`ShareHost.locked`) from reading the ARCHIVING
+records to applying their ARCHIVED write.
 """
 
 from __future__ import annotations
@@ -111,8 +113,9 @@ class ShareDlq:
         key = sp.key
         if key in self._pending:
             return
-        self._pending[key] = self.clock.call_at(self.clock.now_ms() + delay_ms,
-                                                lambda: self._flush(key, topic_name))
+        self._pending[key] = self.clock.call_at(
+            self.clock.now_ms() + delay_ms,
+            lambda: self.runtime.run_after_reply(self._flush(key, topic_name)))
 
     def resume_loaded(self, sp: SharePartition, topic_name: str) -> None:
         """A share-partition initialized from the log with ARCHIVING records: a DLQ write
@@ -120,7 +123,7 @@ class ShareDlq:
         self._loaded_archiving.add(sp.key)
         self.schedule(sp, topic_name)
 
-    def resume(self) -> int:
+    async def resume(self) -> int:
         """At start-up: initialize every persisted share-partition with ARCHIVING records,
         which schedules their flush (`SharePartition.maybeResumeDlqArchiving`, which Kafka
         runs when the share-partition is next initialized); how many."""
@@ -132,7 +135,7 @@ class ShareDlq:
             topic = self.broker.topics.by_id(key[1])
             if topic is None:
                 continue
-            self.runtime.partition(key[0], topic, key[2])  # initializing schedules it
+            await self.runtime.partition(key[0], topic, key[2])  # initializing schedules it
             count += 1
         return count
 
@@ -151,8 +154,12 @@ class ShareDlq:
 
     # -- one flush ----------------------------------------------------------------------
 
-    def _flush(self, key: SharePartitionKey, topic_name: str) -> None:
+    async def _flush(self, key: SharePartitionKey, topic_name: str) -> None:
         self._pending.pop(key, None)
+        async with self.runtime.locked(key):
+            await self._flush_locked(key, topic_name)
+
+    async def _flush_locked(self, key: SharePartitionKey, topic_name: str) -> None:
         sp = self.runtime.partitions.get(key)
         if sp is None:
             return
@@ -172,7 +179,7 @@ class ShareDlq:
             log.exception("Failed to write to DLQ, proceeding to ARCHIVED regardless: %s",
                           key)
         offsets = [offset for offset, _count, _cause in pending]
-        if self.runtime.commit(sp, sp.plan_archive(offsets), topic_name):
+        if await self.runtime.commit(sp, sp.plan_archive(offsets), topic_name):
             self.schedule(sp, topic_name, RETRY_MS)  # the state write failed: again later
             return
         self._attempts.pop(key, None)

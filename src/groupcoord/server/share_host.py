@@ -4,6 +4,7 @@ only this."""
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.apis.services import Shares
@@ -27,4 +28,6 @@ class ShareHost(Shares, BrokerRuntime, Protocol):
 
     def drop(self, key: SharePartitionKey) -> None: ...
 
-    def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int: ...
+    def locked(self, key: SharePartitionKey) -> AbstractAsyncContextManager[None]: ...
+
+    async def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int: ...

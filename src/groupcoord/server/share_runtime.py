@@ -9,11 +9,19 @@ Mirrors Kafka's `SharePartitionManager` (broker side) with the default state per
   is written before the share-partition exists, so that a restart keeps the same start.
 - A ShareFetch / ShareAcknowledge / release / lock expiry plans its change on the
   `SharePartition` without changing it (`plan_*`), the durable part is written as a
-  ShareUpdate (a ShareSnapshot every 500) and replayed, and only then are the
-  acquisition locks taken and the reply sent. A failed write leaves the share-partition
-  as it was (and fail-stops the state partition, see `share_state`); the caller gets
-  COORDINATOR_NOT_AVAILABLE. Acquisitions are not persisted, so after a crash acquired
-  records come back.
+  ShareUpdate (a ShareSnapshot every 500) through the state shard's queue and replayed,
+  and only then are the acquisition locks taken and the reply sent. A failed write leaves
+  the share-partition as it was (and fail-stops the state partition, see `share_state`);
+  the caller gets COORDINATOR_NOT_AVAILABLE. Acquisitions are not persisted, so after a
+  crash acquired records come back.
+- One asyncio lock per share-partition key (`locked`, Kafka's `SharePartition` lock) is
+  held from planning a change to applying it, across the await of its write: two fetches
+  never plan the same records, and an acknowledge is never undone by a change planned
+  before it was applied. Initialization, the admin writes and the DLQ writer take it too;
+  a lock-expiry timer, which plans and applies within one drain, skips a held key
+  (`busy`) and the holder re-arms it on release. A change applies only to the live
+  share-partition it was planned on (a reset, delete or unload meanwhile replaced it:
+  COORDINATOR_NOT_AVAILABLE, retriable).
 - One keyed timer per share-partition, of the share-state shard that owns it
   (`state_shard.lock_timer_key`), fires at its earliest lock deadline (soft state, never
   persisted: an unload drops it and a load re-derives it), and a release wakes parked
@@ -22,14 +30,15 @@ Mirrors Kafka's `SharePartitionManager` (broker side) with the default state per
   DLQ writer (`share_dlq`), which writes their DLQ records and then ARCHIVED; at start-up
   it resumes every persisted ARCHIVING record.
 
-Single-threaded on the event loop: no locks.
+Single-threaded on the event loop: the key locks order only what awaits a write.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.apis.errors import ApiError
@@ -76,15 +85,18 @@ class ShareRuntime:
         self.group_configs = GroupConfigStore(broker.logs.documents)
         self.defaults = broker_defaults(settings)
         self.dlq = ShareDlq(self)
-        # Share-state initializations running after their heartbeat's reply.
+        # Share-state initializations running after their heartbeat's reply, releases of
+        # closed connections' sessions and DLQ flushes.
         self._after_reply: set[asyncio.Task[None]] = set()
+        # The lock of each share-partition key someone holds or waits for, and how many.
+        self._locks: dict[SharePartitionKey, tuple[asyncio.Lock, int]] = {}
 
     # -- start-up ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         self.group_configs.load()
         await self.state.start()
-        resumed = self.dlq.resume()
+        resumed = await self.dlq.resume()
         if resumed:
             log.info("resuming the DLQ writes of %d share-partitions", resumed)
 
@@ -97,30 +109,64 @@ class ShareRuntime:
         await self.state.stop()
 
     def run_after_reply(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run `work` (a heartbeat's share-state initialization, `apis/share_state_init`)
-        as a task of its own, as Kafka's `GroupCoordinatorService` puts `persisterInitialize`
-        on a timer: the heartbeat is answered without waiting for it."""
+        """Run `work` (a heartbeat's share-state initialization, `apis/share_state_init`; a
+        closed connection's release; a DLQ flush) as a task of its own, as Kafka's
+        `GroupCoordinatorService` puts `persisterInitialize` on a timer: the heartbeat is
+        answered without waiting for it."""
         task = asyncio.get_running_loop().create_task(work)
         self._after_reply.add(task)
         task.add_done_callback(self._after_reply.discard)
 
+    async def quiesce(self) -> None:
+        """Until the work `run_after_reply` started, and the work that started, has ended
+        (for tests on a manual clock: a fired DLQ flush writes on the loop)."""
+        while self._after_reply:
+            await asyncio.gather(*self._after_reply, return_exceptions=True)
+
     # -- share-partitions -------------------------------------------------------------------
 
-    def partition(self, group_id: str, topic: Any, index: int) -> SharePartition:
+    @asynccontextmanager
+    async def locked(self, key: SharePartitionKey) -> AsyncIterator[None]:
+        """Hold the share-partition's lock from planning a change to applying it; on
+        release, arm its lock timer at the earliest lock deadline (a timer that fired
+        meanwhile did nothing, see `busy`)."""
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                try:
+                    yield
+                finally:
+                    sp = self.partitions.get(key)
+                    self.state.arm_lock_timer(key, None if sp is None else sp.next_deadline())
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    def busy(self, key: SharePartitionKey) -> bool:
+        return key in self._locks
+
+    async def partition(self, group_id: str, topic: Any, index: int) -> SharePartition:
         """The live share-partition, initialized on first use (ApiError
         COORDINATOR_NOT_AVAILABLE when its first snapshot cannot be written)."""
         key = (group_id, bytes(topic.topic_id), index)
         sp = self.partitions.get(key)
         if sp is None:
-            sp = self._initialize(key, topic.name)
+            async with self.locked(key):
+                sp = self.partitions.get(key)
+                if sp is None:  # not initialized by the holder this waited for
+                    sp = await self._initialize(key, topic.name)
         return sp
 
-    def _initialize(self, key: SharePartitionKey, topic_name: str) -> SharePartition:
+    async def _initialize(self, key: SharePartitionKey, topic_name: str) -> SharePartition:
         config = self.config_of(key[0])
         persisted = self.store.get(key)
         if persisted is None or persisted.start_offset < 0:
             start = self._reset_offset(topic_name, key[2], config.auto_offset_reset)
-            self.state.initialize(key, start)
+            await self.state.initialize(key, start)
             persisted = self.store.get(key)
             assert persisted is not None
         sp = SharePartition(*key, config)
@@ -157,22 +203,26 @@ class ShareRuntime:
         self.dlq.forget(key)
         self.state.arm_lock_timer(key, None)
 
-    def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int:
-        """Write the change's durable part, replay it, then take its locks, re-arm the lock
-        timer and wake waiting fetches; a Kafka error code (nothing applied on error)."""
-        key = sp.key
+    def is_live(self, sp: SharePartition) -> bool:
+        """`sp` is still the key's share-partition: not dropped (its state was reset or
+        deleted, its state shard unloaded) since it was looked up."""
+        return self.partitions.get(sp.key) is sp
+
+    async def commit(self, sp: SharePartition, change: ShareChange, topic_name: str) -> int:
+        """Write the change's durable part, replay it, then take its locks and wake
+        waiting fetches; a Kafka error code (nothing applied on error). The caller holds
+        `locked(sp.key)` since it planned `change`, and re-arms the lock timer by releasing it."""
         if change.durable:
             try:
-                self.state.write_state(key, change.start_offset, change.changed,
-                                       change.durable_batches, sp.state_epoch)
+                await self.state.write_state(sp.key, change.start_offset, change.changed,
+                                             change.durable_batches, sp.state_epoch)
             except ApiError as exc:
                 return int(exc.code)
-        if self.partitions.get(key) is not sp:
-            # Dropped meanwhile (its state was reset or deleted): no lock may be handed
-            # out from it; the client retries against the new share-partition.
+        if not self.is_live(sp):
+            # Dropped meanwhile: no lock may be handed out from it; the client retries
+            # against the new share-partition.
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         self._applied(sp, change, topic_name)
-        self.state.arm_lock_timer(key, sp.next_deadline())
         return 0
 
     def _applied(self, sp: SharePartition, change: ShareChange, topic_name: str) -> None:
@@ -193,16 +243,25 @@ class ShareRuntime:
 
     # -- fetch and acknowledge ----------------------------------------------------------------
 
-    def acquire(self, sp: SharePartition, topic_name: str, member_id: str, max_records: int,
-                max_bytes: int, record_limit: bool = False, batch_size: int = 0
-                ) -> tuple[memoryview | None, list[Acquired]]:
+    async def acquire(self, sp: SharePartition, topic_name: str, member_id: str,
+                      max_records: int, max_bytes: int, record_limit: bool = False,
+                      batch_size: int = 0) -> tuple[memoryview | None, list[Acquired]]:
         """Read the log from the next fetch offset, acquire, and return the covering bytes;
         ApiError when the share state cannot be written (nothing acquired then)."""
+        async with self.locked(sp.key):
+            return await self._acquire(sp, topic_name, member_id, max_records, max_bytes,
+                                       record_limit, batch_size)
+
+    async def _acquire(self, sp: SharePartition, topic_name: str, member_id: str,
+                       max_records: int, max_bytes: int, record_limit: bool,
+                       batch_size: int) -> tuple[memoryview | None, list[Acquired]]:
+        if not self.is_live(sp):
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         plog = self.broker.topics.log(topic_name, sp.partition)
         if plog is None:
             return None, []
         if sp.start_offset < plog.log_start_offset:
-            code = self.commit(sp, sp.plan_move_start(plog.log_start_offset), topic_name)
+            code = await self.commit(sp, sp.plan_move_start(plog.log_start_offset), topic_name)
             if code:
                 raise ApiError(code)
         offset = sp.next_fetch_offset()
@@ -225,7 +284,7 @@ class ShareRuntime:
         change = sp.plan_acquire(member_id, self.clock.now_ms(),
                                  [(b, last, c or b in aborted) for b, last, c, _, _ in spans],
                                  max_records, record_limit, batch_size)
-        code = self.commit(sp, change, topic_name)
+        code = await self.commit(sp, change, topic_name)
         if code:
             raise ApiError(code)
         acquired: list[Acquired] = change.result  # type: ignore[assignment]
@@ -235,33 +294,40 @@ class ShareRuntime:
         chosen = [(s, e) for b, lst, _c, s, e in spans if lst >= first and b <= last]
         return data[chosen[0][0]:chosen[-1][1]], acquired
 
-    def acknowledge(self, sp: SharePartition, topic_name: str, member_id: str,
-                    batches: Sequence[Any]) -> int:
-        change = sp.plan_acknowledge(member_id, [(b.first_offset, b.last_offset,
-                                                  b.acknowledge_types) for b in batches],
-                                     self.clock.now_ms())
-        if change.result != 0:
-            return int(change.result)  # type: ignore[call-overload]
-        return self.commit(sp, change, topic_name)
+    async def acknowledge(self, sp: SharePartition, topic_name: str, member_id: str,
+                          batches: Sequence[Any]) -> int:
+        async with self.locked(sp.key):
+            if not self.is_live(sp):
+                return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            change = sp.plan_acknowledge(member_id, [(b.first_offset, b.last_offset,
+                                                      b.acknowledge_types) for b in batches],
+                                         self.clock.now_ms())
+            if change.result != 0:
+                return int(change.result)  # type: ignore[call-overload]
+            return await self.commit(sp, change, topic_name)
 
-    def release_session(self, session: ShareSession) -> None:
+    async def release_session(self, session: ShareSession) -> None:
         """Release every record the session's member holds (session closed or lost)."""
         for topic_id, index in list(session.partitions):
-            sp = self.partitions.get((session.group_id, topic_id, index))
+            key = (session.group_id, topic_id, index)
             topic = self.broker.topics.by_id(topic_id)
-            if sp is not None and topic is not None:
-                self._release(sp, session.member_id, topic.name)
+            if key in self.partitions and topic is not None:
+                await self._release(key, session.member_id, topic.name)
 
-    def _release(self, sp: SharePartition, member_id: str, topic_name: str) -> None:
+    async def _release(self, key: SharePartitionKey, member_id: str, topic_name: str) -> None:
         """Release the member's records; a failed write leaves them to their lock expiry."""
-        change = sp.plan_release_member(member_id)
-        if change.result and self.commit(sp, change, topic_name):
-            log.warning("releasing %s's records of %s failed; their locks expire instead",
-                        member_id, sp.key)
+        async with self.locked(key):
+            sp = self.partitions.get(key)
+            if sp is None:
+                return
+            change = sp.plan_release_member(member_id)
+            if change.result and await self.commit(sp, change, topic_name):
+                log.warning("releasing %s's records of %s failed; their locks expire instead",
+                            member_id, key)
 
     def connection_closed(self, connection_id: str) -> None:
         for session in self.sessions.remove_connection(connection_id):
-            self.release_session(session)
+            self.run_after_reply(self.release_session(session))
 
     def reconfigure(self, group_id: str) -> None:
         """Apply changed group configs to the group's live share-partitions."""
@@ -287,21 +353,23 @@ class ShareRuntime:
     def state_partitions(self, group_id: str) -> dict[bytes, set[int]]:
         return share_admin.groups_with_state(self, group_id)
 
-    def reset_start_offset(self, group_id: str, topic: Any, index: int, offset: int) -> None:
-        share_admin.reset_start_offset(self, group_id, topic, index, offset)
+    async def reset_start_offset(self, group_id: str, topic: Any, index: int,
+                                 offset: int) -> None:
+        await share_admin.reset_start_offset(self, group_id, topic, index, offset)
 
-    def initialize_state(self, group_id: str, parts: dict[bytes, Any],
-                         state_epoch: int = 0,
-                         start_offsets: Mapping[bytes, int] | None = None) -> None:
-        share_admin.initialize_state(self, group_id, parts, state_epoch, start_offsets or {})
+    async def initialize_state(self, group_id: str, parts: dict[bytes, Any],
+                               state_epoch: int = 0,
+                               start_offsets: Mapping[bytes, int] | None = None) -> None:
+        await share_admin.initialize_state(self, group_id, parts, state_epoch,
+                                           start_offsets or {})
 
-    def delete_state(self, group_id: str, topic_id: bytes) -> None:
-        share_admin.delete_state(self, group_id, topic_id)
+    async def delete_state(self, group_id: str, topic_id: bytes) -> None:
+        await share_admin.delete_state(self, group_id, topic_id)
 
-    def delete_group_state(self, group_id: str) -> None:
+    async def delete_group_state(self, group_id: str) -> None:
         """Drop every share-partition of a deleted group (DeleteGroups on a share group)."""
         for topic_id in list(self.state_partitions(group_id)):
-            share_admin.delete_state(self, group_id, topic_id)
+            await share_admin.delete_state(self, group_id, topic_id)
 
 def _batch_spans(data: memoryview) -> list[tuple[int, int, bool, int, int]]:
     """(base offset, last offset, is control, start, end) of each whole batch in `data`."""

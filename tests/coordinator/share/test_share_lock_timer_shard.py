@@ -29,6 +29,7 @@ class Live:
     def __init__(self) -> None:
         self.sps: dict[SharePartitionKey, SharePartition] = {}
         self.released: list[ShareChange] = []
+        self.busy_keys: set[SharePartitionKey] = set()
 
     def live(self, key: SharePartitionKey) -> SharePartition | None:
         return self.sps.get(key)
@@ -38,6 +39,9 @@ class Live:
 
     def drop(self, key: SharePartitionKey) -> None:
         self.sps.pop(key, None)
+
+    def busy(self, key: SharePartitionKey) -> bool:
+        return key in self.busy_keys
 
     def locks_released(self, sp: SharePartition, change: ShareChange) -> None:
         sp.apply_locks(change)
@@ -105,3 +109,18 @@ def test_timers_of_other_kinds_and_of_dropped_partitions_do_nothing() -> None:
     assert shard.on_timer(("other",), 1_000 + LOCK_MS) is None
     live.drop(KEY)
     assert shard.on_timer(lock_timer_key(KEY), 1_000 + LOCK_MS) is None
+
+
+def test_a_timer_of_a_busy_share_partition_leaves_it_to_the_holder() -> None:
+    """A change is planned and its write awaited (the share-partition's lock is held): the
+    expiry does not plan beside it; the holder re-arms the timer when it lets go."""
+    shard, live, sp = loaded_shard()
+    sp.acquire("m1", 1_000, [(0, 3, False)], 100)
+    live.busy_keys.add(KEY)
+    assert shard.on_timer(lock_timer_key(KEY), 1_000 + LOCK_MS) is None
+    assert sp.counts()["ACQUIRED"] == 4
+    live.busy_keys.clear()
+    result = shard.on_timer(lock_timer_key(KEY), 1_000 + LOCK_MS)
+    assert result is not None
+    appended(shard, live, result)
+    assert sp.counts()["ACQUIRED"] == 0 and len(live.released) == 1

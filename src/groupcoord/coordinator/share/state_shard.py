@@ -2,21 +2,25 @@
 `ShareCoordinatorShard` on the `CoordinatorRuntime`).
 
 The handlers (write, initialize, delete, read share-partition state) read the shard's
-`ShareStateStore` and return the records to write; `replay`, the one path that changes
-durable share state, changes only that store. The broker's live share-partitions of this
-state partition (KIP-932 runs the share coordinator and the share-partitions in one
-process here) follow through effects, which the runtime runs once the records are appended
-(`apply_effect`): with `StateWritten` a ShareUpdate or ShareSnapshot is applied to the live
-share-partition, and a tombstone or a reset behind its window drops it. `on_loaded` reloads
-every live share-partition of the partition from the loaded store (after a fail-stop, the
-acquisition locks the log agrees with are kept: they are soft state) and drops those
-without state.
+`ShareStateStore` and return the records to write, answered NONE once they are appended;
+`replay`, the one path that changes durable share state, changes only that store. The
+broker's live share-partitions of this state partition (KIP-932 runs the share coordinator
+and the share-partitions in one process here) follow through effects, which the runtime
+runs once the records are appended (`apply_effect`): with `StateWritten` a ShareUpdate or
+ShareSnapshot is applied to the live share-partition, and a tombstone or a reset behind its
+window drops it. `on_loaded` reloads every live share-partition of the partition from the
+loaded store (after a fail-stop, the acquisition locks the log agrees with are kept: they
+are soft state) and drops those without state.
 
 Acquisition-lock expiry is a keyed timer of this shard (`lock_timer_key`, one per
 share-partition at its earliest lock deadline), so it stops with an unload and `on_loaded`
 re-derives it. A fired timer plans the release and returns its records; the released locks
 are applied (and fetches woken) by its `LocksExpired` effect, after the append (never, if
-the append fails).
+the append fails). A drain runs its operations, append and effects in one step of the event
+loop, so nothing changes the share-partition between that plan and its effect. A timer
+that fires while the share-partition is `busy` (a ShareFetch, ShareAcknowledge, release or
+DLQ write holds its lock, between planning and applying its own change) does nothing: the
+holder re-arms the timer when it lets go.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from groupcoord.coordinator.share.state_store import (
     tombstone_record,
 )
 from groupcoord.logformat.coordinator_records import SHARE, CoordinatorRecord
+from groupcoord.wire.errors import ErrorCode
 
 LOCK_TIMER = "share-lock-expiry"
 
@@ -57,6 +62,10 @@ class LiveSharePartitions(Protocol):
     def live_keys(self) -> Iterable[SharePartitionKey]: ...
 
     def drop(self, key: SharePartitionKey) -> None: ...
+
+    def busy(self, key: SharePartitionKey) -> bool:
+        """A change of the share-partition is planned and not yet applied (or waits to be);
+        its holder re-arms the lock timer when done."""
 
     def locks_released(self, sp: SharePartition, change: ShareChange) -> None:
         """A lock expiry's records were written: apply its locks, wake fetches."""
@@ -155,7 +164,7 @@ class ShareStateShard(Shard):
             return None
         spk: SharePartitionKey = (key[1], key[2], key[3])
         sp = self._live.live(spk)
-        if sp is None:
+        if sp is None or self._live.busy(spk):
             return None
         change = sp.plan_expire_locks(now_ms)
         later = [r.deadline_ms for r in sp.records.values()
@@ -182,17 +191,17 @@ class ShareStateShard(Shard):
         of `full()` when one is due."""
         records = self.store.write_records(key, start_offset, changed, full, now_ms,
                                            state_epoch)
-        return Result(records=records, effects=_written(records))
+        return Result(records=records, response=ErrorCode.NONE, effects=_written(records))
 
     def initialize_state(self, key: SharePartitionKey, start_offset: int, state_epoch: int,
                          now_ms: int) -> Result:
         """InitializeShareGroupState (and a reset of the start offset): a ShareSnapshot."""
         records = [snapshot_record(key, start_offset, [], now_ms, state_epoch)]
-        return Result(records=records, effects=_written(records))
+        return Result(records=records, response=ErrorCode.NONE, effects=_written(records))
 
     def delete_state(self, key: SharePartitionKey) -> Result:
         """DeleteShareGroupState: a tombstone, if there is state to delete."""
         if self.store.get(key) is None:
-            return Result()
+            return Result(response=ErrorCode.NONE)
         records = [tombstone_record(key)]
-        return Result(records=records, effects=_written(records))
+        return Result(records=records, response=ErrorCode.NONE, effects=_written(records))

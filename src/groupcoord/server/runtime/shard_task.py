@@ -32,11 +32,6 @@ not wait), for an unloaded one with NOT_COORDINATOR. A
 shard with nothing to replay is ACTIVE on creation, so the first request of a new group
 never sees LOAD_IN_PROGRESS.
 
-`run_now` runs an operation at once instead of queueing it, for callers that plan a change
-and apply it within one step of the event loop (the share-partitions of ShareFetch and
-ShareAcknowledge): append, replay and fail-stop are the same, and the reload after a failed
-append is finished before the caller gets the runtime's `append_error`.
-
 Transactional writes to a group shard (Kafka's `scheduleTransactionalWriteOperation` /
 `scheduleTransactionCompletion`): a transactional operation (TxnOffsetCommit) writes its
 records in a transactional batch of the request's producer, so replay keeps them pending; an
@@ -68,7 +63,6 @@ from groupcoord.server.runtime.shard_log import (
     build_checked,
     encode_checked,
     refuse_if_too_large,
-    replay_log,
 )
 from groupcoord.server.runtime.shard_offload import Offloads
 from groupcoord.server.runtime.shard_timers import ShardTimers
@@ -385,7 +379,7 @@ class ShardTask(ShardLifecycle):
 
     def _sync_and_measure(self, started_ns: int, last_end_ns: int,
                           op_ends_ns: list[int]) -> None:
-        """End of a timed drain (or `run_now`): fsync what it appended (`--fsync always`,
+        """End of a timed drain: fsync what it appended (`--fsync always`,
         one fsync for the drain: a group commit), then record its flush, the time its
         replies waited for it and the time it held the loop."""
         runtime = self.runtime
@@ -450,68 +444,6 @@ class ShardTask(ShardLifecycle):
                 fut.set_exception(err)
         self.timers.cancel_all()
         self.offloads.clear()
-
-    # -- operations run at once -------------------------------------------------------------
-
-    def run_now(self, op: Operation) -> Any:
-        """Run `op` at once and return its response: append, then replay. Its callers
-        all use `run_now`, so the queue holds at most fired timers, which plan from the
-        state when they run and may be overtaken. A
-        refused write is UNKNOWN_SERVER_ERROR with nothing written; a failed append
-        fail-stops the shard, which has reloaded from its log when the caller gets the
-        runtime's `append_error` for it (COORDINATOR_NOT_AVAILABLE unless the kind maps
-        it as Kafka does)."""
-        self.check_active()
-        start = self.runtime.log_end_offset(self.partition)
-        timed = self.timed
-        started = self.read_ns() if timed else 0
-        result = self._call(op)
-        try:
-            applied = self._apply(result)
-            if not timed:
-                if self.runtime.fsync_always and self.runtime.written.pop(self.partition,
-                                                                          False):
-                    self.runtime.flush_shard(self.partition)
-            else:
-                end = self.read_ns()
-                self.metrics.event_processing_time.record(end - started)
-                self._sync_and_measure(started, end, [])
-        except WriteRefused as exc:
-            log.warning("write refused on shard %s-%d: %s", self.topic, self.partition, exc)
-            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR) from None
-        except Exception as exc:
-            log.exception("append to %s-%d failed; reloading it from its log", self.topic,
-                          self.partition)
-            self._drop_batch()
-            self.runtime.written.pop(self.partition, None)
-            self._reload_now(start)
-            raise ApiError(self.runtime.append_error(exc)) from None
-        return None if applied is None else applied.response
-
-    def _reload_now(self, log_end: int) -> None:
-        """Fail-stop for `run_now`: cut what the failed operation left after `log_end`, and
-        replay the log into a new shard before returning. If that fails too, the task
-        loads the shard (LOAD_IN_PROGRESS until it has)."""
-        self.reloads += 1
-        self.state = ShardState.RECOVERING
-        self._fail_all()
-        try:
-            self.runtime.discard_from(self.partition, log_end)
-        except Exception:
-            # The log refuses the cut too: replay what it reads back (a torn tail is
-            # recovered on the next restart).
-            log.exception("cannot cut %s-%d back to %d", self.topic, self.partition, log_end)
-        try:
-            self._begin_load()
-            plog = self.runtime.broker.logs.get(self.topic, self.partition)
-            self._loaded(replay_log(plog, self.shard, self.producers))
-        except Exception:
-            log.exception("reloading %s-%d failed; loading it again", self.topic,
-                          self.partition)
-            self.state = ShardState.LOADING
-            self.loaded.clear()
-            self.task.cancel()
-            self.task = asyncio.get_running_loop().create_task(self._main())
 
     # -- submission ------------------------------------------------------------------------
 
