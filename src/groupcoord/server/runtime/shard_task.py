@@ -20,7 +20,9 @@ the shard: it reloads from its log, so what the failed batch replayed is gone, a
 every pending caller of the drain gets the runtime's `append_error` for it (Kafka's
 `failCurrentBatch`, then the service's mapping: for groups a disk error is NOT_COORDINATOR),
 so a retry meets the state the log holds; requests queued before the reload, and parked
-ones, get COORDINATOR_NOT_AVAILABLE (RECOVERING). Records the log cannot take (a batch over the partition's
+ones, get COORDINATOR_NOT_AVAILABLE (RECOVERING). An append refused because another node
+now leads the partition (cluster mode: `NotPartitionLeader`) unloads the shard instead, as a
+leadership move does in Kafka: NOT_COORDINATOR to everyone. Records the log cannot take (a batch over the partition's
 `max.message.bytes`, a value its record version cannot hold) fail only their operation,
 before anything is appended: Kafka's runtime refuses such an atomic write with
 `RecordTooLargeException`, which `GroupCoordinatorService.handleOperationException` answers
@@ -66,7 +68,7 @@ from groupcoord.server.runtime.shard_log import (
 )
 from groupcoord.server.runtime.shard_offload import Offloads
 from groupcoord.server.runtime.shard_timers import ShardTimers
-from groupcoord.storage.config import AppendPreconditionFailed
+from groupcoord.storage.config import AppendPreconditionFailed, NotPartitionLeader
 from groupcoord.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -137,6 +139,16 @@ class ShardTask(ShardLifecycle):
                 await self._serve()
             except asyncio.CancelledError:
                 raise
+            except NotPartitionLeader:
+                # Another node leads the partition now (it took the lease; this node's
+                # write was fenced): resign, as Kafka's coordinator does when its
+                # partition's leadership moves, rather than reload a shard that may no
+                # longer write and would answer from what it last read meanwhile.
+                log.warning("shard %s-%d: another node leads its partition; unloading",
+                            self.topic, self.partition)
+                self._answer_failed_drain()
+                self.runtime.unload(self.partition)
+                return
             except Exception:
                 log.exception("shard %s-%d failed; reloading from its log", self.topic,
                               self.partition)
