@@ -18,6 +18,11 @@ Rules kept:
   had landed, the next one is refused once more with ``StorageUnavailable``, after the copy
   took the landed batches in: its writer sees them (the broker rebuilds producer state from
   the copy) before it retries, so a retried produce is found a duplicate, not stored twice;
+- ``append_async`` (the broker's appends from the loop) runs PostgreSQL's transaction on a
+  writer thread (``storage.postgres_writers``), prepared before and copied after on the
+  loop, under the same rules; the partition's ``append_lock`` keeps its appends one at a
+  time, so each is prepared at the end the previous one left. A fenced write steps down
+  only while the lease it ran under is still the copy's (not one taken again meanwhile);
 - retention runs on the leader's copy and moves PostgreSQL's log start after it (a follower's
   copy keeps everything, as PostgreSQL does until its leader deletes); compaction cleans the
   copy only (PostgreSQL keeps the batches it cleaned away, which a new copy cleans again).
@@ -52,6 +57,8 @@ Result = TypeVar("Result")
 class LeasedPartitionLog(PartitionLog):
     """The local copy of a partition whose log of record is ``source``, appended to through
     ``leader`` while this node leads. ``attach`` it to its source before use."""
+
+    writes_off_loop = True
 
     def __init__(self, path: str, config: LogConfig, segments: list[LogSegment],
                  log_start_offset: int, io: FileIO = OS_FILE_IO) -> None:

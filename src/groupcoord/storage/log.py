@@ -129,6 +129,8 @@ class PartitionLog:
     # checks that must see the previous one's outcome (producer state). A file log's append
     # never yields to the loop, so it needs none.
     append_lock: AbstractAsyncContextManager[None] = nullcontext()
+    # Whether ``append_async`` leaves the loop (and so yields to other tasks) while it writes.
+    writes_off_loop = False
 
     def append(self, data: bytes | bytearray | memoryview, *,
                expected_end_offset: int | None = None, assign_offsets: bool = True,
