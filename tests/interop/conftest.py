@@ -26,23 +26,16 @@ _SHARE_STATE = "share-partition leader and share coordinator on different nodes"
 _EOS_CLOSE_HANGS = ("an instance's close does not finish: its producer's AddOffsetsToTxn / "
                     "TxnOffsetCommit and then EndTxn get no answer within max.block.ms (60 s), "
                     "the coordinator aborting the transaction on its timeout")
-_ORACLE = ("the test's own DescribeGroups / ConsumerGroupDescribe checks (WireClient, one "
-           "connection per call to the coordinator) time out, run alone too: a node leaves "
-           "even ApiVersions unanswered for 10 s (java-range passed once alone). Seen in the "
-           "consumer-protocol runs while "
-           "it does not answer: its event loop runs the feeder's Produce requests, each "
-           "partition's append a PostgreSQL transaction of its own, blocking and back to "
-           "back (one after another in pg_stat_activity, no lock waited for in pg_locks), "
-           "so a new connection's requests wait their turn behind them")
+_PARTITIONS_MISSED = ("failed one run in three: with one member the group stayed Stable for "
+                      "40 s with that member assigned partitions 0-9 of the topic's 12 "
+                      "(DescribeGroups), the scenario's 'partitions not split exactly once'; "
+                      "not diagnosed yet")
 CLUSTER_RUNS_NOT_YET: dict[str, str] = {
     "test_confluent_share_consumers_queue_semantics[three-node-cluster]": _SHARE_STATE,
     "test_java_share_consumers_queue_semantics[three-node-cluster]": _SHARE_STATE,
     "test_word_count_one_three_two_instances_exactly_once[three-node-cluster]":
         _EOS_CLOSE_HANGS,
-    "test_membership_changes[confluent-range-three-node-cluster]": _ORACLE,
-    "test_membership_changes[java-range-three-node-cluster]": _ORACLE,
-    "test_confluent_consumer_protocol[uniform-three-node-cluster]": _ORACLE,
-    "test_java_consumer_protocol[uniform-three-node-cluster]": _ORACLE,
+    "test_membership_changes[confluent-range-three-node-cluster]": _PARTITIONS_MISSED,
 }
 # The union of what the group tests that also run on the cluster give their own broker (the
 # consumer protocol's short sessions, the streams app's standby), and lease passes every

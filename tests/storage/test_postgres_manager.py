@@ -1,7 +1,7 @@
 """A node's partitions on PostgreSQL (`PostgresLogManager` and its `LeasedPartitionLog`
 copies), on a real server: what a node appends is in PostgreSQL and found by the next node on
-the same storage, even from an empty data dir; a second node while the first holds live
-leases follows and can write nothing; a lease pass moves a lapsed lease to it (a manual clock
+the same storage, even from an empty data dir (appended off the loop too, in order, fenced
+once deposed); a second node while the first holds live leases follows and can write nothing; a lease pass moves a lapsed lease to it (a manual clock
 for the leases); a lease taken whose catch-up fails is left out of what the pass reports
 taken and taken again at the next; a deposed leader steps down with nothing written; a copy that differs from
 PostgreSQL's log is made again, one missing a committed batch takes it in before the next
@@ -10,6 +10,7 @@ share the partitions and a dead node's share is taken."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -141,6 +142,40 @@ def test_a_second_node_follows_while_the_first_leads(open_node: Open, topic: str
     assert (topic, 0) not in first.run_lease_pass(first.session, plan).taken
     assert follower.source.offsets().log_end_offset == 7
     assert leader.log_end_offset == 3  # its copy: only what it had committed
+
+
+def test_appends_off_the_loop_keep_the_order_and_the_fencing(
+        open_node: Open, topic: str, tmp_path: Path, clock: ManualClock) -> None:
+    """`append_async` commits on a writer thread, then stores in the copy: appends queued
+    on the partition's lock land one after another, each at the end the last one left; a
+    deposed leader's next one is fenced and steps down, nothing written."""
+    first = open_node(NODE_A, tmp_path / "a")
+    leader = first.get_or_create(topic, 0, TOPIC_ID)
+
+    async def append(count: int) -> tuple[int, int]:
+        async with leader.append_lock:
+            info = await leader.append_async(make_batch(count, ts=NOW), now_ms=NOW)
+        return info.base_offset, info.last_offset
+
+    async def scenario() -> None:
+        assert await asyncio.gather(append(2), append(3), append(1)) == [(0, 1), (2, 4),
+                                                                         (5, 5)]
+        assert leader.log_end_offset == 6 == leader.source.offsets().log_end_offset
+        assert _batches(first, topic) == [bytes(view)
+                                          for view in leader.source.iter_batches()]
+
+        # The first stops renewing; past its lease another node takes the partition.
+        second = open_node(NODE_B, tmp_path / "b")
+        clock.now_ms += LEASE_MS + 1
+        plan = second.lease_plan()
+        second.apply(second.run_lease_pass(second.session, plan), plan)
+        assert second.leased[(topic, 0)].leader is not None
+        with pytest.raises(FencedLeaderEpoch):
+            await append(1)
+        assert leader.leader is None and leader.log_end_offset == 6
+        assert leader.source.offsets().log_end_offset == 6
+
+    asyncio.run(scenario())
 
 
 def test_a_copy_unlike_the_log_of_record_is_made_again(open_node: Open, topic: str,

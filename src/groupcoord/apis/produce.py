@@ -131,18 +131,6 @@ def _duplicate_or_error(ctx: RequestContext, state: Any, header: Any, topic: str
     return True
 
 
-async def _producer_checks_final(ctx: RequestContext, state: Any, header: Any, topic: str,
-                                 tid: str | None, version: int,
-                                 resp: PartitionProduceResponse) -> bool:
-    """Transaction verification, then the producer-state checks; True if `resp` is final."""
-    if header.is_transactional:
-        resp.error_code = await _verify_error(ctx, state, header, topic, resp.index, tid,
-                                              version)
-        if resp.error_code:
-            return True
-    return _duplicate_or_error(ctx, state, header, topic, resp)
-
-
 async def produce_partition(ctx: RequestContext, topic: Any, partition: int, records: Any,
                             now_ms: int, version: int,
                             tid: str | None = None) -> PartitionProduceResponse:
@@ -166,13 +154,32 @@ async def produce_partition(ctx: RequestContext, topic: Any, partition: int, rec
     if header.compression == ZSTD and version < 7:
         resp.error_code = codes.UNSUPPORTED_COMPRESSION_TYPE
         return resp
+    tracked = header.producer_id >= 0 and (header.base_sequence >= 0
+                                           or header.is_transactional)
+    if tracked and header.is_transactional:
+        resp.error_code = await _verify_error(ctx, ctx.producer_state(topic.name, partition),
+                                              header, topic.name, partition, tid, version)
+        if resp.error_code:
+            return resp
+    # The producer-state checks see every earlier append's outcome, and the state records
+    # this one's before the next append is checked: one append of the partition at a time.
+    async with ctx.append_lock(topic.name, partition):
+        return await _append_checked(ctx, topic.name, partition, records, header, now_ms,
+                                     tracked, resp)
+
+
+async def _append_checked(ctx: RequestContext, topic: str, partition: int, records: Any,
+                          header: Any, now_ms: int, tracked: bool,
+                          resp: PartitionProduceResponse) -> PartitionProduceResponse:
+    """The producer-state checks (idempotent and transactional batches), the append and
+    its record in the producer state, under the partition's append lock."""
     state = None
-    if header.producer_id >= 0 and (header.base_sequence >= 0 or header.is_transactional):
-        state = ctx.producer_state(topic.name, partition)
-        if await _producer_checks_final(ctx, state, header, topic.name, tid, version, resp):
+    if tracked:
+        state = ctx.producer_state(topic, partition)
+        if _duplicate_or_error(ctx, state, header, topic, resp):
             return resp
     try:
-        info = ctx.append(topic.name, partition, records, now_ms)
+        info = await ctx.append(topic, partition, records, now_ms)
     except RecordBatchTooLargeError:
         resp.error_code = codes.MESSAGE_TOO_LARGE
         return resp
@@ -187,7 +194,7 @@ async def produce_partition(ctx: RequestContext, topic: Any, partition: int, rec
     except KafkaStorageError as exc:
         # Nothing of the batch stayed in the log, or (a lost PostgreSQL connection) the
         # broker finds out whether it did before the retry; the producer retries.
-        log.warning("produce to %s-%d: %s", topic.name, partition, exc)
+        log.warning("produce to %s-%d: %s", topic, partition, exc)
         resp.error_code = codes.KAFKA_STORAGE_ERROR
         return resp
     if state is not None and header.base_sequence >= 0:

@@ -24,7 +24,8 @@ import asyncio
 import functools
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
@@ -62,6 +63,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("groupcoord.server")
 
+# Every stored batch carries leader epoch 0, the only epoch of this single replica, as Kafka
+# stamps the leader's epoch (clients use it for KIP-320 validation).
 LEADER_EPOCH = 0
 MAINTENANCE_INTERVAL_S = 30.0
 # What `start` loads after the listeners are bound: imported on a worker thread first, so the
@@ -473,28 +476,66 @@ class Broker:
         unknown partition. `trusted` skips the CRC pass for batches the broker encoded
         itself (the coordinator runtimes; never Produce). A writer that names
         `expected_end_offset` gets `AppendPreconditionFailed`, nothing written, if the log
-        ends elsewhere.
+        ends elsewhere. On a leased log (PostgreSQL) the write blocks the loop: writers on
+        the loop await `append_async` instead.
         """
-        from groupcoord.server.txn_log import track_append
-        from groupcoord.storage.config import KafkaStorageError, StorageUnavailable
-
-        plog = self.topics.log(topic, partition)
-        if plog is None:
-            raise KeyError((topic, partition))
-        # Every stored batch carries leader epoch 0, the only epoch of this single replica,
-        # as Kafka stamps the leader's epoch (clients use it for KIP-320 validation).
-        # Loaded before the append: the rebuild must not see this batch as well.
-        state = self.producer_state(topic, partition)
-        try:
+        plog, state = self._append_target(topic, partition)
+        with self._outcome_told(topic, partition):
             info = plog.append(data, expected_end_offset=expected_end_offset, now_ms=now_ms,
                                leader_epoch=LEADER_EPOCH, allow_control=allow_control,
                                trusted=trusted)
+        return self._appended(topic, partition, plog, state, data, info)
+
+    async def append_async(self, topic: str, partition: int, data: bytes | memoryview,
+                           now_ms: int | None = None, *, allow_control: bool = False,
+                           trusted: bool = False, expected_end_offset: int | None = None
+                           ) -> AppendInfo:
+        """`append`, for a caller holding the partition's `append_lock`: a file log's
+        append runs at once, never yielding; a leased log's PostgreSQL transaction runs off
+        the loop, which serves other requests meanwhile (`storage.leased_log`)."""
+        plog, state = self._append_target(topic, partition)
+        with self._outcome_told(topic, partition):
+            info = await plog.append_async(data, expected_end_offset=expected_end_offset,
+                                           now_ms=now_ms, leader_epoch=LEADER_EPOCH,
+                                           allow_control=allow_control, trusted=trusted)
+        return self._appended(topic, partition, plog, state, data, info)
+
+    def append_lock(self, topic: str, partition: int) -> AbstractAsyncContextManager[None]:
+        """What a writer holds from its checks of the partition's producer state to the end
+        of `append_async`, so no other append comes between (`PartitionLog.append_lock`);
+        a no-op for an unknown partition, whose append raises `KeyError`."""
+        plog = self.topics.log(topic, partition)
+        return nullcontext() if plog is None else plog.append_lock
+
+    def _append_target(self, topic: str, partition: int
+                       ) -> tuple[PartitionLog, PartitionProducerState]:
+        """The partition's log and its producer state, loaded before the append: the
+        rebuild must not see the appended batch as well."""
+        plog = self.topics.log(topic, partition)
+        if plog is None:
+            raise KeyError((topic, partition))
+        return plog, self.producer_state(topic, partition)
+
+    @contextmanager
+    def _outcome_told(self, topic: str, partition: int) -> Iterator[None]:
+        """Around a log's append. A shared store that lost its connection may have landed
+        the append: the partition refuses until its copy has it; then the state is rebuilt
+        with it, so a retry is a duplicate rather than stored twice (`storage.leased_log`)."""
+        from groupcoord.storage.config import StorageUnavailable
+
+        try:
+            yield
         except StorageUnavailable:
-            # A shared store lost its connection: the append may have landed. The partition
-            # refuses until its copy has it; then the state is rebuilt with it, so a retry
-            # is a duplicate rather than stored twice (`storage.leased_log`).
             self.producers.drop_partition(topic, partition)
             raise
+
+    def _appended(self, topic: str, partition: int, plog: PartitionLog,
+                  state: PartitionProducerState, data: bytes | memoryview,
+                  info: AppendInfo) -> AppendInfo:
+        """After a log took an append: the fsync policy, the producer state, the fetchers."""
+        from groupcoord.server.txn_log import track_append
+        from groupcoord.storage.config import KafkaStorageError
+
         policy = self.config.fsync
         if policy == "always":
             try:

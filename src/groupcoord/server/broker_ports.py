@@ -7,6 +7,7 @@ imports them, none of them imports it. `Broker` satisfies the protocol structura
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -39,6 +40,13 @@ class CoordinatorHost(Protocol):
                now_ms: int | None = None, *, allow_control: bool = False,
                trusted: bool = False, expected_end_offset: int | None = None
                ) -> AppendInfo: ...
+
+    async def append_async(self, topic: str, partition: int, data: bytes | memoryview,
+                           now_ms: int | None = None, *, allow_control: bool = False,
+                           trusted: bool = False, expected_end_offset: int | None = None
+                           ) -> AppendInfo: ...
+
+    def append_lock(self, topic: str, partition: int) -> AbstractAsyncContextManager[None]: ...
 
     def producer_state(self, topic: str, partition: int) -> PartitionProducerState: ...
 

@@ -7,6 +7,7 @@ shared services reached through properties (cheaper than copying references per 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.server.broker_ports import CoordinatorHost
@@ -138,9 +139,12 @@ class BrokerRequestContext:
     def now_ms(self) -> int:
         return self.broker.clock.now_ms()
 
-    def append(self, topic: str, partition: int, data: bytes | memoryview,
-               now_ms: int) -> AppendInfo:
-        return self.broker.append(topic, partition, data, now_ms)
+    def append_lock(self, topic: str, partition: int) -> AbstractAsyncContextManager[None]:
+        return self.broker.append_lock(topic, partition)
+
+    async def append(self, topic: str, partition: int, data: bytes | memoryview,
+                     now_ms: int) -> AppendInfo:
+        return await self.broker.append_async(topic, partition, data, now_ms)
 
     def forget_partitions(self, topic: str, count: int) -> None:
         self.broker.forget_partitions(topic, count)

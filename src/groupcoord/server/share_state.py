@@ -100,6 +100,8 @@ class ShareStateLog:
             broker, STATE_TOPIC, STATE_TOPIC_PARTITIONS, STATE_TOPIC_CONFIGS,
             lambda partition: ShareStateShard(partition, STATE_TOPIC_PARTITIONS, live),
             partial(apply_effect, live))
+        # Every write here is `run_now`'s, within one loop step: none is left to a drain.
+        self.runtime.drains_off_loop = False
         self.store = ShareStates(self.runtime)
 
     async def start(self) -> None:

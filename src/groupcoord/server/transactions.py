@@ -423,8 +423,8 @@ class TransactionRuntime:
                     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # no such offsets partition
                 return await groups.complete_transaction(partition, pid, epoch,
                                                          marker.coordinator_epoch, commit)
-            return write_marker(self.broker, topic, partition, pid, epoch,
-                                marker.coordinator_epoch, commit, self.clock.now_ms())
+            return await write_marker(self.broker, topic, partition, pid, epoch,
+                                      marker.coordinator_epoch, commit, self.clock.now_ms())
         except NotPartitionLeader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         except (OSError, StorageError):

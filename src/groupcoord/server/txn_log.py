@@ -76,20 +76,22 @@ def track_append(state: PartitionProducerState, plog: Any, data: Any,
             append_aborted_txn(plog, AbortedTxn(*aborted))
 
 
-def write_marker(broker: CoordinatorHost, topic: str, partition: int, producer_id: int,
-                 producer_epoch: int, coordinator_epoch: int, commit: bool,
-                 now_ms: int) -> int:
-    """Append a COMMIT/ABORT marker to a data partition (WriteTxnMarkers); an error code."""
+async def write_marker(broker: CoordinatorHost, topic: str, partition: int,
+                       producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                       commit: bool, now_ms: int) -> int:
+    """Append a COMMIT/ABORT marker to a data partition (WriteTxnMarkers); an error code.
+    Checked and appended under the partition's append lock, as a produced batch is."""
     plog = broker.topics.log(topic, partition)
     if plog is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    state = broker.producer_state(topic, partition)
-    error = state.check_marker(producer_id, producer_epoch, coordinator_epoch)
-    if error:
-        return error
-    batch = build_end_txn_marker(1 if commit else 0, producer_id, producer_epoch, now_ms,
-                                 coordinator_epoch=coordinator_epoch)
-    broker.append(topic, partition, batch, now_ms, allow_control=True)
+    async with broker.append_lock(topic, partition):
+        state = broker.producer_state(topic, partition)
+        error = state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if error:
+            return error
+        batch = build_end_txn_marker(1 if commit else 0, producer_id, producer_epoch, now_ms,
+                                     coordinator_epoch=coordinator_epoch)
+        await broker.append_async(topic, partition, batch, now_ms, allow_control=True)
     return 0
 
 

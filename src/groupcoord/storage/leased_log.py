@@ -18,6 +18,11 @@ Rules kept:
   had landed, the next one is refused once more with ``StorageUnavailable``, after the copy
   took the landed batches in: its writer sees them (the broker rebuilds producer state from
   the copy) before it retries, so a retried produce is found a duplicate, not stored twice;
+- ``append_async`` (the broker's appends from the loop) runs PostgreSQL's transaction on a
+  writer thread (``storage.postgres_writers``), prepared before and copied after on the
+  loop, under the same rules; the partition's ``append_lock`` keeps its appends one at a
+  time, so each is prepared at the end the previous one left. A fenced write steps down
+  only while the lease it ran under is still the copy's (not one taken again meanwhile);
 - retention runs on the leader's copy and moves PostgreSQL's log start after it (a follower's
   copy keeps everything, as PostgreSQL does until its leader deletes); compaction cleans the
   copy only (PostgreSQL keeps the batches it cleaned away, which a new copy cleans again).
@@ -25,8 +30,10 @@ Rules kept:
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from groupcoord.storage.appending import PreparedAppend, prepare_copy
@@ -40,6 +47,7 @@ from groupcoord.storage.config import (
 from groupcoord.storage.fileio import OS_FILE_IO, FileIO
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.postgres_store import PostgresPartitionStore
+from groupcoord.storage.postgres_writers import PostgresWriters
 from groupcoord.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
@@ -50,23 +58,36 @@ class LeasedPartitionLog(PartitionLog):
     """The local copy of a partition whose log of record is ``source``, appended to through
     ``leader`` while this node leads. ``attach`` it to its source before use."""
 
+    writes_off_loop = True
+
     def __init__(self, path: str, config: LogConfig, segments: list[LogSegment],
                  log_start_offset: int, io: FileIO = OS_FILE_IO) -> None:
         super().__init__(path, config, segments, log_start_offset, io)
         self._source: PostgresPartitionStore | None = None
+        self._writers: PostgresWriters | None = None
+        # One append at a time, from its producer-state checks to its copy
+        # (``PartitionLog.append_lock``): each is prepared at the end the last one left.
+        self.append_lock: asyncio.Lock = asyncio.Lock()
         # This node's store at its lease's epoch; None while another node leads.
         self.leader: PostgresPartitionStore | None = None
         # A write's outcome is unknown, or the copy missed a committed write: catch up first.
         self._unsettled = False
 
-    def attach(self, source: PostgresPartitionStore) -> None:
-        """Name the partition's store in PostgreSQL (for reads: any epoch)."""
+    def attach(self, source: PostgresPartitionStore, writers: PostgresWriters) -> None:
+        """Name the partition's store in PostgreSQL (for reads: any epoch) and the threads
+        ``append_async`` commits on."""
         self._source = source
+        self._writers = writers
 
     @property
     def source(self) -> PostgresPartitionStore:
         assert self._source is not None, "attach the copy to its source first"
         return self._source
+
+    @property
+    def writers(self) -> PostgresWriters:
+        assert self._writers is not None, "attach the copy to its source first"
+        return self._writers
 
     # -- leadership ------------------------------------------------------------------------
 
@@ -137,24 +158,69 @@ class LeasedPartitionLog(PartitionLog):
     # -- writes: PostgreSQL first, then the copy -------------------------------------------
 
     def append_prepared(self, prepared: PreparedAppend) -> AppendInfo:
-        """Every append (``PartitionLog.append`` prepares, then calls this): committed in
-        PostgreSQL before the copy stores it. Settling an unknown outcome first leaves the
-        copy's end where ``prepared`` expects it, or refuses."""
+        """Every append on the calling thread (``PartitionLog.append`` prepares, then calls
+        this): committed in PostgreSQL before the copy stores it. Settling an unknown outcome
+        first leaves the copy's end where ``prepared`` expects it, or refuses."""
+        leader, expected = self._write_start()
+        with self._source_write(leader):
+            leader.append_prepared(prepared, expected_end_offset=expected)
+        return self._store_copy(prepared, expected)
+
+    async def append_async(self, data: bytes | bytearray | memoryview, *,
+                           expected_end_offset: int | None = None, now_ms: int | None = None,
+                           leader_epoch: int | None = None, allow_control: bool = False,
+                           trusted: bool = False) -> AppendInfo:
+        """``append`` with PostgreSQL's transaction on a writer thread, the loop free while
+        it runs; prepared before and copied after on the loop, as ``append_prepared`` does.
+        The caller holds ``append_lock``: the next append is prepared at the end this one
+        leaves."""
+        assert self.append_lock.locked(), "hold the partition's append_lock"
+        prepared = self.prepare(data, expected_end_offset=expected_end_offset, now_ms=now_ms,
+                                leader_epoch=leader_epoch, allow_control=allow_control,
+                                trusted=trusted)
+        leader, expected = self._write_start()
+        with self._source_write(leader):
+            commit = self.writers.run(lambda session: leader.on(session).append_prepared(
+                prepared, expected_end_offset=expected))
+            try:
+                await asyncio.shield(commit)
+            except asyncio.CancelledError:
+                # The caller went away; the transaction runs on, its outcome untold here.
+                self._unsettled = True
+                raise
+        return self._store_copy(prepared, expected)
+
+    def _write_start(self) -> tuple[PostgresPartitionStore, int]:
+        """The leader's store and the end the write expects, an unknown outcome settled."""
         leader = self._leading()
         self._settle()
+        return leader, self.log_end_offset
+
+    @contextmanager
+    def _source_write(self, leader: PostgresPartitionStore) -> Iterator[None]:
+        """Around PostgreSQL's part of a write: fenced -> step down (unless the lease was
+        taken again meanwhile, at a newer epoch); an untold outcome or a log moved without
+        this node knowing -> catch up before any write."""
         try:
-            leader.append_prepared(prepared, expected_end_offset=self.log_end_offset)
+            yield
         except NotPartitionLeader:
-            self.step_down()
+            if self.leader is leader:
+                self.step_down()
             raise
         except StorageUnavailable:
             self._unsettled = True
             raise
         except AppendPreconditionFailed as exc:
-            # PostgreSQL's log moved past the copy without this node knowing: catch up before
-            # any write.
             self._unsettled = True
             raise StorageUnavailable(f"{self.path}: {exc}") from exc
+
+    def _store_copy(self, prepared: PreparedAppend, expected_end_offset: int) -> AppendInfo:
+        """After the commit: the copy stores the batches. A copy that moved while the commit
+        was in flight (a catch-up on taking the lease again took the batches in) is left to
+        the next write's catch-up."""
+        if self.log_end_offset != expected_end_offset:
+            self._unsettled = True
+            return prepared.info(self.log_start_offset)
         try:
             return PartitionLog.append_prepared(self, prepared)
         except BaseException:

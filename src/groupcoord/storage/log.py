@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Self
 
 from groupcoord.logformat.batch import (
@@ -124,6 +125,13 @@ class PartitionLog:
 
     # -- appending -------------------------------------------------------------------------
 
+    # What serializes the appends of a log whose append awaits (``append_async``) with the
+    # checks that must see the previous one's outcome (producer state). A file log's append
+    # never yields to the loop, so it needs none.
+    append_lock: AbstractAsyncContextManager[None] = nullcontext()
+    # Whether ``append_async`` leaves the loop (and so yields to other tasks) while it writes.
+    writes_off_loop = False
+
     def append(self, data: bytes | bytearray | memoryview, *,
                expected_end_offset: int | None = None, assign_offsets: bool = True,
                now_ms: int | None = None, leader_epoch: int | None = None,
@@ -133,11 +141,31 @@ class PartitionLog:
         A non-None ``expected_end_offset`` other than the log end offset raises
         ``AppendPreconditionFailed`` before anything is written.
         """
+        return self.append_prepared(self.prepare(
+            data, expected_end_offset=expected_end_offset, assign_offsets=assign_offsets,
+            now_ms=now_ms, leader_epoch=leader_epoch, allow_control=allow_control,
+            trusted=trusted))
+
+    async def append_async(self, data: bytes | bytearray | memoryview, *,
+                           expected_end_offset: int | None = None, now_ms: int | None = None,
+                           leader_epoch: int | None = None, allow_control: bool = False,
+                           trusted: bool = False) -> AppendInfo:
+        """``append``, for callers on the event loop holding ``append_lock``: a file log
+        appends at once, without yielding; a log whose writes leave the loop awaits them."""
+        return self.append(data, expected_end_offset=expected_end_offset, now_ms=now_ms,
+                           leader_epoch=leader_epoch, allow_control=allow_control,
+                           trusted=trusted)
+
+    def prepare(self, data: bytes | bytearray | memoryview, *,
+                expected_end_offset: int | None = None, assign_offsets: bool = True,
+                now_ms: int | None = None, leader_epoch: int | None = None,
+                allow_control: bool = False, trusted: bool = False) -> PreparedAppend:
+        """``append``'s batches, validated and stamped for this log's end, nothing stored."""
         require_end_offset(expected_end_offset, self.log_end_offset)
         now = _now_ms() if now_ms is None else now_ms
-        return self.append_prepared(prepare_append(
+        return prepare_append(
             data, self.config, self.log_end_offset, now, assign_offsets=assign_offsets,
-            leader_epoch=leader_epoch, allow_control=allow_control, trusted=trusted))
+            leader_epoch=leader_epoch, allow_control=allow_control, trusted=trusted)
 
     def append_prepared(self, prepared: PreparedAppend) -> AppendInfo:
         """Store batches already prepared (``storage.appending``) for this log's end, as

@@ -71,6 +71,7 @@ from groupcoord.storage.postgres_store import (
     release_leadership,
     renew_leases,
 )
+from groupcoord.storage.postgres_writers import PostgresWriters
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,8 @@ class LeasePass:
 
 class PostgresLogManager(LogManager):
     """A node's view of the cluster's partitions in PostgreSQL; their copies in
-    ``data_dir``. Owns ``session`` (the loop's), closed with the manager."""
+    ``data_dir``. Owns ``session`` (the loop's) and ``writers`` (the appends' threads, each
+    with a session like it), closed with the manager."""
 
     def __init__(self, data_dir: str, session: PostgresSession, *, node_id: int,
                  lease_ms: int = DEFAULT_LEASE_MS, default_config: LogConfig | None = None,
@@ -122,6 +124,8 @@ class PostgresLogManager(LogManager):
                  placement: Placement | None = None) -> None:
         super().__init__(data_dir, default_config, topic_configs, io)
         self.session = session
+        # Where the copies' appends commit, off the loop (``append_async``).
+        self.writers = PostgresWriters(session.sibling)
         self.node_id = node_id
         self.lease_ms = lease_ms
         self._clock_ms = clock_ms
@@ -220,7 +224,8 @@ class PostgresLogManager(LogManager):
             clean_shutdown=clean_shutdown)
         try:
             copy.attach(PostgresPartitionStore(self.session, topic, partition,
-                                               leader_epoch=READ_ONLY_EPOCH, config=config))
+                                               leader_epoch=READ_ONLY_EPOCH, config=config),
+                        self.writers)
             epoch: int | None = None
             # Another live node's share is left to it (it takes it once free).
             if self._my_share((topic, partition), self._order(self.view)):
@@ -256,8 +261,9 @@ class PostgresLogManager(LogManager):
         return super().delete_topic(topic)
 
     def close(self) -> None:
-        """Release every held lease (another node need not wait for it to lapse), close
-        the copies and the session."""
+        """Finish the appends under way, release every held lease (another node need not
+        wait for it to lapse), close the copies and the sessions."""
+        self.writers.close()
         for (topic, partition), copy in self.leased.items():
             if copy.leader is None:
                 continue

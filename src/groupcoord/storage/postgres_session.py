@@ -34,7 +34,7 @@ from groupcoord.storage.config import StorageError, StorageUnavailable
 @dataclass(frozen=True)
 class TransactionMode:
     """How a transaction runs, named in its BEGIN: no round trip of its own. Appends run
-    back to back on the broker's event loop, so every round trip of theirs counts."""
+    back to back (on the node's writer threads), so every round trip of theirs counts."""
 
     isolation: IsolationLevel
     read_only: bool
@@ -68,6 +68,10 @@ class PostgresSession:
     @classmethod
     def for_conninfo(cls, conninfo: str) -> PostgresSession:
         return cls(connection_factory(conninfo))
+
+    def sibling(self) -> PostgresSession:
+        """A new session connecting as this one does: for another thread."""
+        return PostgresSession(self._connect)
 
     def connection(self) -> Connection:
         """The live connection, opened (and checked) if there is none;

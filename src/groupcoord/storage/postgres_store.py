@@ -45,7 +45,7 @@ one landed.
 Everything runs on a ``PostgresSession`` (``storage.postgres_session``): psycopg 3
 connections, blocking, in autocommit mode (each transaction is explicit), one opened again
 after it is lost, the loss raised as the retriable ``StorageUnavailable``. A session runs one
-transaction at a time: each thread needs its own store and session.
+transaction at a time: each thread needs its own store and session (``on``).
 """
 
 from __future__ import annotations
@@ -253,6 +253,12 @@ class PostgresPartitionStore:
         self.partition = partition
         self.leader_epoch = leader_epoch
         self._session = session
+
+    def on(self, session: PostgresSession) -> PostgresPartitionStore:
+        """This store (the same partition, epoch and config) running on ``session``: for
+        another thread."""
+        return PostgresPartitionStore(session, self.topic, self.partition,
+                                      leader_epoch=self.leader_epoch, config=self.config)
 
     @property
     def _key(self) -> tuple[str, int]:

@@ -59,6 +59,11 @@ class ShardRuntime:
         # broker's append behind it). Only batches the runtime encoded pass here: trusted.
         self.append: Callable[..., Any] = (
             lambda *args, **kwargs: broker.append(*args, trusted=True, **kwargs))
+        # Whether a drain's pending batch is appended off the loop where the partition's log
+        # writes there (PostgreSQL): the queue fills on while it commits, so the next drain
+        # commits more records at once. Off for a kind whose callers `run_now`, which must
+        # never come between a batch's replay and its append.
+        self.drains_off_loop = True
         # The answer to a caller whose operation's append raised (its kind's Kafka mapping;
         # by default the fail-stop's retriable COORDINATOR_NOT_AVAILABLE).
         self.append_error: Callable[[BaseException], int] = \
@@ -159,6 +164,20 @@ class ShardRuntime:
     def log_end_offset(self, partition: int) -> int:
         plog = self.broker.logs.get(self.topic, partition)
         return 0 if plog is None else plog.log_end_offset
+
+    def writes_off_loop(self, partition: int) -> bool:
+        """Whether the partition's drained batches go through `append_off_loop`."""
+        plog = self.broker.logs.get(self.topic, partition)
+        return self.drains_off_loop and plog is not None and plog.writes_off_loop
+
+    async def append_off_loop(self, partition: int, batch: bytes, now_ms: int,
+                              expected_end_offset: int) -> None:
+        """A drained batch's append, its PostgreSQL commit off the loop
+        (`Broker.append_async`); as `append`, trusted."""
+        broker = self.broker
+        async with broker.append_lock(self.topic, partition):
+            await broker.append_async(self.topic, partition, batch, now_ms, trusted=True,
+                                      expected_end_offset=expected_end_offset)
 
     def discard_from(self, partition: int, offset: int) -> None:
         """Remove the shard's records at and after `offset` (never acknowledged)."""

@@ -178,7 +178,7 @@ class ShardTask(ShardLifecycle):
                     while not queue.empty():
                         item = queue.get_nowait()
                         self._run_one(item, done)
-                    self._flush()
+                    await self._flush_drain(done)
                     if self.runtime.fsync_always and self.runtime.written.pop(self.partition,
                                                                               False):
                         self.runtime.flush_shard(self.partition)
@@ -195,7 +195,7 @@ class ShardTask(ShardLifecycle):
                         if queue.empty():
                             break
                         item = queue.get_nowait()
-                    self._flush()
+                    await self._flush_drain(done)
                     self._sync_and_measure(started, end, op_ends)
             except Exception as exc:
                 # The append (or its fsync) failed. Nothing drained so far was answered, so
@@ -353,22 +353,61 @@ class ShardTask(ShardLifecycle):
         batch replayed), and so does a log that no longer ends where the batch's replay
         began: the append names that end, and the log refuses the batch, writing nothing,
         if another writer moved it."""
-        rows = self._rows
-        if rows:
-            self._rows = []
-            self._rows_bound = 0
-            flush_start, timed = 0, self.timed
-            if timed:
-                flush_start = self.read_ns()
-                self.metrics.batch_linger_time.record(flush_start - self._batch_started_ns)
+        if self._rows:
+            flush_start = self._flush_started()
             # Every row was encodable when staged: a failure here is a fail-stop too. The
             # append's time from `flush_start` (before encoding) counts in the drain's flush.
-            runtime = self.runtime
-            runtime.append(self.topic, self.partition, build_batch(rows),
-                           self.clock.now_ms(), expected_end_offset=self._batch_base)
-            runtime.written[self.partition] = True
-            if timed:
-                self._append_ns += self.read_ns() - flush_start
+            batch, base = self._take_batch()
+            self.runtime.append(self.topic, self.partition, batch, self.clock.now_ms(),
+                                expected_end_offset=base)
+            self._flushed(flush_start)
+        self._after_flush()
+
+    async def _flush_drain(self, done: list[tuple[asyncio.Future[Any] | None, Any]]) -> None:
+        """`_flush` at the end of a drain. Where the partition's log writes off the loop
+        (PostgreSQL), the append is awaited: the loop serves other work, and the queue
+        fills on, so the next drain commits more records at once (a group commit). The
+        drain's callers are answered only after it, as after `_flush`; if the shard is
+        unloaded meanwhile they are answered NOT_COORDINATOR."""
+        runtime = self.runtime
+        if self._rows and runtime.writes_off_loop(self.partition):
+            flush_start = self._flush_started()
+            batch, base = self._take_batch()
+            try:
+                await runtime.append_off_loop(self.partition, batch, self.clock.now_ms(), base)
+            except asyncio.CancelledError:
+                self._drop_batch()
+                error = ApiError(ErrorCode.NOT_COORDINATOR)
+                for fut, _response in done:
+                    if fut is not None and not fut.done():
+                        fut.set_exception(error)
+                raise
+            self._flushed(flush_start)
+        self._flush()
+
+    def _flush_started(self) -> int:
+        """The start of a pending batch's append (for `runtime_metrics`; 0 untimed)."""
+        if not self.timed:
+            return 0
+        flush_start = self.read_ns()
+        self.metrics.batch_linger_time.record(flush_start - self._batch_started_ns)
+        return flush_start
+
+    def _take_batch(self) -> tuple[bytes, int]:
+        """The pending rows as one batch, and the log end their replay began at; none left
+        pending."""
+        rows = self._rows
+        self._rows = []
+        self._rows_bound = 0
+        return build_batch(rows), self._batch_base
+
+    def _flushed(self, flush_start: int) -> None:
+        self.runtime.written[self.partition] = True
+        if self.timed:
+            self._append_ns += self.read_ns() - flush_start
+
+    def _after_flush(self) -> None:
+        """The pending batch appended: write its group events, run its effects."""
         events = self._batch_events
         if events:
             self._batch_events = []
