@@ -18,15 +18,7 @@ import pytest
 from helpers.broker import BrokerFactory
 from helpers.fault_run import ThreeNodes, fault_run
 
-pytestmark = [
-    pytest.mark.timeout(300),
-    # What the run found and is not fixed yet (docs/cluster.md, "What is not done yet"): a
-    # classic group that stops committing on some partitions for tens of seconds after node
-    # restarts (the plain producer's records stored twice are librdkafka sending again, which
-    # the checker counts apart; idempotent records stored twice, seen rarely, are not settled).
-    pytest.mark.xfail(reason="fault run findings open: a classic group stalling its commits; "
-                             "idempotent records stored twice (rare)", strict=False),
-]
+pytestmark = pytest.mark.timeout(300)
 
 SEED_ENV = "GROUPCOORD_FAULT_SEED"
 # Of faults: about ten faults, a run of under three minutes with the start and the checks.
