@@ -4,6 +4,7 @@ violation it is there for, and none in a correct history (no broker: the checks 
 from __future__ import annotations
 
 from helpers.cluster_checks import (
+    EARLIER_COPY,
     Stored,
     Verdict,
     check_offsets_monotonic,
@@ -77,7 +78,8 @@ def test_a_plain_producer_s_repeated_send_is_told_apart_from_a_record_stored_twi
     verdict = Verdict()
     check_producers([idempotent], [Stored(0, 1, b"idempotent:0"), Stored(0, 5, b"idempotent:0")],
                     verdict)
-    assert verdict.violations == ["idempotent 0 acknowledged at 0/5, stored at [(0, 1), (0, 5)]"]
+    assert verdict.violations == [
+        f"idempotent 0 acknowledged at 0/5, stored at [(0, 1), (0, 5)] {EARLIER_COPY}"]
 
 
 def test_transactions_seen_in_part_or_against_their_outcome_are_found() -> None:

@@ -71,8 +71,10 @@ def test_static_member_restart_keeps_assignment(
         solo.kill()
         old_log = ledger.forget(2)
         restarted.start(2, "i2")
+        # Back within the session timeout: a later rejoin would have been a rebalance (the
+        # member expelled), which the checks below find in the group's events. Timed from
+        # here it would count this test's polling on a busy machine too.
         wait_settled(bootstrap, group, topic, PARTITIONS, ledger, {0, 1, 2})
-        assert time.monotonic() - killed_at < SESSION_TIMEOUT_S, "rejoin took too long"
         assert ledger.owned()[2] == owned_before
         assert _member_id(bootstrap, group, "i2") != old_id
 
