@@ -97,7 +97,7 @@ def test_the_collector_is_paused_and_the_cluster_id_not_yet_written(
 
 def test_the_heavy_modules_are_what_the_broker_loads_after_the_bind() -> None:
     # The test above would pass vacuously if the names no longer existed.
-    from groupcoord.server.broker import LOADED_AFTER_BIND
+    from groupcoord.server.import_ahead import LOADED_AFTER_BIND
 
     after = _modules_after_importing(LOADED_AFTER_BIND)
     for name in ("groupcoord.storage.manager", "groupcoord.logformat.batch", "cramjam",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.server import broker
+from groupcoord.server import import_ahead
 
 
 def _module_file(tmp_path: Path, name: str) -> None:
@@ -20,10 +20,10 @@ def _module_file(tmp_path: Path, name: str) -> None:
 def test_under_assertion_rewriting_nothing_is_imported_ahead(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # This test runs under pytest, whose rewriting hook is on sys.meta_path.
-    assert broker._imports_build_ast()
+    assert import_ahead.imports_build_ast()
     _module_file(tmp_path, "ahead_under_pytest")
     monkeypatch.syspath_prepend(str(tmp_path))
-    broker._import(("ahead_under_pytest",))
+    import_ahead.import_ahead(("ahead_under_pytest",))
     assert "ahead_under_pytest" not in sys.modules
 
 
@@ -31,11 +31,11 @@ def test_without_it_the_modules_are_imported_ahead(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hooks = [f for f in sys.meta_path if type(f).__name__ == "AssertionRewritingHook"]
     monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if f not in hooks])
-    assert not broker._imports_build_ast()
+    assert not import_ahead.imports_build_ast()
     _module_file(tmp_path, "ahead_plain")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        broker._import(("ahead_plain", "no_such_module_anywhere"))
+        import_ahead.import_ahead(("ahead_plain", "no_such_module_anywhere"))
         assert sys.modules["ahead_plain"].LOADED
     finally:
         sys.modules.pop("ahead_plain", None)

@@ -23,10 +23,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
-from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.server.acceptor import Acceptor, bind_listener
@@ -36,6 +34,7 @@ from groupcoord.server.connection_limits import ConnectionLimits, build_connecti
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.fault_injection import FaultInjector
 from groupcoord.server.framing import API_VERSIONS_KEY
+from groupcoord.server.import_ahead import CLIENT_HANDLERS, LOADED_AFTER_BIND, import_ahead
 from groupcoord.server.listener_setup import ListenerSetup
 from groupcoord.server.request_context import BrokerRequestContext
 from groupcoord.server.runtime import heap
@@ -67,35 +66,6 @@ log = logging.getLogger("groupcoord.server")
 # stamps the leader's epoch (clients use it for KIP-320 validation).
 LEADER_EPOCH = 0
 MAINTENANCE_INTERVAL_S = 30.0
-# What `start` loads after the listeners are bound: imported on a worker thread first, so the
-# event loop stays free to answer ApiVersions while the bulk of the broker's code loads. The
-# Metadata handler comes first: every client sends Metadata once ApiVersions is answered,
-# and the loop imported it itself (20-30 ms of CPU) while this thread held the GIL too.
-LOADED_AFTER_BIND = (
-    "groupcoord.apis.metadata",
-    "groupcoord.storage.manager",
-    "groupcoord.server.authorization",
-    "groupcoord.server.fetch_sessions",
-    "groupcoord.server.log_cleaner",
-    "groupcoord.server.txn_log",
-    "groupcoord.server.topics",
-    "groupcoord.server.runtime.coordinator_runtime",
-    "groupcoord.server.share_runtime",
-    "groupcoord.server.transactions",
-    # The CRC32C implementation, bound on its first use (`logformat.batch`): after a clean
-    # stop nothing is CRC-checked before the first snapshot read on the loop, and importing
-    # the package there (with importlib.metadata) held the loop for 40-55 ms.
-    "crc32c",
-)
-# The handlers of the other requests every consumer or producer sends first: imported on a
-# worker thread while the logs load, so a client's first request of each kind, once the
-# broker serves, does not import its handler on the loop (5-30 ms of CPU each).
-CLIENT_HANDLERS = tuple(f"groupcoord.apis.{name}" for name in (
-    "find_coordinator", "offset_fetch", "offset_commit", "join_group", "sync_group",
-    "heartbeat", "leave_group", "consumer_group_heartbeat", "list_offsets", "fetch",
-    "produce", "init_producer_id"))
-
-
 class _Service(Protocol):
     """A runtime `start` loaded, stopped in the reverse order by `stop`."""
 
@@ -212,7 +182,7 @@ class Broker:
             await asyncio.to_thread(_after_bind, cfg)
             heap.settle_step()
             await asyncio.sleep(0)  # the step and the start of `_load` in turns of their own
-            self._tasks.append(asyncio.create_task(asyncio.to_thread(_import, CLIENT_HANDLERS)))
+            self._tasks.append(asyncio.create_task(asyncio.to_thread(import_ahead, CLIENT_HANDLERS)))
             await self._load()
         except BaseException:
             # As if never bound: the caller sees start-up fail (a bad data dir, say).
@@ -571,21 +541,8 @@ def _after_bind(cfg: BrokerConfig) -> None:
     only ApiVersions, which does not show the id, is answered before `ready`)."""
     from groupcoord.server.cluster_id import store_cluster_id
 
-    _import(LOADED_AFTER_BIND)
+    import_ahead(LOADED_AFTER_BIND)
     store_cluster_id(cfg.data_dir, cfg.cluster_id, cfg.file_io)
-
-
-def _import(names: tuple[str, ...]) -> None:
-    """Import `names` ahead of their use; a failure is left to the real import, which
-    reports it where its caller can handle it. Skipped where imports parse source into
-    `ast` objects (see `_imports_build_ast`): the real imports then run on the loop."""
-    if _imports_build_ast():
-        return
-    for name in names:
-        try:
-            import_module(name)
-        except Exception:  # noqa: BLE001, S112 - re-raised by the real import
-            continue
 
 
 def _coordinator_partitions(cfg: BrokerConfig) -> dict[str, int]:
@@ -602,12 +559,3 @@ def _cluster_map(cfg: BrokerConfig) -> ClusterMap:
     from groupcoord.server.cluster_map import ClusterMap
 
     return ClusterMap([cfg.node_id + i for i in range(cfg.nodes)], _coordinator_partitions(cfg))
-
-
-def _imports_build_ast() -> bool:
-    """True under pytest's assertion rewriting, which parses our modules with `ast.parse`
-    (groupcoord is a pytest plugin, so pytest rewrites the whole package). CPython 3.11
-    counts the depth of its AST conversion per interpreter, not per thread (gh-106905): a
-    module parsed on a worker thread while the loop's thread parses another one fails to
-    import with "SystemError: AST constructor recursion depth mismatch"."""
-    return any(type(finder).__name__ == "AssertionRewritingHook" for finder in sys.meta_path)
