@@ -18,17 +18,13 @@ import json
 import random
 import statistics
 import sys
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 from bench.common import RESULTS_DIR, TESTS_DIR
 
 if str(TESTS_DIR) not in sys.path:
     sys.path.append(str(TESTS_DIR))
-from helpers.broker import BrokerFactory
-from helpers.fault_run import FaultRun, ThreeNodes, fault_run
-from helpers.postgres_server import DATABASE, PostgresServer
+from helpers.fault_run import FaultRun, fault_run, three_nodes_on_postgres
 
 # The checker's wording of each kind of violation (helpers.cluster_checks).
 VIOLATION_KINDS = (("stored at", "acknowledged record stored elsewhere or twice"),
@@ -71,18 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     seed = ns.seed if ns.seed is not None else random.SystemRandom().randrange(1_000_000)
     print(f"fault run: seed {seed}, {ns.minutes} minutes of faults", flush=True)
-    server = PostgresServer()
-    with tempfile.TemporaryDirectory(prefix="groupcoord-fault-run-") as work:
-        factory = BrokerFactory(Path(work))
-        try:
-            server.start()
-            cluster = ThreeNodes(factory, server.url_for(DATABASE))
-            cluster.start()
-            run = fault_run(cluster, seed, ns.minutes * 60,
-                            lambda line: print(line, flush=True))
-        finally:
-            factory.close()
-            server.stop()
+    with three_nodes_on_postgres("groupcoord-fault-run-") as cluster:
+        run = fault_run(cluster, seed, ns.minutes * 60, lambda line: print(line, flush=True))
     figures = _figures(run)
     print(run.verdict.summary())
     print(json.dumps({k: v for k, v in figures.items() if k != "all_violations"}, indent=2))

@@ -20,10 +20,8 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 from bench.common import RESULTS_DIR, TESTS_DIR
 from bench.probe import api_versions
@@ -31,11 +29,9 @@ from bench.probe import api_versions
 if str(TESTS_DIR) not in sys.path:
     sys.path.append(str(TESTS_DIR))
 from confluent_kafka import KafkaError, Message, Producer
-from helpers.broker import BrokerFactory
 from helpers.confluent_io import create_topic
-from helpers.fault_run import ThreeNodes
+from helpers.fault_run import three_nodes_on_postgres
 from helpers.postgres_cluster import spread_leaders
-from helpers.postgres_server import DATABASE, PostgresServer
 
 TOPIC = "load"
 PROBE_INTERVAL_S = 0.02
@@ -100,33 +96,24 @@ def _quantile(values: list[float], q: float) -> float:
 
 def measure(seconds: float, partitions: int, producers: int, batch_records: int
             ) -> dict[str, object]:
-    server = PostgresServer()
-    with tempfile.TemporaryDirectory(prefix="groupcoord-produce-latency-") as work:
-        factory = BrokerFactory(Path(work))
-        try:
-            server.start()
-            cluster = ThreeNodes(factory, server.url_for(DATABASE))
-            cluster.start()
-            node = cluster.nodes[1]
-            create_topic(node.bootstrap, TOPIC, partitions)
-            leaders = spread_leaders(cluster.nodes, TOPIC, partitions)
-            led = sorted(p for p, leader in leaders.items() if leader == 1)
-            idle = _probe("127.0.0.1", node.port, 2.0)
-            loads = [Load(cluster.bootstrap, led, batch_records) for _ in range(producers)]
-            for load in loads:
-                load.thread.start()
-            time.sleep(2.0)  # the producers connected and writing
-            acked_before, started = sum(load.acked for load in loads), time.monotonic()
-            rtts = _probe("127.0.0.1", node.port, seconds)
-            rate = (sum(load.acked for load in loads) - acked_before) / (
-                time.monotonic() - started)
-            for load in loads:
-                load.stopping.set()
-            for load in loads:
-                load.thread.join(120)
-        finally:
-            factory.close()
-            server.stop()
+    with three_nodes_on_postgres("groupcoord-produce-latency-") as cluster:
+        node = cluster.nodes[1]
+        create_topic(node.bootstrap, TOPIC, partitions)
+        leaders = spread_leaders(cluster.nodes, TOPIC, partitions)
+        led = sorted(p for p, leader in leaders.items() if leader == 1)
+        idle = _probe("127.0.0.1", node.port, 2.0)
+        loads = [Load(cluster.bootstrap, led, batch_records) for _ in range(producers)]
+        for load in loads:
+            load.thread.start()
+        time.sleep(2.0)  # the producers connected and writing
+        acked_before, started = sum(load.acked for load in loads), time.monotonic()
+        rtts = _probe("127.0.0.1", node.port, seconds)
+        rate = (sum(load.acked for load in loads) - acked_before) / (
+            time.monotonic() - started)
+        for load in loads:
+            load.stopping.set()
+        for load in loads:
+            load.thread.join(120)
     ms = [r * 1000 for r in rtts]
     return {"seconds": seconds, "producers": producers, "batch_records": batch_records,
             "partitions_led_by_node_1": led,

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import random
 import signal
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 
 from groupcoord.wire.errors import ErrorCode
 from helpers.broker import BrokerFactory, BrokerProcess
@@ -37,6 +40,7 @@ from helpers.postgres_cluster import (
     node_args,
     partition_leaders,
 )
+from helpers.postgres_server import DATABASE, PostgresServer
 
 NODE_IDS = (1, 2, 3)
 WAIT_S = 60.0
@@ -266,3 +270,20 @@ def fault_run(cluster: ThreeNodes, seed: int, duration_s: float,
         workload.stop()
         cluster.release()
     return run
+
+
+@contextmanager
+def three_nodes_on_postgres(prefix: str) -> Iterator[ThreeNodes]:
+    """A throwaway PostgreSQL and three started nodes on it, in a temporary directory named
+    from `prefix` (the set-up of the cluster benches); all stopped afterwards."""
+    server = PostgresServer()
+    with tempfile.TemporaryDirectory(prefix=prefix) as work:
+        factory = BrokerFactory(Path(work))
+        try:
+            server.start()
+            cluster = ThreeNodes(factory, server.url_for(DATABASE))
+            cluster.start()
+            yield cluster
+        finally:
+            factory.close()
+            server.stop()
